@@ -1,0 +1,46 @@
+#include "analyzer/mapped_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "analyzer/trace_error.h"
+
+namespace gmt::analyzer {
+
+MappedFile::MappedFile(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw TraceError(path + ": cannot open: " + std::strerror(errno));
+  struct stat st{};
+  if (fstat(fd, &st) != 0) {
+    const int err = errno;
+    close(fd);
+    throw TraceError(path + ": cannot stat: " + std::strerror(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    throw TraceError(path + ": not a regular file");
+  }
+  size_ = static_cast<std::size_t>(st.st_size);
+  if (size_ > 0) {
+    void* map = mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (map == MAP_FAILED) {
+      const int err = errno;
+      close(fd);
+      throw TraceError(path + ": cannot map: " + std::strerror(err));
+    }
+    madvise(map, size_, MADV_SEQUENTIAL);
+    data_ = static_cast<const uint8_t*>(map);
+  }
+  close(fd);
+}
+
+MappedFile::~MappedFile() {
+  if (data_ != nullptr) munmap(const_cast<uint8_t*>(data_), size_);
+}
+
+}  // namespace gmt::analyzer

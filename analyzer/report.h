@@ -1,0 +1,28 @@
+// The `report` command's two presentations of the same summaries.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "analyzer/trace_summary.h"
+
+namespace gmt::analyzer {
+
+// A trace that could not be read at all, reported beside those that could.
+struct UnreadableTrace {
+  std::string path;
+  std::string error;
+};
+
+struct ReportInput {
+  std::vector<TraceSummary> traces;
+  std::vector<UnreadableTrace> unreadable;
+};
+
+ReportInput load_traces(const std::vector<std::string>& paths);
+
+void write_report_json(const ReportInput& input, std::ostream& out);
+void write_report_text(const ReportInput& input, std::ostream& out);
+
+}  // namespace gmt::analyzer

@@ -1,0 +1,63 @@
+// The JSON contract is documented in README.md; keys may be added, never removed or renamed.
+#include <nlohmann/json.hpp>
+
+#include "analyzer/report.h"
+
+namespace gmt::analyzer {
+namespace {
+
+const char* end_name(TraceEnd end) {
+  switch (end) {
+    case TraceEnd::kExited: return "exited";
+    case TraceEnd::kCut: return "cut";
+    case TraceEnd::kTruncated: return "truncated";
+    case TraceEnd::kCorrupt: return "corrupt";
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+void write_report_json(const ReportInput& input, std::ostream& out) {
+  using nlohmann::ordered_json;
+  ordered_json traces = ordered_json::array();
+  ordered_json devices = ordered_json::array();
+  for (std::size_t i = 0; i < input.traces.size(); ++i) {
+    const TraceSummary& t = input.traces[i];
+    ordered_json trace = {
+        {"path", t.path},         {"pid", t.pid},
+        {"events", t.events},     {"truncated", t.truncated()},
+        {"end", end_name(t.end)}, {"ppid", t.ppid},
+        {"host", t.host},         {"argv", t.argv},
+        {"duration_ns", t.duration_ns}, {"unmatched_frees", t.unmatched_frees},
+    };
+    if (t.truncated()) {
+      trace["end_offset"] = t.end_offset;
+      trace["end_reason"] = t.end_reason;
+    }
+    traces.push_back(std::move(trace));
+    for (const auto& [ordinal, d] : t.devices) {
+      devices.push_back({
+          {"device", d.device},
+          {"peak_bytes", d.peak_bytes},
+          {"peak_time_ns", d.peak_time_ns},
+          {"live_at_exit_bytes", d.live_bytes},
+          {"live_at_exit_count", d.live_count},
+          {"alloc_count", d.alloc_count},
+          {"free_count", d.free_count},
+          {"failed_alloc_count", d.failed_alloc_count},
+          {"trace", i},
+          {"pid", t.pid},
+      });
+    }
+  }
+  ordered_json report = {{"traces", traces}, {"devices", devices}};
+  if (!input.unreadable.empty()) {
+    ordered_json errors = ordered_json::array();
+    for (const auto& u : input.unreadable) errors.push_back({{"path", u.path}, {"error", u.error}});
+    report["errors"] = errors;
+  }
+  out << report.dump(2) << '\n';
+}
+
+}  // namespace gmt::analyzer

@@ -1,0 +1,65 @@
+#include <iomanip>
+
+#include "analyzer/byte_size.h"
+#include "analyzer/report.h"
+
+namespace gmt::analyzer {
+namespace {
+
+std::string command_line(const std::vector<std::string>& argv) {
+  std::string line;
+  for (const auto& arg : argv) {
+    if (!line.empty()) line += ' ';
+    line += arg;
+  }
+  return line.empty() ? "(unknown command)" : line;
+}
+
+std::string ending(const TraceSummary& t) {
+  switch (t.end) {
+    case TraceEnd::kExited: return "complete: the process exited normally";
+    case TraceEnd::kCut:
+      return "the process did not exit normally (killed, crashed or _exit); every record up to "
+             "then is here";
+    case TraceEnd::kTruncated:
+      return "truncated at byte " + std::to_string(t.end_offset) + ": " + t.end_reason +
+             "; everything before it is reported";
+    case TraceEnd::kCorrupt:
+      return "damaged at byte " + std::to_string(t.end_offset) + ": " + t.end_reason +
+             "; everything before it is reported";
+  }
+  return "";
+}
+
+void write_device(const DeviceSummary& d, std::ostream& out) {
+  out << "  " << (d.device >= 0 ? "device " + std::to_string(d.device) : std::string("device unknown"))
+      << "\n";
+  out << "    peak          " << human_bytes(d.peak_bytes) << " (" << d.peak_bytes << " bytes) at "
+      << human_duration(d.peak_time_ns) << "\n";
+  out << "    live at exit  " << human_bytes(d.live_bytes) << " in " << d.live_count
+      << (d.live_count == 1 ? " allocation" : " allocations") << "\n";
+  out << "    allocations   " << d.alloc_count << ", frees " << d.free_count << ", failed "
+      << d.failed_alloc_count << "\n";
+}
+
+}  // namespace
+
+void write_report_text(const ReportInput& input, std::ostream& out) {
+  for (const TraceSummary& t : input.traces) {
+    out << "trace " << t.path << "\n";
+    out << "  process       pid " << t.pid << " (parent " << t.ppid << ") on " << t.host << ": "
+        << command_line(t.argv) << "\n";
+    out << "  events        " << t.events << " over " << human_duration(t.duration_ns) << " ("
+        << ending(t) << ")\n";
+    if (t.unmatched_frees > 0) {
+      out << "  note          " << t.unmatched_frees
+          << " frees of addresses allocated before tracing started or by an API not tracked\n";
+    }
+    if (t.devices.empty()) out << "  no device memory was allocated\n";
+    for (const auto& [ordinal, d] : t.devices) write_device(d, out);
+    out << "\n";
+  }
+  for (const auto& u : input.unreadable) out << "unreadable: " << u.error << "\n";
+}
+
+}  // namespace gmt::analyzer

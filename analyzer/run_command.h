@@ -1,0 +1,19 @@
+// `gpumemtrace run -- CMD ARGS...`: runs a program with the preload library, so that it and
+// every child it starts (torchrun workers, multiprocessing) write their traces.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace gmt::analyzer {
+
+struct RunOptions {
+  std::string output_pattern;  // empty: $GPUMEMTRACE_OUTPUT or the library's default
+  std::vector<std::string> command;
+};
+
+// Returns the exit status to exit with. A program killed by a signal makes us die of the same
+// signal, so that shells and schedulers see what they would have seen without us.
+int run_traced(const RunOptions& options);
+
+}  // namespace gmt::analyzer

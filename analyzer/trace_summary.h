@@ -1,0 +1,47 @@
+// The model of one trace after replay: what every report prints, and nothing about how.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace gmt::analyzer {
+
+struct DeviceSummary {
+  int device = -1;
+  uint64_t peak_bytes = 0;  // high-water mark of device-resident bytes live on this device
+  uint64_t peak_time_ns = 0;
+  uint64_t live_bytes = 0;  // device-resident bytes live at the end of the trace
+  uint64_t live_count = 0;  // allocations of any kind live at the end of the trace
+  uint64_t alloc_count = 0;
+  uint64_t free_count = 0;
+  uint64_t failed_alloc_count = 0;
+};
+
+enum class TraceEnd {
+  kExited,     // the End record was written: the process exited normally
+  kCut,        // every record is complete, but the process never reached exit (killed, _exit)
+  kTruncated,  // the file ends inside a record
+  kCorrupt,    // a record could not be right; reading stopped there
+};
+
+struct TraceSummary {
+  std::string path;
+  uint64_t pid = 0;
+  uint64_t ppid = 0;
+  std::string host;
+  std::vector<std::string> argv;
+  uint64_t wall_start_ns = 0;
+  uint64_t duration_ns = 0;  // time of the last record
+  uint64_t events = 0;       // allocation, free and failed-allocation records
+  uint64_t unmatched_frees = 0;  // frees of addresses this trace never saw allocated
+  TraceEnd end = TraceEnd::kCut;
+  uint64_t end_offset = 0;  // where reading stopped, for kTruncated and kCorrupt
+  std::string end_reason;
+  std::map<int, DeviceSummary> devices;
+
+  bool truncated() const { return end == TraceEnd::kTruncated || end == TraceEnd::kCorrupt; }
+};
+
+}  // namespace gmt::analyzer

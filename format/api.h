@@ -1,0 +1,54 @@
+// The public CUDA API a user (or library) called to allocate or free: kept on every event so a
+// report can say "cudaMallocAsync" rather than the driver entry point it became.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace gmt::format {
+
+// Values are part of the file format: append only, never renumber or reorder.
+#define GMT_API_LIST(X)            \
+  X(kUnknown, "unknown")           \
+  X(kCuMemAlloc, "cuMemAlloc")     \
+  X(kCuMemFree, "cuMemFree")       \
+  X(kCuMemAllocPitch, "cuMemAllocPitch") \
+  X(kCuMemAllocManaged, "cuMemAllocManaged") \
+  X(kCuMemAllocHost, "cuMemAllocHost") \
+  X(kCuMemHostAlloc, "cuMemHostAlloc") \
+  X(kCuMemFreeHost, "cuMemFreeHost") \
+  X(kCuMemHostRegister, "cuMemHostRegister") \
+  X(kCuMemHostUnregister, "cuMemHostUnregister") \
+  X(kCuMemAllocAsync, "cuMemAllocAsync") \
+  X(kCuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync") \
+  X(kCuMemFreeAsync, "cuMemFreeAsync") \
+  X(kCuMemCreate, "cuMemCreate")   \
+  X(kCuMemRelease, "cuMemRelease") \
+  X(kCuMemAddressReserve, "cuMemAddressReserve") \
+  X(kCuMemAddressFree, "cuMemAddressFree") \
+  X(kCuMemMap, "cuMemMap")         \
+  X(kCuMemUnmap, "cuMemUnmap")     \
+  X(kCuArrayCreate, "cuArrayCreate") \
+  X(kCuArray3DCreate, "cuArray3DCreate") \
+  X(kCuArrayDestroy, "cuArrayDestroy") \
+  X(kCuMipmappedArrayCreate, "cuMipmappedArrayCreate") \
+  X(kCuMipmappedArrayDestroy, "cuMipmappedArrayDestroy") \
+  X(kCuGraphAddMemAllocNode, "cuGraphAddMemAllocNode") \
+  X(kCuGraphAddMemFreeNode, "cuGraphAddMemFreeNode") \
+  X(kCuIpcOpenMemHandle, "cuIpcOpenMemHandle") \
+  X(kCuIpcCloseMemHandle, "cuIpcCloseMemHandle") \
+  X(kCuCtxDestroy, "cuCtxDestroy") \
+  X(kCuDevicePrimaryCtxReset, "cuDevicePrimaryCtxReset") \
+  X(kCuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease") \
+  X(kCudaMalloc, "cudaMalloc")     \
+  X(kCudaFree, "cudaFree")
+
+#define GMT_API_ENUMERATOR(id, name) id,
+enum class Api : uint16_t { GMT_API_LIST(GMT_API_ENUMERATOR) kCount };
+#undef GMT_API_ENUMERATOR
+
+std::string_view api_name(Api api);
+std::optional<Api> api_from_raw(uint64_t raw);
+
+}  // namespace gmt::format

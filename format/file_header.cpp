@@ -1,0 +1,54 @@
+#include "format/file_header.h"
+
+#include <cstring>
+
+namespace gmt::format {
+namespace {
+
+// Like PNG's: a non-ASCII first byte, CR LF and ^Z catch text-mode and line-ending mangling.
+constexpr uint8_t kMagic[8] = {0x89, 'G', 'M', 'T', '\r', '\n', 0x1a, '\n'};
+
+void put_u16le(uint8_t* out, uint16_t v) {
+  out[0] = static_cast<uint8_t>(v);
+  out[1] = static_cast<uint8_t>(v >> 8);
+}
+
+uint16_t get_u16le(const uint8_t* in) { return static_cast<uint16_t>(in[0] | (in[1] << 8)); }
+
+}  // namespace
+
+void write_header(uint8_t* out) {
+  std::memcpy(out, kMagic, sizeof kMagic);
+  put_u16le(out + 8, kVersionMajor);
+  put_u16le(out + 10, kVersionMinor);
+  std::memset(out + 12, 0, 4);  // reserved, zero
+}
+
+HeaderCheck check_header(std::span<const uint8_t> bytes) {
+  HeaderCheck check;
+  if (bytes.empty()) {
+    check.error = "the file is empty (the traced process may have been killed before it wrote anything)";
+    return check;
+  }
+  if (bytes.size() < kHeaderSize) {
+    check.error = "the file is " + std::to_string(bytes.size()) +
+                  " bytes long, shorter than the 16-byte trace header";
+    return check;
+  }
+  if (std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
+    check.error = "not a gpumemtrace trace (the file does not start with the trace magic)";
+    return check;
+  }
+  check.header.major = get_u16le(bytes.data() + 8);
+  check.header.minor = get_u16le(bytes.data() + 10);
+  if (check.header.major != kVersionMajor) {
+    check.error = "unsupported trace format version " + std::to_string(check.header.major) + "." +
+                  std::to_string(check.header.minor) + " (this build reads version " +
+                  std::to_string(kVersionMajor) + ".x)";
+    return check;
+  }
+  check.ok = true;
+  return check;
+}
+
+}  // namespace gmt::format

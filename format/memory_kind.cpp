@@ -1,0 +1,48 @@
+#include "format/memory_kind.h"
+
+namespace gmt::format {
+
+std::string_view memory_kind_name(MemoryKind kind) {
+  switch (kind) {
+    case MemoryKind::kDevice: return "device";
+    case MemoryKind::kPitched: return "pitched";
+    case MemoryKind::kManaged: return "managed";
+    case MemoryKind::kHostPinned: return "host_pinned";
+    case MemoryKind::kHostRegistered: return "host_registered";
+    case MemoryKind::kStreamOrdered: return "stream_ordered";
+    case MemoryKind::kVmmPhysical: return "vmm_physical";
+    case MemoryKind::kVmmReservation: return "vmm_reservation";
+    case MemoryKind::kVmmMapping: return "vmm_mapping";
+    case MemoryKind::kArray: return "array";
+    case MemoryKind::kGraphMemory: return "graph_memory";
+    case MemoryKind::kIpcImport: return "ipc_import";
+  }
+  return "unknown";
+}
+
+std::optional<MemoryKind> memory_kind_from_raw(uint64_t raw) {
+  if (raw >= kMemoryKindCount) return std::nullopt;
+  return static_cast<MemoryKind>(raw);
+}
+
+bool counts_toward_device_usage(MemoryKind kind) {
+  switch (kind) {
+    case MemoryKind::kDevice:
+    case MemoryKind::kPitched:
+    case MemoryKind::kManaged:
+    case MemoryKind::kStreamOrdered:
+    case MemoryKind::kVmmPhysical:
+    case MemoryKind::kArray:
+    case MemoryKind::kGraphMemory:
+      return true;
+    case MemoryKind::kHostPinned:
+    case MemoryKind::kHostRegistered:
+    case MemoryKind::kVmmReservation:
+    case MemoryKind::kVmmMapping:
+    case MemoryKind::kIpcImport:
+      return false;
+  }
+  return false;
+}
+
+}  // namespace gmt::format

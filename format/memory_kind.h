@@ -1,0 +1,36 @@
+// What kind of memory an allocation is. Kinds are kept apart because they count differently:
+// only device-resident physical bytes make up a device's usage; reservations, mappings, host
+// memory and imports from other processes are reported but never added to it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace gmt::format {
+
+// Values are part of the file format: append only, never renumber.
+enum class MemoryKind : uint8_t {
+  kDevice = 0,          // cuMemAlloc
+  kPitched = 1,         // cuMemAllocPitch
+  kManaged = 2,         // cuMemAllocManaged
+  kHostPinned = 3,      // cuMemAllocHost, cuMemHostAlloc
+  kHostRegistered = 4,  // cuMemHostRegister
+  kStreamOrdered = 5,   // cuMemAllocAsync, cuMemAllocFromPoolAsync
+  kVmmPhysical = 6,     // cuMemCreate
+  kVmmReservation = 7,  // cuMemAddressReserve
+  kVmmMapping = 8,      // cuMemMap
+  kArray = 9,           // cuArrayCreate, cuMipmappedArrayCreate
+  kGraphMemory = 10,    // cuGraphAddMemAllocNode
+  kIpcImport = 11,      // cuIpcOpenMemHandle, external memory
+};
+
+inline constexpr uint8_t kMemoryKindCount = 12;
+
+std::string_view memory_kind_name(MemoryKind kind);
+std::optional<MemoryKind> memory_kind_from_raw(uint64_t raw);
+
+// True for kinds whose bytes occupy the device's physical memory on behalf of this process.
+bool counts_toward_device_usage(MemoryKind kind);
+
+}  // namespace gmt::format

@@ -1,0 +1,54 @@
+// Reads framed records back from the bytes of a trace file. It never trusts the input: every
+// length and value is checked, and when the bytes stop making sense it stops and says where
+// and why, keeping everything before that point.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "format/file_header.h"
+#include "format/record_encoder.h"
+#include "format/records.h"
+
+namespace gmt::format {
+
+enum class StreamEnd {
+  kNotYet,     // still reading
+  kClean,      // the bytes ended exactly after a complete record
+  kTruncated,  // the bytes end in the middle of a record (a process killed while writing)
+  kCorrupt,    // a record that cannot be right: reading stopped there
+};
+
+struct StreamStatus {
+  StreamEnd end = StreamEnd::kNotYet;
+  uint64_t offset = 0;  // file offset of the first byte not accepted
+  std::string reason;   // for kTruncated and kCorrupt
+};
+
+class RecordDecoder {
+ public:
+  // `file_bytes` is the whole file, header included; check_header() must have accepted it.
+  explicit RecordDecoder(std::span<const uint8_t> file_bytes);
+
+  // The next record, or nullopt once the stream has ended; status() then says how.
+  std::optional<Record> next();
+
+  const StreamStatus& status() const { return status_; }
+  uint64_t unknown_records_skipped() const { return unknown_skipped_; }
+
+ private:
+  std::optional<Record> decode_payload(uint64_t type, const uint8_t* begin, const uint8_t* end,
+                                       uint64_t frame_offset);
+  void stop(StreamEnd end, uint64_t offset, std::string reason);
+
+  std::span<const uint8_t> bytes_;
+  std::size_t pos_ = kHeaderSize;
+  CodecState state_;
+  StreamStatus status_;
+  uint64_t unknown_skipped_ = 0;
+};
+
+}  // namespace gmt::format

@@ -1,0 +1,104 @@
+// Turns records into framed bytes: [varint type][varint payload length][payload]. The length
+// lets a reader skip record types it does not know and tell a torn tail from a complete record.
+// Header-only and allocation-free for fixed-size buffers, because the traced process uses it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "format/records.h"
+#include "format/varint.h"
+
+namespace gmt::format {
+
+// A byte buffer on the stack for one event record. Events are bounded (every field is a
+// varint), so kCapacity can never be exceeded by them; `overflowed` guards the invariant.
+template <std::size_t kCapacity>
+class FixedBuffer {
+ public:
+  void append(const uint8_t* bytes, std::size_t n) {
+    if (n > kCapacity - size_) {
+      overflowed_ = true;
+      return;
+    }
+    std::memcpy(data_ + size_, bytes, n);
+    size_ += n;
+  }
+  const uint8_t* data() const { return data_; }
+  std::size_t size() const { return size_; }
+  bool overflowed() const { return overflowed_; }
+
+ private:
+  uint8_t data_[kCapacity];
+  std::size_t size_ = 0;
+  bool overflowed_ = false;
+};
+
+class GrowableBuffer {
+ public:
+  void append(const uint8_t* bytes, std::size_t n) { bytes_.insert(bytes_.end(), bytes, bytes + n); }
+  const uint8_t* data() const { return bytes_.data(); }
+  std::size_t size() const { return bytes_.size(); }
+  bool overflowed() const { return false; }
+
+ private:
+  std::vector<uint8_t> bytes_;
+};
+
+// State carried from one record to the next: times are stored as deltas.
+struct CodecState {
+  uint64_t last_time_ns = 0;
+};
+
+template <class Out>
+class FieldWriter {
+ public:
+  FieldWriter(Out& out, CodecState& state) : out_(out), state_(state) {}
+
+  void u64(uint64_t v) { varint(v); }
+  void u32(uint32_t v) { varint(v); }
+  void i32(int32_t v) { varint(zigzag(v)); }
+  void kind(MemoryKind k) { varint(static_cast<uint64_t>(k)); }
+  void api(Api a) { varint(static_cast<uint64_t>(a)); }
+  void time(uint64_t t) {
+    // Signed: a later trace layout may interleave threads whose clocks were read out of order.
+    varint(zigzag(static_cast<int64_t>(t - state_.last_time_ns)));
+    state_.last_time_ns = t;
+  }
+  void str(const std::string& s) {
+    varint(s.size());
+    out_.append(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+  }
+  void str_list(const std::vector<std::string>& list) {
+    varint(list.size());
+    for (const auto& s : list) str(s);
+  }
+
+ private:
+  void varint(uint64_t v) {
+    uint8_t tmp[kMaxVarintBytes];
+    out_.append(tmp, put_varint(tmp, v));
+  }
+
+  Out& out_;
+  CodecState& state_;
+};
+
+// Appends one framed record to `out`. Payload is built first in a buffer of the same type so
+// that its length can precede it.
+template <class Out, class R>
+void encode_record(const R& record, CodecState& state, Out& out) {
+  Out payload;
+  FieldWriter<Out> writer(payload, state);
+  R::fields(record, writer);
+  uint8_t tmp[2 * kMaxVarintBytes];
+  std::size_t n = put_varint(tmp, static_cast<uint64_t>(R::kType));
+  n += put_varint(tmp + n, payload.size());
+  out.append(tmp, n);
+  out.append(payload.data(), payload.size());
+}
+
+}  // namespace gmt::format

@@ -1,0 +1,125 @@
+// Every record of the trace, defined once. Each record lists its fields in `fields()`, a template
+// that the encoder and the decoder both walk, so writer and reader cannot disagree on a layout.
+// The on-disk encoding of each field type is described in format/README.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "format/api.h"
+#include "format/memory_kind.h"
+
+namespace gmt::format {
+
+// Values are part of the file format: append only, never renumber.
+enum class RecordType : uint8_t {
+  kProcessInfo = 1,
+  kAlloc = 2,
+  kFree = 3,
+  kAllocFailed = 4,
+  kEnd = 5,
+};
+
+// Written once, first, when the process starts being traced.
+struct ProcessInfoRecord {
+  static constexpr RecordType kType = RecordType::kProcessInfo;
+  uint64_t pid = 0;
+  uint64_t ppid = 0;
+  uint64_t wall_start_ns = 0;  // Unix time when tracing started.
+  uint64_t mono_start_ns = 0;  // CLOCK_MONOTONIC then; event times count from here.
+  std::string host;
+  std::vector<std::string> argv;
+
+  template <class Self, class V>
+  static void fields(Self& r, V& v) {
+    v.u64(r.pid);
+    v.u64(r.ppid);
+    v.u64(r.wall_start_ns);
+    v.u64(r.mono_start_ns);
+    v.str(r.host);
+    v.str_list(r.argv);
+  }
+};
+
+// A successful allocation, stamped after the real call returned.
+struct AllocRecord {
+  static constexpr RecordType kType = RecordType::kAlloc;
+  uint64_t time_ns = 0;  // since ProcessInfoRecord::mono_start_ns
+  uint64_t thread = 0;   // kernel thread id
+  int32_t device = -1;   // CUDA ordinal in this process; -1 when unknown or host memory
+  MemoryKind kind = MemoryKind::kDevice;
+  Api api = Api::kUnknown;
+  uint64_t address = 0;
+  uint64_t size = 0;
+
+  template <class Self, class V>
+  static void fields(Self& r, V& v) {
+    v.time(r.time_ns);
+    v.u64(r.thread);
+    v.i32(r.device);
+    v.kind(r.kind);
+    v.api(r.api);
+    v.u64(r.address);
+    v.u64(r.size);
+  }
+};
+
+// A free, stamped before the real call runs so that a concurrent allocation reusing the address
+// always comes after it in the trace. The analyzer finds what is freed by address.
+struct FreeRecord {
+  static constexpr RecordType kType = RecordType::kFree;
+  uint64_t time_ns = 0;
+  uint64_t thread = 0;
+  Api api = Api::kUnknown;
+  uint64_t address = 0;
+
+  template <class Self, class V>
+  static void fields(Self& r, V& v) {
+    v.time(r.time_ns);
+    v.u64(r.thread);
+    v.api(r.api);
+    v.u64(r.address);
+  }
+};
+
+// An allocation the driver refused (out of memory above all), with what was asked for.
+struct AllocFailedRecord {
+  static constexpr RecordType kType = RecordType::kAllocFailed;
+  uint64_t time_ns = 0;
+  uint64_t thread = 0;
+  int32_t device = -1;
+  MemoryKind kind = MemoryKind::kDevice;
+  Api api = Api::kUnknown;
+  uint64_t size = 0;
+  uint32_t error = 0;  // the CUresult the program saw
+
+  template <class Self, class V>
+  static void fields(Self& r, V& v) {
+    v.time(r.time_ns);
+    v.u64(r.thread);
+    v.i32(r.device);
+    v.kind(r.kind);
+    v.api(r.api);
+    v.u64(r.size);
+    v.u32(r.error);
+  }
+};
+
+// Written when the process exits normally. Records may still follow it (exit-time frees run
+// after our finalizer); its absence means the process died or called _exit.
+struct EndRecord {
+  static constexpr RecordType kType = RecordType::kEnd;
+  uint64_t time_ns = 0;
+
+  template <class Self, class V>
+  static void fields(Self& r, V& v) {
+    v.time(r.time_ns);
+  }
+};
+
+using Record =
+    std::variant<ProcessInfoRecord, AllocRecord, FreeRecord, AllocFailedRecord, EndRecord>;
+
+}  // namespace gmt::format

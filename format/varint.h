@@ -1,0 +1,45 @@
+// LEB128 varints and zigzag: the trace's integer encoding. Small values are common (time deltas,
+// thread ids, kinds), so they cost one byte; 64-bit addresses cost at most ten.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace gmt::format {
+
+inline constexpr std::size_t kMaxVarintBytes = 10;
+
+// Writes `value` at `out` and returns the number of bytes written (1..10).
+inline std::size_t put_varint(uint8_t* out, uint64_t value) {
+  std::size_t n = 0;
+  while (value >= 0x80) {
+    out[n++] = static_cast<uint8_t>(value) | 0x80;
+    value >>= 7;
+  }
+  out[n++] = static_cast<uint8_t>(value);
+  return n;
+}
+
+// Reads a varint from [*pos, end). Returns false, leaving *pos unchanged, when the input ends
+// before the varint does or when it is longer than any 64-bit value can need.
+inline bool get_varint(const uint8_t** pos, const uint8_t* end, uint64_t* value) {
+  uint64_t result = 0;
+  const uint8_t* p = *pos;
+  for (unsigned shift = 0; shift < 64; shift += 7) {
+    if (p == end) return false;
+    const uint8_t byte = *p++;
+    if (shift == 63 && byte > 1) return false;  // would overflow 64 bits
+    result |= static_cast<uint64_t>(byte & 0x7f) << shift;
+    if ((byte & 0x80) == 0) {
+      *pos = p;
+      *value = result;
+      return true;
+    }
+  }
+  return false;
+}
+
+inline uint64_t zigzag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
+inline int64_t unzigzag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
+
+}  // namespace gmt::format

@@ -1,0 +1,17 @@
+// dlsym with a real handle: how cudart, NCCL, cuBLAS, CuPy and XLA reach the driver
+// (dlopen("libcuda.so.1") then dlsym). A tracked driver entry point comes back wrapped.
+#include <cstring>
+
+#include "interpose/hooks/real_dlsym.h"
+#include "interpose/runtime.h"
+
+extern "C" __attribute__((visibility("hidden"))) void* gmt_dlsym_for_handle(void* handle,
+                                                                            const char* name) {
+  using namespace gmt::interpose;
+  DlsymFn real = real_dlsym();
+  if (real == nullptr) return nullptr;
+  void* symbol = real(handle, name);
+  // Only driver names can be tracked; the prefix test keeps every other lookup cheap.
+  if (symbol == nullptr || name == nullptr || std::strncmp(name, "cu", 2) != 0) return symbol;
+  return Runtime::get().entry_points().wrap(symbol);
+}

@@ -1,0 +1,65 @@
+#include "interpose/hooks/entry_points.h"
+
+#include <dlfcn.h>
+
+#include "interpose/hooks/real_dlsym.h"
+#include "interpose/hooks/wrappers.h"
+
+namespace gmt::interpose {
+namespace {
+
+struct EntryPointInfo {
+  const char* symbol;
+  void* wrapper;
+};
+
+#define GMT_ENTRY_POINT_INFO(id, symbol, wrapper) {symbol, reinterpret_cast<void*>(&wrapper)},
+const EntryPointInfo kEntryPoints[] = {GMT_DRIVER_ENTRY_POINTS(GMT_ENTRY_POINT_INFO)};
+#undef GMT_ENTRY_POINT_INFO
+
+constexpr std::size_t kCount = static_cast<std::size_t>(EntryPoint::kCount);
+static_assert(sizeof kEntryPoints / sizeof kEntryPoints[0] == kCount);
+
+}  // namespace
+
+// libcuda is loaded RTLD_LOCAL by its users, so RTLD_NEXT cannot see it; a NOLOAD open finds
+// the copy already in the process (by soname) without ever loading one ourselves. A lookup
+// through its handle searches libcuda and its dependencies only, never the preload, so it
+// yields the driver's functions, not our wrappers.
+void DriverEntryPoints::resolve() {
+  if (resolved_.load(std::memory_order_acquire)) return;
+  void* libcuda = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_LAZY);
+  DlsymFn lookup = real_dlsym();
+  if (libcuda == nullptr || lookup == nullptr) return;  // not loaded yet: try again later
+  for (std::size_t i = 0; i < kCount; ++i) {
+    real_[i].store(lookup(libcuda, kEntryPoints[i].symbol), std::memory_order_relaxed);
+  }
+  ctx_get_device_.store(lookup(libcuda, "cuCtxGetDevice"), std::memory_order_relaxed);
+  resolved_.store(true, std::memory_order_release);
+  // The handle stays open: the driver is never unloaded while its functions are in use.
+}
+
+void* DriverEntryPoints::real(EntryPoint ep) {
+  const auto index = static_cast<std::size_t>(ep);
+  if (void* fn = real_[index].load(std::memory_order_acquire)) return fn;
+  resolve();
+  return real_[index].load(std::memory_order_acquire);
+}
+
+void* DriverEntryPoints::wrap(void* driver_function) {
+  resolve();
+  for (std::size_t i = 0; i < kCount; ++i) {
+    if (driver_function == real_[i].load(std::memory_order_acquire)) return kEntryPoints[i].wrapper;
+  }
+  return driver_function;
+}
+
+int DriverEntryPoints::current_device() {
+  resolve();
+  auto fn = reinterpret_cast<PFN_cuCtxGetDevice_v2000>(ctx_get_device_.load(std::memory_order_acquire));
+  CUdevice device = -1;
+  if (fn == nullptr || fn(&device) != CUDA_SUCCESS) return -1;
+  return device;
+}
+
+}  // namespace gmt::interpose

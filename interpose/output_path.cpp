@@ -1,0 +1,35 @@
+#include "interpose/output_path.h"
+
+#include <cstdlib>
+
+namespace gmt::interpose {
+
+std::string expand_output_pattern(std::string_view pattern, const OutputPathVars& vars) {
+  std::string out;
+  out.reserve(pattern.size() + 16);
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] != '%' || i + 1 == pattern.size()) {
+      out += pattern[i];
+      continue;
+    }
+    switch (const char c = pattern[++i]) {
+      case 'p': out += std::to_string(vars.pid); break;
+      case 'h': out += vars.host; break;
+      case 'r': out += vars.rank; break;
+      case '%': out += '%'; break;
+      default:
+        out += '%';
+        out += c;
+    }
+  }
+  return out;
+}
+
+std::string rank_from_environment() {
+  for (const char* name : {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"}) {
+    if (const char* value = std::getenv(name); value != nullptr && *value != '\0') return value;
+  }
+  return "0";
+}
+
+}  // namespace gmt::interpose

@@ -1,0 +1,47 @@
+#include "interpose/record/process_info.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <climits>
+
+#include "interpose/record/clock.h"
+
+namespace gmt::interpose {
+namespace {
+
+// /proc/self/cmdline is the only place argv survives for a preload library (main's argv is
+// not ours to see); its arguments are NUL-separated.
+std::vector<std::string> read_cmdline() {
+  std::vector<std::string> argv;
+  const int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return argv;
+  std::string bytes;
+  char buf[4096];
+  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) bytes.append(buf, static_cast<std::size_t>(n));
+  close(fd);
+  std::size_t start = 0;
+  while (start < bytes.size()) {
+    std::size_t end = bytes.find('\0', start);
+    if (end == std::string::npos) end = bytes.size();
+    argv.emplace_back(bytes, start, end - start);
+    start = end + 1;
+  }
+  return argv;
+}
+
+}  // namespace
+
+format::ProcessInfoRecord capture_process_info(uint64_t mono_start_ns) {
+  format::ProcessInfoRecord info;
+  info.pid = static_cast<uint64_t>(getpid());
+  info.ppid = static_cast<uint64_t>(getppid());
+  info.mono_start_ns = mono_start_ns;
+  info.wall_start_ns = clock_ns(CLOCK_REALTIME);
+  char host[HOST_NAME_MAX + 1] = {};
+  if (gethostname(host, sizeof host - 1) == 0) info.host = host;
+  info.argv = read_cmdline();
+  return info;
+}
+
+}  // namespace gmt::interpose

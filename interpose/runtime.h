@@ -1,0 +1,29 @@
+// The interposer's one piece of process-wide state. Created on first use (which may come before
+// our constructors run) and never destroyed: hooks run during exit and after destructors.
+#pragma once
+
+#include "interpose/config.h"
+#include "interpose/hooks/entry_points.h"
+#include "interpose/record/event_recorder.h"
+#include "interpose/record/trace_writer.h"
+
+namespace gmt::interpose {
+
+class Runtime {
+ public:
+  static Runtime& get();
+
+  DriverEntryPoints& entry_points() { return entry_points_; }
+  EventRecorder& events() { return events_; }
+  TraceWriter& writer() { return writer_; }
+
+ private:
+  Runtime();
+
+  Config config_;
+  TraceWriter writer_;
+  EventRecorder events_;
+  DriverEntryPoints entry_points_;
+};
+
+}  // namespace gmt::interpose

@@ -1,0 +1,362 @@
+// Workloads on the simulated CUDA stack, traced by the preload library, summarized by
+// `gpumemtrace report --json`: every expected number below follows from the operations the
+// workload is given, by hand.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/process_runner.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace gmt::test {
+namespace {
+
+constexpr uint64_t kMiB = 1024 * 1024;
+
+std::string mib(uint64_t n) { return std::to_string(n * kMiB); }
+
+class EndToEnd : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char name[] = "/tmp/gmt-e2e-XXXXXX";
+    ASSERT_NE(mkdtemp(name), nullptr);
+    dir_ = name;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string workload(const std::string& name) const { return std::string(GMT_WORKLOAD_DIR) + "/" + name; }
+
+  std::map<std::string, std::string> base_env() const {
+    std::map<std::string, std::string> env = {
+        {"LD_LIBRARY_PATH", GMT_FAKECUDA_LIB_DIR},
+        {"GPUMEMTRACE_OUTPUT", dir_ + "/trace.%p.gmt"},
+        {"FAKECUDA_DEVICE_MEMORY", std::to_string(16 * 1024 * kMiB)},
+        {"FAKECUDA_CONTEXT_OVERHEAD", mib(300)},
+    };
+    // Leak checking belongs to the tests of our own code, not to programs killed on purpose.
+    if (std::string(GMT_ASAN_RUNTIME).size() > 0) env["ASAN_OPTIONS"] = "detect_leaks=0";
+    return env;
+  }
+
+  std::string preload() const {
+    const std::string asan = GMT_ASAN_RUNTIME;
+    return asan.empty() ? GMT_PRELOAD : asan + ":" + GMT_PRELOAD;
+  }
+
+  // Runs a workload with LD_PRELOAD set, as a user would by hand.
+  ProcessResult run_traced(const std::string& name, std::vector<std::string> ops,
+                           std::map<std::string, std::string> extra_env = {}) const {
+    ProcessSpec spec;
+    spec.argv = {workload(name)};
+    spec.argv.insert(spec.argv.end(), ops.begin(), ops.end());
+    spec.set_env = base_env();
+    spec.set_env["LD_PRELOAD"] = preload();
+    for (auto& [k, v] : extra_env) spec.set_env[k] = v;
+    spec.cwd = dir_;
+    return run_process(spec);
+  }
+
+  std::vector<std::string> traces() const {
+    std::vector<std::string> found;
+    for (const auto& entry : fs::directory_iterator(dir_)) {
+      if (entry.path().extension() == ".gmt") found.push_back(entry.path().string());
+    }
+    std::sort(found.begin(), found.end());
+    return found;
+  }
+
+  std::string only_trace() const {
+    const auto found = traces();
+    EXPECT_EQ(found.size(), 1u);
+    return found.empty() ? std::string() : found.front();
+  }
+
+  ProcessResult cli(std::vector<std::string> args, std::map<std::string, std::string> env = {}) const {
+    ProcessSpec spec;
+    spec.argv = {GMT_CLI};
+    spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+    spec.set_env = env;
+    if (std::string(GMT_ASAN_RUNTIME).size() > 0) spec.set_env["ASAN_OPTIONS"] = "detect_leaks=0";
+    spec.unset_env = {"LD_PRELOAD"};
+    spec.cwd = dir_;
+    return run_process(spec);
+  }
+
+  json report(const std::vector<std::string>& paths) const {
+    std::vector<std::string> args = {"report", "--json"};
+    args.insert(args.end(), paths.begin(), paths.end());
+    const ProcessResult r = cli(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return json::parse(r.out);
+  }
+
+  static const json& device(const json& report, int ordinal) {
+    for (const auto& d : report["devices"]) {
+      if (d["device"] == ordinal) return d;
+    }
+    ADD_FAILURE() << "no device " << ordinal << " in " << report.dump();
+    static const json empty;
+    return empty;
+  }
+
+  std::string dir_;
+};
+
+// alloc a 1, b 4, free a, c 2, d 8, free b, free d: the peak is b+c+d = 14 MiB, c is live at exit.
+const std::vector<std::string> kSequence = {"alloc:a:" + mib(1), "alloc:b:" + mib(4), "free:a",
+                                            "alloc:c:" + mib(2), "alloc:d:" + mib(8), "free:b",
+                                            "free:d"};
+
+void expect_sequence_numbers(const json& r) {
+  ASSERT_EQ(r["traces"].size(), 1u);
+  EXPECT_EQ(r["traces"][0]["events"], 7);
+  EXPECT_EQ(r["traces"][0]["truncated"], false);
+  EXPECT_EQ(r["traces"][0]["end"], "exited");
+  ASSERT_EQ(r["devices"].size(), 1u);
+  const json& d = r["devices"][0];
+  EXPECT_EQ(d["device"], 0);
+  EXPECT_EQ(d["peak_bytes"], 14 * kMiB);
+  EXPECT_EQ(d["live_at_exit_bytes"], 2 * kMiB);
+  EXPECT_EQ(d["live_at_exit_count"], 1);
+  EXPECT_EQ(d["alloc_count"], 4);
+  EXPECT_EQ(d["free_count"], 3);
+  EXPECT_EQ(d["failed_alloc_count"], 0);
+}
+
+class EveryPath : public EndToEnd, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(EveryPath, KnownSequenceGivesExactPeakAndLiveBytes) {
+  const ProcessResult r = run_traced(GetParam(), kSequence);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json rep = report({only_trace()});
+  expect_sequence_numbers(rep);
+  EXPECT_GT(rep["traces"][0]["pid"].get<int>(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, EveryPath,
+                         ::testing::Values("workload_runtime_shared", "workload_runtime_static",
+                                           "workload_driver_linked", "workload_driver_dlsym",
+                                           "workload_driver_procaddress_11030"));
+
+TEST_F(EndToEnd, PeakIsKeptPerDevice) {
+  const ProcessResult r =
+      run_traced("workload_runtime_shared",
+                 {"device:0", "alloc:a:" + mib(1), "device:1", "alloc:b:" + mib(3), "alloc:c:" + mib(5),
+                  "free:b", "device:0", "free:a"},
+                 {{"FAKECUDA_DEVICE_COUNT", "2"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json rep = report({only_trace()});
+  ASSERT_EQ(rep["devices"].size(), 2u);
+  const json& d0 = device(rep, 0);
+  EXPECT_EQ(d0["peak_bytes"], 1 * kMiB);
+  EXPECT_EQ(d0["live_at_exit_bytes"], 0);
+  EXPECT_EQ(d0["alloc_count"], 1);
+  EXPECT_EQ(d0["free_count"], 1);
+  const json& d1 = device(rep, 1);
+  EXPECT_EQ(d1["peak_bytes"], 8 * kMiB);
+  EXPECT_EQ(d1["live_at_exit_bytes"], 5 * kMiB);
+  EXPECT_EQ(d1["live_at_exit_count"], 1);
+  EXPECT_EQ(d1["alloc_count"], 2);
+  EXPECT_EQ(d1["free_count"], 1);
+}
+
+TEST_F(EndToEnd, OutOfMemoryIsRecordedAndTheProgramSeesTheSameError) {
+  // alloc_ops itself checks that the "oom" allocation fails, as it would untraced.
+  const ProcessResult r = run_traced(
+      "workload_runtime_shared", {"alloc:a:" + mib(512), "oom:" + mib(1024), "free:a"},
+      {{"FAKECUDA_DEVICE_MEMORY", mib(1024)}, {"FAKECUDA_CONTEXT_OVERHEAD", "0"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json rep = report({only_trace()});
+  const json& d = device(rep, 0);
+  EXPECT_EQ(d["failed_alloc_count"], 1);
+  EXPECT_EQ(d["alloc_count"], 1);
+  EXPECT_EQ(d["peak_bytes"], 512 * kMiB);
+  EXPECT_EQ(rep["traces"][0]["events"], 3);
+}
+
+TEST_F(EndToEnd, ProgramWithoutCudaLeavesNoTraceAndDlsymStillWorks) {
+  const ProcessResult r = run_traced("workload_no_cuda", {});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // getpid goes through a library that finds the real one with dlsym(RTLD_NEXT): it must reach
+  // libc, not loop back into itself.
+  EXPECT_NE(r.out.find("getpid_ok=1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cos=1 puts=1 missing_is_null=1"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("layer_calls=0"), std::string::npos) << r.out;
+  EXPECT_TRUE(traces().empty());
+}
+
+class AbruptEnd : public EndToEnd, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(AbruptEnd, EverythingRecordedBeforeTheEndIsKept) {
+  const ProcessResult r = run_traced(
+      "workload_runtime_shared",
+      {"alloc:a:" + mib(1), "alloc:b:" + mib(2), "free:a", std::string("exit:") + GetParam()});
+  (void)r;
+  const json rep = report({only_trace()});
+  EXPECT_EQ(rep["traces"][0]["events"], 3);
+  EXPECT_EQ(rep["traces"][0]["truncated"], false);
+  EXPECT_EQ(rep["traces"][0]["end"], std::string(GetParam()) == "normal" ? "exited" : "cut");
+  const json& d = device(rep, 0);
+  EXPECT_EQ(d["peak_bytes"], 3 * kMiB);
+  EXPECT_EQ(d["live_at_exit_bytes"], 2 * kMiB);
+}
+
+INSTANTIATE_TEST_SUITE_P(Endings, AbruptEnd, ::testing::Values("normal", "_exit", "abort", "kill", "segv"));
+
+TEST_F(EndToEnd, ForkedChildWritesItsOwnTrace) {
+  const ProcessResult r =
+      run_traced("workload_runtime_shared", {"alloc:a:" + mib(1), "fork:" + mib(8), "free:a"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto found = traces();
+  ASSERT_EQ(found.size(), 2u);
+  const json rep = report(found);
+  ASSERT_EQ(rep["devices"].size(), 2u);
+  int parent = -1;
+  for (int i = 0; i < 2; ++i) {
+    if (rep["traces"][i]["argv"].size() > 1 && rep["devices"][i]["peak_bytes"] == 1 * kMiB) parent = i;
+  }
+  ASSERT_NE(parent, -1) << rep.dump();
+  const int child = 1 - parent;
+  EXPECT_EQ(rep["devices"][parent]["alloc_count"], 1);
+  EXPECT_EQ(rep["devices"][parent]["free_count"], 1);
+  EXPECT_EQ(rep["devices"][child]["peak_bytes"], 8 * kMiB);
+  EXPECT_EQ(rep["devices"][child]["alloc_count"], 1);
+  EXPECT_EQ(rep["devices"][child]["free_count"], 1);
+  EXPECT_NE(rep["traces"][0]["pid"], rep["traces"][1]["pid"]);
+}
+
+TEST_F(EndToEnd, ConcurrentThreadsKeepFreesAndReusedAddressesInOrder) {
+  // The simulated driver hands a freed address straight to the next allocation: any record
+  // written out of order shows up as an unmatched free or a lost allocation.
+  const ProcessResult r = run_traced("workload_runtime_shared", {"threads:4:500:" + mib(1)});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json rep = report({only_trace()});
+  EXPECT_EQ(rep["traces"][0]["events"], 4000);
+  EXPECT_EQ(rep["traces"][0]["unmatched_frees"], 0);
+  const json& d = device(rep, 0);
+  EXPECT_EQ(d["alloc_count"], 2000);
+  EXPECT_EQ(d["free_count"], 2000);
+  EXPECT_EQ(d["live_at_exit_bytes"], 0);
+  EXPECT_GE(d["peak_bytes"].get<uint64_t>(), 1 * kMiB);
+  EXPECT_LE(d["peak_bytes"].get<uint64_t>(), 4 * kMiB);
+}
+
+TEST_F(EndToEnd, RunCommandTracesAndPassesTheExitCodeThrough) {
+  std::map<std::string, std::string> env = base_env();
+  env.erase("GPUMEMTRACE_OUTPUT");
+  if (!std::string(GMT_ASAN_RUNTIME).empty()) env["LD_PRELOAD"] = GMT_ASAN_RUNTIME;
+  std::vector<std::string> args = {"run", "-o", "run.%p.gmt", "--", workload("workload_runtime_shared")};
+  args.insert(args.end(), kSequence.begin(), kSequence.end());
+  const ProcessResult ok = cli(args, env);
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  const std::string trace = only_trace();
+  EXPECT_EQ(fs::path(trace).filename().string().rfind("run.", 0), 0u) << trace;
+  EXPECT_NE(ok.err.find(trace), std::string::npos) << ok.err;
+  EXPECT_NE(ok.err.find("gpumemtrace report"), std::string::npos) << ok.err;
+  expect_sequence_numbers(report({trace}));
+
+  // A failing program's status comes back unchanged (alloc_ops exits 3 on a bad operation)...
+  const ProcessResult failed = cli({"run", "--", workload("workload_runtime_shared"), "free:nothing"}, env);
+  EXPECT_EQ(failed.exit_code, 3) << failed.err;
+  // ...and so does death by a signal.
+  const ProcessResult killed =
+      cli({"run", "--", workload("workload_runtime_shared"), "alloc:a:" + mib(1), "exit:kill"}, env);
+  EXPECT_EQ(killed.signal, SIGKILL) << killed.err;
+}
+
+TEST_F(EndToEnd, RunCommandSaysWhenNoTraceWasWritten) {
+  std::map<std::string, std::string> env = base_env();
+  if (!std::string(GMT_ASAN_RUNTIME).empty()) env["LD_PRELOAD"] = GMT_ASAN_RUNTIME;
+  const ProcessResult r = cli({"run", "--", workload("workload_no_cuda")}, env);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("no trace was written"), std::string::npos) << r.err;
+  EXPECT_TRUE(traces().empty());
+}
+
+TEST_F(EndToEnd, TruncatedTraceReportsWhatWasReadAndWhere) {
+  // Killed, so the last record is the final free; cutting its last byte is a write torn apart.
+  std::vector<std::string> ops = kSequence;
+  ops.push_back("exit:kill");
+  run_traced("workload_runtime_shared", ops);
+  const std::string trace = only_trace();
+  const auto size = fs::file_size(trace);
+  const std::string cut = dir_ + "/cut.bin";
+  fs::copy_file(trace, cut);
+  fs::resize_file(cut, size - 1);
+  const ProcessResult r = cli({"report", "--json", cut});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json rep = json::parse(r.out);
+  EXPECT_EQ(rep["traces"][0]["truncated"], true);
+  EXPECT_EQ(rep["traces"][0]["end"], "truncated");
+  EXPECT_EQ(rep["traces"][0]["events"], 6);
+  EXPECT_LT(rep["traces"][0]["end_offset"].get<uint64_t>(), size - 1);
+  EXPECT_GT(rep["traces"][0]["end_offset"].get<uint64_t>(), size - 30);
+  EXPECT_NE(r.err.find(cut + ": reading stopped at byte"), std::string::npos) << r.err;
+  // The last free is lost, so d (8 MiB) is still live; the peak is unchanged.
+  EXPECT_EQ(device(rep, 0)["peak_bytes"], 14 * kMiB);
+  EXPECT_EQ(device(rep, 0)["live_at_exit_bytes"], 10 * kMiB);
+}
+
+TEST_F(EndToEnd, UnreadableFilesGetAClearErrorAndTheOthersAreStillReported) {
+  ASSERT_EQ(run_traced("workload_runtime_shared", kSequence).exit_code, 0);
+  const std::string good = only_trace();
+  const std::string text = dir_ + "/notes.txt";
+  std::ofstream(text) << "this is not a trace\n";
+  const std::string empty = dir_ + "/empty.gmt.bin";
+  std::ofstream(empty).close();
+  const ProcessResult r = cli({"report", "--json", good, text, empty, dir_ + "/missing.gmt"});
+  EXPECT_EQ(r.exit_code, 1);
+  const json rep = json::parse(r.out);
+  ASSERT_EQ(rep["traces"].size(), 1u);
+  EXPECT_EQ(device(rep, 0)["peak_bytes"], 14 * kMiB);
+  ASSERT_EQ(rep["errors"].size(), 3u);
+  EXPECT_NE(r.err.find(text + ": not a gpumemtrace trace"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(empty + ": the file is empty"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("missing.gmt: cannot open"), std::string::npos) << r.err;
+}
+
+TEST_F(EndToEnd, UnwritableOutputWarnsOnceAndTheProgramRunsNormally) {
+  const ProcessResult r = run_traced("workload_runtime_shared", kSequence,
+                                     {{"GPUMEMTRACE_OUTPUT", dir_ + "/no/such/dir/t.%p.gmt"}});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::string needle = "gpumemtrace: cannot create trace file";
+  const auto first = r.err.find(needle);
+  ASSERT_NE(first, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(needle, first + 1), std::string::npos) << r.err;
+}
+
+TEST_F(EndToEnd, ExistingFileIsNeverOverwritten) {
+  std::map<std::string, std::string> env = {{"GPUMEMTRACE_OUTPUT", dir_ + "/fixed.gmt"}};
+  std::ofstream(dir_ + "/fixed.gmt") << "precious";
+  ASSERT_EQ(run_traced("workload_runtime_shared", kSequence, env).exit_code, 0);
+  std::ifstream in(dir_ + "/fixed.gmt");
+  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(content, "precious");
+  // The new trace got the pid appended instead.
+  bool found_new = false;
+  for (const auto& entry : fs::directory_iterator(dir_)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("fixed.gmt.", 0) == 0) {
+      found_new = true;
+      expect_sequence_numbers(report({entry.path().string()}));
+    }
+  }
+  EXPECT_TRUE(found_new);
+}
+
+TEST_F(EndToEnd, TextReportShowsThePeak) {
+  ASSERT_EQ(run_traced("workload_runtime_shared", kSequence).exit_code, 0);
+  const ProcessResult r = cli({"report", only_trace()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("peak          14.0 MiB (14680064 bytes)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("live at exit  2.00 MiB in 1 allocation"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("allocations   4, frees 3, failed 0"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace gmt::test

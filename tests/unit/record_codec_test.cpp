@@ -1,0 +1,179 @@
+#include <gtest/gtest.h>
+
+#include "format/record_decoder.h"
+#include "tests/unit/trace_bytes.h"
+
+namespace gmt::format {
+namespace {
+
+using test::TraceBytes;
+
+ProcessInfoRecord sample_process() {
+  ProcessInfoRecord p;
+  p.pid = 4242;
+  p.ppid = 1;
+  p.wall_start_ns = 1764400000123456789ull;
+  p.mono_start_ns = 987654321;
+  p.host = "node7";
+  p.argv = {"python", "train.py", "--lr", "0.1", ""};
+  return p;
+}
+
+TEST(RecordCodec, EveryRecordTypeRoundTripsFieldForField) {
+  TraceBytes trace;
+  AllocRecord alloc = test::alloc_at(1000, 1, 0x7f0000200000, 1 << 20, MemoryKind::kVmmPhysical);
+  alloc.api = Api::kCuMemCreate;
+  FreeRecord free_rec = test::free_at(900, 0x7f0000200000);  // time may go backwards
+  AllocFailedRecord failed;
+  failed.time_ns = 5000000000ull;
+  failed.thread = 7;
+  failed.device = -1;
+  failed.kind = MemoryKind::kHostPinned;
+  failed.api = Api::kCuMemHostAlloc;
+  failed.size = 1ull << 40;
+  failed.error = 2;
+  EndRecord end;
+  end.time_ns = 5000000001ull;
+  trace.add(sample_process()).add(alloc).add(free_rec).add(failed).add(end);
+
+  RecordDecoder decoder(trace.bytes());
+  auto p = decoder.next();
+  ASSERT_TRUE(p && std::holds_alternative<ProcessInfoRecord>(*p));
+  const auto& pi = std::get<ProcessInfoRecord>(*p);
+  EXPECT_EQ(pi.pid, 4242u);
+  EXPECT_EQ(pi.ppid, 1u);
+  EXPECT_EQ(pi.wall_start_ns, 1764400000123456789ull);
+  EXPECT_EQ(pi.mono_start_ns, 987654321u);
+  EXPECT_EQ(pi.host, "node7");
+  EXPECT_EQ(pi.argv, sample_process().argv);
+
+  auto a = decoder.next();
+  ASSERT_TRUE(a && std::holds_alternative<AllocRecord>(*a));
+  const auto& ar = std::get<AllocRecord>(*a);
+  EXPECT_EQ(ar.time_ns, 1000u);
+  EXPECT_EQ(ar.thread, 100u);
+  EXPECT_EQ(ar.device, 1);
+  EXPECT_EQ(ar.kind, MemoryKind::kVmmPhysical);
+  EXPECT_EQ(ar.api, Api::kCuMemCreate);
+  EXPECT_EQ(ar.address, 0x7f0000200000u);
+  EXPECT_EQ(ar.size, 1u << 20);
+
+  auto f = decoder.next();
+  ASSERT_TRUE(f && std::holds_alternative<FreeRecord>(*f));
+  EXPECT_EQ(std::get<FreeRecord>(*f).time_ns, 900u);
+  EXPECT_EQ(std::get<FreeRecord>(*f).address, 0x7f0000200000u);
+  EXPECT_EQ(std::get<FreeRecord>(*f).api, Api::kCuMemFree);
+
+  auto x = decoder.next();
+  ASSERT_TRUE(x && std::holds_alternative<AllocFailedRecord>(*x));
+  const auto& fr = std::get<AllocFailedRecord>(*x);
+  EXPECT_EQ(fr.time_ns, 5000000000ull);
+  EXPECT_EQ(fr.device, -1);
+  EXPECT_EQ(fr.kind, MemoryKind::kHostPinned);
+  EXPECT_EQ(fr.api, Api::kCuMemHostAlloc);
+  EXPECT_EQ(fr.size, 1ull << 40);
+  EXPECT_EQ(fr.error, 2u);
+
+  auto e = decoder.next();
+  ASSERT_TRUE(e && std::holds_alternative<EndRecord>(*e));
+  EXPECT_EQ(std::get<EndRecord>(*e).time_ns, 5000000001ull);
+
+  EXPECT_FALSE(decoder.next());
+  EXPECT_EQ(decoder.status().end, StreamEnd::kClean);
+  EXPECT_EQ(decoder.status().offset, trace.bytes().size());
+}
+
+TEST(RecordCodec, TypicalEventsAreCompact) {
+  // The performance budget is 16 bytes per event on average; an alloc with a 48-bit address,
+  // a microsecond delta and a small thread id must fit well inside it.
+  CodecState state;
+  FixedBuffer<128> frame;
+  AllocRecord a = test::alloc_at(1500, 0, 0x7f1234567000, 4096);
+  encode_record(a, state, frame);
+  EXPECT_LE(frame.size(), 16u);
+  FixedBuffer<128> free_frame;
+  encode_record(test::free_at(3000, 0x7f1234567000), state, free_frame);
+  EXPECT_LE(free_frame.size(), 14u);
+}
+
+TEST(RecordCodec, UnknownRecordTypesAreSkipped) {
+  TraceBytes trace;
+  trace.add(sample_process());
+  // A record type from a future minor version: type 99, 3-byte payload.
+  for (uint8_t b : {uint8_t{99}, uint8_t{3}, uint8_t{1}, uint8_t{2}, uint8_t{3}}) trace.bytes().push_back(b);
+  trace.add(test::alloc_at(10, 0, 0x1000, 64));
+  RecordDecoder decoder(trace.bytes());
+  ASSERT_TRUE(decoder.next());
+  auto a = decoder.next();
+  ASSERT_TRUE(a && std::holds_alternative<AllocRecord>(*a));
+  EXPECT_EQ(std::get<AllocRecord>(*a).address, 0x1000u);
+  EXPECT_FALSE(decoder.next());
+  EXPECT_EQ(decoder.status().end, StreamEnd::kClean);
+  EXPECT_EQ(decoder.unknown_records_skipped(), 1u);
+}
+
+TEST(RecordCodec, ATornLastRecordIsReportedAsTruncatedAtItsStart) {
+  TraceBytes trace;
+  trace.add(sample_process()).add(test::alloc_at(10, 0, 0x1000, 64));
+  const std::size_t last_start = trace.bytes().size();
+  trace.add(test::alloc_at(20, 0, 0x2000, 64));
+  for (std::size_t cut = last_start + 1; cut < trace.bytes().size(); ++cut) {
+    std::vector<uint8_t> bytes(trace.bytes().begin(), trace.bytes().begin() + cut);
+    RecordDecoder decoder(bytes);
+    ASSERT_TRUE(decoder.next());
+    ASSERT_TRUE(decoder.next());
+    EXPECT_FALSE(decoder.next()) << "cut at " << cut;
+    EXPECT_EQ(decoder.status().end, StreamEnd::kTruncated) << "cut at " << cut;
+    EXPECT_EQ(decoder.status().offset, last_start);
+  }
+}
+
+TEST(RecordCodec, ZeroFilledTailIsTruncationNotCorruption) {
+  TraceBytes trace;
+  trace.add(sample_process());
+  const std::size_t end = trace.bytes().size();
+  trace.bytes().resize(end + 64, 0);
+  RecordDecoder decoder(trace.bytes());
+  ASSERT_TRUE(decoder.next());
+  EXPECT_FALSE(decoder.next());
+  EXPECT_EQ(decoder.status().end, StreamEnd::kTruncated);
+  EXPECT_EQ(decoder.status().offset, end);
+}
+
+TEST(RecordCodec, AnImpossibleValueStopsReadingWithTheReason) {
+  TraceBytes trace;
+  trace.add(sample_process());
+  const std::size_t bad_start = trace.bytes().size();
+  trace.add(test::alloc_at(10, 0, 0x1000, 64));
+  // Fields: type, length, time, thread, device, kind: make the kind 200.
+  trace.bytes()[bad_start + 5] = 200;
+  trace.add(test::alloc_at(20, 0, 0x2000, 64));
+  RecordDecoder decoder(trace.bytes());
+  ASSERT_TRUE(decoder.next());
+  EXPECT_FALSE(decoder.next());
+  EXPECT_EQ(decoder.status().end, StreamEnd::kCorrupt);
+  EXPECT_EQ(decoder.status().offset, bad_start);
+  EXPECT_NE(decoder.status().reason.find("unknown memory kind 200"), std::string::npos)
+      << decoder.status().reason;
+}
+
+TEST(RecordCodec, AStringLongerThanItsRecordIsCorruption) {
+  TraceBytes trace;
+  ProcessInfoRecord p = sample_process();
+  p.argv.clear();
+  p.host = "abc";
+  trace.add(p);
+  // Layout: type, length, pid(2), ppid(1), wall(9), mono(5), host length...
+  std::vector<uint8_t>& b = trace.bytes();
+  const std::size_t host_len = kHeaderSize + 2 + 2 + 1 + 9 + 4;
+  ASSERT_EQ(b[host_len], 3);
+  b[host_len] = 100;
+  RecordDecoder decoder(b);
+  EXPECT_FALSE(decoder.next());
+  EXPECT_EQ(decoder.status().end, StreamEnd::kCorrupt);
+  EXPECT_NE(decoder.status().reason.find("runs past the record"), std::string::npos)
+      << decoder.status().reason;
+}
+
+}  // namespace
+}  // namespace gmt::format

@@ -1,0 +1,56 @@
+// Builds trace files in memory for tests, with the same encoder the preload library uses.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "format/file_header.h"
+#include "format/record_encoder.h"
+
+namespace gmt::test {
+
+class TraceBytes {
+ public:
+  TraceBytes() {
+    bytes_.resize(format::kHeaderSize);
+    format::write_header(bytes_.data());
+  }
+
+  template <class R>
+  TraceBytes& add(const R& record) {
+    format::GrowableBuffer frame;
+    format::encode_record(record, state_, frame);
+    bytes_.insert(bytes_.end(), frame.data(), frame.data() + frame.size());
+    return *this;
+  }
+
+  std::vector<uint8_t>& bytes() { return bytes_; }
+
+ private:
+  std::vector<uint8_t> bytes_;
+  format::CodecState state_;
+};
+
+inline format::AllocRecord alloc_at(uint64_t t, int device, uint64_t address, uint64_t size,
+                                    format::MemoryKind kind = format::MemoryKind::kDevice) {
+  format::AllocRecord r;
+  r.time_ns = t;
+  r.thread = 100;
+  r.device = device;
+  r.kind = kind;
+  r.api = format::Api::kCuMemAlloc;
+  r.address = address;
+  r.size = size;
+  return r;
+}
+
+inline format::FreeRecord free_at(uint64_t t, uint64_t address) {
+  format::FreeRecord r;
+  r.time_ns = t;
+  r.thread = 100;
+  r.api = format::Api::kCuMemFree;
+  r.address = address;
+  return r;
+}
+
+}  // namespace gmt::test
