@@ -1,6 +1,7 @@
 // The gpumemtrace command line.
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <string_view>
 
 #include "analyzer/report.h"
 #include "analyzer/run_command.h"
@@ -30,12 +31,18 @@ int main(int argc, char** argv) {
   CLI::App app{"gpumemtrace: where did my GPU memory go?"};
   app.require_subcommand(1);
 
-  gmt::analyzer::RunOptions run_options;
-  CLI::App* run = app.add_subcommand("run", "Run a program under the profiler: gpumemtrace run -- CMD ARGS...");
-  run->add_option("-o,--output", run_options.output_pattern,
-                   "Trace path pattern: %p pid, %h host, %r rank (default gpumemtrace.%p.gmt)");
-  // Everything from the program's name on belongs to the program, its options included.
-  run->prefix_command();
+  // `run` parses its own arguments (see parse_run_arguments): everything from the program's
+  // name on belongs to the program, "--" and options included, which CLI11 cannot express.
+  // It is registered here for --help only.
+  if (argc >= 2 && std::string_view(argv[1]) == "run") {
+    try {
+      return gmt::analyzer::run_traced(gmt::analyzer::parse_run_arguments(argc - 2, argv + 2));
+    } catch (const std::exception& e) {
+      std::cerr << "gpumemtrace run: " << e.what() << "\n";
+      return 2;
+    }
+  }
+  app.add_subcommand("run", "Run a program under the profiler: gpumemtrace run [-o PATTERN] [--] CMD ARGS...");
 
   std::vector<std::string> report_paths;
   bool report_json = false;
@@ -46,13 +53,6 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   try {
-    if (run->parsed()) {
-      run_options.command = run->remaining();
-      if (!run_options.command.empty() && run_options.command.front() == "--") {
-        run_options.command.erase(run_options.command.begin());
-      }
-      return gmt::analyzer::run_traced(run_options);
-    }
     if (report->parsed()) return report_command(report_paths, report_json);
   } catch (const std::exception& e) {
     std::cerr << "gpumemtrace: " << e.what() << "\n";

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <stdexcept>
+#include <string_view>
 
 #include "analyzer/preload_library.h"
 
@@ -106,11 +108,35 @@ void tell_where_traces_are(const std::string& pattern, time_t start) {
 
 }  // namespace
 
-int run_traced(const RunOptions& options) {
-  if (options.command.empty()) {
-    std::cerr << "gpumemtrace run: no command given (usage: gpumemtrace run [-o PATTERN] -- CMD ARGS...)\n";
-    return 2;
+RunOptions parse_run_arguments(int argc, const char* const* argv) {
+  RunOptions options;
+  int i = 0;
+  for (; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--") {
+      ++i;
+      break;
+    }
+    if (arg == "-o" || arg == "--output") {
+      if (i + 1 >= argc) throw std::invalid_argument(std::string(arg) + " needs a path pattern");
+      options.output_pattern = argv[++i];
+    } else if (arg.rfind("--output=", 0) == 0) {
+      options.output_pattern = arg.substr(9);
+    } else if (arg.size() > 1 && arg[0] == '-') {
+      throw std::invalid_argument("unknown option '" + std::string(arg) +
+                                  "' (usage: gpumemtrace run [-o PATTERN] [--] CMD ARGS...)");
+    } else {
+      break;
+    }
   }
+  for (; i < argc; ++i) options.command.emplace_back(argv[i]);
+  if (options.command.empty()) {
+    throw std::invalid_argument("no command given (usage: gpumemtrace run [-o PATTERN] [--] CMD ARGS...)");
+  }
+  return options;
+}
+
+int run_traced(const RunOptions& options) {
   const auto library = find_preload_library();
   if (!library) {
     std::cerr << "gpumemtrace run: cannot find libgpumemtrace.so next to this executable or in "

@@ -12,6 +12,11 @@ struct RunOptions {
   std::vector<std::string> command;
 };
 
+// Parses what follows `run`: [-o PATTERN | --output PATTERN | --output=PATTERN] [--] CMD ARGS...
+// The first argument that is not one of our options starts the command. Throws
+// std::invalid_argument with a message for the user.
+RunOptions parse_run_arguments(int argc, const char* const* argv);
+
 // Returns the exit status to exit with. A program killed by a signal makes us die of the same
 // signal, so that shells and schedulers see what they would have seen without us.
 int run_traced(const RunOptions& options);
