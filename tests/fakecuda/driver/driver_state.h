@@ -162,11 +162,25 @@ CUresult allocate_device_range(State& s, int device, CUctx_st* ctx, Kind kind, u
 CUresult allocate_legacy_range(State& s, int device, CUctx_st* ctx, Kind kind, uint64_t bytes,
                                uint64_t* address);
 
+// What the driver knows about an address: a live allocation or a VMM mapping containing it.
+struct PointerInfo {
+  int device = 0;
+  uint64_t base = 0;
+  uint64_t size = 0;
+  const Allocation* allocation = nullptr;  // nullptr for a VMM mapping
+  bool host_backed = false;  // real host memory behind it (pinned, registered, managed)
+};
+bool describe_pointer(State& s, uint64_t address, PointerInfo* info);
+
 // --- contexts (lock held) ---
 CUctx_st* current_context();
 CUresult activate_context(State& s, CUctx_st* ctx);
 // Frees everything the context owns and stops counting its overhead.
 void deactivate_context(State& s, CUctx_st* ctx);
+
+// --- VMM (lock held) ---
+// The cuMemMap mapping containing `address`: its handle's device and its range.
+bool find_vmm_mapping(State& s, uint64_t address, int* device, uint64_t* base, uint64_t* size);
 
 // --- per-module cleanup when a context dies (lock held) ---
 void destroy_context_streams(State& s, CUctx_st* ctx);
@@ -174,6 +188,10 @@ void destroy_context_arrays(State& s, CUctx_st* ctx);
 
 // --- stream-ordered pools (lock held) ---
 CUmemPoolHandle_st* create_pool(State& s, int device, bool is_default, uint64_t max_size);
+bool is_live_pool(const State& s, CUmemoryPool pool);
+// Takes `bytes` from `pool` for an allocation owned by `ctx` (the stream's context).
+CUresult pool_allocate(State& s, CUmemPoolHandle_st* pool, CUctx_st* ctx, uint64_t bytes,
+                       uint64_t* address);
 void pool_release_bytes(State& s, CUmemPoolHandle_st* pool, uint64_t bytes);
 
 // --- graph memory (lock held) ---

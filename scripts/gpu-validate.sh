@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Validates gpumemtrace on a machine with a real NVIDIA GPU, in one go (a few minutes):
+#   1. PyTorch's caching allocator: our peak equals torch.cuda.max_memory_reserved();
+#   2. an nvcc program with the default static cudart, and one calling cuMemAlloc via -lcuda:
+#      the known sequence gives exactly the expected peak and live bytes;
+#   3. Python without CUDA under the preload leaves no trace.
+# Usage: scripts/gpu-validate.sh [OUTPUT_DIR]   (default: $OUT, else gpu-validate-output)
+# Uses build-gpu/ if it holds a build (carried from elsewhere), else builds one (no tests).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out="${1:-${OUT:-gpu-validate-output}}"
+mkdir -p "$out"
+failures=0
+check() {  # check NAME EXPECTED ACTUAL
+  if [ "$2" = "$3" ]; then echo "PASS $1: $3"; else echo "FAIL $1: expected $2, got $3"; failures=$((failures + 1)); fi
+}
+
+if [ ! -x build-gpu/bin/gpumemtrace ]; then
+  cmake -S . -B build-gpu -DGMT_BUILD_TESTS=OFF >"$out/build.log" 2>&1 &&
+    cmake --build build-gpu -j "$(nproc)" >>"$out/build.log" 2>&1 || { echo "FAIL build (see build.log)"; exit 1; }
+fi
+gmt="$PWD/build-gpu/bin/gpumemtrace"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
+
+json_field() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
+
+echo "--- 1. PyTorch default allocator"
+for variant in plain matmul; do
+  flag=""; [ "$variant" = matmul ] && flag="--matmul"
+  rm -f "$out/torch_$variant".*.gmt
+  "$gmt" run -o "$out/torch_$variant.%p.gmt" -- python3 tests/gpu/torch_allocations.py $flag "$out/torch_${variant}_expected.json"
+  "$gmt" report --json "$out/torch_$variant".*.gmt >"$out/torch_${variant}_report.json"
+  "$gmt" report "$out/torch_$variant".*.gmt
+  reserved=$(json_field "$out/torch_${variant}_expected.json" 'd["max_memory_reserved"]')
+  ours=$(json_field "$out/torch_${variant}_report.json" 'd["devices"][0]["peak_bytes"]')
+  if [ "$variant" = plain ]; then
+    check "torch peak_bytes == torch.cuda.max_memory_reserved()" "$reserved" "$ours"
+  else
+    echo "INFO torch+cuBLAS: our peak $ours, torch max_memory_reserved $reserved, outside the caching allocator $((ours - reserved)) bytes"
+    [ "$ours" -ge "$reserved" ] || check "torch+cuBLAS peak >= max_memory_reserved" ">= $reserved" "$ours"
+  fi
+done
+
+echo "--- 2. nvcc programs: static cudart, and the driver through -lcuda"
+nvcc -O1 -o "$out/seq_static" tests/gpu/alloc_sequence.cu >>"$out/build.log" 2>&1 || echo "FAIL nvcc static"
+nvcc -O1 -DUSE_DRIVER -o "$out/seq_driver" tests/gpu/alloc_sequence.cu -lcuda >>"$out/build.log" 2>&1 || echo "FAIL nvcc driver"
+for prog in seq_static seq_driver; do
+  rm -f "$out/$prog".*.gmt
+  "$gmt" run -o "$out/$prog.%p.gmt" -- "$out/$prog"
+  "$gmt" report --json "$out/$prog".*.gmt >"$out/$prog.json"
+  check "$prog peak_bytes" $((14 << 20)) "$(json_field "$out/$prog.json" 'd["devices"][0]["peak_bytes"]')"
+  check "$prog live_at_exit_bytes" $((2 << 20)) "$(json_field "$out/$prog.json" 'd["devices"][0]["live_at_exit_bytes"]')"
+  check "$prog alloc/free counts" "4/3" "$(json_field "$out/$prog.json" '"%d/%d" % (d["devices"][0]["alloc_count"], d["devices"][0]["free_count"])')"
+done
+
+echo "--- 3. no CUDA, no trace"
+rm -f "$out"/nocuda.*.gmt
+GPUMEMTRACE_OUTPUT="$out/nocuda.%p.gmt" LD_PRELOAD="$PWD/build-gpu/lib/libgpumemtrace.so" python3 -c 'import torch; print("imported torch")'
+check "traces left by a process without CUDA use" 0 "$(ls "$out"/nocuda.*.gmt 2>/dev/null | wc -l)"
+
+echo "gpu-validate: $failures failure(s)"
+exit $((failures > 0))

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs what building and testing gpumemtrace needs, from Debian's packages. Idempotent:
+# installs only what is missing, and touches apt only then.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config python3
+  libunwind-dev libdw-dev libzstd-dev zlib1g-dev
+  nlohmann-json3-dev libcli11-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  clang-format
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The CUDA headers come from the CUDA toolkit, which Debian's main archive does not carry.
+cuda_root="${CUDAToolkit_ROOT:-${CUDA_HOME:-/usr/local/cuda}}"
+if [ ! -f "$cuda_root/include/cuda.h" ]; then
+  echo "install-deps: the CUDA toolkit headers are missing ($cuda_root/include/cuda.h)." >&2
+  echo "install-deps: install the CUDA toolkit, or set CUDAToolkit_ROOT to where it is." >&2
+  exit 1
+fi
+echo "install-deps: all dependencies present"
