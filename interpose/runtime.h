@@ -13,6 +13,7 @@ class Runtime {
  public:
   static Runtime& get();
 
+  const Config& config() const { return config_; }
   DriverEntryPoints& entry_points() { return entry_points_; }
   EventRecorder& events() { return events_; }
   TraceWriter& writer() { return writer_; }

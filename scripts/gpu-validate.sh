@@ -54,7 +54,29 @@ for prog in seq_static seq_driver; do
   check "$prog alloc/free counts" "4/3" "$(json_field "$out/$prog.json" '"%d/%d" % (d["devices"][0]["alloc_count"], d["devices"][0]["free_count"])')"
 done
 
-echo "--- 3. no CUDA, no trace"
+echo "--- 3. JAX (cuGetProcAddress at 11030) and CuPy (dlsym of cuMemAlloc_v2)"
+rm -f "$out"/jax.*.gmt "$out"/cupy.*.gmt
+XLA_PYTHON_CLIENT_MEM_FRACTION=0.05 "$gmt" run -o "$out/jax.%p.gmt" -- python3 -c '
+import jax, jax.numpy as jnp
+x = jnp.ones((1024, 1024), dtype=jnp.float32); x.block_until_ready()
+print("jax devices", jax.devices())'
+"$gmt" report --json "$out"/jax.*.gmt >"$out/jax.json"
+total=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits -i 0)
+jax_peak=$(json_field "$out/jax.json" 'max(x["peak_bytes"] for x in d["devices"])')
+echo "INFO jax peak $jax_peak bytes; 5% of the device is $((total * 1024 * 1024 / 20)) bytes"
+# jax 0.11 preallocates with cuMemCreate/cuMemMap fetched by dlsym: VMM is not tracked yet
+# (interception issue), so this is reported, not checked.
+echo "INFO jax preallocation seen: $(python3 -c "print('yes' if $jax_peak >= $total * 1048576 * 0.045 else 'no (VMM not tracked yet)')")"
+"$gmt" run -o "$out/cupy.%p.gmt" -- python3 -c '
+import cupy
+a = cupy.ones((32, 1024, 1024), dtype=cupy.float32)
+cupy.cuda.Device().synchronize()
+print("cupy pool used", cupy.get_default_memory_pool().used_bytes())'
+"$gmt" report --json "$out"/cupy.*.gmt >"$out/cupy.json"
+cupy_peak=$(json_field "$out/cupy.json" 'max(x["peak_bytes"] for x in d["devices"])')
+check "cupy 128 MiB array seen (peak >= 128 MiB)" yes "$(python3 -c "print('yes' if $cupy_peak >= 128 << 20 else 'no')")"
+
+echo "--- 4. no CUDA, no trace"
 rm -f "$out"/nocuda.*.gmt
 GPUMEMTRACE_OUTPUT="$out/nocuda.%p.gmt" LD_PRELOAD="$PWD/build-gpu/lib/libgpumemtrace.so" python3 -c 'import torch; print("imported torch")'
 check "traces left by a process without CUDA use" 0 "$(ls "$out"/nocuda.*.gmt 2>/dev/null | wc -l)"

@@ -2,6 +2,7 @@
 // (dlopen("libcuda.so.1") then dlsym). A tracked driver entry point comes back wrapped.
 #include <cstring>
 
+#include "interpose/hooks/lookup_log.h"
 #include "interpose/hooks/real_dlsym.h"
 #include "interpose/runtime.h"
 
@@ -13,5 +14,7 @@ extern "C" __attribute__((visibility("hidden"))) void* gmt_dlsym_for_handle(void
   void* symbol = real(handle, name);
   // Only driver names can be tracked; the prefix test keeps every other lookup cheap.
   if (symbol == nullptr || name == nullptr || std::strncmp(name, "cu", 2) != 0) return symbol;
-  return Runtime::get().entry_points().wrap(symbol);
+  void* handed_out = Runtime::get().entry_points().wrap(symbol);
+  log_driver_lookup("dlsym", name, 0, 0, symbol, handed_out);
+  return handed_out;
 }

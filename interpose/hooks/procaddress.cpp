@@ -3,6 +3,7 @@
 // for the 4-argument ABI, at 12000 for the 5-argument one): each answer is passed through
 // DriverEntryPoints::wrap, so the request for itself comes back as our wrapper too.
 #include "interpose/export.h"
+#include "interpose/hooks/lookup_log.h"
 #include "interpose/hooks/wrappers.h"
 #include "interpose/runtime.h"
 
@@ -11,9 +12,12 @@ namespace {
 using gmt::interpose::EntryPoint;
 using gmt::interpose::Runtime;
 
-void wrap_answer(CUresult result, void** pfn) {
+void wrap_answer(const char* via, const char* symbol, int cuda_version, cuuint64_t flags,
+                 CUresult result, void** pfn) {
   if (result == CUDA_SUCCESS && pfn != nullptr && *pfn != nullptr) {
-    *pfn = Runtime::get().entry_points().wrap(*pfn);
+    void* driver_function = *pfn;
+    *pfn = Runtime::get().entry_points().wrap(driver_function);
+    gmt::interpose::log_driver_lookup(via, symbol, cuda_version, flags, driver_function, *pfn);
   }
 }
 
@@ -26,7 +30,7 @@ CUresult gmt_cuGetProcAddress(const char* symbol, void** pfn, int cuda_version, 
       EntryPoint::kCuGetProcAddress);
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   const CUresult result = real(symbol, pfn, cuda_version, flags);
-  wrap_answer(result, pfn);
+  wrap_answer("cuGetProcAddress", symbol, cuda_version, flags, result, pfn);
   return result;
 }
 
@@ -36,7 +40,7 @@ CUresult gmt_cuGetProcAddress_v2(const char* symbol, void** pfn, int cuda_versio
       EntryPoint::kCuGetProcAddress_v2);
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   const CUresult result = real(symbol, pfn, cuda_version, flags, status);
-  wrap_answer(result, pfn);
+  wrap_answer("cuGetProcAddress_v2", symbol, cuda_version, flags, result, pfn);
   return result;
 }
 
