@@ -6,7 +6,8 @@
 namespace gmt::analyzer {
 
 std::string human_bytes(uint64_t bytes) {
-  static constexpr std::array<const char*, 7> kUnits = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  static constexpr std::array<const char*, 7> kUnits = {"B",   "KiB", "MiB", "GiB",
+                                                        "TiB", "PiB", "EiB"};
   if (bytes < 1024) return std::to_string(bytes) + " B";
   double value = static_cast<double>(bytes);
   std::size_t unit = 0;
@@ -15,8 +16,11 @@ std::string human_bytes(uint64_t bytes) {
     ++unit;
   }
   char buf[32];
-  std::snprintf(buf, sizeof buf, value < 10 ? "%.2f %s" : value < 100 ? "%.1f %s" : "%.0f %s", value,
-                kUnits[unit]);
+  std::snprintf(buf, sizeof buf,
+                value < 10    ? "%.2f %s"
+                : value < 100 ? "%.1f %s"
+                              : "%.0f %s",
+                value, kUnits[unit]);
   return buf;
 }
 

@@ -42,7 +42,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  app.add_subcommand("run", "Run a program under the profiler: gpumemtrace run [-o PATTERN] [--] CMD ARGS...");
+  app.add_subcommand(
+      "run", "Run a program under the profiler: gpumemtrace run [-o PATTERN] [--] CMD ARGS...");
 
   std::vector<std::string> report_paths;
   bool report_json = false;

@@ -15,7 +15,7 @@ namespace gmt::analyzer {
 MappedFile::MappedFile(const std::string& path) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw TraceError(path + ": cannot open: " + std::strerror(errno));
-  struct stat st{};
+  struct stat st {};
   if (fstat(fd, &st) != 0) {
     const int err = errno;
     close(fd);

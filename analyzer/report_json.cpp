@@ -8,10 +8,14 @@ namespace {
 
 const char* end_name(TraceEnd end) {
   switch (end) {
-    case TraceEnd::kExited: return "exited";
-    case TraceEnd::kCut: return "cut";
-    case TraceEnd::kTruncated: return "truncated";
-    case TraceEnd::kCorrupt: return "corrupt";
+    case TraceEnd::kExited:
+      return "exited";
+    case TraceEnd::kCut:
+      return "cut";
+    case TraceEnd::kTruncated:
+      return "truncated";
+    case TraceEnd::kCorrupt:
+      return "corrupt";
   }
   return "unknown";
 }
@@ -25,11 +29,16 @@ void write_report_json(const ReportInput& input, std::ostream& out) {
   for (std::size_t i = 0; i < input.traces.size(); ++i) {
     const TraceSummary& t = input.traces[i];
     ordered_json trace = {
-        {"path", t.path},         {"pid", t.pid},
-        {"events", t.events},     {"truncated", t.truncated()},
-        {"end", end_name(t.end)}, {"ppid", t.ppid},
-        {"host", t.host},         {"argv", t.argv},
-        {"duration_ns", t.duration_ns}, {"unmatched_frees", t.unmatched_frees},
+        {"path", t.path},
+        {"pid", t.pid},
+        {"events", t.events},
+        {"truncated", t.truncated()},
+        {"end", end_name(t.end)},
+        {"ppid", t.ppid},
+        {"host", t.host},
+        {"argv", t.argv},
+        {"duration_ns", t.duration_ns},
+        {"unmatched_frees", t.unmatched_frees},
     };
     if (t.truncated()) {
       trace["end_offset"] = t.end_offset;

@@ -17,7 +17,8 @@ std::string command_line(const std::vector<std::string>& argv) {
 
 std::string ending(const TraceSummary& t) {
   switch (t.end) {
-    case TraceEnd::kExited: return "complete: the process exited normally";
+    case TraceEnd::kExited:
+      return "complete: the process exited normally";
     case TraceEnd::kCut:
       return "the process did not exit normally (killed, crashed or _exit); every record up to "
              "then is here";
@@ -32,7 +33,8 @@ std::string ending(const TraceSummary& t) {
 }
 
 void write_device(const DeviceSummary& d, std::ostream& out) {
-  out << "  " << (d.device >= 0 ? "device " + std::to_string(d.device) : std::string("device unknown"))
+  out << "  "
+      << (d.device >= 0 ? "device " + std::to_string(d.device) : std::string("device unknown"))
       << "\n";
   out << "    peak          " << human_bytes(d.peak_bytes) << " (" << d.peak_bytes << " bytes) at "
       << human_duration(d.peak_time_ns) << "\n";

@@ -25,7 +25,8 @@ volatile sig_atomic_t g_child_pid = 0;
 // Signals from the terminal (Ctrl-C) reach the whole foreground group, the child included, so
 // only signals sent to us by kill() are passed on; forwarding the others would deliver twice.
 void forward_signal(int sig, siginfo_t* info, void*) {
-  if (g_child_pid > 0 && info != nullptr && (info->si_code == SI_USER || info->si_code == SI_QUEUE)) {
+  if (g_child_pid > 0 && info != nullptr &&
+      (info->si_code == SI_USER || info->si_code == SI_QUEUE)) {
     kill(g_child_pid, sig);
   }
 }
@@ -33,7 +34,7 @@ void forward_signal(int sig, siginfo_t* info, void*) {
 constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 
 void install_forwarding() {
-  struct sigaction action{};
+  struct sigaction action {};
   action.sa_sigaction = forward_signal;
   action.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&action.sa_mask);
@@ -75,8 +76,9 @@ std::vector<std::string> traces_written_since(const std::string& pattern, time_t
     glob_t matches{};
     if (glob(g.c_str(), 0, nullptr, &matches) == 0) {
       for (std::size_t i = 0; i < matches.gl_pathc; ++i) {
-        struct stat st{};
-        if (stat(matches.gl_pathv[i], &st) == 0 && st.st_mtime >= start) found.emplace_back(matches.gl_pathv[i]);
+        struct stat st {};
+        if (stat(matches.gl_pathv[i], &st) == 0 && st.st_mtime >= start)
+          found.emplace_back(matches.gl_pathv[i]);
       }
     }
     globfree(&matches);
@@ -131,7 +133,8 @@ RunOptions parse_run_arguments(int argc, const char* const* argv) {
   }
   for (; i < argc; ++i) options.command.emplace_back(argv[i]);
   if (options.command.empty()) {
-    throw std::invalid_argument("no command given (usage: gpumemtrace run [-o PATTERN] [--] CMD ARGS...)");
+    throw std::invalid_argument(
+        "no command given (usage: gpumemtrace run [-o PATTERN] [--] CMD ARGS...)");
   }
   return options;
 }
@@ -153,7 +156,8 @@ int run_traced(const RunOptions& options) {
 
   // Ours goes last: a sanitizer runtime already in LD_PRELOAD must stay first.
   const char* existing = std::getenv("LD_PRELOAD");
-  const std::string preload = existing && *existing ? std::string(existing) + ":" + *library : *library;
+  const std::string preload =
+      existing && *existing ? std::string(existing) + ":" + *library : *library;
   setenv("LD_PRELOAD", preload.c_str(), 1);
   setenv("GPUMEMTRACE_OUTPUT", pattern.c_str(), 1);
 
@@ -169,8 +173,8 @@ int run_traced(const RunOptions& options) {
     for (const auto& arg : options.command) argv.push_back(const_cast<char*>(arg.c_str()));
     argv.push_back(nullptr);
     execvp(argv[0], argv.data());
-    std::cerr << "gpumemtrace run: cannot run '" << options.command[0] << "': " << std::strerror(errno)
-              << "\n";
+    std::cerr << "gpumemtrace run: cannot run '" << options.command[0]
+              << "': " << std::strerror(errno) << "\n";
     _exit(errno == ENOENT ? 127 : 126);
   }
   g_child_pid = child;
@@ -178,7 +182,8 @@ int run_traced(const RunOptions& options) {
   int status = 0;
   while (waitpid(child, &status, 0) < 0) {
     if (errno != EINTR) {
-      std::cerr << "gpumemtrace run: waiting for the program failed: " << std::strerror(errno) << "\n";
+      std::cerr << "gpumemtrace run: waiting for the program failed: " << std::strerror(errno)
+                << "\n";
       return 2;
     }
   }

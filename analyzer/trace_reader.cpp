@@ -28,7 +28,8 @@ TraceSummary summarize_trace(const std::string& path) {
   summary.path = path;
   const format::StreamStatus& status = decoder.status();
   if (status.end == format::StreamEnd::kTruncated || status.end == format::StreamEnd::kCorrupt) {
-    summary.end = status.end == format::StreamEnd::kTruncated ? TraceEnd::kTruncated : TraceEnd::kCorrupt;
+    summary.end =
+        status.end == format::StreamEnd::kTruncated ? TraceEnd::kTruncated : TraceEnd::kCorrupt;
     summary.end_offset = status.offset;
     summary.end_reason = status.reason;
   }

@@ -33,8 +33,8 @@ struct TraceSummary {
   std::string host;
   std::vector<std::string> argv;
   uint64_t wall_start_ns = 0;
-  uint64_t duration_ns = 0;  // time of the last record
-  uint64_t events = 0;       // allocation, free and failed-allocation records
+  uint64_t duration_ns = 0;      // time of the last record
+  uint64_t events = 0;           // allocation, free and failed-allocation records
   uint64_t unmatched_frees = 0;  // frees of addresses this trace never saw allocated
   TraceEnd end = TraceEnd::kCut;
   uint64_t end_offset = 0;  // where reading stopped, for kTruncated and kCorrupt

@@ -13,7 +13,9 @@ void put_u16le(uint8_t* out, uint16_t v) {
   out[1] = static_cast<uint8_t>(v >> 8);
 }
 
-uint16_t get_u16le(const uint8_t* in) { return static_cast<uint16_t>(in[0] | (in[1] << 8)); }
+uint16_t get_u16le(const uint8_t* in) {
+  return static_cast<uint16_t>(in[0] | (in[1] << 8));
+}
 
 }  // namespace
 
@@ -27,7 +29,8 @@ void write_header(uint8_t* out) {
 HeaderCheck check_header(std::span<const uint8_t> bytes) {
   HeaderCheck check;
   if (bytes.empty()) {
-    check.error = "the file is empty (the traced process may have been killed before it wrote anything)";
+    check.error =
+        "the file is empty (the traced process may have been killed before it wrote anything)";
     return check;
   }
   if (bytes.size() < kHeaderSize) {

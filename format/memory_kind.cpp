@@ -4,18 +4,30 @@ namespace gmt::format {
 
 std::string_view memory_kind_name(MemoryKind kind) {
   switch (kind) {
-    case MemoryKind::kDevice: return "device";
-    case MemoryKind::kPitched: return "pitched";
-    case MemoryKind::kManaged: return "managed";
-    case MemoryKind::kHostPinned: return "host_pinned";
-    case MemoryKind::kHostRegistered: return "host_registered";
-    case MemoryKind::kStreamOrdered: return "stream_ordered";
-    case MemoryKind::kVmmPhysical: return "vmm_physical";
-    case MemoryKind::kVmmReservation: return "vmm_reservation";
-    case MemoryKind::kVmmMapping: return "vmm_mapping";
-    case MemoryKind::kArray: return "array";
-    case MemoryKind::kGraphMemory: return "graph_memory";
-    case MemoryKind::kIpcImport: return "ipc_import";
+    case MemoryKind::kDevice:
+      return "device";
+    case MemoryKind::kPitched:
+      return "pitched";
+    case MemoryKind::kManaged:
+      return "managed";
+    case MemoryKind::kHostPinned:
+      return "host_pinned";
+    case MemoryKind::kHostRegistered:
+      return "host_registered";
+    case MemoryKind::kStreamOrdered:
+      return "stream_ordered";
+    case MemoryKind::kVmmPhysical:
+      return "vmm_physical";
+    case MemoryKind::kVmmReservation:
+      return "vmm_reservation";
+    case MemoryKind::kVmmMapping:
+      return "vmm_mapping";
+    case MemoryKind::kArray:
+      return "array";
+    case MemoryKind::kGraphMemory:
+      return "graph_memory";
+    case MemoryKind::kIpcImport:
+      return "ipc_import";
   }
   return "unknown";
 }

@@ -157,7 +157,8 @@ std::optional<Record> RecordDecoder::next() {
     uint64_t length = 0;
     if (!get_varint(&p, file_end, &type) || !get_varint(&p, file_end, &length)) {
       // A varint can only be cut short by the end of the file, or be overlong (corruption).
-      const bool at_end = file_end - (file_begin + pos_) < static_cast<std::ptrdiff_t>(2 * kMaxVarintBytes);
+      const bool at_end =
+          file_end - (file_begin + pos_) < static_cast<std::ptrdiff_t>(2 * kMaxVarintBytes);
       stop(at_end ? StreamEnd::kTruncated : StreamEnd::kCorrupt, frame_offset,
            at_end ? "the file ends inside a record header" : "unreadable record header");
       break;

@@ -39,7 +39,9 @@ class FixedBuffer {
 
 class GrowableBuffer {
  public:
-  void append(const uint8_t* bytes, std::size_t n) { bytes_.insert(bytes_.end(), bytes, bytes + n); }
+  void append(const uint8_t* bytes, std::size_t n) {
+    bytes_.insert(bytes_.end(), bytes, bytes + n);
+  }
   const uint8_t* data() const { return bytes_.data(); }
   std::size_t size() const { return bytes_.size(); }
   bool overflowed() const { return false; }

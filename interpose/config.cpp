@@ -7,7 +7,8 @@ namespace gmt::interpose {
 
 Config Config::from_environment() {
   Config config;
-  if (const char* output = std::getenv("GPUMEMTRACE_OUTPUT"); output != nullptr && *output != '\0') {
+  if (const char* output = std::getenv("GPUMEMTRACE_OUTPUT");
+      output != nullptr && *output != '\0') {
     config.output_pattern = output;
   }
   if (const char* debug = std::getenv("GPUMEMTRACE_DEBUG"); debug != nullptr) {

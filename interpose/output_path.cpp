@@ -13,10 +13,18 @@ std::string expand_output_pattern(std::string_view pattern, const OutputPathVars
       continue;
     }
     switch (const char c = pattern[++i]) {
-      case 'p': out += std::to_string(vars.pid); break;
-      case 'h': out += vars.host; break;
-      case 'r': out += vars.rank; break;
-      case '%': out += '%'; break;
+      case 'p':
+        out += std::to_string(vars.pid);
+        break;
+      case 'h':
+        out += vars.host;
+        break;
+      case 'r':
+        out += vars.rank;
+        break;
+      case '%':
+        out += '%';
+        break;
       default:
         out += '%';
         out += c;
@@ -26,7 +34,8 @@ std::string expand_output_pattern(std::string_view pattern, const OutputPathVars
 }
 
 std::string rank_from_environment() {
-  for (const char* name : {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"}) {
+  for (const char* name :
+       {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"}) {
     if (const char* value = std::getenv(name); value != nullptr && *value != '\0') return value;
   }
   return "0";

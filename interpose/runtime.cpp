@@ -20,8 +20,12 @@ Runtime& Runtime::get() {
 
 namespace {
 
-void before_fork() { Runtime::get().writer().before_fork(); }
-void after_fork_in_parent() { Runtime::get().writer().after_fork_in_parent(); }
+void before_fork() {
+  Runtime::get().writer().before_fork();
+}
+void after_fork_in_parent() {
+  Runtime::get().writer().after_fork_in_parent();
+}
 void after_fork_in_child() {
   forget_thread_id();
   Runtime::get().writer().after_fork_in_child();
@@ -33,7 +37,9 @@ __attribute__((constructor)) void on_load() {
   pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
 }
 
-__attribute__((destructor)) void on_unload() { Runtime::get().writer().finish(); }
+__attribute__((destructor)) void on_unload() {
+  Runtime::get().writer().finish();
+}
 
 }  // namespace
 }  // namespace gmt::interpose

@@ -31,7 +31,8 @@ CUresult gmt_cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
   DepthGuard guard;
   const CUresult result = real(dptr, bytesize);
   if (guard.outermost()) {
-    record_allocation(rt, result, MemoryKind::kDevice, Api::kCuMemAlloc, dptr ? *dptr : 0, bytesize);
+    record_allocation(rt, result, MemoryKind::kDevice, Api::kCuMemAlloc, dptr ? *dptr : 0,
+                      bytesize);
   }
   return result;
 }
@@ -43,7 +44,8 @@ CUresult gmt_cuMemAlloc(CUdeviceptr_v1* dptr, unsigned int bytesize) {
   DepthGuard guard;
   const CUresult result = real(dptr, bytesize);
   if (guard.outermost()) {
-    record_allocation(rt, result, MemoryKind::kDevice, Api::kCuMemAlloc, dptr ? *dptr : 0, bytesize);
+    record_allocation(rt, result, MemoryKind::kDevice, Api::kCuMemAlloc, dptr ? *dptr : 0,
+                      bytesize);
   }
   return result;
 }
@@ -68,7 +70,8 @@ CUresult gmt_cuMemFree(CUdeviceptr_v1 dptr) {
 }
 
 GMT_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr*, size_t) __attribute__((alias("gmt_cuMemAlloc_v2")));
-GMT_EXPORT CUresult cuMemAlloc(CUdeviceptr_v1*, unsigned int) __attribute__((alias("gmt_cuMemAlloc")));
+GMT_EXPORT CUresult cuMemAlloc(CUdeviceptr_v1*, unsigned int)
+    __attribute__((alias("gmt_cuMemAlloc")));
 GMT_EXPORT CUresult cuMemFree_v2(CUdeviceptr) __attribute__((alias("gmt_cuMemFree_v2")));
 GMT_EXPORT CUresult cuMemFree(CUdeviceptr_v1) __attribute__((alias("gmt_cuMemFree")));
 }

@@ -56,7 +56,8 @@ void* DriverEntryPoints::wrap(void* driver_function) {
 
 int DriverEntryPoints::current_device() {
   resolve();
-  auto fn = reinterpret_cast<PFN_cuCtxGetDevice_v2000>(ctx_get_device_.load(std::memory_order_acquire));
+  auto fn =
+      reinterpret_cast<PFN_cuCtxGetDevice_v2000>(ctx_get_device_.load(std::memory_order_acquire));
   CUdevice device = -1;
   if (fn == nullptr || fn(&device) != CUDA_SUCCESS) return -1;
   return device;

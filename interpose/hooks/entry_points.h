@@ -9,12 +9,12 @@
 namespace gmt::interpose {
 
 // X(id, exported symbol, wrapper). The wrappers are defined in the hooks/*.cpp files.
-#define GMT_DRIVER_ENTRY_POINTS(X)                                 \
-  X(kCuGetProcAddress, "cuGetProcAddress", gmt_cuGetProcAddress)   \
+#define GMT_DRIVER_ENTRY_POINTS(X)                                        \
+  X(kCuGetProcAddress, "cuGetProcAddress", gmt_cuGetProcAddress)          \
   X(kCuGetProcAddress_v2, "cuGetProcAddress_v2", gmt_cuGetProcAddress_v2) \
-  X(kCuMemAlloc, "cuMemAlloc", gmt_cuMemAlloc)                     \
-  X(kCuMemAlloc_v2, "cuMemAlloc_v2", gmt_cuMemAlloc_v2)            \
-  X(kCuMemFree, "cuMemFree", gmt_cuMemFree)                        \
+  X(kCuMemAlloc, "cuMemAlloc", gmt_cuMemAlloc)                            \
+  X(kCuMemAlloc_v2, "cuMemAlloc_v2", gmt_cuMemAlloc_v2)                   \
+  X(kCuMemFree, "cuMemFree", gmt_cuMemFree)                               \
   X(kCuMemFree_v2, "cuMemFree_v2", gmt_cuMemFree_v2)
 
 #define GMT_ENTRY_POINT_ENUMERATOR(id, symbol, wrapper) id,

@@ -34,8 +34,8 @@ CUresult gmt_cuGetProcAddress(const char* symbol, void** pfn, int cuda_version, 
   return result;
 }
 
-CUresult gmt_cuGetProcAddress_v2(const char* symbol, void** pfn, int cuda_version,
-                                 cuuint64_t flags, CUdriverProcAddressQueryResult* status) {
+CUresult gmt_cuGetProcAddress_v2(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags,
+                                 CUdriverProcAddressQueryResult* status) {
   auto real = Runtime::get().entry_points().real_as<PFN_cuGetProcAddress_v12000>(
       EntryPoint::kCuGetProcAddress_v2);
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;

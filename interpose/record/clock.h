@@ -1,7 +1,7 @@
 #pragma once
 
-#include <ctime>
 #include <cstdint>
+#include <ctime>
 
 namespace gmt::interpose {
 
@@ -11,6 +11,8 @@ inline uint64_t clock_ns(clockid_t clock) {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-inline uint64_t monotonic_ns() { return clock_ns(CLOCK_MONOTONIC); }
+inline uint64_t monotonic_ns() {
+  return clock_ns(CLOCK_MONOTONIC);
+}
 
 }  // namespace gmt::interpose

@@ -4,8 +4,8 @@
 
 namespace gmt::interpose {
 
-void EventRecorder::allocation(uint32_t error, int device, format::MemoryKind kind,
-                               format::Api api, uint64_t address, uint64_t size) {
+void EventRecorder::allocation(uint32_t error, int device, format::MemoryKind kind, format::Api api,
+                               uint64_t address, uint64_t size) {
   if (error != 0) {
     format::AllocFailedRecord rec;
     rec.thread = thread_id();

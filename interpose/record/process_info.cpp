@@ -18,7 +18,8 @@ std::vector<std::string> read_cmdline() {
   if (fd < 0) return argv;
   std::string bytes;
   char buf[4096];
-  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) bytes.append(buf, static_cast<std::size_t>(n));
+  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;)
+    bytes.append(buf, static_cast<std::size_t>(n));
   close(fd);
   std::size_t start = 0;
   while (start < bytes.size()) {

@@ -18,6 +18,8 @@ inline uint64_t thread_id() {
 }
 
 // After fork the forking thread lives on in the child under a new id.
-inline void forget_thread_id() { detail::cached_tid = 0; }
+inline void forget_thread_id() {
+  detail::cached_tid = 0;
+}
 
 }  // namespace gmt::interpose

@@ -63,7 +63,8 @@ bool TraceWriter::create_file_locked(const std::string& base) {
     std::string candidate = base;
     if (attempt == 1) candidate += "." + pid;
     if (attempt > 1) candidate += "." + pid + "." + std::to_string(attempt - 1);
-    const int fd = open(candidate.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    const int fd =
+        open(candidate.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd >= 0) {
       fd_ = fd;
       path_ = candidate;

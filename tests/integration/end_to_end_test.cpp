@@ -18,7 +18,9 @@ namespace {
 
 constexpr uint64_t kMiB = 1024 * 1024;
 
-std::string mib(uint64_t n) { return std::to_string(n * kMiB); }
+std::string mib(uint64_t n) {
+  return std::to_string(n * kMiB);
+}
 
 class EndToEnd : public ::testing::Test {
  protected:
@@ -29,7 +31,9 @@ class EndToEnd : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  std::string workload(const std::string& name) const { return std::string(GMT_WORKLOAD_DIR) + "/" + name; }
+  std::string workload(const std::string& name) const {
+    return std::string(GMT_WORKLOAD_DIR) + "/" + name;
+  }
 
   std::map<std::string, std::string> base_env() const {
     std::map<std::string, std::string> env = {
@@ -76,7 +80,8 @@ class EndToEnd : public ::testing::Test {
     return found.empty() ? std::string() : found.front();
   }
 
-  ProcessResult cli(std::vector<std::string> args, std::map<std::string, std::string> env = {}) const {
+  ProcessResult cli(std::vector<std::string> args,
+                    std::map<std::string, std::string> env = {}) const {
     ProcessSpec spec;
     spec.argv = {GMT_CLI};
     spec.argv.insert(spec.argv.end(), args.begin(), args.end());
@@ -108,8 +113,12 @@ class EndToEnd : public ::testing::Test {
 };
 
 // alloc a 1, b 4, free a, c 2, d 8, free b, free d: the peak is b+c+d = 14 MiB, c is live at exit.
-const std::vector<std::string> kSequence = {"alloc:a:" + mib(1), "alloc:b:" + mib(4), "free:a",
-                                            "alloc:c:" + mib(2), "alloc:d:" + mib(8), "free:b",
+const std::vector<std::string> kSequence = {"alloc:a:" + mib(1),
+                                            "alloc:b:" + mib(4),
+                                            "free:a",
+                                            "alloc:c:" + mib(2),
+                                            "alloc:d:" + mib(8),
+                                            "free:b",
                                             "free:d"};
 
 void expect_sequence_numbers(const json& r) {
@@ -146,8 +155,8 @@ INSTANTIATE_TEST_SUITE_P(Paths, EveryPath,
 TEST_F(EndToEnd, PeakIsKeptPerDevice) {
   const ProcessResult r =
       run_traced("workload_runtime_shared",
-                 {"device:0", "alloc:a:" + mib(1), "device:1", "alloc:b:" + mib(3), "alloc:c:" + mib(5),
-                  "free:b", "device:0", "free:a"},
+                 {"device:0", "alloc:a:" + mib(1), "device:1", "alloc:b:" + mib(3),
+                  "alloc:c:" + mib(5), "free:b", "device:0", "free:a"},
                  {{"FAKECUDA_DEVICE_COUNT", "2"}});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json rep = report({only_trace()});
@@ -167,9 +176,9 @@ TEST_F(EndToEnd, PeakIsKeptPerDevice) {
 
 TEST_F(EndToEnd, OutOfMemoryIsRecordedAndTheProgramSeesTheSameError) {
   // alloc_ops itself checks that the "oom" allocation fails, as it would untraced.
-  const ProcessResult r = run_traced(
-      "workload_runtime_shared", {"alloc:a:" + mib(512), "oom:" + mib(1024), "free:a"},
-      {{"FAKECUDA_DEVICE_MEMORY", mib(1024)}, {"FAKECUDA_CONTEXT_OVERHEAD", "0"}});
+  const ProcessResult r =
+      run_traced("workload_runtime_shared", {"alloc:a:" + mib(512), "oom:" + mib(1024), "free:a"},
+                 {{"FAKECUDA_DEVICE_MEMORY", mib(1024)}, {"FAKECUDA_CONTEXT_OVERHEAD", "0"}});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json rep = report({only_trace()});
   const json& d = device(rep, 0);
@@ -206,7 +215,8 @@ TEST_P(AbruptEnd, EverythingRecordedBeforeTheEndIsKept) {
   EXPECT_EQ(d["live_at_exit_bytes"], 2 * kMiB);
 }
 
-INSTANTIATE_TEST_SUITE_P(Endings, AbruptEnd, ::testing::Values("normal", "_exit", "abort", "kill", "segv"));
+INSTANTIATE_TEST_SUITE_P(Endings, AbruptEnd,
+                         ::testing::Values("normal", "_exit", "abort", "kill", "segv"));
 
 TEST_F(EndToEnd, ForkedChildWritesItsOwnTrace) {
   const ProcessResult r =
@@ -218,7 +228,8 @@ TEST_F(EndToEnd, ForkedChildWritesItsOwnTrace) {
   ASSERT_EQ(rep["devices"].size(), 2u);
   int parent = -1;
   for (int i = 0; i < 2; ++i) {
-    if (rep["traces"][i]["argv"].size() > 1 && rep["devices"][i]["peak_bytes"] == 1 * kMiB) parent = i;
+    if (rep["traces"][i]["argv"].size() > 1 && rep["devices"][i]["peak_bytes"] == 1 * kMiB)
+      parent = i;
   }
   ASSERT_NE(parent, -1) << rep.dump();
   const int child = 1 - parent;
@@ -250,7 +261,8 @@ TEST_F(EndToEnd, RunCommandTracesAndPassesTheExitCodeThrough) {
   std::map<std::string, std::string> env = base_env();
   env.erase("GPUMEMTRACE_OUTPUT");
   if (!std::string(GMT_ASAN_RUNTIME).empty()) env["LD_PRELOAD"] = GMT_ASAN_RUNTIME;
-  std::vector<std::string> args = {"run", "-o", "run.%p.gmt", "--", workload("workload_runtime_shared")};
+  std::vector<std::string> args = {"run", "-o", "run.%p.gmt", "--",
+                                   workload("workload_runtime_shared")};
   args.insert(args.end(), kSequence.begin(), kSequence.end());
   const ProcessResult ok = cli(args, env);
   ASSERT_EQ(ok.exit_code, 0) << ok.err;
@@ -261,11 +273,12 @@ TEST_F(EndToEnd, RunCommandTracesAndPassesTheExitCodeThrough) {
   expect_sequence_numbers(report({trace}));
 
   // A failing program's status comes back unchanged (alloc_ops exits 3 on a bad operation)...
-  const ProcessResult failed = cli({"run", "--", workload("workload_runtime_shared"), "free:nothing"}, env);
+  const ProcessResult failed =
+      cli({"run", "--", workload("workload_runtime_shared"), "free:nothing"}, env);
   EXPECT_EQ(failed.exit_code, 3) << failed.err;
   // ...and so does death by a signal.
-  const ProcessResult killed =
-      cli({"run", "--", workload("workload_runtime_shared"), "alloc:a:" + mib(1), "exit:kill"}, env);
+  const ProcessResult killed = cli(
+      {"run", "--", workload("workload_runtime_shared"), "alloc:a:" + mib(1), "exit:kill"}, env);
   EXPECT_EQ(killed.signal, SIGKILL) << killed.err;
 }
 

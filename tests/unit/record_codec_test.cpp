@@ -100,7 +100,8 @@ TEST(RecordCodec, UnknownRecordTypesAreSkipped) {
   TraceBytes trace;
   trace.add(sample_process());
   // A record type from a future minor version: type 99, 3-byte payload.
-  for (uint8_t b : {uint8_t{99}, uint8_t{3}, uint8_t{1}, uint8_t{2}, uint8_t{3}}) trace.bytes().push_back(b);
+  for (uint8_t b : {uint8_t{99}, uint8_t{3}, uint8_t{1}, uint8_t{2}, uint8_t{3}})
+    trace.bytes().push_back(b);
   trace.add(test::alloc_at(10, 0, 0x1000, 64));
   RecordDecoder decoder(trace.bytes());
   ASSERT_TRUE(decoder.next());

@@ -18,7 +18,8 @@ TEST(FileHeader, SaysWhyBytesAreNotATrace) {
   EXPECT_EQ(check_header({}).error,
             "the file is empty (the traced process may have been killed before it wrote anything)");
   const uint8_t short_file[5] = {0x89, 'G', 'M', 'T', '\r'};
-  EXPECT_EQ(check_header(short_file).error, "the file is 5 bytes long, shorter than the 16-byte trace header");
+  EXPECT_EQ(check_header(short_file).error,
+            "the file is 5 bytes long, shorter than the 16-byte trace header");
   const std::string text = "this is a text file, not a trace";
   EXPECT_EQ(check_header({reinterpret_cast<const uint8_t*>(text.data()), text.size()}).error,
             "not a gpumemtrace trace (the file does not start with the trace magic)");

@@ -8,9 +8,13 @@ namespace gmt::format {
 namespace {
 
 TEST(Varint, RoundTripsBoundaryValuesWithTheExpectedLength) {
-  const std::pair<uint64_t, std::size_t> cases[] = {
-      {0, 1}, {127, 1}, {128, 2}, {16383, 2}, {16384, 3}, {(1ull << 35) - 1, 5},
-      {std::numeric_limits<uint64_t>::max(), 10}};
+  const std::pair<uint64_t, std::size_t> cases[] = {{0, 1},
+                                                    {127, 1},
+                                                    {128, 2},
+                                                    {16383, 2},
+                                                    {16384, 3},
+                                                    {(1ull << 35) - 1, 5},
+                                                    {std::numeric_limits<uint64_t>::max(), 10}};
   for (const auto& [value, length] : cases) {
     uint8_t buf[kMaxVarintBytes];
     ASSERT_EQ(put_varint(buf, value), length) << value;

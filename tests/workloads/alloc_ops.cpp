@@ -51,7 +51,9 @@ int allocate(unsigned long long* ptr, size_t bytes) {
   *ptr = reinterpret_cast<unsigned long long>(p);
   return err;
 }
-int release(unsigned long long ptr) { return cudaFree(reinterpret_cast<void*>(ptr)); }
+int release(unsigned long long ptr) {
+  return cudaFree(reinterpret_cast<void*>(ptr));
+}
 
 #else
 
@@ -82,7 +84,8 @@ Driver load_driver() {
   d.alloc = reinterpret_cast<PFN_cuMemAlloc_v3020>(sym("cuMemAlloc_v2"));
   d.free = reinterpret_cast<PFN_cuMemFree_v3020>(sym("cuMemFree_v2"));
 #elif defined(GMT_PATH_DRIVER_PROCADDRESS_11030)
-  auto get_v2 = reinterpret_cast<PFN_cuGetProcAddress_v12000>(dlsym(libcuda, "cuGetProcAddress_v2"));
+  auto get_v2 =
+      reinterpret_cast<PFN_cuGetProcAddress_v12000>(dlsym(libcuda, "cuGetProcAddress_v2"));
   if (get_v2 == nullptr) die("dlsym cuGetProcAddress_v2");
   void* fn = nullptr;
   CUdriverProcAddressQueryResult status{};
@@ -92,7 +95,8 @@ Driver load_driver() {
   auto get = reinterpret_cast<PFN_cuGetProcAddress_v11030>(fn);
   auto proc = [&](const char* name) {
     void* f = nullptr;
-    if (get(name, &f, 11030, 0) != CUDA_SUCCESS || f == nullptr) die(std::string("cuGetProcAddress ") + name);
+    if (get(name, &f, 11030, 0) != CUDA_SUCCESS || f == nullptr)
+      die(std::string("cuGetProcAddress ") + name);
     return f;
   };
   d.init = reinterpret_cast<PFN_cuInit_v2000>(proc("cuInit"));
@@ -124,7 +128,9 @@ int allocate(unsigned long long* ptr, size_t bytes) {
   *ptr = p;
   return err;
 }
-int release(unsigned long long ptr) { return driver().free(ptr); }
+int release(unsigned long long ptr) {
+  return driver().free(ptr);
+}
 
 #endif
 
@@ -185,7 +191,8 @@ int main(int argc, char** argv) {
       slots.erase(it);
     } else if (name == "oom") {
       unsigned long long p = 0;
-      if (allocate(&p, std::stoull(arg(1))) == 0) die(std::string("allocation should have failed: ") + argv[i]);
+      if (allocate(&p, std::stoull(arg(1))) == 0)
+        die(std::string("allocation should have failed: ") + argv[i]);
     } else if (name == "threads") {
       std::vector<std::thread> threads;
       for (int t = 0; t < std::stoi(arg(1)); ++t) {

@@ -41,10 +41,13 @@ int main(int argc, char** argv) {
   std::vector<void*> leaked_metrics;
   for (int step = 0; step < steps; ++step) {
     std::vector<void*> activations;
-    for (int layer = 0; layer < 8; ++layer) activations.push_back(must_allocate(64 * kMiB, "activations"));
-    void* workspace = step == peak_step ? must_allocate(3072 * kMiB, "attention workspace") : nullptr;
+    for (int layer = 0; layer < 8; ++layer)
+      activations.push_back(must_allocate(64 * kMiB, "activations"));
+    void* workspace =
+        step == peak_step ? must_allocate(3072 * kMiB, "attention workspace") : nullptr;
     std::vector<void*> gradients;
-    for (size_t mib : {512, 256, 256, 128}) gradients.push_back(must_allocate(mib * kMiB, "gradients"));
+    for (size_t mib : {512, 256, 256, 128})
+      gradients.push_back(must_allocate(mib * kMiB, "gradients"));
 
     // The bug: a per-step metrics buffer that nothing ever frees.
     leaked_metrics.push_back(must_allocate(4 * kMiB, "metrics"));

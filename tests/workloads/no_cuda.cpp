@@ -20,6 +20,7 @@ int main() {
   if (child == 0) _exit(0);
   int status = 0;
   waitpid(child, &status, 0);
-  std::printf("getpid_ok=%d layer_calls=%d cos=%d puts=%d missing_is_null=%d\n", pid > 0, rtld_next_layer_calls, cos_fn != nullptr, puts_fn != nullptr, missing == nullptr);
+  std::printf("getpid_ok=%d layer_calls=%d cos=%d puts=%d missing_is_null=%d\n", pid > 0,
+              rtld_next_layer_calls, cos_fn != nullptr, puts_fn != nullptr, missing == nullptr);
   return 0;
 }
