@@ -10,7 +10,7 @@
 namespace fakecuda {
 namespace {
 
-constexpr uint64_t kDefaultDeviceMemory = 17179869184ull;    // 16 GiB
+constexpr uint64_t kDefaultDeviceMemory = 17179869184ull;   // 16 GiB
 constexpr uint64_t kDefaultContextOverhead = 536870912ull;  // 512 MiB
 
 std::vector<std::string> split_commas(const std::string& text) {
@@ -126,7 +126,8 @@ FakeConfig load_config_from_env() {
   int count = config.physical_device_count;
   config.device_memory = per_device_from_env("FAKECUDA_DEVICE_MEMORY", kDefaultDeviceMemory, count);
   config.other_process_memory = per_device_from_env("FAKECUDA_OTHER_PROCESS_MEMORY", 0, count);
-  config.context_overhead = byte_count_from_env("FAKECUDA_CONTEXT_OVERHEAD", kDefaultContextOverhead);
+  config.context_overhead =
+      byte_count_from_env("FAKECUDA_CONTEXT_OVERHEAD", kDefaultContextOverhead);
   const char* pid_text = std::getenv("FAKECUDA_OTHER_PROCESS_PID");
   if (pid_text != nullptr && *pid_text != '\0') {
     char* end = nullptr;
@@ -141,7 +142,9 @@ FakeConfig load_config_from_env() {
   return config;
 }
 
-unsigned pci_bus_number(int physical) { return 0x10u * static_cast<unsigned>(physical + 1); }
+unsigned pci_bus_number(int physical) {
+  return 0x10u * static_cast<unsigned>(physical + 1);
+}
 
 std::string pci_bus_id(int physical) {
   char text[32];

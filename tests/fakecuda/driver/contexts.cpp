@@ -52,7 +52,9 @@ CUresult resolve_context(const State& s, CUcontext ctx, CUctx_st** out) {
 
 namespace fakecuda {
 
-CUctx_st* current_context() { return t_depth == 0 ? nullptr : t_stack[t_depth - 1]; }
+CUctx_st* current_context() {
+  return t_depth == 0 ? nullptr : t_stack[t_depth - 1];
+}
 
 }  // namespace fakecuda
 
@@ -92,7 +94,9 @@ CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx) {
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuCtxDestroy(CUcontext ctx) { return cuCtxDestroy_v2(ctx); }
+CUresult CUDAAPI cuCtxDestroy(CUcontext ctx) {
+  return cuCtxDestroy_v2(ctx);
+}
 
 CUresult CUDAAPI cuCtxGetCurrent(CUcontext* pctx) {
   if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -126,7 +130,9 @@ CUresult CUDAAPI cuCtxPushCurrent_v2(CUcontext ctx) {
   return push(ctx);
 }
 
-CUresult CUDAAPI cuCtxPushCurrent(CUcontext ctx) { return cuCtxPushCurrent_v2(ctx); }
+CUresult CUDAAPI cuCtxPushCurrent(CUcontext ctx) {
+  return cuCtxPushCurrent_v2(ctx);
+}
 
 CUresult CUDAAPI cuCtxPopCurrent_v2(CUcontext* pctx) {
   State& s = state();
@@ -138,7 +144,9 @@ CUresult CUDAAPI cuCtxPopCurrent_v2(CUcontext* pctx) {
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuCtxPopCurrent(CUcontext* pctx) { return cuCtxPopCurrent_v2(pctx); }
+CUresult CUDAAPI cuCtxPopCurrent(CUcontext* pctx) {
+  return cuCtxPopCurrent_v2(pctx);
+}
 
 CUresult CUDAAPI cuCtxGetDevice(CUdevice* device) {
   if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;

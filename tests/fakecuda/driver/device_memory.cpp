@@ -57,7 +57,9 @@ CUresult free_device_memory(uint64_t dptr) {
   }
 }
 
-bool fits_32_bits(uint64_t value) { return value <= std::numeric_limits<unsigned>::max(); }
+bool fits_32_bits(uint64_t value) {
+  return value <= std::numeric_limits<unsigned>::max();
+}
 
 }  // namespace
 
@@ -84,8 +86,8 @@ CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t Wi
   if (dptr == nullptr || pPitch == nullptr) return CUDA_ERROR_INVALID_VALUE;
   uint64_t address = 0;
   uint64_t pitch = 0;
-  CUresult r = allocate_pitched(Abi::kCurrent, &address, &pitch, WidthInBytes, Height,
-                                ElementSizeBytes);
+  CUresult r =
+      allocate_pitched(Abi::kCurrent, &address, &pitch, WidthInBytes, Height, ElementSizeBytes);
   if (r == CUDA_SUCCESS) {
     *dptr = address;
     *pPitch = pitch;
@@ -99,8 +101,8 @@ CUresult CUDAAPI cuMemAllocPitch(CUdeviceptr_v1* dptr, unsigned int* pPitch,
   if (dptr == nullptr || pPitch == nullptr) return CUDA_ERROR_INVALID_VALUE;
   uint64_t address = 0;
   uint64_t pitch = 0;
-  CUresult r = allocate_pitched(Abi::kLegacy, &address, &pitch, WidthInBytes, Height,
-                                ElementSizeBytes);
+  CUresult r =
+      allocate_pitched(Abi::kLegacy, &address, &pitch, WidthInBytes, Height, ElementSizeBytes);
   if (r == CUDA_SUCCESS) {
     *dptr = static_cast<CUdeviceptr_v1>(address);
     *pPitch = static_cast<unsigned>(pitch);
@@ -108,8 +110,12 @@ CUresult CUDAAPI cuMemAllocPitch(CUdeviceptr_v1* dptr, unsigned int* pPitch,
   return r;
 }
 
-CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr) { return free_device_memory(dptr); }
-CUresult CUDAAPI cuMemFree(CUdeviceptr_v1 dptr) { return free_device_memory(dptr); }
+CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr) {
+  return free_device_memory(dptr);
+}
+CUresult CUDAAPI cuMemFree(CUdeviceptr_v1 dptr) {
+  return free_device_memory(dptr);
+}
 
 // Managed memory is real host memory (programs touch it) that also counts on the device.
 CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags) {

@@ -60,8 +60,8 @@ uint64_t process_used_bytes(const State& s, const DeviceState& d) {
 }
 
 bool fits(const State& s, const DeviceState& d, uint64_t extra) {
-  unsigned __int128 needed = static_cast<unsigned __int128>(process_used_bytes(s, d)) +
-                             d.other_processes + extra;
+  unsigned __int128 needed =
+      static_cast<unsigned __int128>(process_used_bytes(s, d)) + d.other_processes + extra;
   return needed <= d.capacity;
 }
 

@@ -118,7 +118,7 @@ struct State {
   std::mutex mutex;
   bool initialized = false;
   FakeConfig config;
-  std::vector<DeviceState> devices;  // by CUDA ordinal
+  std::vector<DeviceState> devices;            // by CUDA ordinal
   std::map<uint64_t, Allocation> allocations;  // by base address
   AddressAllocator legacy_window{kLegacyWindowBase, kLegacyWindowSize};
   AddressAllocator vmm_space{kVmmSpaceBase, kVmmSpaceSize};
@@ -132,7 +132,9 @@ struct State {
 State& state();
 
 using DriverLock = std::unique_lock<std::mutex>;
-inline DriverLock lock_state() { return DriverLock(state().mutex); }
+inline DriverLock lock_state() {
+  return DriverLock(state().mutex);
+}
 
 // --- checks (lock held) ---
 CUresult require_initialized(const State& s);

@@ -9,7 +9,8 @@ struct ErrorText {
   const char* description;
 };
 
-#define FAKECUDA_ERROR(code, text) {code, #code, text}
+#define FAKECUDA_ERROR(code, text) \
+  { code, #code, text }
 
 constexpr ErrorText kErrors[] = {
     FAKECUDA_ERROR(CUDA_SUCCESS, "no error"),
@@ -25,7 +26,8 @@ constexpr ErrorText kErrors[] = {
     FAKECUDA_ERROR(CUDA_ERROR_ALREADY_MAPPED, "resource already mapped"),
     FAKECUDA_ERROR(CUDA_ERROR_NOT_MAPPED, "resource not mapped"),
     FAKECUDA_ERROR(CUDA_ERROR_INVALID_HANDLE, "invalid resource handle"),
-    FAKECUDA_ERROR(CUDA_ERROR_ILLEGAL_STATE, "the operation cannot be performed in the present state"),
+    FAKECUDA_ERROR(CUDA_ERROR_ILLEGAL_STATE,
+                   "the operation cannot be performed in the present state"),
     FAKECUDA_ERROR(CUDA_ERROR_NOT_FOUND, "named symbol not found"),
     FAKECUDA_ERROR(CUDA_ERROR_NOT_READY, "device not ready"),
     FAKECUDA_ERROR(CUDA_ERROR_ILLEGAL_ADDRESS, "an illegal memory access was encountered"),

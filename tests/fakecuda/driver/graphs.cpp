@@ -19,9 +19,9 @@ struct GraphAllocation {
   uint64_t address = 0;
   uint64_t size = 0;
   uint64_t span = 0;
-  int holders = 0;     // graphs and executable graphs that contain its node
+  int holders = 0;      // graphs and executable graphs that contain its node
   int executables = 0;  // executable graphs among the holders
-  bool live = false;   // launched and not yet freed
+  bool live = false;    // launched and not yet freed
 };
 
 }  // namespace fakecuda
@@ -31,8 +31,8 @@ struct CUgraphNode_st {
   Type type = Type::kMemAlloc;
   CUgraph_st* graph = nullptr;
   fakecuda::GraphAllocation* allocation = nullptr;  // kMemAlloc
-  CUDA_MEM_ALLOC_NODE_PARAMS params{};               // kMemAlloc
-  CUdeviceptr free_address = 0;                      // kMemFree
+  CUDA_MEM_ALLOC_NODE_PARAMS params{};              // kMemAlloc
+  CUdeviceptr free_address = 0;                     // kMemFree
 };
 
 struct CUgraph_st {
@@ -65,7 +65,7 @@ GraphState& graphs() {
 void release_if_unused(State& s, GraphAllocation* allocation) {
   if (allocation->holders > 0 || allocation->live) return;
   s.devices[static_cast<size_t>(allocation->device)].space->release(allocation->address,
-                                                                     allocation->span);
+                                                                    allocation->span);
   graphs().allocations.erase(allocation->address);
   delete allocation;
 }
@@ -311,8 +311,7 @@ CUresult CUDAAPI cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUdeviceptr* dpt
 }
 
 CUresult CUDAAPI cuGraphInstantiate(CUgraphExec* phGraphExec, CUgraph hGraph,
-                                    CUgraphNode* phErrorNode, char* logBuffer,
-                                    size_t bufferSize) {
+                                    CUgraphNode* phErrorNode, char* logBuffer, size_t bufferSize) {
   if (phErrorNode != nullptr) *phErrorNode = nullptr;
   if (logBuffer != nullptr && bufferSize > 0) logBuffer[0] = '\0';
   return instantiate(phGraphExec, hGraph);

@@ -13,11 +13,12 @@ namespace {
 
 constexpr unsigned kHostAllocFlags =
     CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED;
-constexpr unsigned kHostRegisterFlags = CU_MEMHOSTREGISTER_PORTABLE |
-                                        CU_MEMHOSTREGISTER_DEVICEMAP |
+constexpr unsigned kHostRegisterFlags = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP |
                                         CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY;
 
-uint64_t page_size() { return static_cast<uint64_t>(getpagesize()); }
+uint64_t page_size() {
+  return static_cast<uint64_t>(getpagesize());
+}
 
 bool is_host_kind(Kind kind) {
   return kind == Kind::kPinnedHost || kind == Kind::kHostRegistered || kind == Kind::kManaged;
@@ -98,7 +99,9 @@ CUresult CUDAAPI cuMemHostAlloc(void** pp, size_t bytesize, unsigned int Flags) 
   return host_alloc(pp, bytesize, Flags);
 }
 
-CUresult CUDAAPI cuMemAllocHost_v2(void** pp, size_t bytesize) { return host_alloc(pp, bytesize, 0); }
+CUresult CUDAAPI cuMemAllocHost_v2(void** pp, size_t bytesize) {
+  return host_alloc(pp, bytesize, 0);
+}
 
 CUresult CUDAAPI cuMemAllocHost(void** pp, unsigned int bytesize) {
   return host_alloc(pp, bytesize, 0);

@@ -100,8 +100,7 @@ CUresult CUDAAPI cuIpcOpenMemHandle_v2(CUdeviceptr* pdptr, CUipcMemHandle handle
   return open_handle(pdptr, handle, Flags);
 }
 
-CUresult CUDAAPI cuIpcOpenMemHandle(CUdeviceptr* pdptr, CUipcMemHandle handle,
-                                    unsigned int Flags) {
+CUresult CUDAAPI cuIpcOpenMemHandle(CUdeviceptr* pdptr, CUipcMemHandle handle, unsigned int Flags) {
   return open_handle(pdptr, handle, Flags);
 }
 

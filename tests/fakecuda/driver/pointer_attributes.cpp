@@ -42,9 +42,9 @@ CUresult CUDAAPI cuPointerGetAttribute(void* data, CUpointer_attribute attribute
       *static_cast<CUcontext*>(data) = allocation != nullptr ? allocation->ctx : nullptr;
       return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
-      *static_cast<unsigned*>(data) =
-          kind == Kind::kPinnedHost || kind == Kind::kHostRegistered ? CU_MEMORYTYPE_HOST
-                                                                     : CU_MEMORYTYPE_DEVICE;
+      *static_cast<unsigned*>(data) = kind == Kind::kPinnedHost || kind == Kind::kHostRegistered
+                                          ? CU_MEMORYTYPE_HOST
+                                          : CU_MEMORYTYPE_DEVICE;
       return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
       *static_cast<CUdeviceptr*>(data) = ptr;

@@ -48,11 +48,19 @@ CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev) { return release_primary(dev); }
-CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev) { return release_primary(dev); }
+CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+  return release_primary(dev);
+}
+CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev) {
+  return release_primary(dev);
+}
 
-CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev) { return reset_primary(dev); }
-CUresult CUDAAPI cuDevicePrimaryCtxReset(CUdevice dev) { return reset_primary(dev); }
+CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev) {
+  return reset_primary(dev);
+}
+CUresult CUDAAPI cuDevicePrimaryCtxReset(CUdevice dev) {
+  return reset_primary(dev);
+}
 
 CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* active) {
   if (flags == nullptr || active == nullptr) return CUDA_ERROR_INVALID_VALUE;

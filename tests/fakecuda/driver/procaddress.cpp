@@ -34,8 +34,8 @@ CUresult lookup(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flag
   *pfn = nullptr;
   CUdriverProcAddressQueryResult result = CU_GET_PROC_ADDRESS_SUCCESS;
   if (best == nullptr) {
-    result = known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
-                   : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    result =
+        known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
   } else if (flags == CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM && best->per_thread) {
     *pfn = best->per_thread;
   } else {
@@ -50,7 +50,8 @@ CUresult lookup(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flag
 extern "C" {
 
 CUresult CUDAAPI cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVersion,
-                                     cuuint64_t flags, CUdriverProcAddressQueryResult* symbolStatus) {
+                                     cuuint64_t flags,
+                                     CUdriverProcAddressQueryResult* symbolStatus) {
   return lookup(symbol, pfn, cudaVersion, flags, symbolStatus);
 }
 

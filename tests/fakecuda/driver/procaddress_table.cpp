@@ -10,9 +10,10 @@ void* address_of(F* function) {
   return reinterpret_cast<void*>(function);
 }
 
-#define ENTRY(name, version, function) {name, version, address_of(&function), nullptr}
+#define ENTRY(name, version, function) \
+  { name, version, address_of(&function), nullptr }
 #define ENTRY_PT(name, version, function, per_thread) \
-  {name, version, address_of(&function), address_of(&per_thread)}
+  { name, version, address_of(&function), address_of(&per_thread) }
 
 // Keep in step with the exported functions: the self-test checks that every exported cu*
 // symbol is reachable through cuGetProcAddress.
@@ -177,6 +178,8 @@ const ProcAddressEntry kTable[] = {
 
 }  // namespace
 
-std::span<const ProcAddressEntry> procaddress_table() { return kTable; }
+std::span<const ProcAddressEntry> procaddress_table() {
+  return kTable;
+}
 
 }  // namespace fakecuda

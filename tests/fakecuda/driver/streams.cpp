@@ -54,10 +54,18 @@ CUresult CUDAAPI cuStreamCreate(CUstream* phStream, unsigned int Flags) {
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuStreamDestroy_v2(CUstream hStream) { return destroy_stream(hStream); }
-CUresult CUDAAPI cuStreamDestroy(CUstream hStream) { return destroy_stream(hStream); }
+CUresult CUDAAPI cuStreamDestroy_v2(CUstream hStream) {
+  return destroy_stream(hStream);
+}
+CUresult CUDAAPI cuStreamDestroy(CUstream hStream) {
+  return destroy_stream(hStream);
+}
 
-CUresult CUDAAPI cuStreamSynchronize(CUstream hStream) { return synchronize_stream(hStream); }
-CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream hStream) { return synchronize_stream(hStream); }
+CUresult CUDAAPI cuStreamSynchronize(CUstream hStream) {
+  return synchronize_stream(hStream);
+}
+CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream hStream) {
+  return synchronize_stream(hStream);
+}
 
 }  // extern "C"

@@ -78,7 +78,9 @@ Reservation* find_reservation(uint64_t address, uint64_t size, uint64_t* base) {
   return &it->second;
 }
 
-bool aligned(uint64_t value) { return value % kVmmGranularity == 0; }
+bool aligned(uint64_t value) {
+  return value % kVmmGranularity == 0;
+}
 
 }  // namespace
 
@@ -106,7 +108,8 @@ extern "C" {
 CUresult CUDAAPI cuMemGetAllocationGranularity(size_t* granularity, const CUmemAllocationProp* prop,
                                                CUmemAllocationGranularity_flags option) {
   if (granularity == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM && option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) {
+  if (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM &&
+      option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   State& s = state();
@@ -280,7 +283,7 @@ CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessD
   if (CUresult r = require_initialized(s); r != CUDA_SUCCESS) return r;
   uint64_t reservation_base = 0;
   return find_reservation(ptr, size, &reservation_base) != nullptr ? CUDA_SUCCESS
-                                                                    : CUDA_ERROR_INVALID_VALUE;
+                                                                   : CUDA_ERROR_INVALID_VALUE;
 }
 
 }  // extern "C"

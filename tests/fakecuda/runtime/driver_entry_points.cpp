@@ -148,6 +148,8 @@ cudaError_t load_driver() {
   return g_load_status;
 }
 
-const DriverEntryPoints& driver() { return g_driver; }
+const DriverEntryPoints& driver() {
+  return g_driver;
+}
 
 }  // namespace fakecuda::runtime

@@ -21,9 +21,9 @@ cudaError_t CUDARTAPI cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream
 cudaError_t CUDARTAPI cudaMemcpy_ptds(void* dst, const void* src, size_t count,
                                       enum cudaMemcpyKind kind);
 cudaError_t CUDARTAPI cudaMemset_ptds(void* devPtr, int value, size_t count);
-cudaError_t CUDARTAPI cudaGetDriverEntryPoint_ptsz(const char* symbol, void** funcPtr,
-                                                   unsigned long long flags,
-                                                   enum cudaDriverEntryPointQueryResult* driverStatus);
+cudaError_t CUDARTAPI
+cudaGetDriverEntryPoint_ptsz(const char* symbol, void** funcPtr, unsigned long long flags,
+                             enum cudaDriverEntryPointQueryResult* driverStatus);
 cudaError_t CUDARTAPI cudaGetDriverEntryPointByVersion_ptsz(
     const char* symbol, void** funcPtr, unsigned int cudaVersion, unsigned long long flags,
     enum cudaDriverEntryPointQueryResult* driverStatus);

@@ -12,7 +12,9 @@ cudaError_t CUDARTAPI cudaGetDeviceCount(int* count) {
   return finish(driver().cuDeviceGetCount(count));
 }
 
-cudaError_t CUDARTAPI cudaSetDevice(int device) { return record(set_current_device(device)); }
+cudaError_t CUDARTAPI cudaSetDevice(int device) {
+  return record(set_current_device(device));
+}
 
 cudaError_t CUDARTAPI cudaGetDevice(int* device) {
   if (device == nullptr) return record(cudaErrorInvalidValue);
@@ -21,7 +23,9 @@ cudaError_t CUDARTAPI cudaGetDevice(int* device) {
   return cudaSuccess;
 }
 
-cudaError_t CUDARTAPI cudaDeviceReset(void) { return record(reset_current_device()); }
+cudaError_t CUDARTAPI cudaDeviceReset(void) {
+  return record(reset_current_device());
+}
 
 cudaError_t CUDARTAPI cudaDeviceSynchronize(void) {
   if (cudaError_t e = ensure_context(); e != cudaSuccess) return record(e);

@@ -62,7 +62,8 @@ struct ErrorText {
   const char* description;
 };
 
-#define FAKECUDA_ERROR(code, text) {code, #code, text}
+#define FAKECUDA_ERROR(code, text) \
+  { code, #code, text }
 
 constexpr ErrorText kErrors[] = {
     FAKECUDA_ERROR(cudaSuccess, "no error"),
@@ -120,8 +121,12 @@ const char* CUDARTAPI cudaGetErrorString(cudaError_t error) {
   return entry != nullptr ? entry->description : "unrecognized error code";
 }
 
-cudaError_t CUDARTAPI cudaGetLastError(void) { return fakecuda::runtime::take_last_error(); }
+cudaError_t CUDARTAPI cudaGetLastError(void) {
+  return fakecuda::runtime::take_last_error();
+}
 
-cudaError_t CUDARTAPI cudaPeekAtLastError(void) { return fakecuda::runtime::peek_last_error(); }
+cudaError_t CUDARTAPI cudaPeekAtLastError(void) {
+  return fakecuda::runtime::peek_last_error();
+}
 
 }  // extern "C"

@@ -50,8 +50,8 @@ cudaError_t set(Stream stream, void* devPtr, int value, size_t count) {
   if (cudaError_t e = ensure_context(); e != cudaSuccess) return record(e);
   const DriverEntryPoints& d = driver();
   auto function = stream == Stream::kPerThread ? d.cuMemsetD8_ptds : d.cuMemsetD8;
-  return finish(function(reinterpret_cast<CUdeviceptr>(devPtr), static_cast<unsigned char>(value),
-                         count));
+  return finish(
+      function(reinterpret_cast<CUdeviceptr>(devPtr), static_cast<unsigned char>(value), count));
 }
 
 }  // namespace

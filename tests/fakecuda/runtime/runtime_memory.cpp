@@ -6,7 +6,9 @@ using namespace fakecuda::runtime;
 
 namespace {
 
-CUdeviceptr device_pointer(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
+CUdeviceptr device_pointer(const void* p) {
+  return reinterpret_cast<CUdeviceptr>(p);
+}
 
 // cudaMallocPitch passes an element size the driver accepts; the pitch does not depend on it.
 constexpr unsigned kPitchElementSize = 4;

@@ -65,7 +65,9 @@ cudaError_t record(cudaError_t error) {
   return error;
 }
 
-cudaError_t finish(CUresult result) { return record(translate(result)); }
+cudaError_t finish(CUresult result) {
+  return record(translate(result));
+}
 
 cudaError_t take_last_error() {
   cudaError_t error = t_last_error;
@@ -73,7 +75,9 @@ cudaError_t take_last_error() {
   return error;
 }
 
-cudaError_t peek_last_error() { return t_last_error; }
+cudaError_t peek_last_error() {
+  return t_last_error;
+}
 
 cudaError_t ensure_context() {
   if (cudaError_t e = load_driver(); e != cudaSuccess) return e;
@@ -90,7 +94,9 @@ cudaError_t ensure_context() {
   return make_primary_current(device);
 }
 
-int current_device() { return t_device; }
+int current_device() {
+  return t_device;
+}
 
 cudaError_t set_current_device(int device) {
   if (cudaError_t e = load_driver(); e != cudaSuccess) return e;
