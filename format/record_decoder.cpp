@@ -50,6 +50,12 @@ class FieldReader {
     t = state_.last_time_ns + static_cast<uint64_t>(unzigzag(raw));
     state_.last_time_ns = t;
   }
+  void address(uint64_t& a) {
+    uint64_t raw = 0;
+    if (!varint(raw, "address")) return;
+    a = state_.last_address + static_cast<uint64_t>(unzigzag(raw));
+    state_.last_address = a;
+  }
   void str(std::string& s) {
     uint64_t n = 0;
     if (!varint(n, "string length")) return;

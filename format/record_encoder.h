@@ -50,9 +50,12 @@ class GrowableBuffer {
   std::vector<uint8_t> bytes_;
 };
 
-// State carried from one record to the next: times are stored as deltas.
+// State carried from one record to the next: times and addresses are stored as differences
+// from the previous record's, which are small (microseconds apart; allocators reuse nearby
+// addresses).
 struct CodecState {
   uint64_t last_time_ns = 0;
+  uint64_t last_address = 0;
 };
 
 template <class Out>
@@ -69,6 +72,10 @@ class FieldWriter {
     // Signed: a later trace layout may interleave threads whose clocks were read out of order.
     varint(zigzag(static_cast<int64_t>(t - state_.last_time_ns)));
     state_.last_time_ns = t;
+  }
+  void address(uint64_t a) {
+    varint(zigzag(static_cast<int64_t>(a - state_.last_address)));
+    state_.last_address = a;
   }
   void str(const std::string& s) {
     varint(s.size());

@@ -61,7 +61,7 @@ struct AllocRecord {
     v.i32(r.device);
     v.kind(r.kind);
     v.api(r.api);
-    v.u64(r.address);
+    v.address(r.address);
     v.u64(r.size);
   }
 };
@@ -80,7 +80,7 @@ struct FreeRecord {
     v.time(r.time_ns);
     v.u64(r.thread);
     v.api(r.api);
-    v.u64(r.address);
+    v.address(r.address);
   }
 };
 
