@@ -2,31 +2,32 @@
 
 #include <dlfcn.h>
 
-#include <atomic>
+// dlsym is reached before anything else is initialized: a sanitizer runtime preloaded ahead of us
+// resolves its interceptors with dlsym(RTLD_NEXT) before it has even mapped its shadow memory.
+// So nothing here may be instrumented, and nothing here may depend on a constructor having run.
+#define GMT_UNINSTRUMENTED __attribute__((no_sanitize("address", "undefined")))
 
 namespace gmt::interpose {
 namespace {
 
-// A write-once cache kept outside the runtime object on purpose: dlsym is reached before any
-// constructor has run (sanitizer runtimes and other preloads resolve their functions first),
-// and finding it must not depend on anything being initialized.
-std::atomic<DlsymFn> g_real_dlsym{nullptr};
+// A write-once cache kept outside the runtime object on purpose (see above). Plain pointer with
+// __atomic builtins: std::atomic's member functions would be instrumented code.
+DlsymFn g_real_dlsym = nullptr;
 
-DlsymFn find_real_dlsym() {
+GMT_UNINSTRUMENTED DlsymFn find_real_dlsym() {
   // glibc 2.34 moved dlsym into libc under a new version; older ones only have 2.2.5.
-  for (const char* version : {"GLIBC_2.34", "GLIBC_2.2.5"}) {
-    if (void* fn = dlvsym(RTLD_NEXT, "dlsym", version)) return reinterpret_cast<DlsymFn>(fn);
-  }
-  return nullptr;
+  void* fn = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+  if (fn == nullptr) fn = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+  return reinterpret_cast<DlsymFn>(fn);
 }
 
 }  // namespace
 
-DlsymFn real_dlsym() {
-  DlsymFn fn = g_real_dlsym.load(std::memory_order_acquire);
+GMT_UNINSTRUMENTED DlsymFn real_dlsym() {
+  DlsymFn fn = __atomic_load_n(&g_real_dlsym, __ATOMIC_ACQUIRE);
   if (fn == nullptr) {
     fn = find_real_dlsym();
-    g_real_dlsym.store(fn, std::memory_order_release);
+    __atomic_store_n(&g_real_dlsym, fn, __ATOMIC_RELEASE);
   }
   return fn;
 }
@@ -34,6 +35,6 @@ DlsymFn real_dlsym() {
 }  // namespace gmt::interpose
 
 // Called by the assembly trampoline (dlsym_trampoline.S).
-extern "C" __attribute__((visibility("hidden"))) void* gmt_resolve_real_dlsym() {
+extern "C" __attribute__((visibility("hidden"))) GMT_UNINSTRUMENTED void* gmt_resolve_real_dlsym() {
   return reinterpret_cast<void*>(gmt::interpose::real_dlsym());
 }
