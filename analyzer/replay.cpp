@@ -1,8 +1,43 @@
 #include "analyzer/replay.h"
 
+#include <algorithm>
 #include <variant>
 
 namespace gmt::analyzer {
+
+using format::Api;
+using format::MemoryKind;
+
+Replay::Space Replay::space_of(MemoryKind kind) {
+  switch (kind) {
+    case MemoryKind::kVmmPhysical:
+      return Space::kHandle;
+    case MemoryKind::kArray:
+      return Space::kArray;
+    case MemoryKind::kVmmReservation:
+      return Space::kReservation;
+    default:
+      return Space::kAddress;
+  }
+}
+
+Replay::Space Replay::space_freed_by(Api api) {
+  switch (api) {
+    case Api::kCuMemRelease:
+      return Space::kHandle;
+    case Api::kCuArrayDestroy:
+    case Api::kCuMipmappedArrayDestroy:
+      return Space::kArray;
+    case Api::kCuMemAddressFree:
+      return Space::kReservation;
+    default:
+      return Space::kAddress;
+  }
+}
+
+bool Replay::per_device(MemoryKind kind) {
+  return !format::host_memory(kind) && kind != MemoryKind::kVmmReservation;
+}
 
 DeviceSummary& Replay::device(int ordinal) {
   DeviceSummary& d = summary_.devices[ordinal];
@@ -14,6 +49,46 @@ void Replay::apply(const format::Record& record) {
   std::visit([this](const auto& r) { on(r); }, record);
 }
 
+void Replay::saw_event(uint64_t time_ns) {
+  ++summary_.events;
+  summary_.duration_ns = time_ns;
+  now_ns_ = time_ns;
+}
+
+void Replay::add_usage(int ordinal, MemoryKind kind, uint64_t bytes, uint64_t time_ns) {
+  KindUsage& usage =
+      per_device(kind) ? device(ordinal).by_kind[kind] : summary_.process_kinds[kind];
+  usage.live_bytes += bytes;
+  usage.peak_bytes = std::max(usage.peak_bytes, usage.live_bytes);
+  if (!format::counts_toward_device_usage(kind)) return;
+  DeviceSummary& d = device(ordinal);
+  d.live_bytes += bytes;
+  if (d.live_bytes > d.peak_bytes) {
+    d.peak_bytes = d.live_bytes;
+    d.peak_time_ns = time_ns;
+  }
+}
+
+void Replay::remove_usage(int ordinal, MemoryKind kind, uint64_t bytes) {
+  KindUsage& usage =
+      per_device(kind) ? device(ordinal).by_kind[kind] : summary_.process_kinds[kind];
+  usage.live_bytes -= bytes;
+  if (format::counts_toward_device_usage(kind)) device(ordinal).live_bytes -= bytes;
+}
+
+void Replay::end_allocation(std::unordered_map<Key, LiveAllocation, KeyHash>::iterator it,
+                            bool by_teardown) {
+  const LiveAllocation a = it->second;
+  if (per_device(a.kind)) {
+    DeviceSummary& d = device(a.device);
+    ++(by_teardown ? d.teardown_free_count : d.free_count);
+    --d.live_count;
+  }
+  remove_usage(a.device, a.kind, a.size);
+  if (a.kind == MemoryKind::kVmmPhysical) handles_.erase(it->first.value);
+  live_.erase(it);
+}
+
 void Replay::on(const format::ProcessInfoRecord& r) {
   summary_.pid = r.pid;
   summary_.ppid = r.ppid;
@@ -22,56 +97,106 @@ void Replay::on(const format::ProcessInfoRecord& r) {
   summary_.wall_start_ns = r.wall_start_ns;
 }
 
-void Replay::release(const LiveAllocation& allocation) {
-  DeviceSummary& d = device(allocation.device);
-  if (format::counts_toward_device_usage(allocation.kind)) d.live_bytes -= allocation.size;
-  --d.live_count;
+void Replay::on(const format::AllocRecord& r) {
+  saw_event(r.time_ns);
+  const Key key{space_of(r.kind), r.address};
+  // The same key live twice means we missed a free (one made before tracing, or by an API not
+  // hooked): the old allocation is gone, or the driver could not have reused its address.
+  if (auto it = live_.find(key); it != live_.end()) end_allocation(it, false);
+  live_.emplace(key, LiveAllocation{r.device, r.kind, r.size, r.context});
+  if (r.kind == MemoryKind::kVmmPhysical) handles_[r.address] = HandleState{};
+  if (per_device(r.kind)) {
+    DeviceSummary& d = device(r.device);
+    ++d.alloc_count;
+    ++d.live_count;
+  }
+  add_usage(r.device, r.kind, r.size, r.time_ns);
 }
 
-void Replay::on(const format::AllocRecord& r) {
-  ++summary_.events;
-  summary_.duration_ns = r.time_ns;
-  // The same address live twice means we missed a free (one made before tracing, or by an
-  // API not hooked yet): the old allocation is gone, or the driver could not reuse its address.
-  if (auto it = live_.find(r.address); it != live_.end()) {
-    release(it->second);
-    live_.erase(it);
-  }
-  live_.emplace(r.address, LiveAllocation{r.device, r.kind, r.size});
-  DeviceSummary& d = device(r.device);
-  ++d.alloc_count;
-  ++d.live_count;
-  if (format::counts_toward_device_usage(r.kind)) {
-    d.live_bytes += r.size;
-    if (d.live_bytes > d.peak_bytes) {
-      d.peak_bytes = d.live_bytes;
-      d.peak_time_ns = r.time_ns;
-    }
-  }
+void Replay::release_handle_if_unused(uint64_t handle) {
+  auto state = handles_.find(handle);
+  if (state == handles_.end() || state->second.references > 0 || state->second.mappings > 0) return;
+  if (auto it = live_.find(Key{Space::kHandle, handle}); it != live_.end())
+    end_allocation(it, false);
 }
 
 void Replay::on(const format::FreeRecord& r) {
-  ++summary_.events;
-  summary_.duration_ns = r.time_ns;
-  auto it = live_.find(r.address);
+  saw_event(r.time_ns);
+  const Space space = space_freed_by(r.api);
+  if (space == Space::kHandle) {
+    // Released memory stays until its last mapping is gone.
+    auto state = handles_.find(r.address);
+    if (state == handles_.end() || state->second.references == 0) {
+      ++summary_.unmatched_frees;
+      return;
+    }
+    --state->second.references;
+    release_handle_if_unused(r.address);
+    return;
+  }
+  auto it = live_.find(Key{space, r.address});
   if (it == live_.end()) {
     ++summary_.unmatched_frees;
     return;
   }
-  ++device(it->second.device).free_count;
-  release(it->second);
-  live_.erase(it);
+  end_allocation(it, false);
 }
 
 void Replay::on(const format::AllocFailedRecord& r) {
-  ++summary_.events;
-  summary_.duration_ns = r.time_ns;
-  ++device(r.device).failed_alloc_count;
+  saw_event(r.time_ns);
+  if (per_device(r.kind)) {
+    ++device(r.device).failed_alloc_count;
+  } else {
+    ++summary_.failed_host_alloc_count;
+  }
 }
 
 void Replay::on(const format::EndRecord& r) {
   summary_.duration_ns = r.time_ns;
   summary_.end = TraceEnd::kExited;
+}
+
+void Replay::on(const format::ContextRecord&) {}
+
+void Replay::on(const format::ContextDestroyedRecord& r) {
+  saw_event(r.time_ns);
+  for (auto it = live_.begin(); it != live_.end();) {
+    auto next = std::next(it);
+    if (it->second.context == r.id && format::owned_by_context(it->second.kind))
+      end_allocation(it, true);
+    it = next;
+  }
+}
+
+void Replay::on(const format::MapRecord& r) {
+  saw_event(r.time_ns);
+  int ordinal = r.device;
+  if (auto physical = live_.find(Key{Space::kHandle, r.handle}); physical != live_.end()) {
+    ordinal = physical->second.device;
+  }
+  if (auto state = handles_.find(r.handle); state != handles_.end()) ++state->second.mappings;
+  mappings_[r.address] = Mapping{r.size, r.handle, ordinal};
+  add_usage(ordinal, MemoryKind::kVmmMapping, r.size, r.time_ns);
+}
+
+void Replay::on(const format::UnmapRecord& r) {
+  saw_event(r.time_ns);
+  const uint64_t end = r.address + r.size;
+  for (auto it = mappings_.lower_bound(r.address); it != mappings_.end() && it->first < end;) {
+    const Mapping m = it->second;
+    it = mappings_.erase(it);
+    remove_usage(m.device, MemoryKind::kVmmMapping, m.size);
+    if (auto state = handles_.find(m.handle);
+        state != handles_.end() && state->second.mappings > 0) {
+      --state->second.mappings;
+      release_handle_if_unused(m.handle);
+    }
+  }
+}
+
+void Replay::on(const format::RetainHandleRecord& r) {
+  saw_event(r.time_ns);
+  if (auto state = handles_.find(r.handle); state != handles_.end()) ++state->second.references;
 }
 
 }  // namespace gmt::analyzer

@@ -20,12 +20,17 @@ const char* end_name(TraceEnd end) {
   return "unknown";
 }
 
+nlohmann::ordered_json usage_json(const KindUsage& u) {
+  return {{"peak_bytes", u.peak_bytes}, {"live_at_exit_bytes", u.live_bytes}};
+}
+
 }  // namespace
 
 void write_report_json(const ReportInput& input, std::ostream& out) {
   using nlohmann::ordered_json;
   ordered_json traces = ordered_json::array();
   ordered_json devices = ordered_json::array();
+  std::map<format::MemoryKind, KindUsage> process_totals;
   for (std::size_t i = 0; i < input.traces.size(); ++i) {
     const TraceSummary& t = input.traces[i];
     ordered_json trace = {
@@ -45,7 +50,16 @@ void write_report_json(const ReportInput& input, std::ostream& out) {
       trace["end_reason"] = t.end_reason;
     }
     traces.push_back(std::move(trace));
+    for (const auto& [kind, usage] : t.process_kinds) {
+      KindUsage& total = process_totals[kind];
+      total.live_bytes += usage.live_bytes;
+      total.peak_bytes += usage.peak_bytes;
+    }
     for (const auto& [ordinal, d] : t.devices) {
+      ordered_json by_kind = ordered_json::object();
+      for (const auto& [kind, usage] : d.by_kind) {
+        by_kind[std::string(format::memory_kind_name(kind))] = usage_json(usage);
+      }
       devices.push_back({
           {"device", d.device},
           {"peak_bytes", d.peak_bytes},
@@ -57,10 +71,18 @@ void write_report_json(const ReportInput& input, std::ostream& out) {
           {"failed_alloc_count", d.failed_alloc_count},
           {"trace", i},
           {"pid", t.pid},
+          {"teardown_free_count", d.teardown_free_count},
+          {"by_kind", by_kind},
       });
     }
   }
   ordered_json report = {{"traces", traces}, {"devices", devices}};
+  // Memory of no device, summed over the traces; always present so that scripts can rely on it.
+  for (format::MemoryKind kind :
+       {format::MemoryKind::kHostPinned, format::MemoryKind::kHostRegistered,
+        format::MemoryKind::kVmmReservation}) {
+    report[std::string(format::memory_kind_name(kind))] = usage_json(process_totals[kind]);
+  }
   if (!input.unreadable.empty()) {
     ordered_json errors = ordered_json::array();
     for (const auto& u : input.unreadable) errors.push_back({{"path", u.path}, {"error", u.error}});

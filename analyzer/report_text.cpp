@@ -32,6 +32,20 @@ std::string ending(const TraceSummary& t) {
   return "";
 }
 
+// One line per kind, when there is more than plain device memory to tell apart.
+void write_kinds(const std::map<format::MemoryKind, KindUsage>& kinds, const std::string& indent,
+                 std::ostream& out) {
+  if (kinds.empty() || (kinds.size() == 1 && kinds.begin()->first == format::MemoryKind::kDevice))
+    return;
+  out << indent << std::left << std::setw(18) << "by kind" << std::setw(12) << "peak"
+      << "at exit\n";
+  for (const auto& [kind, usage] : kinds) {
+    out << indent << "  " << std::setw(16) << format::memory_kind_name(kind) << std::setw(12)
+        << human_bytes(usage.peak_bytes) << human_bytes(usage.live_bytes) << "\n";
+  }
+  out << std::right;
+}
+
 void write_device(const DeviceSummary& d, std::ostream& out) {
   out << "  "
       << (d.device >= 0 ? "device " + std::to_string(d.device) : std::string("device unknown"))
@@ -41,7 +55,10 @@ void write_device(const DeviceSummary& d, std::ostream& out) {
   out << "    live at exit  " << human_bytes(d.live_bytes) << " in " << d.live_count
       << (d.live_count == 1 ? " allocation" : " allocations") << "\n";
   out << "    allocations   " << d.alloc_count << ", frees " << d.free_count << ", failed "
-      << d.failed_alloc_count << "\n";
+      << d.failed_alloc_count;
+  if (d.teardown_free_count > 0) out << ", freed by context teardown " << d.teardown_free_count;
+  out << "\n";
+  write_kinds(d.by_kind, "    ", out);
 }
 
 }  // namespace
@@ -59,6 +76,10 @@ void write_report_text(const ReportInput& input, std::ostream& out) {
     }
     if (t.devices.empty()) out << "  no device memory was allocated\n";
     for (const auto& [ordinal, d] : t.devices) write_device(d, out);
+    if (!t.process_kinds.empty()) {
+      out << "  not on a device\n";
+      write_kinds(t.process_kinds, "    ", out);
+    }
     out << "\n";
   }
   for (const auto& u : input.unreadable) out << "unreadable: " << u.error << "\n";

@@ -6,7 +6,16 @@
 #include <string>
 #include <vector>
 
+#include "format/memory_kind.h"
+
 namespace gmt::analyzer {
+
+// Bytes of one kind of memory: live now (at the end of the trace, once replayed) and the most
+// that were ever live at once.
+struct KindUsage {
+  uint64_t live_bytes = 0;
+  uint64_t peak_bytes = 0;
+};
 
 struct DeviceSummary {
   int device = -1;
@@ -15,8 +24,10 @@ struct DeviceSummary {
   uint64_t live_bytes = 0;  // device-resident bytes live at the end of the trace
   uint64_t live_count = 0;  // allocations of any kind live at the end of the trace
   uint64_t alloc_count = 0;
-  uint64_t free_count = 0;
+  uint64_t free_count = 0;           // allocations ended by a free call
+  uint64_t teardown_free_count = 0;  // allocations ended by their context's destruction
   uint64_t failed_alloc_count = 0;
+  std::map<format::MemoryKind, KindUsage> by_kind;  // every kind seen on this device
 };
 
 enum class TraceEnd {
@@ -34,12 +45,15 @@ struct TraceSummary {
   std::vector<std::string> argv;
   uint64_t wall_start_ns = 0;
   uint64_t duration_ns = 0;      // time of the last record
-  uint64_t events = 0;           // allocation, free and failed-allocation records
+  uint64_t events = 0;           // allocation, free, failed-allocation, map and unmap records
   uint64_t unmatched_frees = 0;  // frees of addresses this trace never saw allocated
+  uint64_t failed_host_alloc_count = 0;
   TraceEnd end = TraceEnd::kCut;
   uint64_t end_offset = 0;  // where reading stopped, for kTruncated and kCorrupt
   std::string end_reason;
   std::map<int, DeviceSummary> devices;
+  // Memory that belongs to no device: pinned and registered host memory, address reservations.
+  std::map<format::MemoryKind, KindUsage> process_kinds;
 
   bool truncated() const { return end == TraceEnd::kTruncated || end == TraceEnd::kCorrupt; }
 };

@@ -42,7 +42,8 @@ namespace gmt::format {
   X(kCuDevicePrimaryCtxReset, "cuDevicePrimaryCtxReset")     \
   X(kCuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease") \
   X(kCudaMalloc, "cudaMalloc")                               \
-  X(kCudaFree, "cudaFree")
+  X(kCudaFree, "cudaFree")                                   \
+  X(kCuMemRetainAllocationHandle, "cuMemRetainAllocationHandle")
 
 #define GMT_API_ENUMERATOR(id, name) id,
 enum class Api : uint16_t { GMT_API_LIST(GMT_API_ENUMERATOR) kCount };

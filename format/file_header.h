@@ -12,7 +12,7 @@ namespace gmt::format {
 
 inline constexpr std::size_t kHeaderSize = 16;
 inline constexpr uint16_t kVersionMajor = 1;
-inline constexpr uint16_t kVersionMinor = 0;
+inline constexpr uint16_t kVersionMinor = 1;
 
 struct FileHeader {
   uint16_t major = kVersionMajor;

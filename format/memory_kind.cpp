@@ -41,17 +41,47 @@ bool counts_toward_device_usage(MemoryKind kind) {
   switch (kind) {
     case MemoryKind::kDevice:
     case MemoryKind::kPitched:
-    case MemoryKind::kManaged:
     case MemoryKind::kStreamOrdered:
     case MemoryKind::kVmmPhysical:
     case MemoryKind::kArray:
     case MemoryKind::kGraphMemory:
       return true;
+    case MemoryKind::kManaged:  // migrates between host and device: reported on its own
     case MemoryKind::kHostPinned:
     case MemoryKind::kHostRegistered:
     case MemoryKind::kVmmReservation:
     case MemoryKind::kVmmMapping:
     case MemoryKind::kIpcImport:
+      return false;
+  }
+  return false;
+}
+
+}  // namespace gmt::format
+
+namespace gmt::format {
+
+bool host_memory(MemoryKind kind) {
+  return kind == MemoryKind::kHostPinned || kind == MemoryKind::kHostRegistered;
+}
+
+bool owned_by_context(MemoryKind kind) {
+  switch (kind) {
+    case MemoryKind::kDevice:
+    case MemoryKind::kPitched:
+    case MemoryKind::kManaged:
+    case MemoryKind::kHostPinned:
+    case MemoryKind::kHostRegistered:
+    case MemoryKind::kArray:
+    case MemoryKind::kIpcImport:
+      return true;
+    // Pools, physical VMM handles, reservations, their mappings and graph memory belong to the
+    // device and outlive any context.
+    case MemoryKind::kStreamOrdered:
+    case MemoryKind::kVmmPhysical:
+    case MemoryKind::kVmmReservation:
+    case MemoryKind::kVmmMapping:
+    case MemoryKind::kGraphMemory:
       return false;
   }
   return false;

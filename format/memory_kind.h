@@ -30,7 +30,15 @@ inline constexpr uint8_t kMemoryKindCount = 12;
 std::string_view memory_kind_name(MemoryKind kind);
 std::optional<MemoryKind> memory_kind_from_raw(uint64_t raw);
 
-// True for kinds whose bytes occupy the device's physical memory on behalf of this process.
+// True for kinds whose bytes occupy the device's physical memory on behalf of this process:
+// device, pitched, stream-ordered, VMM physical, arrays and graph memory. Managed memory
+// migrates and is reported as its own kind.
 bool counts_toward_device_usage(MemoryKind kind);
+
+// Pinned or registered host memory: reported per process, not per device.
+bool host_memory(MemoryKind kind);
+
+// Kinds that a context owns and that go when it is destroyed.
+bool owned_by_context(MemoryKind kind);
 
 }  // namespace gmt::format

@@ -139,6 +139,21 @@ std::optional<Record> RecordDecoder::decode_payload(uint64_t type, const uint8_t
     case RecordType::kEnd:
       record = decode_as<EndRecord>(begin, end, state_, error);
       break;
+    case RecordType::kContext:
+      record = decode_as<ContextRecord>(begin, end, state_, error);
+      break;
+    case RecordType::kContextDestroyed:
+      record = decode_as<ContextDestroyedRecord>(begin, end, state_, error);
+      break;
+    case RecordType::kMap:
+      record = decode_as<MapRecord>(begin, end, state_, error);
+      break;
+    case RecordType::kUnmap:
+      record = decode_as<UnmapRecord>(begin, end, state_, error);
+      break;
+    case RecordType::kRetainHandle:
+      record = decode_as<RetainHandleRecord>(begin, end, state_, error);
+      break;
     default:
       return std::nullopt;  // unknown type: the caller skips it
   }

@@ -20,6 +20,11 @@ enum class RecordType : uint8_t {
   kFree = 3,
   kAllocFailed = 4,
   kEnd = 5,
+  kContext = 6,
+  kContextDestroyed = 7,
+  kMap = 8,
+  kUnmap = 9,
+  kRetainHandle = 10,
 };
 
 // Written once, first, when the process starts being traced.
@@ -51,8 +56,9 @@ struct AllocRecord {
   int32_t device = -1;   // CUDA ordinal in this process; -1 when unknown or host memory
   MemoryKind kind = MemoryKind::kDevice;
   Api api = Api::kUnknown;
-  uint64_t address = 0;
+  uint64_t address = 0;  // for kVmmPhysical the allocation handle, for kArray the CUarray
   uint64_t size = 0;
+  uint32_t context = 0;  // ContextRecord id of the context it was made in; 0 when none
 
   template <class Self, class V>
   static void fields(Self& r, V& v) {
@@ -63,6 +69,7 @@ struct AllocRecord {
     v.api(r.api);
     v.address(r.address);
     v.u64(r.size);
+    v.u32(r.context);
   }
 };
 
@@ -119,7 +126,100 @@ struct EndRecord {
   }
 };
 
+// A context seen for the first time: allocations name it by `id`, a small number, rather than
+// by its 8-byte handle. Ids are never reused within a trace, even when a handle is.
+struct ContextRecord {
+  static constexpr RecordType kType = RecordType::kContext;
+  uint64_t time_ns = 0;
+  uint32_t id = 0;
+  uint64_t handle = 0;
+  int32_t device = -1;
+
+  template <class Self, class V>
+  static void fields(Self& r, V& v) {
+    v.time(r.time_ns);
+    v.u32(r.id);
+    v.u64(r.handle);
+    v.i32(r.device);
+  }
+};
+
+// A context is being destroyed (cuCtxDestroy, a primary context reset or its last release):
+// everything still allocated in it is freed at once. Stamped before the real call.
+struct ContextDestroyedRecord {
+  static constexpr RecordType kType = RecordType::kContextDestroyed;
+  uint64_t time_ns = 0;
+  uint64_t thread = 0;
+  uint32_t id = 0;
+  Api api = Api::kUnknown;
+
+  template <class Self, class V>
+  static void fields(Self& r, V& v) {
+    v.time(r.time_ns);
+    v.u64(r.thread);
+    v.u32(r.id);
+    v.api(r.api);
+  }
+};
+
+// cuMemMap: `size` bytes of the physical allocation `handle`, from `offset`, at `address`.
+struct MapRecord {
+  static constexpr RecordType kType = RecordType::kMap;
+  uint64_t time_ns = 0;
+  uint64_t thread = 0;
+  int32_t device = -1;
+  uint64_t address = 0;
+  uint64_t size = 0;
+  uint64_t offset = 0;
+  uint64_t handle = 0;
+
+  template <class Self, class V>
+  static void fields(Self& r, V& v) {
+    v.time(r.time_ns);
+    v.u64(r.thread);
+    v.i32(r.device);
+    v.address(r.address);
+    v.u64(r.size);
+    v.u64(r.offset);
+    v.u64(r.handle);
+  }
+};
+
+// cuMemUnmap of [address, address + size): every mapping inside the range ends. Stamped before.
+struct UnmapRecord {
+  static constexpr RecordType kType = RecordType::kUnmap;
+  uint64_t time_ns = 0;
+  uint64_t thread = 0;
+  uint64_t address = 0;
+  uint64_t size = 0;
+
+  template <class Self, class V>
+  static void fields(Self& r, V& v) {
+    v.time(r.time_ns);
+    v.u64(r.thread);
+    v.address(r.address);
+    v.u64(r.size);
+  }
+};
+
+// cuMemRetainAllocationHandle: one more reference to a physical allocation, which then needs
+// one more cuMemRelease before its memory can go.
+struct RetainHandleRecord {
+  static constexpr RecordType kType = RecordType::kRetainHandle;
+  uint64_t time_ns = 0;
+  uint64_t thread = 0;
+  uint64_t handle = 0;
+
+  template <class Self, class V>
+  static void fields(Self& r, V& v) {
+    v.time(r.time_ns);
+    v.u64(r.thread);
+    v.u64(r.handle);
+  }
+};
+
 using Record =
-    std::variant<ProcessInfoRecord, AllocRecord, FreeRecord, AllocFailedRecord, EndRecord>;
+    std::variant<ProcessInfoRecord, AllocRecord, FreeRecord, AllocFailedRecord, EndRecord,
+                 ContextRecord, ContextDestroyedRecord, MapRecord, UnmapRecord, RetainHandleRecord>;
 
 }  // namespace gmt::format

@@ -29,6 +29,7 @@ void after_fork_in_parent() {
 void after_fork_in_child() {
   forget_thread_id();
   Runtime::get().writer().after_fork_in_child();
+  Runtime::get().events().after_fork_in_child();
 }
 
 // Only registers fork handlers: loading the library must start no thread and open no file.

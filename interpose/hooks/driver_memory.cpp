@@ -1,23 +1,19 @@
-// Device linear memory: cuMemAlloc / cuMemFree, current and 32-bit ABIs.
-#include "interpose/export.h"
-#include "interpose/hooks/depth_guard.h"
+// Device linear memory: cuMemAlloc, cuMemAllocPitch, cuMemAllocManaged and cuMemFree, in each
+// ABI the driver exports.
+#include "interpose/hooks/hook.h"
 #include "interpose/hooks/wrappers.h"
-#include "interpose/runtime.h"
-
-namespace {
 
 using gmt::format::Api;
 using gmt::format::MemoryKind;
-using gmt::interpose::DepthGuard;
-using gmt::interpose::EntryPoint;
-using gmt::interpose::Runtime;
+using gmt::interpose::Hook;
 
-// Stamped after the real call, so that the address cannot have been handed out and freed by
-// another thread before the record of its allocation.
-void record_allocation(Runtime& rt, CUresult result, MemoryKind kind, Api api, uint64_t address,
-                       uint64_t size) {
-  rt.events().allocation(static_cast<uint32_t>(result), rt.entry_points().current_device(), kind,
-                         api, result == CUDA_SUCCESS ? address : 0, size);
+namespace {
+
+// A free is stamped before the real call: once it runs, another thread may get the address.
+template <class Fn, class Ptr>
+CUresult free_device_memory(Hook& hook, Fn real, Api api, Ptr dptr) {
+  if (hook.outermost() && dptr != 0) hook.events().freeing(api, dptr);
+  return real(dptr);
 }
 
 }  // namespace
@@ -25,53 +21,77 @@ void record_allocation(Runtime& rt, CUresult result, MemoryKind kind, Api api, u
 extern "C" {
 
 CUresult gmt_cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
-  Runtime& rt = Runtime::get();
-  auto real = rt.entry_points().real_as<PFN_cuMemAlloc_v3020>(EntryPoint::kCuMemAlloc_v2);
-  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  DepthGuard guard;
-  const CUresult result = real(dptr, bytesize);
-  if (guard.outermost()) {
-    record_allocation(rt, result, MemoryKind::kDevice, Api::kCuMemAlloc, dptr ? *dptr : 0,
-                      bytesize);
+  Hook hook;
+  const CUresult result = GMT_REAL(hook, cuMemAlloc_v2)(dptr, bytesize);
+  if (hook.outermost()) {
+    hook.allocated(result, MemoryKind::kDevice, Api::kCuMemAlloc, dptr ? *dptr : 0, bytesize,
+                   hook.current());
   }
   return result;
 }
 
 CUresult gmt_cuMemAlloc(CUdeviceptr_v1* dptr, unsigned int bytesize) {
-  Runtime& rt = Runtime::get();
-  auto real = rt.entry_points().real_as<PFN_cuMemAlloc_v2000>(EntryPoint::kCuMemAlloc);
-  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  DepthGuard guard;
-  const CUresult result = real(dptr, bytesize);
-  if (guard.outermost()) {
-    record_allocation(rt, result, MemoryKind::kDevice, Api::kCuMemAlloc, dptr ? *dptr : 0,
-                      bytesize);
+  Hook hook;
+  const CUresult result = GMT_REAL(hook, cuMemAlloc)(dptr, bytesize);
+  if (hook.outermost()) {
+    hook.allocated(result, MemoryKind::kDevice, Api::kCuMemAlloc, dptr ? *dptr : 0, bytesize,
+                   hook.current());
   }
   return result;
 }
 
-// Stamped before the real free: once it runs, another thread may get the same address.
+// Pitched memory occupies pitch × height bytes; a failure is recorded with what was asked.
+CUresult gmt_cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t width, size_t height,
+                                unsigned int element_size) {
+  Hook hook;
+  const CUresult result =
+      GMT_REAL(hook, cuMemAllocPitch_v2)(dptr, pitch, width, height, element_size);
+  if (hook.outermost()) {
+    const uint64_t bytes = result == CUDA_SUCCESS && pitch ? *pitch * height : width * height;
+    hook.allocated(result, MemoryKind::kPitched, Api::kCuMemAllocPitch, dptr ? *dptr : 0, bytes,
+                   hook.current());
+  }
+  return result;
+}
+
+CUresult gmt_cuMemAllocPitch(CUdeviceptr_v1* dptr, unsigned int* pitch, unsigned int width,
+                             unsigned int height, unsigned int element_size) {
+  Hook hook;
+  const CUresult result = GMT_REAL(hook, cuMemAllocPitch)(dptr, pitch, width, height, element_size);
+  if (hook.outermost()) {
+    const uint64_t bytes =
+        result == CUDA_SUCCESS && pitch ? uint64_t{*pitch} * height : uint64_t{width} * height;
+    hook.allocated(result, MemoryKind::kPitched, Api::kCuMemAllocPitch, dptr ? *dptr : 0, bytes,
+                   hook.current());
+  }
+  return result;
+}
+
+CUresult gmt_cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags) {
+  Hook hook;
+  const CUresult result = GMT_REAL(hook, cuMemAllocManaged)(dptr, bytesize, flags);
+  if (hook.outermost()) {
+    hook.allocated(result, MemoryKind::kManaged, Api::kCuMemAllocManaged, dptr ? *dptr : 0,
+                   bytesize, hook.current());
+  }
+  return result;
+}
+
 CUresult gmt_cuMemFree_v2(CUdeviceptr dptr) {
-  Runtime& rt = Runtime::get();
-  auto real = rt.entry_points().real_as<PFN_cuMemFree_v3020>(EntryPoint::kCuMemFree_v2);
-  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  DepthGuard guard;
-  if (guard.outermost() && dptr != 0) rt.events().freeing(Api::kCuMemFree, dptr);
-  return real(dptr);
+  Hook hook;
+  return free_device_memory(hook, GMT_REAL(hook, cuMemFree_v2), Api::kCuMemFree, dptr);
 }
 
 CUresult gmt_cuMemFree(CUdeviceptr_v1 dptr) {
-  Runtime& rt = Runtime::get();
-  auto real = rt.entry_points().real_as<PFN_cuMemFree_v2000>(EntryPoint::kCuMemFree);
-  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  DepthGuard guard;
-  if (guard.outermost() && dptr != 0) rt.events().freeing(Api::kCuMemFree, dptr);
-  return real(dptr);
+  Hook hook;
+  return free_device_memory(hook, GMT_REAL(hook, cuMemFree), Api::kCuMemFree, dptr);
 }
 
-GMT_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr*, size_t) __attribute__((alias("gmt_cuMemAlloc_v2")));
-GMT_EXPORT CUresult cuMemAlloc(CUdeviceptr_v1*, unsigned int)
-    __attribute__((alias("gmt_cuMemAlloc")));
-GMT_EXPORT CUresult cuMemFree_v2(CUdeviceptr) __attribute__((alias("gmt_cuMemFree_v2")));
-GMT_EXPORT CUresult cuMemFree(CUdeviceptr_v1) __attribute__((alias("gmt_cuMemFree")));
+GMT_EXPORT_WRAPPER(cuMemAlloc_v2)
+GMT_EXPORT_WRAPPER(cuMemAlloc)
+GMT_EXPORT_WRAPPER(cuMemAllocPitch_v2)
+GMT_EXPORT_WRAPPER(cuMemAllocPitch)
+GMT_EXPORT_WRAPPER(cuMemAllocManaged)
+GMT_EXPORT_WRAPPER(cuMemFree_v2)
+GMT_EXPORT_WRAPPER(cuMemFree)
 }

@@ -13,12 +13,13 @@ struct EntryPointInfo {
   void* wrapper;
 };
 
-#define GMT_ENTRY_POINT_INFO(id, symbol, wrapper) {symbol, reinterpret_cast<void*>(&wrapper)},
-const EntryPointInfo kEntryPoints[] = {GMT_DRIVER_ENTRY_POINTS(GMT_ENTRY_POINT_INFO)};
+#define GMT_ENTRY_POINT_INFO(name) {#name, reinterpret_cast<void*>(&gmt_##name)},
+const EntryPointInfo kWrapped[] = {GMT_DRIVER_ENTRY_POINTS(GMT_ENTRY_POINT_INFO)};
 #undef GMT_ENTRY_POINT_INFO
 
-constexpr std::size_t kCount = static_cast<std::size_t>(EntryPoint::kCount);
-static_assert(sizeof kEntryPoints / sizeof kEntryPoints[0] == kCount);
+#define GMT_QUERY_NAME(name) #name,
+const char* const kQueryNames[] = {GMT_DRIVER_QUERIES(GMT_QUERY_NAME)};
+#undef GMT_QUERY_NAME
 
 }  // namespace
 
@@ -31,10 +32,12 @@ void DriverEntryPoints::resolve() {
   void* libcuda = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_LAZY);
   DlsymFn lookup = real_dlsym();
   if (libcuda == nullptr || lookup == nullptr) return;  // not loaded yet: try again later
-  for (std::size_t i = 0; i < kCount; ++i) {
-    real_[i].store(lookup(libcuda, kEntryPoints[i].symbol), std::memory_order_relaxed);
+  for (std::size_t i = 0; i < kEntryPoints; ++i) {
+    real_[i].store(lookup(libcuda, kWrapped[i].symbol), std::memory_order_relaxed);
   }
-  ctx_get_device_.store(lookup(libcuda, "cuCtxGetDevice"), std::memory_order_relaxed);
+  for (std::size_t i = 0; i < kQueries; ++i) {
+    queries_[i].store(lookup(libcuda, kQueryNames[i]), std::memory_order_relaxed);
+  }
   resolved_.store(true, std::memory_order_release);
   // The handle stays open: the driver is never unloaded while its functions are in use.
 }
@@ -46,21 +49,19 @@ void* DriverEntryPoints::real(EntryPoint ep) {
   return real_[index].load(std::memory_order_acquire);
 }
 
-void* DriverEntryPoints::wrap(void* driver_function) {
+void* DriverEntryPoints::query(DriverQuery q) {
+  const auto index = static_cast<std::size_t>(q);
+  if (void* fn = queries_[index].load(std::memory_order_acquire)) return fn;
   resolve();
-  for (std::size_t i = 0; i < kCount; ++i) {
-    if (driver_function == real_[i].load(std::memory_order_acquire)) return kEntryPoints[i].wrapper;
-  }
-  return driver_function;
+  return queries_[index].load(std::memory_order_acquire);
 }
 
-int DriverEntryPoints::current_device() {
+void* DriverEntryPoints::wrap(void* driver_function) {
   resolve();
-  auto fn =
-      reinterpret_cast<PFN_cuCtxGetDevice_v2000>(ctx_get_device_.load(std::memory_order_acquire));
-  CUdevice device = -1;
-  if (fn == nullptr || fn(&device) != CUDA_SUCCESS) return -1;
-  return device;
+  for (std::size_t i = 0; i < kEntryPoints; ++i) {
+    if (driver_function == real_[i].load(std::memory_order_acquire)) return kWrapped[i].wrapper;
+  }
+  return driver_function;
 }
 
 }  // namespace gmt::interpose

@@ -1,20 +1,18 @@
-// Our replacement for each driver entry point in GMT_DRIVER_ENTRY_POINTS, with the ABI of the
-// function it stands in for. Hidden: programs reach them through exported aliases with the
-// driver's names, or through what dlsym and cuGetProcAddress hand out.
+// Our replacement for each driver entry point in GMT_DRIVER_ENTRY_POINTS, declared with the
+// type of the function it stands in for (as cuda.h declares it). Hidden: programs reach them
+// through exported aliases with the driver's names, or through what dlsym and cuGetProcAddress
+// hand out.
 #pragma once
 
 #include "interpose/hooks/cuda_api.h"
+#include "interpose/hooks/entry_points.h"
 
-#define GMT_HIDDEN __attribute__((visibility("hidden")))
+#define GMT_DECLARE_WRAPPER(name) \
+  extern "C" __attribute__((visibility("hidden"))) decltype(::name) gmt_##name;
+GMT_DRIVER_ENTRY_POINTS(GMT_DECLARE_WRAPPER)
+#undef GMT_DECLARE_WRAPPER
 
-extern "C" {
-GMT_HIDDEN CUresult gmt_cuGetProcAddress(const char* symbol, void** pfn, int cuda_version,
-                                         cuuint64_t flags);
-GMT_HIDDEN CUresult gmt_cuGetProcAddress_v2(const char* symbol, void** pfn, int cuda_version,
-                                            cuuint64_t flags,
-                                            CUdriverProcAddressQueryResult* status);
-GMT_HIDDEN CUresult gmt_cuMemAlloc(CUdeviceptr_v1* dptr, unsigned int bytesize);
-GMT_HIDDEN CUresult gmt_cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize);
-GMT_HIDDEN CUresult gmt_cuMemFree(CUdeviceptr_v1 dptr);
-GMT_HIDDEN CUresult gmt_cuMemFree_v2(CUdeviceptr dptr);
-}
+// For programs linked with -lcuda: the preload comes first, so the driver's names bind to us.
+#define GMT_EXPORT_WRAPPER(name)                                          \
+  extern "C" __attribute__((visibility("default"))) decltype(::name) name \
+      __attribute__((alias("gmt_" #name)));

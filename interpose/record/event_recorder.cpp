@@ -4,8 +4,27 @@
 
 namespace gmt::interpose {
 
-void EventRecorder::allocation(uint32_t error, int device, format::MemoryKind kind, format::Api api,
-                               uint64_t address, uint64_t size) {
+// Contexts are few (one per device, plus any the program creates), so a vector searched
+// linearly beats a map. The lock is held while the ContextRecord is written: no allocation can
+// name an id before the record that defines it is in the file.
+uint32_t EventRecorder::context_id(uint64_t context, int device) {
+  if (context == 0) return 0;
+  std::lock_guard<std::mutex> lock(contexts_mutex_);
+  for (const KnownContext& known : contexts_) {
+    if (known.handle == context) return known.id;
+  }
+  format::ContextRecord rec;
+  rec.id = next_context_id_++;
+  rec.handle = context;
+  rec.device = device;
+  writer_.record(rec);
+  contexts_.push_back({context, rec.id});
+  return rec.id;
+}
+
+void EventRecorder::allocation(uint32_t error, int device, uint64_t context,
+                               format::MemoryKind kind, format::Api api, uint64_t address,
+                               uint64_t size) {
   if (error != 0) {
     format::AllocFailedRecord rec;
     rec.thread = thread_id();
@@ -24,6 +43,7 @@ void EventRecorder::allocation(uint32_t error, int device, format::MemoryKind ki
   rec.api = api;
   rec.address = address;
   rec.size = size;
+  rec.context = context_id(context, device);
   writer_.record(rec);
 }
 
@@ -33,6 +53,60 @@ void EventRecorder::freeing(format::Api api, uint64_t address) {
   rec.api = api;
   rec.address = address;
   writer_.record(rec);
+}
+
+void EventRecorder::mapped(int device, uint64_t address, uint64_t size, uint64_t offset,
+                           uint64_t handle) {
+  format::MapRecord rec;
+  rec.thread = thread_id();
+  rec.device = device;
+  rec.address = address;
+  rec.size = size;
+  rec.offset = offset;
+  rec.handle = handle;
+  writer_.record(rec);
+}
+
+void EventRecorder::unmapping(uint64_t address, uint64_t size) {
+  format::UnmapRecord rec;
+  rec.thread = thread_id();
+  rec.address = address;
+  rec.size = size;
+  writer_.record(rec);
+}
+
+void EventRecorder::handle_retained(uint64_t handle) {
+  format::RetainHandleRecord rec;
+  rec.thread = thread_id();
+  rec.handle = handle;
+  writer_.record(rec);
+}
+
+void EventRecorder::context_destroying(uint64_t context, format::Api api) {
+  uint32_t id = 0;
+  {
+    std::lock_guard<std::mutex> lock(contexts_mutex_);
+    for (auto it = contexts_.begin(); it != contexts_.end(); ++it) {
+      if (it->handle == context) {
+        id = it->id;
+        contexts_.erase(it);  // a new context may get the same handle: it gets a new id
+        break;
+      }
+    }
+  }
+  if (id == 0) return;  // nothing was ever allocated in it
+  format::ContextDestroyedRecord rec;
+  rec.thread = thread_id();
+  rec.id = id;
+  rec.api = api;
+  writer_.record(rec);
+}
+
+void EventRecorder::after_fork_in_child() {
+  // The parent may have held the lock at fork; the child has one thread, so start afresh.
+  new (&contexts_mutex_) std::mutex();
+  contexts_.clear();
+  next_context_id_ = 1;
 }
 
 }  // namespace gmt::interpose

@@ -83,6 +83,65 @@ TEST(RecordCodec, EveryRecordTypeRoundTripsFieldForField) {
   EXPECT_EQ(decoder.status().offset, trace.bytes().size());
 }
 
+TEST(RecordCodec, ContextAndVmmRecordsRoundTrip) {
+  TraceBytes trace;
+  ContextRecord ctx;
+  ctx.time_ns = 10;
+  ctx.id = 3;
+  ctx.handle = 0x55aa00001000;
+  ctx.device = 1;
+  ContextDestroyedRecord gone;
+  gone.time_ns = 20;
+  gone.thread = 9;
+  gone.id = 3;
+  gone.api = Api::kCuDevicePrimaryCtxReset;
+  MapRecord map;
+  map.time_ns = 30;
+  map.thread = 9;
+  map.device = -1;
+  map.address = 0x400000200000;
+  map.size = 20 << 20;
+  map.offset = 2 << 20;
+  map.handle = 0xdeadbeef;
+  UnmapRecord unmap;
+  unmap.time_ns = 40;
+  unmap.address = 0x400000200000;
+  unmap.size = 40 << 20;
+  RetainHandleRecord retain;
+  retain.time_ns = 50;
+  retain.handle = 0xdeadbeef;
+  trace.add(sample_process()).add(ctx).add(gone).add(map).add(unmap).add(retain);
+
+  RecordDecoder decoder(trace.bytes());
+  ASSERT_TRUE(decoder.next());
+  const auto c = std::get<ContextRecord>(*decoder.next());
+  EXPECT_EQ(c.time_ns, 10u);
+  EXPECT_EQ(c.id, 3u);
+  EXPECT_EQ(c.handle, 0x55aa00001000u);
+  EXPECT_EQ(c.device, 1);
+  const auto g = std::get<ContextDestroyedRecord>(*decoder.next());
+  EXPECT_EQ(g.time_ns, 20u);
+  EXPECT_EQ(g.thread, 9u);
+  EXPECT_EQ(g.id, 3u);
+  EXPECT_EQ(g.api, Api::kCuDevicePrimaryCtxReset);
+  const auto m = std::get<MapRecord>(*decoder.next());
+  EXPECT_EQ(m.time_ns, 30u);
+  EXPECT_EQ(m.device, -1);
+  EXPECT_EQ(m.address, 0x400000200000u);
+  EXPECT_EQ(m.size, 20u << 20);
+  EXPECT_EQ(m.offset, 2u << 20);
+  EXPECT_EQ(m.handle, 0xdeadbeefu);
+  const auto u = std::get<UnmapRecord>(*decoder.next());
+  EXPECT_EQ(u.time_ns, 40u);
+  EXPECT_EQ(u.address, 0x400000200000u);
+  EXPECT_EQ(u.size, 40u << 20);
+  const auto r = std::get<RetainHandleRecord>(*decoder.next());
+  EXPECT_EQ(r.time_ns, 50u);
+  EXPECT_EQ(r.handle, 0xdeadbeefu);
+  EXPECT_FALSE(decoder.next());
+  EXPECT_EQ(decoder.status().end, StreamEnd::kClean);
+}
+
 TEST(RecordCodec, ATrainingLoopsEventsAverageAtMost16Bytes) {
   // The budget is 16 bytes per event on average, stacks excluded. A caching allocator's pattern:
   // a few sizes, addresses that come back, microseconds apart, a handful of threads.

@@ -40,13 +40,131 @@ TEST(Replay, TracksPeakAndLiveBytesPerDevice) {
 TEST(Replay, HostAndAddressSpaceKindsDoNotCountTowardDeviceUsage) {
   Replay replay;
   replay.apply(alloc_at(1, 0, 0x1000, 100, MemoryKind::kDevice));
-  replay.apply(alloc_at(2, 0, 0x2000, 1 << 30, MemoryKind::kVmmReservation));
-  replay.apply(alloc_at(3, 0, 0x3000, 500, MemoryKind::kHostPinned));
+  replay.apply(alloc_at(2, -1, 0x2000, 1 << 30, MemoryKind::kVmmReservation));
+  replay.apply(alloc_at(3, -1, 0x3000, 500, MemoryKind::kHostPinned));
   replay.apply(alloc_at(4, 0, 0x4000, 200, MemoryKind::kVmmPhysical));
-  const DeviceSummary& d = replay.summary().devices.at(0);
+  replay.apply(alloc_at(5, 0, 0x5000, 700, MemoryKind::kManaged));
+  const TraceSummary& s = replay.summary();
+  ASSERT_EQ(s.devices.size(), 1u);  // host memory and reservations belong to no device
+  const DeviceSummary& d = s.devices.at(0);
   EXPECT_EQ(d.peak_bytes, 300u);
   EXPECT_EQ(d.live_bytes, 300u);
-  EXPECT_EQ(d.live_count, 4u);
+  EXPECT_EQ(d.live_count, 3u);
+  EXPECT_EQ(d.alloc_count, 3u);
+  EXPECT_EQ(d.by_kind.at(MemoryKind::kManaged).peak_bytes, 700u);
+  EXPECT_EQ(d.by_kind.at(MemoryKind::kDevice).live_bytes, 100u);
+  EXPECT_EQ(d.by_kind.at(MemoryKind::kVmmPhysical).live_bytes, 200u);
+  EXPECT_EQ(s.process_kinds.at(MemoryKind::kHostPinned).peak_bytes, 500u);
+  EXPECT_EQ(s.process_kinds.at(MemoryKind::kVmmReservation).live_bytes, 1u << 30);
+}
+
+format::FreeRecord free_with(uint64_t t, format::Api api, uint64_t address) {
+  format::FreeRecord r = free_at(t, address);
+  r.api = api;
+  return r;
+}
+
+format::MapRecord map_at(uint64_t t, uint64_t address, uint64_t size, uint64_t handle) {
+  format::MapRecord r;
+  r.time_ns = t;
+  r.address = address;
+  r.size = size;
+  r.handle = handle;
+  return r;
+}
+
+format::UnmapRecord unmap_at(uint64_t t, uint64_t address, uint64_t size) {
+  format::UnmapRecord r;
+  r.time_ns = t;
+  r.address = address;
+  r.size = size;
+  return r;
+}
+
+TEST(Replay, PhysicalVmmMemoryStaysUntilReleasedAndUnmapped) {
+  Replay replay;
+  const uint64_t handle = 0x77;  // handles may equal device addresses: a separate name space
+  replay.apply(alloc_at(1, 0, 0x77, 64, MemoryKind::kDevice));
+  replay.apply(alloc_at(2, 1, handle, 2 << 20, MemoryKind::kVmmPhysical));
+  replay.apply(map_at(3, 0xa00000, 2 << 20, handle));
+  replay.apply(map_at(4, 0xc00000, 2 << 20, handle));  // the same handle mapped twice
+  format::RetainHandleRecord retain;
+  retain.time_ns = 5;
+  retain.handle = handle;
+  replay.apply(retain);
+  replay.apply(free_with(6, format::Api::kCuMemRelease, handle));
+  replay.apply(free_with(7, format::Api::kCuMemRelease, handle));  // released, still mapped
+  const DeviceSummary& d1 = replay.summary().devices.at(1);
+  EXPECT_EQ(d1.live_bytes, 2u << 20);
+  EXPECT_EQ(d1.by_kind.at(MemoryKind::kVmmMapping).live_bytes, 4u << 20);
+  replay.apply(unmap_at(8, 0xa00000, 2 << 20));
+  EXPECT_EQ(d1.live_bytes, 2u << 20);
+  replay.apply(unmap_at(9, 0xc00000, 2 << 20));  // the last mapping: now the memory goes
+  EXPECT_EQ(d1.live_bytes, 0u);
+  EXPECT_EQ(d1.peak_bytes, 2u << 20);
+  EXPECT_EQ(d1.free_count, 1u);
+  EXPECT_EQ(d1.by_kind.at(MemoryKind::kVmmMapping).peak_bytes, 4u << 20);
+  EXPECT_EQ(d1.by_kind.at(MemoryKind::kVmmMapping).live_bytes, 0u);
+  // The device allocation at the handle's numeric value was never touched.
+  EXPECT_EQ(replay.summary().devices.at(0).live_bytes, 64u);
+  EXPECT_EQ(replay.summary().unmatched_frees, 0u);
+}
+
+TEST(Replay, AnUnmapRangeEndsEveryMappingInsideIt) {
+  Replay replay;
+  replay.apply(alloc_at(1, 0, 1, 20 << 20, MemoryKind::kVmmPhysical));
+  replay.apply(alloc_at(2, 0, 2, 20 << 20, MemoryKind::kVmmPhysical));
+  replay.apply(map_at(3, 0x10000000, 20 << 20, 1));
+  replay.apply(map_at(4, 0x10000000 + (20 << 20), 20 << 20, 2));
+  replay.apply(free_with(5, format::Api::kCuMemRelease, 1));
+  replay.apply(free_with(6, format::Api::kCuMemRelease, 2));
+  replay.apply(unmap_at(7, 0x10000000, 40 << 20));
+  const DeviceSummary& d = replay.summary().devices.at(0);
+  EXPECT_EQ(d.live_bytes, 0u);
+  EXPECT_EQ(d.peak_bytes, 40u << 20);
+  EXPECT_EQ(d.free_count, 2u);
+  EXPECT_EQ(d.live_count, 0u);
+}
+
+TEST(Replay, DestroyingAContextFreesWhatItOwnsAndNothingElse) {
+  Replay replay;
+  format::AllocRecord owned = alloc_at(1, 0, 0x1000, 100);
+  owned.context = 1;
+  format::AllocRecord other_context = alloc_at(2, 0, 0x2000, 10);
+  other_context.context = 2;
+  format::AllocRecord pool = alloc_at(3, 0, 0x3000, 1000, MemoryKind::kStreamOrdered);
+  pool.context = 1;  // pools belong to the device: they survive the context
+  format::AllocRecord pinned = alloc_at(4, -1, 0x4000, 5, MemoryKind::kHostPinned);
+  pinned.context = 1;
+  for (const auto& r : {owned, other_context, pool, pinned}) replay.apply(r);
+  format::ContextDestroyedRecord destroyed;
+  destroyed.time_ns = 5;
+  destroyed.id = 1;
+  replay.apply(destroyed);
+  const TraceSummary& s = replay.summary();
+  const DeviceSummary& d = s.devices.at(0);
+  EXPECT_EQ(d.live_bytes, 1010u);
+  EXPECT_EQ(d.live_count, 2u);
+  EXPECT_EQ(d.teardown_free_count, 1u);
+  EXPECT_EQ(d.free_count, 0u);
+  EXPECT_EQ(s.process_kinds.at(MemoryKind::kHostPinned).live_bytes, 0u);
+  // A later free of a torn-down address is not a double count.
+  replay.apply(free_at(6, 0x1000));
+  EXPECT_EQ(s.unmatched_frees, 1u);
+  EXPECT_EQ(d.live_bytes, 1010u);
+}
+
+TEST(Replay, FreesAreMatchedByAddressWhateverApiAllocated) {
+  Replay replay;
+  replay.apply(alloc_at(1, 0, 0x1000, 100, MemoryKind::kStreamOrdered));
+  replay.apply(free_with(2, format::Api::kCuMemFree, 0x1000));
+  replay.apply(alloc_at(3, 0, 0x9000, 8, MemoryKind::kArray));
+  replay.apply(free_with(4, format::Api::kCuMemFree, 0x9000));  // arrays are freed by handle
+  replay.apply(free_with(5, format::Api::kCuArrayDestroy, 0x9000));
+  const DeviceSummary& d = replay.summary().devices.at(0);
+  EXPECT_EQ(d.free_count, 2u);
+  EXPECT_EQ(d.live_bytes, 0u);
+  EXPECT_EQ(replay.summary().unmatched_frees, 1u);
 }
 
 TEST(Replay, FreeOfAnUnknownAddressIsCountedNotApplied) {
