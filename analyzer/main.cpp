@@ -3,6 +3,7 @@
 #include <iostream>
 #include <string_view>
 
+#include "analyzer/dump_command.h"
 #include "analyzer/report.h"
 #include "analyzer/run_command.h"
 
@@ -51,10 +52,16 @@ int main(int argc, char** argv) {
   report->add_option("traces", report_paths, "Trace files")->required();
   report->add_flag("--json", report_json, "Machine-readable output (contract in README.md)");
 
+  std::string dump_path;
+  CLI::App* dump =
+      app.add_subcommand("dump", "Print every record of a trace as one JSON object per line");
+  dump->add_option("trace", dump_path, "Trace file")->required();
+
   CLI11_PARSE(app, argc, argv);
 
   try {
     if (report->parsed()) return report_command(report_paths, report_json);
+    if (dump->parsed()) return gmt::analyzer::dump_trace(dump_path, std::cout, std::cerr);
   } catch (const std::exception& e) {
     std::cerr << "gpumemtrace: " << e.what() << "\n";
     return 2;

@@ -17,46 +17,46 @@ class FieldReader {
   FieldReader(const uint8_t* begin, const uint8_t* end, CodecState& state)
       : pos_(begin), end_(end), state_(state) {}
 
-  void u64(uint64_t& v) { varint(v, "integer"); }
-  void u32(uint32_t& v) {
+  void u64(const char* /*name*/, uint64_t& v) { varint(v, "integer"); }
+  void u32(const char* /*name*/, uint32_t& v) {
     uint64_t raw = 0;
     if (varint(raw, "integer") && raw > UINT32_MAX) fail("32-bit field out of range");
     v = static_cast<uint32_t>(raw);
   }
-  void i32(int32_t& v) {
+  void i32(const char* /*name*/, int32_t& v) {
     uint64_t raw = 0;
     varint(raw, "integer");
     const int64_t value = unzigzag(raw);
     if (value < INT32_MIN || value > INT32_MAX) fail("32-bit field out of range");
     v = static_cast<int32_t>(value);
   }
-  void kind(MemoryKind& k) {
+  void kind(const char* /*name*/, MemoryKind& k) {
     uint64_t raw = 0;
     if (!varint(raw, "memory kind")) return;
     auto parsed = memory_kind_from_raw(raw);
     if (!parsed) return fail("unknown memory kind " + std::to_string(raw));
     k = *parsed;
   }
-  void api(Api& a) {
+  void api(const char* /*name*/, Api& a) {
     uint64_t raw = 0;
     if (!varint(raw, "api")) return;
     auto parsed = api_from_raw(raw);
     if (!parsed) return fail("unknown api id " + std::to_string(raw));
     a = *parsed;
   }
-  void time(uint64_t& t) {
+  void time(const char* /*name*/, uint64_t& t) {
     uint64_t raw = 0;
     if (!varint(raw, "time")) return;
     t = state_.last_time_ns + static_cast<uint64_t>(unzigzag(raw));
     state_.last_time_ns = t;
   }
-  void address(uint64_t& a) {
+  void address(const char* /*name*/, uint64_t& a) {
     uint64_t raw = 0;
     if (!varint(raw, "address")) return;
     a = state_.last_address + static_cast<uint64_t>(unzigzag(raw));
     state_.last_address = a;
   }
-  void str(std::string& s) {
+  void str(const char* /*name*/, std::string& s) {
     uint64_t n = 0;
     if (!varint(n, "string length")) return;
     if (n > kMaxStringBytes || n > static_cast<uint64_t>(end_ - pos_)) {
@@ -65,12 +65,12 @@ class FieldReader {
     s.assign(reinterpret_cast<const char*>(pos_), n);
     pos_ += n;
   }
-  void str_list(std::vector<std::string>& list) {
+  void str_list(const char* /*name*/, std::vector<std::string>& list) {
     uint64_t n = 0;
     if (!varint(n, "list length")) return;
     if (n > kMaxListEntries) return fail("list of " + std::to_string(n) + " entries");
     list.resize(n);
-    for (auto& s : list) str(s);
+    for (auto& s : list) str(nullptr, s);
   }
 
   const std::string& error() const { return error_; }

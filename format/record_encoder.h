@@ -63,27 +63,27 @@ class FieldWriter {
  public:
   FieldWriter(Out& out, CodecState& state) : out_(out), state_(state) {}
 
-  void u64(uint64_t v) { varint(v); }
-  void u32(uint32_t v) { varint(v); }
-  void i32(int32_t v) { varint(zigzag(v)); }
-  void kind(MemoryKind k) { varint(static_cast<uint64_t>(k)); }
-  void api(Api a) { varint(static_cast<uint64_t>(a)); }
-  void time(uint64_t t) {
+  void u64(const char* /*name*/, uint64_t v) { varint(v); }
+  void u32(const char* /*name*/, uint32_t v) { varint(v); }
+  void i32(const char* /*name*/, int32_t v) { varint(zigzag(v)); }
+  void kind(const char* /*name*/, MemoryKind k) { varint(static_cast<uint64_t>(k)); }
+  void api(const char* /*name*/, Api a) { varint(static_cast<uint64_t>(a)); }
+  void time(const char* /*name*/, uint64_t t) {
     // Signed: a later trace layout may interleave threads whose clocks were read out of order.
     varint(zigzag(static_cast<int64_t>(t - state_.last_time_ns)));
     state_.last_time_ns = t;
   }
-  void address(uint64_t a) {
+  void address(const char* /*name*/, uint64_t a) {
     varint(zigzag(static_cast<int64_t>(a - state_.last_address)));
     state_.last_address = a;
   }
-  void str(const std::string& s) {
+  void str(const char* /*name*/, const std::string& s) {
     varint(s.size());
     out_.append(reinterpret_cast<const uint8_t*>(s.data()), s.size());
   }
-  void str_list(const std::vector<std::string>& list) {
+  void str_list(const char* /*name*/, const std::vector<std::string>& list) {
     varint(list.size());
-    for (const auto& s : list) str(s);
+    for (const auto& s : list) str(nullptr, s);
   }
 
  private:

@@ -39,12 +39,12 @@ struct ProcessInfoRecord {
 
   template <class Self, class V>
   static void fields(Self& r, V& v) {
-    v.u64(r.pid);
-    v.u64(r.ppid);
-    v.u64(r.wall_start_ns);
-    v.u64(r.mono_start_ns);
-    v.str(r.host);
-    v.str_list(r.argv);
+    v.u64("pid", r.pid);
+    v.u64("ppid", r.ppid);
+    v.u64("wall_start_ns", r.wall_start_ns);
+    v.u64("mono_start_ns", r.mono_start_ns);
+    v.str("host", r.host);
+    v.str_list("argv", r.argv);
   }
 };
 
@@ -62,14 +62,14 @@ struct AllocRecord {
 
   template <class Self, class V>
   static void fields(Self& r, V& v) {
-    v.time(r.time_ns);
-    v.u64(r.thread);
-    v.i32(r.device);
-    v.kind(r.kind);
-    v.api(r.api);
-    v.address(r.address);
-    v.u64(r.size);
-    v.u32(r.context);
+    v.time("time_ns", r.time_ns);
+    v.u64("thread", r.thread);
+    v.i32("device", r.device);
+    v.kind("kind", r.kind);
+    v.api("api", r.api);
+    v.address("address", r.address);
+    v.u64("size", r.size);
+    v.u32("context", r.context);
   }
 };
 
@@ -84,10 +84,10 @@ struct FreeRecord {
 
   template <class Self, class V>
   static void fields(Self& r, V& v) {
-    v.time(r.time_ns);
-    v.u64(r.thread);
-    v.api(r.api);
-    v.address(r.address);
+    v.time("time_ns", r.time_ns);
+    v.u64("thread", r.thread);
+    v.api("api", r.api);
+    v.address("address", r.address);
   }
 };
 
@@ -104,13 +104,13 @@ struct AllocFailedRecord {
 
   template <class Self, class V>
   static void fields(Self& r, V& v) {
-    v.time(r.time_ns);
-    v.u64(r.thread);
-    v.i32(r.device);
-    v.kind(r.kind);
-    v.api(r.api);
-    v.u64(r.size);
-    v.u32(r.error);
+    v.time("time_ns", r.time_ns);
+    v.u64("thread", r.thread);
+    v.i32("device", r.device);
+    v.kind("kind", r.kind);
+    v.api("api", r.api);
+    v.u64("size", r.size);
+    v.u32("error", r.error);
   }
 };
 
@@ -122,7 +122,7 @@ struct EndRecord {
 
   template <class Self, class V>
   static void fields(Self& r, V& v) {
-    v.time(r.time_ns);
+    v.time("time_ns", r.time_ns);
   }
 };
 
@@ -137,10 +137,10 @@ struct ContextRecord {
 
   template <class Self, class V>
   static void fields(Self& r, V& v) {
-    v.time(r.time_ns);
-    v.u32(r.id);
-    v.u64(r.handle);
-    v.i32(r.device);
+    v.time("time_ns", r.time_ns);
+    v.u32("id", r.id);
+    v.u64("handle", r.handle);
+    v.i32("device", r.device);
   }
 };
 
@@ -155,10 +155,10 @@ struct ContextDestroyedRecord {
 
   template <class Self, class V>
   static void fields(Self& r, V& v) {
-    v.time(r.time_ns);
-    v.u64(r.thread);
-    v.u32(r.id);
-    v.api(r.api);
+    v.time("time_ns", r.time_ns);
+    v.u64("thread", r.thread);
+    v.u32("id", r.id);
+    v.api("api", r.api);
   }
 };
 
@@ -175,13 +175,13 @@ struct MapRecord {
 
   template <class Self, class V>
   static void fields(Self& r, V& v) {
-    v.time(r.time_ns);
-    v.u64(r.thread);
-    v.i32(r.device);
-    v.address(r.address);
-    v.u64(r.size);
-    v.u64(r.offset);
-    v.u64(r.handle);
+    v.time("time_ns", r.time_ns);
+    v.u64("thread", r.thread);
+    v.i32("device", r.device);
+    v.address("address", r.address);
+    v.u64("size", r.size);
+    v.u64("offset", r.offset);
+    v.u64("handle", r.handle);
   }
 };
 
@@ -195,10 +195,10 @@ struct UnmapRecord {
 
   template <class Self, class V>
   static void fields(Self& r, V& v) {
-    v.time(r.time_ns);
-    v.u64(r.thread);
-    v.address(r.address);
-    v.u64(r.size);
+    v.time("time_ns", r.time_ns);
+    v.u64("thread", r.thread);
+    v.address("address", r.address);
+    v.u64("size", r.size);
   }
 };
 
@@ -212,9 +212,9 @@ struct RetainHandleRecord {
 
   template <class Self, class V>
   static void fields(Self& r, V& v) {
-    v.time(r.time_ns);
-    v.u64(r.thread);
-    v.u64(r.handle);
+    v.time("time_ns", r.time_ns);
+    v.u64("thread", r.thread);
+    v.u64("handle", r.handle);
   }
 };
 

@@ -1,0 +1,70 @@
+#include "analyzer/dump_command.h"
+
+#include <nlohmann/json.hpp>
+#include <variant>
+
+#include "analyzer/mapped_file.h"
+#include "analyzer/trace_error.h"
+#include "format/file_header.h"
+#include "format/record_decoder.h"
+
+namespace gmt::analyzer {
+namespace {
+
+using nlohmann::ordered_json;
+
+// Walks a record's fields with the same visitor interface the codec uses, so that every field
+// of every record appears under its name in records.h.
+class JsonFields {
+ public:
+  explicit JsonFields(ordered_json& out) : out_(out) {}
+  void u64(const char* name, uint64_t v) { out_[name] = v; }
+  void u32(const char* name, uint32_t v) { out_[name] = v; }
+  void i32(const char* name, int32_t v) { out_[name] = v; }
+  void time(const char* name, uint64_t v) { out_[name] = v; }
+  void address(const char* name, uint64_t v) { out_[name] = v; }
+  void kind(const char* name, format::MemoryKind k) { out_[name] = format::memory_kind_name(k); }
+  void api(const char* name, format::Api a) { out_[name] = format::api_name(a); }
+  void str(const char* name, const std::string& s) { out_[name] = s; }
+  void str_list(const char* name, const std::vector<std::string>& l) { out_[name] = l; }
+
+ private:
+  ordered_json& out_;
+};
+
+const char* record_name(const format::Record& record) {
+  static const char* const kNames[] = {
+      "process",           "alloc", "free",  "alloc_failed", "end", "context",
+      "context_destroyed", "map",   "unmap", "retain_handle"};
+  return kNames[record.index()];
+}
+
+}  // namespace
+
+int dump_trace(const std::string& path, std::ostream& out, std::ostream& err) {
+  try {
+    MappedFile file(path);
+    const format::HeaderCheck header = format::check_header(file.bytes());
+    if (!header.ok) throw TraceError(path + ": " + header.error);
+    format::RecordDecoder decoder(file.bytes());
+    while (auto record = decoder.next()) {
+      ordered_json line = {{"record", record_name(*record)}};
+      JsonFields fields(line);
+      std::visit([&](const auto& r) { std::decay_t<decltype(r)>::fields(r, fields); }, *record);
+      out << line.dump() << '\n';
+    }
+    if (!decoder.status().reason.empty()) {
+      out << ordered_json{{"record", "stream_end"},
+                          {"offset", decoder.status().offset},
+                          {"reason", decoder.status().reason}}
+                 .dump()
+          << '\n';
+    }
+    return 0;
+  } catch (const TraceError& e) {
+    err << "gpumemtrace: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace gmt::analyzer
