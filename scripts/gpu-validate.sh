@@ -3,7 +3,10 @@
 #   1. PyTorch's caching allocator: our peak equals torch.cuda.max_memory_reserved();
 #   2. an nvcc program with the default static cudart, and one calling cuMemAlloc via -lcuda:
 #      the known sequence gives exactly the expected peak and live bytes;
-#   3. Python without CUDA under the preload leaves no trace.
+#   3. PyTorch (default, expandable segments, cudaMallocAsync, pinned), NCCL, JAX (default and
+#      platform allocator) and CuPy: one table row each, ours beside the framework's own figure
+#      and NVML's, with checks against PyTorch's own memory snapshot;
+#   4. Python without CUDA under the preload leaves no trace.
 # Usage: scripts/gpu-validate.sh [OUTPUT_DIR]   (default: $OUT, else gpu-validate-output)
 # Uses build-gpu/ if it holds a build (carried from elsewhere), else builds one (no tests).
 set -uo pipefail
@@ -54,27 +57,26 @@ for prog in seq_static seq_driver; do
   check "$prog alloc/free counts" "4/3" "$(json_field "$out/$prog.json" '"%d/%d" % (d["devices"][0]["alloc_count"], d["devices"][0]["free_count"])')"
 done
 
-echo "--- 3. JAX (cuGetProcAddress at 11030) and CuPy (dlsym of cuMemAlloc_v2)"
-rm -f "$out"/jax.*.gmt "$out"/cupy.*.gmt
-XLA_PYTHON_CLIENT_MEM_FRACTION=0.05 "$gmt" run -o "$out/jax.%p.gmt" -- python3 -c '
-import jax, jax.numpy as jnp
-x = jnp.ones((1024, 1024), dtype=jnp.float32); x.block_until_ready()
-print("jax devices", jax.devices())'
-"$gmt" report --json "$out"/jax.*.gmt >"$out/jax.json"
-total=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits -i 0)
-jax_peak=$(json_field "$out/jax.json" 'max(x["peak_bytes"] for x in d["devices"])')
-echo "INFO jax peak $jax_peak bytes; 5% of the device is $((total * 1024 * 1024 / 20)) bytes"
-# jax 0.11 preallocates with cuMemCreate/cuMemMap fetched by dlsym: VMM is not tracked yet
-# (interception issue), so this is reported, not checked.
-echo "INFO jax preallocation seen: $(python3 -c "print('yes' if $jax_peak >= $total * 1048576 * 0.045 else 'no (VMM not tracked yet)')")"
-"$gmt" run -o "$out/cupy.%p.gmt" -- python3 -c '
-import cupy
-a = cupy.ones((32, 1024, 1024), dtype=cupy.float32)
-cupy.cuda.Device().synchronize()
-print("cupy pool used", cupy.get_default_memory_pool().used_bytes())'
-"$gmt" report --json "$out"/cupy.*.gmt >"$out/cupy.json"
-cupy_peak=$(json_field "$out/cupy.json" 'max(x["peak_bytes"] for x in d["devices"])')
-check "cupy 128 MiB array seen (peak >= 128 MiB)" yes "$(python3 -c "print('yes' if $cupy_peak >= 128 << 20 else 'no')")"
+echo "--- 3. interception table: workload | ours | the framework's own figure | NVML | residual"
+run_workload() {  # run_workload NAME [ENV=VALUE...]
+  local name=$1
+  shift
+  rm -f "$out/$name".*.gmt
+  env "$@" "$gmt" run -o "$out/$name.%p.gmt" -- python3 tests/gpu/framework_workloads.py "$name" "$out/$name.figures.json" \
+    >"$out/$name.log" 2>&1 || { echo "FAIL $name: the workload failed (see $name.log)"; tail -5 "$out/$name.log"; failures=$((failures + 1)); return; }
+  "$gmt" report --json "$out/$name".*.gmt >"$out/$name.report.json"
+  "$gmt" dump "$out"/$name.*.gmt >"$out/$name.dump.jsonl"
+  python3 tests/gpu/interception_row.py "$out/$name.figures.json" "$out/$name.report.json" "$out/$name.dump.jsonl" ||
+    failures=$((failures + 1))
+}
+run_workload torch_default
+run_workload torch_expandable PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+run_workload torch_async PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync
+run_workload torch_pinned
+run_workload nccl NCCL_NVLS_ENABLE=0
+run_workload jax_default
+run_workload jax_platform XLA_PYTHON_CLIENT_ALLOCATOR=platform
+run_workload cupy
 
 echo "--- 4. no CUDA, no trace"
 rm -f "$out"/nocuda.*.gmt
