@@ -6,7 +6,7 @@
 #include "analyzer/mapped_file.h"
 #include "analyzer/trace_error.h"
 #include "format/file_header.h"
-#include "format/record_decoder.h"
+#include "format/trace_reader.h"
 
 namespace gmt::analyzer {
 namespace {
@@ -46,17 +46,22 @@ int dump_trace(const std::string& path, std::ostream& out, std::ostream& err) {
     MappedFile file(path);
     const format::HeaderCheck header = format::check_header(file.bytes());
     if (!header.ok) throw TraceError(path + ": " + header.error);
-    format::RecordDecoder decoder(file.bytes());
-    while (auto record = decoder.next()) {
+    format::TraceReader reader(file.bytes(), header.header);
+    while (auto record = reader.next()) {
       ordered_json line = {{"record", record_name(*record)}};
       JsonFields fields(line);
-      std::visit([&](const auto& r) { std::decay_t<decltype(r)>::fields(r, fields); }, *record);
+      std::visit(
+          [&](const auto& r) {
+            std::decay_t<decltype(r)>::fields(r, fields);
+            if constexpr (requires { r.thread; }) line["thread"] = r.thread;
+          },
+          *record);
       out << line.dump() << '\n';
     }
-    if (!decoder.status().reason.empty()) {
-      out << ordered_json{{"record", "stream_end"},
-                          {"offset", decoder.status().offset},
-                          {"reason", decoder.status().reason}}
+    for (const format::ReadProblem& problem : reader.problems()) {
+      out << ordered_json{{"record", "left_out"},
+                          {"offset", problem.offset},
+                          {"reason", problem.reason}}
                  .dump()
           << '\n';
     }

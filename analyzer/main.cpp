@@ -18,9 +18,8 @@ int report_command(const std::vector<std::string>& paths, bool json) {
   }
   for (const auto& u : input.unreadable) std::cerr << "gpumemtrace: " << u.error << "\n";
   for (const auto& t : input.traces) {
-    if (t.truncated()) {
-      std::cerr << "gpumemtrace: " << t.path << ": reading stopped at byte " << t.end_offset << ": "
-                << t.end_reason << "\n";
+    for (const std::string& problem : t.problems) {
+      std::cerr << "gpumemtrace: " << t.path << ": left out at " << problem << "\n";
     }
   }
   return input.unreadable.empty() ? 0 : 1;

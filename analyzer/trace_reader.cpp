@@ -4,7 +4,7 @@
 #include "analyzer/replay.h"
 #include "analyzer/trace_error.h"
 #include "format/file_header.h"
-#include "format/record_decoder.h"
+#include "format/trace_reader.h"
 
 namespace gmt::analyzer {
 
@@ -14,28 +14,28 @@ TraceSummary summarize_trace(const std::string& path) {
   if (!header.ok) throw TraceError(path + ": " + header.error);
 
   Replay replay;
-  format::RecordDecoder decoder(file.bytes());
-  bool first = true;
-  while (auto record = decoder.next()) {
-    if (first && !std::holds_alternative<format::ProcessInfoRecord>(*record)) {
-      throw TraceError(path + ": the first record is not the process description");
-    }
-    first = false;
+  format::TraceReader reader(file.bytes(), header.header);
+  bool described = false;
+  while (auto record = reader.next()) {
+    described = described || std::holds_alternative<format::ProcessInfoRecord>(*record);
     replay.apply(*record);
   }
 
   TraceSummary& summary = replay.summary();
   summary.path = path;
-  const format::StreamStatus& status = decoder.status();
-  if (status.end == format::StreamEnd::kTruncated || status.end == format::StreamEnd::kCorrupt) {
-    summary.end =
-        status.end == format::StreamEnd::kTruncated ? TraceEnd::kTruncated : TraceEnd::kCorrupt;
-    summary.end_offset = status.offset;
-    summary.end_reason = status.reason;
+  // The first thing left out is what the report names; all of them go to `problems`.
+  for (const format::ReadProblem& problem : reader.problems()) {
+    if (!summary.truncated()) {
+      summary.end = problem.kind == format::ReadProblem::Kind::kTruncated ? TraceEnd::kTruncated
+                                                                          : TraceEnd::kCorrupt;
+      summary.end_offset = problem.offset;
+      summary.end_reason = problem.reason;
+    }
+    summary.problems.push_back("byte " + std::to_string(problem.offset) + ": " + problem.reason);
   }
-  if (first) {
-    throw TraceError(path + ": no process description after the header" +
-                     (status.reason.empty() ? "" : " (" + status.reason + ")"));
+  if (!described) {
+    throw TraceError(path + ": no process description in the trace" +
+                     (summary.end_reason.empty() ? "" : " (" + summary.end_reason + ")"));
   }
   return summary;
 }

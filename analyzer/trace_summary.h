@@ -33,8 +33,8 @@ struct DeviceSummary {
 enum class TraceEnd {
   kExited,     // the End record was written: the process exited normally
   kCut,        // every record is complete, but the process never reached exit (killed, _exit)
-  kTruncated,  // the file ends inside a record
-  kCorrupt,    // a record could not be right; reading stopped there
+  kTruncated,  // the file is cut short: the records of the chunks it cuts are left out
+  kCorrupt,    // damaged chunks: their records are left out, all the others are read
 };
 
 struct TraceSummary {
@@ -49,8 +49,9 @@ struct TraceSummary {
   uint64_t unmatched_frees = 0;  // frees of addresses this trace never saw allocated
   uint64_t failed_host_alloc_count = 0;
   TraceEnd end = TraceEnd::kCut;
-  uint64_t end_offset = 0;  // where reading stopped, for kTruncated and kCorrupt
+  uint64_t end_offset = 0;  // the first place something was left out (kTruncated, kCorrupt)
   std::string end_reason;
+  std::vector<std::string> problems;  // everything left out, where and why
   std::map<int, DeviceSummary> devices;
   // Memory that belongs to no device: pinned and registered host memory, address reservations.
   std::map<format::MemoryKind, KindUsage> process_kinds;

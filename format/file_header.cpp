@@ -19,11 +19,12 @@ uint16_t get_u16le(const uint8_t* in) {
 
 }  // namespace
 
-void write_header(uint8_t* out) {
+void write_header(uint8_t* out, uint32_t chunk_size) {
   std::memcpy(out, kMagic, sizeof kMagic);
   put_u16le(out + 8, kVersionMajor);
   put_u16le(out + 10, kVersionMinor);
-  std::memset(out + 12, 0, 4);  // reserved, zero
+  put_u16le(out + 12, static_cast<uint16_t>(chunk_size));
+  put_u16le(out + 14, static_cast<uint16_t>(chunk_size >> 16));
 }
 
 HeaderCheck check_header(std::span<const uint8_t> bytes) {
@@ -48,6 +49,14 @@ HeaderCheck check_header(std::span<const uint8_t> bytes) {
     check.error = "unsupported trace format version " + std::to_string(check.header.major) + "." +
                   std::to_string(check.header.minor) + " (this build reads version " +
                   std::to_string(kVersionMajor) + ".x)";
+    return check;
+  }
+  check.header.chunk_size = static_cast<uint32_t>(get_u16le(bytes.data() + 12)) |
+                            static_cast<uint32_t>(get_u16le(bytes.data() + 14)) << 16;
+  const uint32_t chunk = check.header.chunk_size;
+  if (chunk < kMinChunkSize || chunk > kMaxChunkSize || (chunk & (chunk - 1)) != 0) {
+    check.error = "damaged trace header: chunk size " + std::to_string(chunk) +
+                  " is not a power of two between 4 KiB and 16 MiB";
     return check;
   }
   check.ok = true;

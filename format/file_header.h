@@ -1,6 +1,6 @@
-// The 16 bytes every trace file starts with: a magic that no text file has, then the version.
-// A reader accepts any minor version of its major: minors only add record types (skipped by
-// older readers) or append fields to a record (ignored by older readers).
+// The first bytes of every trace file: a magic that no text file has, the format version, and
+// the size of the chunks the rest of the file is made of. The header owns the whole first page,
+// so that every chunk starts on a page boundary and can be mapped on its own.
 #pragma once
 
 #include <cstddef>
@@ -11,16 +11,20 @@
 namespace gmt::format {
 
 inline constexpr std::size_t kHeaderSize = 16;
-inline constexpr uint16_t kVersionMajor = 1;
-inline constexpr uint16_t kVersionMinor = 1;
+inline constexpr std::size_t kFirstChunkOffset = 4096;
+inline constexpr uint16_t kVersionMajor = 2;
+inline constexpr uint16_t kVersionMinor = 0;
+inline constexpr uint32_t kMinChunkSize = 4096;
+inline constexpr uint32_t kMaxChunkSize = 16u << 20;
 
 struct FileHeader {
   uint16_t major = kVersionMajor;
   uint16_t minor = kVersionMinor;
+  uint32_t chunk_size = 0;
 };
 
 // Fills `out` (kHeaderSize bytes) with the header of this build's format version.
-void write_header(uint8_t* out);
+void write_header(uint8_t* out, uint32_t chunk_size);
 
 struct HeaderCheck {
   bool ok = false;

@@ -109,9 +109,8 @@ std::optional<Record> decode_as(const uint8_t* begin, const uint8_t* end, CodecS
 
 }  // namespace
 
-RecordDecoder::RecordDecoder(std::span<const uint8_t> file_bytes) : bytes_(file_bytes) {
-  if (bytes_.size() < kHeaderSize) pos_ = bytes_.size();
-}
+RecordDecoder::RecordDecoder(std::span<const uint8_t> payload, uint64_t file_offset)
+    : bytes_(payload), file_offset_(file_offset) {}
 
 void RecordDecoder::stop(StreamEnd end, uint64_t offset, std::string reason) {
   status_.end = end;
@@ -168,7 +167,7 @@ std::optional<Record> RecordDecoder::next() {
   while (status_.end == StreamEnd::kNotYet) {
     const uint8_t* const file_begin = bytes_.data();
     const uint8_t* const file_end = file_begin + bytes_.size();
-    const uint64_t frame_offset = pos_;
+    const uint64_t frame_offset = file_offset_ + pos_;
     if (pos_ == bytes_.size()) {
       stop(StreamEnd::kClean, frame_offset, "");
       break;

@@ -28,10 +28,12 @@ struct StreamStatus {
   std::string reason;   // for kTruncated and kCorrupt
 };
 
+// Decodes the records of one chunk's published payload, in order.
 class RecordDecoder {
  public:
-  // `file_bytes` is the whole file, header included; check_header() must have accepted it.
-  explicit RecordDecoder(std::span<const uint8_t> file_bytes);
+  // `payload` is a run of framed records; `file_offset` is where it starts in the file, for
+  // the offsets that errors name.
+  RecordDecoder(std::span<const uint8_t> payload, uint64_t file_offset);
 
   // The next record, or nullopt once the stream has ended; status() then says how.
   std::optional<Record> next();
@@ -45,7 +47,8 @@ class RecordDecoder {
   void stop(StreamEnd end, uint64_t offset, std::string reason);
 
   std::span<const uint8_t> bytes_;
-  std::size_t pos_ = kHeaderSize;
+  uint64_t file_offset_ = 0;
+  std::size_t pos_ = 0;
   CodecState state_;
   StreamStatus status_;
   uint64_t unknown_skipped_ = 0;

@@ -52,7 +52,7 @@ struct ProcessInfoRecord {
 struct AllocRecord {
   static constexpr RecordType kType = RecordType::kAlloc;
   uint64_t time_ns = 0;  // since ProcessInfoRecord::mono_start_ns
-  uint64_t thread = 0;   // kernel thread id
+  uint64_t thread = 0;   // kernel thread id: from the chunk the record is in, not encoded
   int32_t device = -1;   // CUDA ordinal in this process; -1 when unknown or host memory
   MemoryKind kind = MemoryKind::kDevice;
   Api api = Api::kUnknown;
@@ -63,7 +63,6 @@ struct AllocRecord {
   template <class Self, class V>
   static void fields(Self& r, V& v) {
     v.time("time_ns", r.time_ns);
-    v.u64("thread", r.thread);
     v.i32("device", r.device);
     v.kind("kind", r.kind);
     v.api("api", r.api);
@@ -85,7 +84,6 @@ struct FreeRecord {
   template <class Self, class V>
   static void fields(Self& r, V& v) {
     v.time("time_ns", r.time_ns);
-    v.u64("thread", r.thread);
     v.api("api", r.api);
     v.address("address", r.address);
   }
@@ -105,7 +103,6 @@ struct AllocFailedRecord {
   template <class Self, class V>
   static void fields(Self& r, V& v) {
     v.time("time_ns", r.time_ns);
-    v.u64("thread", r.thread);
     v.i32("device", r.device);
     v.kind("kind", r.kind);
     v.api("api", r.api);
@@ -156,7 +153,6 @@ struct ContextDestroyedRecord {
   template <class Self, class V>
   static void fields(Self& r, V& v) {
     v.time("time_ns", r.time_ns);
-    v.u64("thread", r.thread);
     v.u32("id", r.id);
     v.api("api", r.api);
   }
@@ -176,7 +172,6 @@ struct MapRecord {
   template <class Self, class V>
   static void fields(Self& r, V& v) {
     v.time("time_ns", r.time_ns);
-    v.u64("thread", r.thread);
     v.i32("device", r.device);
     v.address("address", r.address);
     v.u64("size", r.size);
@@ -196,7 +191,6 @@ struct UnmapRecord {
   template <class Self, class V>
   static void fields(Self& r, V& v) {
     v.time("time_ns", r.time_ns);
-    v.u64("thread", r.thread);
     v.address("address", r.address);
     v.u64("size", r.size);
   }
@@ -213,7 +207,6 @@ struct RetainHandleRecord {
   template <class Self, class V>
   static void fields(Self& r, V& v) {
     v.time("time_ns", r.time_ns);
-    v.u64("thread", r.thread);
     v.u64("handle", r.handle);
   }
 };

@@ -1,6 +1,7 @@
 #include "interpose/record/trace_writer.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,13 +9,16 @@
 #include <climits>
 #include <cstring>
 
+#include "format/chunk.h"
 #include "format/file_header.h"
 #include "interpose/output_path.h"
-#include "interpose/record/clock.h"
 #include "interpose/record/process_info.h"
+#include "interpose/record/thread_id.h"
 
 namespace gmt::interpose {
 namespace {
+
+static_assert(TraceWriter::kChunkSize % 4096 == 0, "chunks are mapped one by one: page multiples");
 
 bool write_all(int fd, const uint8_t* data, std::size_t size) {
   while (size > 0) {
@@ -39,6 +43,11 @@ std::string host_name() {
   return gethostname(host, sizeof host - 1) == 0 ? host : "unknown-host";
 }
 
+template <class T>
+void store_le(uint8_t* p, T v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
 }  // namespace
 
 std::string TraceWriter::path() const {
@@ -52,6 +61,7 @@ void TraceWriter::give_up_locked(const std::string& why) {
   if (fd_ >= 0) close(fd_);
   fd_ = -1;
   disabled_ = true;
+  generation_.fetch_add(1, std::memory_order_release);  // no thread keeps writing
 }
 
 // O_EXCL and O_NOFOLLOW: never overwrite a trace, never write through a planted symlink. A
@@ -64,7 +74,7 @@ bool TraceWriter::create_file_locked(const std::string& base) {
     if (attempt == 1) candidate += "." + pid;
     if (attempt > 1) candidate += "." + pid + "." + std::to_string(attempt - 1);
     const int fd =
-        open(candidate.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        open(candidate.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd >= 0) {
       fd_ = fd;
       path_ = candidate;
@@ -84,47 +94,111 @@ bool TraceWriter::ensure_open_locked() {
   if (disabled_) return false;
   const OutputPathVars vars{getpid(), host_name(), rank_from_environment()};
   if (!create_file_locked(expand_output_pattern(config_.output_pattern, vars))) return false;
-
   mono_start_ns_ = monotonic_ns();
-  codec_ = format::CodecState{};
-  uint8_t header[format::kHeaderSize];
-  format::write_header(header);
-  format::GrowableBuffer frame;
-  format::encode_record(capture_process_info(mono_start_ns_), codec_, frame);
-  if (!write_all(fd_, header, sizeof header) || !write_all(fd_, frame.data(), frame.size())) {
+  uint8_t header[format::kFirstChunkOffset] = {};
+  format::write_header(header, kChunkSize);
+  if (!write_all(fd_, header, sizeof header)) {
     give_up_locked("cannot write trace file '" + path_ + "': " + std::strerror(errno));
     return false;
   }
+  file_size_ = next_offset_ = format::kFirstChunkOffset;
+  next_writer_ = 0;
+  generation_.fetch_add(1, std::memory_order_release);
   return true;
 }
 
-uint64_t TraceWriter::monotonic_since_start_locked() const {
-  const uint64_t now = monotonic_ns();
-  return now > mono_start_ns_ ? now - mono_start_ns_ : 0;
+// Disk space is allocated for real (not a sparse hole) before a chunk is handed out: writing
+// through a mapping into a full disk would raise SIGBUS in the program.
+bool TraceWriter::new_chunk_locked(ThreadChunk& chunk) {
+  if (next_offset_ + kChunkSize > file_size_) {
+    const uint64_t grow = 16 * static_cast<uint64_t>(kChunkSize);
+    const int err = posix_fallocate(fd_, static_cast<off_t>(file_size_), static_cast<off_t>(grow));
+    if (err != 0) {
+      give_up_locked("cannot grow trace file '" + path_ + "': " + std::strerror(err));
+      return false;
+    }
+    file_size_ += grow;
+  }
+  void* map = mmap(nullptr, kChunkSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd_,
+                   static_cast<off_t>(next_offset_));
+  if (map == MAP_FAILED) {
+    give_up_locked("cannot map trace file '" + path_ + "': " + std::strerror(errno));
+    return false;
+  }
+  mapped_.push_back(map);
+  next_offset_ += kChunkSize;
+  const uint32_t generation = generation_.load(std::memory_order_relaxed);
+  if (chunk.generation != generation || chunk.base == nullptr) {
+    chunk.writer = next_writer_++;
+    chunk.sequence = 0;
+  } else {
+    ++chunk.sequence;
+  }
+  chunk.base = static_cast<uint8_t*>(map);
+  chunk.used = 0;
+  chunk.crc = 0;
+  chunk.generation = generation;
+  chunk.codec = format::CodecState{};
+  using L = format::ChunkHeaderLayout;
+  store_le<uint32_t>(chunk.base + L::kWriter, chunk.writer);
+  store_le<uint32_t>(chunk.base + L::kSequence, chunk.sequence);
+  store_le<uint32_t>(chunk.base + L::kThread, static_cast<uint32_t>(thread_id()));
+  // The magic last: a chunk with a magic is one a reader may look into.
+  __atomic_store_n(reinterpret_cast<uint32_t*>(chunk.base + L::kMagic), format::kChunkMagic,
+                   __ATOMIC_RELEASE);
+  return true;
 }
 
-void TraceWriter::write_locked(const uint8_t* data, std::size_t size) {
-  if (!write_all(fd_, data, size)) {
-    give_up_locked("cannot write trace file '" + path_ + "': " + std::strerror(errno));
-  }
+void TraceWriter::write_process_info_locked(ThreadChunk& chunk) {
+  format::GrowableBuffer frame;
+  format::encode_record(capture_process_info(mono_start_ns_), chunk.codec, frame);
+  if (frame.size() <= kChunkSize - kChunkHeader) append(chunk, frame.data(), frame.size());
+}
+
+bool TraceWriter::attach(ThreadChunk& chunk, std::size_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const bool first = fd_ < 0;
+  if (!ensure_open_locked()) return false;
+  if (usable(chunk, bytes)) return true;  // another path got here first (after fork, say)
+  if (!new_chunk_locked(chunk)) return false;
+  if (first) write_process_info_locked(chunk);
+  return usable(chunk, bytes) || (new_chunk_locked(chunk) && usable(chunk, bytes));
+}
+
+void TraceWriter::append(ThreadChunk& chunk, const uint8_t* bytes, std::size_t size) {
+  uint8_t* payload = chunk.base + kChunkHeader;
+  std::memcpy(payload + chunk.used, bytes, size);
+  chunk.crc = format::extend_crc(chunk.crc, bytes, size);
+  chunk.used += static_cast<uint32_t>(size);
+  // One 8-byte store makes length and checksum visible together, after the bytes.
+  __atomic_store_n(reinterpret_cast<uint64_t*>(chunk.base + format::ChunkHeaderLayout::kPublished),
+                   format::published_word(chunk.used, chunk.crc), __ATOMIC_RELEASE);
 }
 
 void TraceWriter::finish() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (fd_ < 0) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (fd_ < 0) return;
+  }
   format::EndRecord end;
-  end.time_ns = monotonic_since_start_locked();
-  format::FixedBuffer<32> frame;
-  format::encode_record(end, codec_, frame);
-  write_locked(frame.data(), frame.size());
+  record(end);
+  // Give back the disk space reserved for chunks that were never handed out. Exit-time frees
+  // that still come find the file grown again on demand.
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (fd_ >= 0 && ftruncate(fd_, static_cast<off_t>(next_offset_)) == 0) file_size_ = next_offset_;
 }
 
 void TraceWriter::after_fork_in_child() {
-  // The lock was taken in before_fork by the thread that is now the child's only thread.
+  // The lock was taken in before_fork by the thread that is now the child's only thread. The
+  // parent's chunks are shared mappings: unmap them so that nothing here can write into them.
+  for (void* map : mapped_) munmap(map, kChunkSize);
+  mapped_.clear();
   if (fd_ >= 0) close(fd_);
   fd_ = -1;
   disabled_ = false;
   path_.clear();
+  generation_.fetch_add(1, std::memory_order_release);
+  thread_chunk_ = ThreadChunk{};
   mutex_.unlock();
 }
 

@@ -1,46 +1,62 @@
-// Appends records to this process's trace file. The file is created on the first record, so a
-// process that never uses CUDA leaves nothing behind.
+// Appends records to this process's trace file, created on the first record so that a process
+// that never uses CUDA leaves nothing behind.
 //
-// Each record goes to the kernel with one write() as soon as it is made: what a hook recorded
-// is in the page cache before the hook returns, so it survives SIGKILL, a crash or _exit.
-// (The recorder issue replaces this with per-thread chunks of a shared mapping; callers only
-// see record().)
+// The file is made of fixed-size chunks (format/chunk.h), each owned by one thread and mapped
+// MAP_SHARED: a hook encodes its record straight into its thread's chunk and publishes the new
+// length and checksum with one store. No lock, no system call on the way. The bytes are in the
+// page cache the moment they are published, so everything a hook recorded survives SIGKILL, a
+// crash or _exit without any signal handler; only finding a new chunk takes a lock.
 #pragma once
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "format/record_encoder.h"
 #include "format/records.h"
 #include "interpose/config.h"
+#include "interpose/record/clock.h"
 
 namespace gmt::interpose {
 
+// A thread's place in its current chunk. Lives in thread-local storage.
+struct TraceChunkCursor {
+  uint8_t* base = nullptr;  // the chunk's first byte (its header)
+  uint32_t used = 0;        // payload bytes published
+  uint32_t crc = 0;         // CRC-32 of those bytes
+  uint32_t generation = 0;  // the file it belongs to; stale after fork or a new file
+  uint32_t sequence = 0;    // this writer's chunk number
+  uint32_t writer = 0;
+  format::CodecState codec;  // deltas restart in every chunk, which is read on its own
+};
+
 class TraceWriter {
  public:
+  static constexpr uint32_t kChunkSize = 64 * 1024;
+
   explicit TraceWriter(const Config& config) : config_(config) {}
   TraceWriter(const TraceWriter&) = delete;
   TraceWriter& operator=(const TraceWriter&) = delete;
 
-  // Stamps the record's time, then writes it; the stamp and the position in the file are taken
-  // under one lock so that file order is time order.
+  // Stamps the record's time and appends it to the calling thread's chunk.
   template <class R>
   void record(R& rec) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!ensure_open_locked()) return;
-    rec.time_ns = monotonic_since_start_locked();
-    format::FixedBuffer<128> frame;
-    format::encode_record(rec, codec_, frame);
-    write_locked(frame.data(), frame.size());
+    ThreadChunk& chunk = thread_chunk_;
+    if (!usable(chunk, kMaxEventBytes) && !attach(chunk, kMaxEventBytes)) return;
+    rec.time_ns = now_ns();
+    format::FixedBuffer<kMaxEventBytes> frame;
+    format::encode_record(rec, chunk.codec, frame);
+    if (!frame.overflowed()) append(chunk, frame.data(), frame.size());
   }
 
   // Marks a normal exit. Only if a trace was started: exiting creates no file.
   void finish();
 
-  // fork() support: the child must not share our descriptor or our lock state.
+  // fork(): the child must write none of the parent's chunks, and starts its own file.
   void before_fork() { mutex_.lock(); }
   void after_fork_in_parent() { mutex_.unlock(); }
   void after_fork_in_child();
@@ -49,19 +65,43 @@ class TraceWriter {
   std::string path() const;
 
  private:
+  // Events are a handful of varints; anything larger (the process description) is written
+  // through append_large.
+  static constexpr std::size_t kMaxEventBytes = 128;
+
+  using ThreadChunk = TraceChunkCursor;
+
+  bool usable(const ThreadChunk& chunk, std::size_t bytes) const {
+    return chunk.base != nullptr &&
+           chunk.generation == generation_.load(std::memory_order_acquire) &&
+           chunk.used + bytes <= kChunkSize - kChunkHeader;
+  }
+  uint64_t now_ns() const {
+    const uint64_t now = monotonic_ns();
+    return now > mono_start_ns_ ? now - mono_start_ns_ : 0;
+  }
+  bool attach(ThreadChunk& chunk, std::size_t bytes);
+  void append(ThreadChunk& chunk, const uint8_t* bytes, std::size_t size);
   bool ensure_open_locked();
   bool create_file_locked(const std::string& path);
-  uint64_t monotonic_since_start_locked() const;
-  void write_locked(const uint8_t* data, std::size_t size);
+  bool new_chunk_locked(ThreadChunk& chunk);
+  void write_process_info_locked(ThreadChunk& chunk);
   void give_up_locked(const std::string& why);
+
+  static constexpr uint32_t kChunkHeader = 32;
+  static inline thread_local ThreadChunk thread_chunk_ __attribute__((tls_model("initial-exec")));
 
   const Config& config_;
   mutable std::mutex mutex_;
+  std::atomic<uint32_t> generation_{1};
   int fd_ = -1;
-  bool disabled_ = false;  // creating or writing the file failed: the program runs on untraced
+  bool disabled_ = false;  // creating or growing the file failed: the program runs on untraced
   std::string path_;
   uint64_t mono_start_ns_ = 0;
-  format::CodecState codec_;
+  uint64_t file_size_ = 0;    // bytes reserved on disk
+  uint64_t next_offset_ = 0;  // where the next chunk goes
+  uint32_t next_writer_ = 0;
+  std::vector<void*> mapped_;  // every chunk we mapped, to unmap in a forked child
 };
 
 }  // namespace gmt::interpose

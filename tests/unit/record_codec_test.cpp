@@ -36,7 +36,7 @@ TEST(RecordCodec, EveryRecordTypeRoundTripsFieldForField) {
   end.time_ns = 5000000001ull;
   trace.add(sample_process()).add(alloc).add(free_rec).add(failed).add(end);
 
-  RecordDecoder decoder(trace.bytes());
+  RecordDecoder decoder(trace.bytes(), 0);
   auto p = decoder.next();
   ASSERT_TRUE(p && std::holds_alternative<ProcessInfoRecord>(*p));
   const auto& pi = std::get<ProcessInfoRecord>(*p);
@@ -51,7 +51,6 @@ TEST(RecordCodec, EveryRecordTypeRoundTripsFieldForField) {
   ASSERT_TRUE(a && std::holds_alternative<AllocRecord>(*a));
   const auto& ar = std::get<AllocRecord>(*a);
   EXPECT_EQ(ar.time_ns, 1000u);
-  EXPECT_EQ(ar.thread, 100u);
   EXPECT_EQ(ar.device, 1);
   EXPECT_EQ(ar.kind, MemoryKind::kVmmPhysical);
   EXPECT_EQ(ar.api, Api::kCuMemCreate);
@@ -112,7 +111,7 @@ TEST(RecordCodec, ContextAndVmmRecordsRoundTrip) {
   retain.handle = 0xdeadbeef;
   trace.add(sample_process()).add(ctx).add(gone).add(map).add(unmap).add(retain);
 
-  RecordDecoder decoder(trace.bytes());
+  RecordDecoder decoder(trace.bytes(), 0);
   ASSERT_TRUE(decoder.next());
   const auto c = std::get<ContextRecord>(*decoder.next());
   EXPECT_EQ(c.time_ns, 10u);
@@ -121,7 +120,6 @@ TEST(RecordCodec, ContextAndVmmRecordsRoundTrip) {
   EXPECT_EQ(c.device, 1);
   const auto g = std::get<ContextDestroyedRecord>(*decoder.next());
   EXPECT_EQ(g.time_ns, 20u);
-  EXPECT_EQ(g.thread, 9u);
   EXPECT_EQ(g.id, 3u);
   EXPECT_EQ(g.api, Api::kCuDevicePrimaryCtxReset);
   const auto m = std::get<MapRecord>(*decoder.next());
@@ -174,7 +172,7 @@ TEST(RecordCodec, UnknownRecordTypesAreSkipped) {
   for (uint8_t b : {uint8_t{99}, uint8_t{3}, uint8_t{1}, uint8_t{2}, uint8_t{3}})
     trace.bytes().push_back(b);
   trace.add(test::alloc_at(10, 0, 0x1000, 64));
-  RecordDecoder decoder(trace.bytes());
+  RecordDecoder decoder(trace.bytes(), 0);
   ASSERT_TRUE(decoder.next());
   auto a = decoder.next();
   ASSERT_TRUE(a && std::holds_alternative<AllocRecord>(*a));
@@ -191,7 +189,7 @@ TEST(RecordCodec, ATornLastRecordIsReportedAsTruncatedAtItsStart) {
   trace.add(test::alloc_at(20, 0, 0x2000, 64));
   for (std::size_t cut = last_start + 1; cut < trace.bytes().size(); ++cut) {
     std::vector<uint8_t> bytes(trace.bytes().begin(), trace.bytes().begin() + cut);
-    RecordDecoder decoder(bytes);
+    RecordDecoder decoder(bytes, 0);
     ASSERT_TRUE(decoder.next());
     ASSERT_TRUE(decoder.next());
     EXPECT_FALSE(decoder.next()) << "cut at " << cut;
@@ -205,7 +203,7 @@ TEST(RecordCodec, ZeroFilledTailIsTruncationNotCorruption) {
   trace.add(sample_process());
   const std::size_t end = trace.bytes().size();
   trace.bytes().resize(end + 64, 0);
-  RecordDecoder decoder(trace.bytes());
+  RecordDecoder decoder(trace.bytes(), 0);
   ASSERT_TRUE(decoder.next());
   EXPECT_FALSE(decoder.next());
   EXPECT_EQ(decoder.status().end, StreamEnd::kTruncated);
@@ -217,10 +215,10 @@ TEST(RecordCodec, AnImpossibleValueStopsReadingWithTheReason) {
   trace.add(sample_process());
   const std::size_t bad_start = trace.bytes().size();
   trace.add(test::alloc_at(10, 0, 0x1000, 64));
-  // Fields: type, length, time, thread, device, kind: make the kind 200.
-  trace.bytes()[bad_start + 5] = 200;
+  // Fields: type, length, time, device, kind: make the kind 200.
+  trace.bytes()[bad_start + 4] = 200;
   trace.add(test::alloc_at(20, 0, 0x2000, 64));
-  RecordDecoder decoder(trace.bytes());
+  RecordDecoder decoder(trace.bytes(), 0);
   ASSERT_TRUE(decoder.next());
   EXPECT_FALSE(decoder.next());
   EXPECT_EQ(decoder.status().end, StreamEnd::kCorrupt);
@@ -237,10 +235,10 @@ TEST(RecordCodec, AStringLongerThanItsRecordIsCorruption) {
   trace.add(p);
   // Layout: type(1), length(1), pid(2), ppid(1), wall(9), mono(5), host length...
   std::vector<uint8_t>& b = trace.bytes();
-  const std::size_t host_len = kHeaderSize + 1 + 1 + 2 + 1 + 9 + 5;
+  const std::size_t host_len = 1 + 1 + 2 + 1 + 9 + 5;
   ASSERT_EQ(b[host_len], 3);
   b[host_len] = 100;
-  RecordDecoder decoder(b);
+  RecordDecoder decoder(b, 0);
   EXPECT_FALSE(decoder.next());
   EXPECT_EQ(decoder.status().end, StreamEnd::kCorrupt);
   EXPECT_NE(decoder.status().reason.find("runs past the record"), std::string::npos)

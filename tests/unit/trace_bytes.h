@@ -1,4 +1,5 @@
-// Builds trace files in memory for tests, with the same encoder the preload library uses.
+// Builds runs of framed records (a chunk's payload) in memory for tests, with the same encoder
+// the preload library uses.
 #pragma once
 
 #include <cstdint>
@@ -11,11 +12,6 @@ namespace gmt::test {
 
 class TraceBytes {
  public:
-  TraceBytes() {
-    bytes_.resize(format::kHeaderSize);
-    format::write_header(bytes_.data());
-  }
-
   template <class R>
   TraceBytes& add(const R& record) {
     format::GrowableBuffer frame;

@@ -7,11 +7,23 @@ namespace {
 
 TEST(FileHeader, AcceptsWhatItWrites) {
   uint8_t header[kHeaderSize];
-  write_header(header);
+  write_header(header, 65536);
   const HeaderCheck check = check_header(header);
   EXPECT_TRUE(check.ok) << check.error;
   EXPECT_EQ(check.header.major, kVersionMajor);
   EXPECT_EQ(check.header.minor, kVersionMinor);
+  EXPECT_EQ(check.header.chunk_size, 65536u);
+}
+
+TEST(FileHeader, RejectsAChunkSizeNoWriterUses) {
+  for (uint32_t bad : {0u, 1000u, 65537u, 32u << 20}) {
+    uint8_t header[kHeaderSize];
+    write_header(header, bad);
+    const HeaderCheck check = check_header(header);
+    EXPECT_FALSE(check.ok) << bad;
+    EXPECT_EQ(check.error, "damaged trace header: chunk size " + std::to_string(bad) +
+                               " is not a power of two between 4 KiB and 16 MiB");
+  }
 }
 
 TEST(FileHeader, SaysWhyBytesAreNotATrace) {
@@ -27,13 +39,13 @@ TEST(FileHeader, SaysWhyBytesAreNotATrace) {
 
 TEST(FileHeader, RejectsAnotherMajorVersionButAcceptsNewerMinors) {
   uint8_t header[kHeaderSize];
-  write_header(header);
+  write_header(header, 65536);
   header[10] = 7;  // minor 7: still readable
   EXPECT_TRUE(check_header(header).ok);
-  header[8] = 2;  // major 2
+  header[8] = 3;  // major 3
   const HeaderCheck check = check_header(header);
   EXPECT_FALSE(check.ok);
-  EXPECT_EQ(check.error, "unsupported trace format version 2.7 (this build reads version 1.x)");
+  EXPECT_EQ(check.error, "unsupported trace format version 3.7 (this build reads version 2.x)");
 }
 
 }  // namespace

@@ -1,0 +1,39 @@
+// After the header page, a trace is a sequence of fixed-size chunks. Each chunk belongs to one
+// writer (a thread of the traced process) and holds that writer's records in order. The writer
+// appends a record's bytes, then publishes the new length together with the CRC-32 of all the
+// bytes so far in one 8-byte store: a reader trusts exactly the published bytes, so a process
+// killed mid-record loses only that unfinished record, and a damaged chunk is detected.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace gmt::format {
+
+inline constexpr uint32_t kChunkMagic = 0x43544d47;  // "GMTC" in file order
+inline constexpr std::size_t kChunkHeaderSize = 32;
+
+// Field offsets within a chunk's header (little-endian, as written on x86-64 and arm64).
+struct ChunkHeaderLayout {
+  static constexpr std::size_t kMagic = 0;       // u32
+  static constexpr std::size_t kWriter = 4;      // u32: which writer, unique within the file
+  static constexpr std::size_t kSequence = 8;    // u32: the writer's chunk number, from 0
+  static constexpr std::size_t kThread = 12;     // u32: the kernel thread id of the writer
+  static constexpr std::size_t kPublished = 16;  // u64: payload length (low half), CRC (high)
+  static constexpr std::size_t kReserved = 24;   // u64: zero
+};
+
+inline uint64_t published_word(uint32_t used, uint32_t crc) {
+  return static_cast<uint64_t>(crc) << 32 | used;
+}
+inline uint32_t published_length(uint64_t word) {
+  return static_cast<uint32_t>(word);
+}
+inline uint32_t published_crc(uint64_t word) {
+  return static_cast<uint32_t>(word >> 32);
+}
+
+// CRC-32 (zlib's) of `size` bytes, continuing from `crc` (0 to start).
+uint32_t extend_crc(uint32_t crc, const uint8_t* bytes, std::size_t size);
+
+}  // namespace gmt::format

@@ -1,0 +1,50 @@
+// Reads a whole trace file: finds its chunks, keeps those whose published bytes check out, and
+// merges the writers' records into one stream in time order. Memory grows with the number of
+// chunks and writers, not with the number of records.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "format/file_header.h"
+#include "format/records.h"
+
+namespace gmt::format {
+
+// Something the reader had to leave out, with where and why. Everything else is still read.
+struct ReadProblem {
+  enum class Kind { kTruncated, kCorrupt };
+  Kind kind;
+  uint64_t offset;
+  std::string reason;
+};
+
+// The time a record is ordered by (the process description has none: it comes first).
+uint64_t record_time(const Record& record);
+
+class TraceReader {
+ public:
+  // `file` is the whole file; check_header() must have accepted it with `header`.
+  TraceReader(std::span<const uint8_t> file, const FileHeader& header);
+  ~TraceReader();
+  TraceReader(const TraceReader&) = delete;
+  TraceReader& operator=(const TraceReader&) = delete;
+
+  // The next record in time order (ties: definitions, then frees, then allocations, so that an
+  // address freed and reused in the same nanosecond stays consistent), or nullopt at the end.
+  std::optional<Record> next();
+
+  const std::vector<ReadProblem>& problems() const;
+  uint64_t unknown_records_skipped() const;
+  std::size_t chunk_count() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace gmt::format

@@ -1,0 +1,58 @@
+// Builds whole trace files (header page and chunks) in memory, laid out as the preload library
+// lays them out, for tests of the reader.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "format/chunk.h"
+#include "format/file_header.h"
+#include "format/record_encoder.h"
+
+namespace gmt::test {
+
+class ChunkedFile {
+ public:
+  explicit ChunkedFile(uint32_t chunk_size = 4096) : chunk_size_(chunk_size) {
+    bytes_.resize(format::kFirstChunkOffset);
+    format::write_header(bytes_.data(), chunk_size);
+  }
+
+  // Appends one chunk holding `records`, published as a writer would; returns its offset.
+  template <class... R>
+  uint64_t add_chunk(uint32_t writer, uint32_t sequence, uint32_t thread, const R&... records) {
+    format::GrowableBuffer payload;
+    format::CodecState state;
+    (format::encode_record(records, state, payload), ...);
+    const uint64_t offset = bytes_.size();
+    bytes_.resize(offset + chunk_size_, 0);
+    uint8_t* chunk = bytes_.data() + offset;
+    using L = format::ChunkHeaderLayout;
+    put<uint32_t>(chunk + L::kMagic, format::kChunkMagic);
+    put<uint32_t>(chunk + L::kWriter, writer);
+    put<uint32_t>(chunk + L::kSequence, sequence);
+    put<uint32_t>(chunk + L::kThread, thread);
+    std::memcpy(chunk + format::kChunkHeaderSize, payload.data(), payload.size());
+    const uint32_t length = static_cast<uint32_t>(payload.size());
+    put<uint64_t>(chunk + L::kPublished,
+                  format::published_word(length, format::extend_crc(0, payload.data(), length)));
+    return offset;
+  }
+
+  // A chunk's worth of zeros: space reserved but never handed out.
+  void add_empty_chunk() { bytes_.resize(bytes_.size() + chunk_size_, 0); }
+
+  std::vector<uint8_t>& bytes() { return bytes_; }
+
+ private:
+  template <class T>
+  static void put(uint8_t* p, T v) {
+    std::memcpy(p, &v, sizeof v);
+  }
+
+  uint32_t chunk_size_;
+  std::vector<uint8_t> bytes_;
+};
+
+}  // namespace gmt::test
