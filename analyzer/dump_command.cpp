@@ -26,6 +26,7 @@ class JsonFields {
   void kind(const char* name, format::MemoryKind k) { out_[name] = format::memory_kind_name(k); }
   void api(const char* name, format::Api a) { out_[name] = format::api_name(a); }
   void str(const char* name, const std::string& s) { out_[name] = s; }
+  void address_list(const char* name, const std::vector<uint64_t>& l) { out_[name] = l; }
   void str_list(const char* name, const std::vector<std::string>& l) { out_[name] = l; }
 
  private:
@@ -34,8 +35,8 @@ class JsonFields {
 
 const char* record_name(const format::Record& record) {
   static const char* const kNames[] = {
-      "process",           "alloc", "free",  "alloc_failed", "end", "context",
-      "context_destroyed", "map",   "unmap", "retain_handle"};
+      "process",           "alloc", "free",  "alloc_failed",  "end",   "context",
+      "context_destroyed", "map",   "unmap", "retain_handle", "stack", "module"};
   return kNames[record.index()];
 }
 

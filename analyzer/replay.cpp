@@ -47,6 +47,27 @@ DeviceSummary& Replay::device(int ordinal) {
 
 void Replay::apply(const format::Record& record) {
   std::visit([this](const auto& r) { on(r); }, record);
+  for (const auto& [ordinal, index] : snapshots_) {
+    if (index == record_index_) take_peak_snapshot(ordinal);
+  }
+  ++record_index_;
+}
+
+void Replay::take_peak_snapshot(int ordinal) {
+  std::unordered_map<uint32_t, PeakSite> by_stack;
+  for (const auto& [key, a] : live_) {
+    if (a.device != ordinal || !format::counts_toward_device_usage(a.kind)) continue;
+    PeakSite& site = by_stack[a.stack];
+    site.stack = a.stack;
+    site.bytes += a.size;
+    ++site.count;
+  }
+  std::vector<PeakSite> sites;
+  for (const auto& [stack, site] : by_stack) sites.push_back(site);
+  std::sort(sites.begin(), sites.end(), [](const PeakSite& a, const PeakSite& b) {
+    return a.bytes != b.bytes ? a.bytes > b.bytes : a.stack < b.stack;
+  });
+  device(ordinal).peak_sites = std::move(sites);
 }
 
 void Replay::saw_event(uint64_t time_ns) {
@@ -66,6 +87,7 @@ void Replay::add_usage(int ordinal, MemoryKind kind, uint64_t bytes, uint64_t ti
   if (d.live_bytes > d.peak_bytes) {
     d.peak_bytes = d.live_bytes;
     d.peak_time_ns = time_ns;
+    d.peak_record = record_index_;
   }
 }
 
@@ -103,7 +125,7 @@ void Replay::on(const format::AllocRecord& r) {
   // The same key live twice means we missed a free (one made before tracing, or by an API not
   // hooked): the old allocation is gone, or the driver could not have reused its address.
   if (auto it = live_.find(key); it != live_.end()) end_allocation(it, false);
-  live_.emplace(key, LiveAllocation{r.device, r.kind, r.size, r.context});
+  live_.emplace(key, LiveAllocation{r.device, r.kind, r.size, r.context, r.stack});
   if (r.kind == MemoryKind::kVmmPhysical) handles_[r.address] = HandleState{};
   if (per_device(r.kind)) {
     DeviceSummary& d = device(r.device);
@@ -192,6 +214,14 @@ void Replay::on(const format::UnmapRecord& r) {
       release_handle_if_unused(m.handle);
     }
   }
+}
+
+void Replay::on(const format::StackRecord& r) {
+  summary_.stacks[r.id] = r.frames;
+}
+
+void Replay::on(const format::ModuleRecord& r) {
+  summary_.modules.push_back(r);
 }
 
 void Replay::on(const format::RetainHandleRecord& r) {

@@ -13,6 +13,12 @@ namespace gmt::analyzer {
 
 class Replay {
  public:
+  // A second pass over the same trace can take, for each device, a snapshot of what was live at
+  // the record that first reached its peak (known from the first pass): the peak sites.
+  void snapshot_peaks_at(std::map<int, uint64_t> device_to_record) {
+    snapshots_ = std::move(device_to_record);
+  }
+
   void apply(const format::Record& record);
   // The summary so far; `summary.end` and friends are the reader's to fill.
   TraceSummary& summary() { return summary_; }
@@ -36,6 +42,7 @@ class Replay {
     format::MemoryKind kind;
     uint64_t size;
     uint32_t context;
+    uint32_t stack;
   };
   // A physical VMM allocation stays until it is released (once per reference) and unmapped.
   struct HandleState {
@@ -58,6 +65,9 @@ class Replay {
   void on(const format::MapRecord& r);
   void on(const format::UnmapRecord& r);
   void on(const format::RetainHandleRecord& r);
+  void on(const format::StackRecord& r);
+  void on(const format::ModuleRecord& r);
+  void take_peak_snapshot(int device);
 
   static Space space_of(format::MemoryKind kind);
   static Space space_freed_by(format::Api api);
@@ -73,6 +83,8 @@ class Replay {
 
   TraceSummary summary_;
   uint64_t now_ns_ = 0;
+  uint64_t record_index_ = 0;  // of the record being applied
+  std::map<int, uint64_t> snapshots_;
   std::unordered_map<Key, LiveAllocation, KeyHash> live_;
   std::unordered_map<uint64_t, HandleState> handles_;
   std::map<uint64_t, Mapping> mappings_;  // by address, for range unmaps

@@ -1,5 +1,7 @@
 #include "analyzer/trace_reader.h"
 
+#include <map>
+
 #include "analyzer/mapped_file.h"
 #include "analyzer/replay.h"
 #include "analyzer/trace_error.h"
@@ -19,6 +21,22 @@ TraceSummary summarize_trace(const std::string& path) {
   while (auto record = reader.next()) {
     described = described || std::holds_alternative<format::ProcessInfoRecord>(*record);
     replay.apply(*record);
+  }
+  // What was live at each peak needs the peak's position, known only now: a second pass stops
+  // there. (Snapshotting at every new high-water mark instead would cost O(live) per record
+  // while memory grows.)
+  if (described && !replay.summary().devices.empty()) {
+    std::map<int, uint64_t> peaks;
+    for (const auto& [ordinal, d] : replay.summary().devices) {
+      if (d.peak_bytes > 0) peaks[ordinal] = d.peak_record;
+    }
+    Replay second;
+    second.snapshot_peaks_at(std::move(peaks));
+    format::TraceReader again(file.bytes(), header.header);
+    while (auto record = again.next()) second.apply(*record);
+    for (auto& [ordinal, d] : replay.summary().devices) {
+      d.peak_sites = std::move(second.summary().devices[ordinal].peak_sites);
+    }
   }
 
   TraceSummary& summary = replay.summary();

@@ -4,9 +4,11 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "format/memory_kind.h"
+#include "format/records.h"
 
 namespace gmt::analyzer {
 
@@ -15,6 +17,13 @@ namespace gmt::analyzer {
 struct KindUsage {
   uint64_t live_bytes = 0;
   uint64_t peak_bytes = 0;
+};
+
+// Allocations live at a device's peak that were made at one call stack.
+struct PeakSite {
+  uint32_t stack = 0;  // StackRecord id; 0 for allocations recorded without a stack
+  uint64_t bytes = 0;
+  uint64_t count = 0;
 };
 
 struct DeviceSummary {
@@ -28,6 +37,9 @@ struct DeviceSummary {
   uint64_t teardown_free_count = 0;  // allocations ended by their context's destruction
   uint64_t failed_alloc_count = 0;
   std::map<format::MemoryKind, KindUsage> by_kind;  // every kind seen on this device
+  uint64_t peak_record = 0;  // index of the record that first reached the peak
+  std::vector<PeakSite>
+      peak_sites;  // device-resident bytes live at the peak, by stack, largest first
 };
 
 enum class TraceEnd {
@@ -55,6 +67,9 @@ struct TraceSummary {
   std::map<int, DeviceSummary> devices;
   // Memory that belongs to no device: pinned and registered host memory, address reservations.
   std::map<format::MemoryKind, KindUsage> process_kinds;
+  // For symbolizing: the modules the process had loaded and the stacks it recorded.
+  std::vector<format::ModuleRecord> modules;
+  std::unordered_map<uint32_t, std::vector<uint64_t>> stacks;
 
   bool truncated() const { return end == TraceEnd::kTruncated || end == TraceEnd::kCorrupt; }
 };

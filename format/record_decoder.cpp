@@ -56,6 +56,19 @@ class FieldReader {
     a = state_.last_address + static_cast<uint64_t>(unzigzag(raw));
     state_.last_address = a;
   }
+  void address_list(const char* /*name*/, std::vector<uint64_t>& list) {
+    uint64_t n = 0;
+    if (!varint(n, "list length")) return;
+    if (n > StackRecord::kMaxFrames) return fail("stack of " + std::to_string(n) + " frames");
+    list.resize(n);
+    uint64_t previous = 0;
+    for (auto& a : list) {
+      uint64_t raw = 0;
+      if (!varint(raw, "frame")) return;
+      a = previous + static_cast<uint64_t>(unzigzag(raw));
+      previous = a;
+    }
+  }
   void str(const char* /*name*/, std::string& s) {
     uint64_t n = 0;
     if (!varint(n, "string length")) return;
@@ -152,6 +165,12 @@ std::optional<Record> RecordDecoder::decode_payload(uint64_t type, const uint8_t
       break;
     case RecordType::kRetainHandle:
       record = decode_as<RetainHandleRecord>(begin, end, state_, error);
+      break;
+    case RecordType::kStack:
+      record = decode_as<StackRecord>(begin, end, state_, error);
+      break;
+    case RecordType::kModule:
+      record = decode_as<ModuleRecord>(begin, end, state_, error);
       break;
     default:
       return std::nullopt;  // unknown type: the caller skips it

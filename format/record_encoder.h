@@ -77,6 +77,15 @@ class FieldWriter {
     varint(zigzag(static_cast<int64_t>(a - state_.last_address)));
     state_.last_address = a;
   }
+  // Frames alternate between a few modules: deltas from the previous frame stay short.
+  void address_list(const char* /*name*/, const std::vector<uint64_t>& list) {
+    varint(list.size());
+    uint64_t previous = 0;
+    for (uint64_t a : list) {
+      varint(zigzag(static_cast<int64_t>(a - previous)));
+      previous = a;
+    }
+  }
   void str(const char* /*name*/, const std::string& s) {
     varint(s.size());
     out_.append(reinterpret_cast<const uint8_t*>(s.data()), s.size());

@@ -3,6 +3,7 @@
 // The on-disk encoding of each field type is described in format/README.md.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <variant>
@@ -25,7 +26,20 @@ enum class RecordType : uint8_t {
   kMap = 8,
   kUnmap = 9,
   kRetainHandle = 10,
+  kStack = 11,
+  kModule = 12,
 };
+
+// Records are at most this many bytes unless they say otherwise (kMaxBytes): the writer encodes
+// them in a buffer of that size on the stack.
+template <class R>
+constexpr std::size_t max_record_bytes() {
+  if constexpr (requires { R::kMaxBytes; }) {
+    return R::kMaxBytes;
+  } else {
+    return 128;
+  }
+}
 
 // Written once, first, when the process starts being traced.
 struct ProcessInfoRecord {
@@ -59,6 +73,7 @@ struct AllocRecord {
   uint64_t address = 0;  // for kVmmPhysical the allocation handle, for kArray the CUarray
   uint64_t size = 0;
   uint32_t context = 0;  // ContextRecord id of the context it was made in; 0 when none
+  uint32_t stack = 0;    // StackRecord id of where it was made; 0 when not recorded
 
   template <class Self, class V>
   static void fields(Self& r, V& v) {
@@ -69,6 +84,7 @@ struct AllocRecord {
     v.address("address", r.address);
     v.u64("size", r.size);
     v.u32("context", r.context);
+    v.u32("stack", r.stack);
   }
 };
 
@@ -99,6 +115,7 @@ struct AllocFailedRecord {
   Api api = Api::kUnknown;
   uint64_t size = 0;
   uint32_t error = 0;  // the CUresult the program saw
+  uint32_t stack = 0;
 
   template <class Self, class V>
   static void fields(Self& r, V& v) {
@@ -108,6 +125,7 @@ struct AllocFailedRecord {
     v.api("api", r.api);
     v.u64("size", r.size);
     v.u32("error", r.error);
+    v.u32("stack", r.stack);
   }
 };
 
@@ -211,8 +229,49 @@ struct RetainHandleRecord {
   }
 };
 
-using Record =
-    std::variant<ProcessInfoRecord, AllocRecord, FreeRecord, AllocFailedRecord, EndRecord,
-                 ContextRecord, ContextDestroyedRecord, MapRecord, UnmapRecord, RetainHandleRecord>;
+// A call stack seen for the first time: raw return addresses, innermost first (the first one is
+// the caller of the CUDA entry point). Written before any record that names its id.
+struct StackRecord {
+  static constexpr RecordType kType = RecordType::kStack;
+  static constexpr std::size_t kMaxBytes = 4096;
+  static constexpr std::size_t kMaxFrames = 256;
+  uint64_t time_ns = 0;
+  uint32_t id = 0;
+  std::vector<uint64_t> frames;
+
+  template <class Self, class V>
+  static void fields(Self& r, V& v) {
+    v.time("time_ns", r.time_ns);
+    v.u32("id", r.id);
+    v.address_list("frames", r.frames);
+  }
+};
+
+// A loaded module (the program, a shared library), for symbolizing addresses offline: where it
+// was in memory and which file it was, by path and GNU build-id.
+struct ModuleRecord {
+  static constexpr RecordType kType = RecordType::kModule;
+  static constexpr std::size_t kMaxBytes = 8192;
+  uint64_t time_ns = 0;
+  std::string path;
+  uint64_t load_base = 0;  // what dl_iterate_phdr calls dlpi_addr
+  uint64_t start = 0;      // [start, end): the module's loaded segments
+  uint64_t end = 0;
+  std::string build_id;  // lowercase hex, empty when the module has none
+
+  template <class Self, class V>
+  static void fields(Self& r, V& v) {
+    v.time("time_ns", r.time_ns);
+    v.str("path", r.path);
+    v.u64("load_base", r.load_base);
+    v.u64("start", r.start);
+    v.u64("end", r.end);
+    v.str("build_id", r.build_id);
+  }
+};
+
+using Record = std::variant<ProcessInfoRecord, AllocRecord, FreeRecord, AllocFailedRecord,
+                            EndRecord, ContextRecord, ContextDestroyedRecord, MapRecord,
+                            UnmapRecord, RetainHandleRecord, StackRecord, ModuleRecord>;
 
 }  // namespace gmt::format

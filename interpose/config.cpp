@@ -4,15 +4,44 @@
 #include <string>
 
 namespace gmt::interpose {
+namespace {
 
-Config Config::from_environment() {
+const char* value_of(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? value : nullptr;
+}
+
+}  // namespace
+
+Config Config::from_environment(void (*warn)(const std::string&)) {
   Config config;
-  if (const char* output = std::getenv("GPUMEMTRACE_OUTPUT");
-      output != nullptr && *output != '\0') {
-    config.output_pattern = output;
-  }
-  if (const char* debug = std::getenv("GPUMEMTRACE_DEBUG"); debug != nullptr) {
+  if (const char* output = value_of("GPUMEMTRACE_OUTPUT")) config.output_pattern = output;
+  if (const char* debug = value_of("GPUMEMTRACE_DEBUG"))
     config.debug_lookups = std::string(debug) == "1";
+  if (const char* stacks = value_of("GPUMEMTRACE_STACKS")) {
+    const std::string mode = stacks;
+    if (mode == "none") {
+      config.stacks = StackMode::kNone;
+    } else if (mode == "native") {
+      config.stacks = StackMode::kNative;
+    } else if (mode == "python") {
+      config.stacks = StackMode::kPython;
+    } else if (mode == "all") {
+      config.stacks = StackMode::kAll;
+    } else {
+      warn("GPUMEMTRACE_STACKS='" + mode +
+           "' is not one of none, native, python, all; using native");
+    }
+  }
+  if (const char* depth = value_of("GPUMEMTRACE_STACK_DEPTH")) {
+    char* end = nullptr;
+    const long n = std::strtol(depth, &end, 10);
+    if (*end != '\0' || n < 1 || n > 256) {
+      warn(std::string("GPUMEMTRACE_STACK_DEPTH='") + depth +
+           "' is not a number from 1 to 256; using 64");
+    } else {
+      config.stack_depth = static_cast<int>(n);
+    }
   }
   return config;
 }

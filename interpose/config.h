@@ -7,11 +7,17 @@ namespace gmt::interpose {
 
 inline constexpr const char* kDefaultOutputPattern = "gpumemtrace.%p.gmt";
 
+enum class StackMode { kNone, kNative, kPython, kAll };
+
 struct Config {
   std::string output_pattern = kDefaultOutputPattern;  // GPUMEMTRACE_OUTPUT
-  bool debug_lookups = false;  // GPUMEMTRACE_DEBUG=1: log every driver lookup to stderr
+  bool debug_lookups = false;             // GPUMEMTRACE_DEBUG=1: log every driver lookup to stderr
+  StackMode stacks = StackMode::kNative;  // GPUMEMTRACE_STACKS=none|native|python|all
+  int stack_depth = 64;                   // GPUMEMTRACE_STACK_DEPTH, 1..256
 
-  static Config from_environment();
+  // Reads the environment. An invalid value gets one warning (through `warn`) and the default:
+  // a typo in a variable must never stop the program.
+  static Config from_environment(void (*warn)(const std::string&));
 };
 
 }  // namespace gmt::interpose

@@ -22,6 +22,13 @@ uint32_t EventRecorder::context_id(uint64_t context, int device) {
   return rec.id;
 }
 
+uint32_t EventRecorder::stack_here() {
+  if (config_.stacks == StackMode::kNone) return 0;
+  uint64_t frames[format::StackRecord::kMaxFrames];
+  const int n = native_.capture(frames, config_.stack_depth);
+  return stacks_.intern(frames, n, [&] { modules_.cover(frames, n); });
+}
+
 void EventRecorder::allocation(uint32_t error, int device, uint64_t context,
                                format::MemoryKind kind, format::Api api, uint64_t address,
                                uint64_t size) {
@@ -33,6 +40,7 @@ void EventRecorder::allocation(uint32_t error, int device, uint64_t context,
     rec.api = api;
     rec.size = size;
     rec.error = error;
+    rec.stack = stack_here();
     writer_.record(rec);
     return;
   }
@@ -44,6 +52,7 @@ void EventRecorder::allocation(uint32_t error, int device, uint64_t context,
   rec.address = address;
   rec.size = size;
   rec.context = context_id(context, device);
+  rec.stack = stack_here();
   writer_.record(rec);
 }
 
@@ -102,11 +111,24 @@ void EventRecorder::context_destroying(uint64_t context, format::Api api) {
   writer_.record(rec);
 }
 
+void EventRecorder::before_fork() {
+  contexts_mutex_.lock();
+  stacks_.before_fork();
+  modules_.before_fork();
+}
+
+void EventRecorder::after_fork_in_parent() {
+  modules_.after_fork_in_parent();
+  stacks_.after_fork_in_parent();
+  contexts_mutex_.unlock();
+}
+
 void EventRecorder::after_fork_in_child() {
-  // The parent may have held the lock at fork; the child has one thread, so start afresh.
-  new (&contexts_mutex_) std::mutex();
+  modules_.after_fork_in_child();
+  stacks_.after_fork_in_child();
   contexts_.clear();
   next_context_id_ = 1;
+  contexts_mutex_.unlock();
 }
 
 }  // namespace gmt::interpose

@@ -6,13 +6,18 @@
 #include <vector>
 
 #include "format/records.h"
+#include "interpose/config.h"
+#include "interpose/record/module_table.h"
+#include "interpose/record/native_stack.h"
+#include "interpose/record/stack_table.h"
 #include "interpose/record/trace_writer.h"
 
 namespace gmt::interpose {
 
 class EventRecorder {
  public:
-  explicit EventRecorder(TraceWriter& writer) : writer_(writer) {}
+  EventRecorder(TraceWriter& writer, const Config& config)
+      : writer_(writer), config_(config), modules_(writer), stacks_(writer) {}
 
   // After the real allocation returned: a success with its address, or the failure with the
   // size that was asked for. `error` is the CUresult (0 = success); `context` the handle of the
@@ -31,12 +36,17 @@ class EventRecorder {
   // Before a context goes, with everything it still owns.
   void context_destroying(uint64_t context, format::Api api);
 
-  // fork(): the child's trace starts afresh, with no context known.
+  // fork(): every lock is taken before, so that the child finds the tables consistent; the
+  // child's trace starts afresh, with no context, module or stack known.
+  void before_fork();
+  void after_fork_in_parent();
   void after_fork_in_child();
 
  private:
   // The id allocations use for `context`, writing its ContextRecord the first time it is seen.
   uint32_t context_id(uint64_t context, int device);
+  // The id of the calling thread's stack, as configured (0 when stacks are off).
+  uint32_t stack_here();
 
   struct KnownContext {
     uint64_t handle;
@@ -44,6 +54,10 @@ class EventRecorder {
   };
 
   TraceWriter& writer_;
+  const Config& config_;
+  NativeStack native_;
+  ModuleTable modules_;
+  StackTable stacks_;
   std::mutex contexts_mutex_;
   std::vector<KnownContext> contexts_;
   uint32_t next_context_id_ = 1;

@@ -45,10 +45,11 @@ class TraceWriter {
   // Stamps the record's time and appends it to the calling thread's chunk.
   template <class R>
   void record(R& rec) {
+    constexpr std::size_t kMaxBytes = format::max_record_bytes<R>();
     ThreadChunk& chunk = thread_chunk_;
-    if (!usable(chunk, kMaxEventBytes) && !attach(chunk, kMaxEventBytes)) return;
+    if (!usable(chunk, kMaxBytes) && !attach(chunk, kMaxBytes)) return;
     rec.time_ns = now_ns();
-    format::FixedBuffer<kMaxEventBytes> frame;
+    format::FixedBuffer<kMaxBytes> frame;
     format::encode_record(rec, chunk.codec, frame);
     if (!frame.overflowed()) append(chunk, frame.data(), frame.size());
   }
@@ -65,10 +66,6 @@ class TraceWriter {
   std::string path() const;
 
  private:
-  // Events are a handful of varints; anything larger (the process description) is written
-  // through append_large.
-  static constexpr std::size_t kMaxEventBytes = 128;
-
   using ThreadChunk = TraceChunkCursor;
 
   bool usable(const ThreadChunk& chunk, std::size_t bytes) const {
