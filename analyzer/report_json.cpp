@@ -20,6 +20,22 @@ const char* end_name(TraceEnd end) {
   return "unknown";
 }
 
+nlohmann::ordered_json sites_json(const std::vector<ResolvedSite>& sites) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const ResolvedSite& site : sites) {
+    nlohmann::ordered_json frames = nlohmann::ordered_json::array();
+    for (const SiteFrame& f : site.frames) {
+      frames.push_back({{"function", f.function},
+                        {"file", f.file ? nlohmann::ordered_json(*f.file) : nullptr},
+                        {"line", f.line ? nlohmann::ordered_json(*f.line) : nullptr},
+                        {"module", f.module ? nlohmann::ordered_json(*f.module) : nullptr},
+                        {"kind", f.kind}});
+    }
+    out.push_back({{"bytes", site.bytes}, {"count", site.count}, {"frames", frames}});
+  }
+  return out;
+}
+
 nlohmann::ordered_json usage_json(const KindUsage& u) {
   return {{"peak_bytes", u.peak_bytes}, {"live_at_exit_bytes", u.live_bytes}};
 }
@@ -49,6 +65,8 @@ void write_report_json(const ReportInput& input, std::ostream& out) {
       trace["end_offset"] = t.end_offset;
       trace["end_reason"] = t.end_reason;
     }
+    if (!t.symbolization_warnings.empty())
+      trace["symbolization_warnings"] = t.symbolization_warnings;
     traces.push_back(std::move(trace));
     for (const auto& [kind, usage] : t.process_kinds) {
       KindUsage& total = process_totals[kind];
@@ -73,6 +91,7 @@ void write_report_json(const ReportInput& input, std::ostream& out) {
           {"pid", t.pid},
           {"teardown_free_count", d.teardown_free_count},
           {"by_kind", by_kind},
+          {"peak_sites", sites_json(d.top_sites)},
       });
     }
   }

@@ -46,6 +46,36 @@ void write_kinds(const std::map<format::MemoryKind, KindUsage>& kinds, const std
   out << std::right;
 }
 
+std::string frame_text(const SiteFrame& f) {
+  std::string text = f.function;
+  if (f.file) {
+    const std::string& file = *f.file;
+    text += "  " + file.substr(file.find_last_of('/') + 1);
+    if (f.line) text += ":" + std::to_string(*f.line);
+  } else if (f.module) {
+    text += "  (" + f.module->substr(f.module->find_last_of('/') + 1) + ")";
+  }
+  return text;
+}
+
+// The largest allocation sites live at the peak, with the first frames of each stack.
+void write_sites(const DeviceSummary& d, std::ostream& out) {
+  if (d.top_sites.empty() || (d.top_sites.size() == 1 && d.top_sites[0].frames.empty())) return;
+  constexpr std::size_t kFramesShown = 6;
+  out << "    top sites at the peak\n";
+  for (const ResolvedSite& site : d.top_sites) {
+    out << "      " << human_bytes(site.bytes) << " in " << site.count
+        << (site.count == 1 ? " allocation" : " allocations") << "\n";
+    if (site.frames.empty()) out << "        (no stack recorded)\n";
+    for (std::size_t i = 0; i < site.frames.size() && i < kFramesShown; ++i) {
+      out << "        " << frame_text(site.frames[i]) << "\n";
+    }
+    if (site.frames.size() > kFramesShown) {
+      out << "        ... " << site.frames.size() - kFramesShown << " more frames\n";
+    }
+  }
+}
+
 void write_device(const DeviceSummary& d, std::ostream& out) {
   out << "  "
       << (d.device >= 0 ? "device " + std::to_string(d.device) : std::string("device unknown"))
@@ -59,6 +89,7 @@ void write_device(const DeviceSummary& d, std::ostream& out) {
   if (d.teardown_free_count > 0) out << ", freed by context teardown " << d.teardown_free_count;
   out << "\n";
   write_kinds(d.by_kind, "    ", out);
+  write_sites(d, out);
 }
 
 }  // namespace

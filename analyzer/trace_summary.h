@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -26,6 +27,22 @@ struct PeakSite {
   uint64_t count = 0;
 };
 
+// One frame of a symbolized stack.
+struct SiteFrame {
+  std::string function;
+  std::optional<std::string> file;
+  std::optional<int> line;
+  std::optional<std::string> module;
+  std::string kind = "native";  // "native" | "python"
+};
+
+// A peak site with its stack symbolized.
+struct ResolvedSite {
+  uint64_t bytes = 0;
+  uint64_t count = 0;
+  std::vector<SiteFrame> frames;  // leaf first; empty when the allocation had no stack
+};
+
 struct DeviceSummary {
   int device = -1;
   uint64_t peak_bytes = 0;  // high-water mark of device-resident bytes live on this device
@@ -38,8 +55,9 @@ struct DeviceSummary {
   uint64_t failed_alloc_count = 0;
   std::map<format::MemoryKind, KindUsage> by_kind;  // every kind seen on this device
   uint64_t peak_record = 0;  // index of the record that first reached the peak
-  std::vector<PeakSite>
-      peak_sites;  // device-resident bytes live at the peak, by stack, largest first
+  // Device-resident bytes live at the peak, by stack, largest first; the largest, symbolized.
+  std::vector<PeakSite> peak_sites;
+  std::vector<ResolvedSite> top_sites;
 };
 
 enum class TraceEnd {
@@ -70,6 +88,7 @@ struct TraceSummary {
   // For symbolizing: the modules the process had loaded and the stacks it recorded.
   std::vector<format::ModuleRecord> modules;
   std::unordered_map<uint32_t, std::vector<uint64_t>> stacks;
+  std::vector<std::string> symbolization_warnings;
 
   bool truncated() const { return end == TraceEnd::kTruncated || end == TraceEnd::kCorrupt; }
 };
