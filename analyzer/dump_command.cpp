@@ -36,7 +36,8 @@ class JsonFields {
 const char* record_name(const format::Record& record) {
   static const char* const kNames[] = {
       "process",           "alloc", "free",  "alloc_failed",  "end",   "context",
-      "context_destroyed", "map",   "unmap", "retain_handle", "stack", "module"};
+      "context_destroyed", "map",   "unmap", "retain_handle", "stack", "module",
+      "python_code"};
   return kNames[record.index()];
 }
 

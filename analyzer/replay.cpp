@@ -218,6 +218,12 @@ void Replay::on(const format::UnmapRecord& r) {
 
 void Replay::on(const format::StackRecord& r) {
   summary_.stacks[r.id] = r.frames;
+  summary_.stack_module_epoch[r.id] = summary_.modules.size();
+  if (!r.python.empty()) summary_.python_stacks[r.id] = r.python;
+}
+
+void Replay::on(const format::PythonCodeRecord& r) {
+  summary_.python_code[r.id] = {r.name, r.file};
 }
 
 void Replay::on(const format::ModuleRecord& r) {

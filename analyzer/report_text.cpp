@@ -61,7 +61,7 @@ std::string frame_text(const SiteFrame& f) {
 // The largest allocation sites live at the peak, with the first frames of each stack.
 void write_sites(const DeviceSummary& d, std::ostream& out) {
   if (d.top_sites.empty() || (d.top_sites.size() == 1 && d.top_sites[0].frames.empty())) return;
-  constexpr std::size_t kFramesShown = 6;
+  constexpr std::size_t kFramesShown = 10;
   out << "    top sites at the peak\n";
   for (const ResolvedSite& site : d.top_sites) {
     out << "      " << human_bytes(site.bytes) << " in " << site.count

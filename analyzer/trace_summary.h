@@ -88,6 +88,15 @@ struct TraceSummary {
   // For symbolizing: the modules the process had loaded and the stacks it recorded.
   std::vector<format::ModuleRecord> modules;
   std::unordered_map<uint32_t, std::vector<uint64_t>> stacks;
+  // How many ModuleRecords came before each StackRecord: a stack is symbolized with the modules
+  // loaded when it was recorded, not with a library loaded later at the same addresses.
+  std::unordered_map<uint32_t, std::size_t> stack_module_epoch;
+  std::unordered_map<uint32_t, std::vector<uint64_t>> python_stacks;  // code id << 32 | line
+  struct PythonCode {
+    std::string name;
+    std::string file;
+  };
+  std::unordered_map<uint32_t, PythonCode> python_code;
   std::vector<std::string> symbolization_warnings;
 
   bool truncated() const { return end == TraceEnd::kTruncated || end == TraceEnd::kCorrupt; }

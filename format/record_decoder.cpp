@@ -172,6 +172,9 @@ std::optional<Record> RecordDecoder::decode_payload(uint64_t type, const uint8_t
     case RecordType::kModule:
       record = decode_as<ModuleRecord>(begin, end, state_, error);
       break;
+    case RecordType::kPythonCode:
+      record = decode_as<PythonCodeRecord>(begin, end, state_, error);
+      break;
     default:
       return std::nullopt;  // unknown type: the caller skips it
   }

@@ -28,6 +28,7 @@ enum class RecordType : uint8_t {
   kRetainHandle = 10,
   kStack = 11,
   kModule = 12,
+  kPythonCode = 13,
 };
 
 // Records are at most this many bytes unless they say otherwise (kMaxBytes): the writer encodes
@@ -233,17 +234,39 @@ struct RetainHandleRecord {
 // the caller of the CUDA entry point). Written before any record that names its id.
 struct StackRecord {
   static constexpr RecordType kType = RecordType::kStack;
-  static constexpr std::size_t kMaxBytes = 4096;
+  static constexpr std::size_t kMaxBytes = 8192;
   static constexpr std::size_t kMaxFrames = 256;
   uint64_t time_ns = 0;
   uint32_t id = 0;
   std::vector<uint64_t> frames;
+  // Python frames of the thread when it held the GIL, innermost first: PythonCodeRecord id in
+  // the high 32 bits, line number in the low 32.
+  std::vector<uint64_t> python;
 
   template <class Self, class V>
   static void fields(Self& r, V& v) {
     v.time("time_ns", r.time_ns);
     v.u32("id", r.id);
     v.address_list("frames", r.frames);
+    v.address_list("python", r.python);
+  }
+};
+
+// A Python code object (a function) seen for the first time in a stack.
+struct PythonCodeRecord {
+  static constexpr RecordType kType = RecordType::kPythonCode;
+  static constexpr std::size_t kMaxBytes = 8192;
+  uint64_t time_ns = 0;
+  uint32_t id = 0;
+  std::string name;  // qualified name where Python has one (3.11+)
+  std::string file;
+
+  template <class Self, class V>
+  static void fields(Self& r, V& v) {
+    v.time("time_ns", r.time_ns);
+    v.u32("id", r.id);
+    v.str("name", r.name);
+    v.str("file", r.file);
   }
 };
 
@@ -272,6 +295,7 @@ struct ModuleRecord {
 
 using Record = std::variant<ProcessInfoRecord, AllocRecord, FreeRecord, AllocFailedRecord,
                             EndRecord, ContextRecord, ContextDestroyedRecord, MapRecord,
-                            UnmapRecord, RetainHandleRecord, StackRecord, ModuleRecord>;
+                            UnmapRecord, RetainHandleRecord, StackRecord, ModuleRecord,
+                            PythonCodeRecord>;
 
 }  // namespace gmt::format

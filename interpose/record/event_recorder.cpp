@@ -23,10 +23,13 @@ uint32_t EventRecorder::context_id(uint64_t context, int device) {
 }
 
 uint32_t EventRecorder::stack_here() {
-  if (config_.stacks == StackMode::kNone) return 0;
-  uint64_t frames[format::StackRecord::kMaxFrames];
-  const int n = native_.capture(frames, config_.stack_depth);
-  return stacks_.intern(frames, n, [&] { modules_.cover(frames, n); });
+  const StackMode mode = config_.stacks;
+  if (mode == StackMode::kNone) return 0;
+  uint64_t frames[2 * format::StackRecord::kMaxFrames];
+  const int native = mode == StackMode::kPython ? 0 : native_.capture(frames, config_.stack_depth);
+  const int python =
+      mode == StackMode::kNative ? 0 : python_.capture(frames + native, config_.stack_depth);
+  return stacks_.intern(frames, native, python, [&] { modules_.cover(frames, native); });
 }
 
 void EventRecorder::allocation(uint32_t error, int device, uint64_t context,
@@ -113,6 +116,7 @@ void EventRecorder::context_destroying(uint64_t context, format::Api api) {
 
 void EventRecorder::before_fork() {
   contexts_mutex_.lock();
+  python_.before_fork();
   stacks_.before_fork();
   modules_.before_fork();
 }
@@ -120,12 +124,14 @@ void EventRecorder::before_fork() {
 void EventRecorder::after_fork_in_parent() {
   modules_.after_fork_in_parent();
   stacks_.after_fork_in_parent();
+  python_.after_fork_in_parent();
   contexts_mutex_.unlock();
 }
 
 void EventRecorder::after_fork_in_child() {
   modules_.after_fork_in_child();
   stacks_.after_fork_in_child();
+  python_.after_fork_in_child();
   contexts_.clear();
   next_context_id_ = 1;
   contexts_mutex_.unlock();

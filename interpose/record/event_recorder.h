@@ -9,6 +9,7 @@
 #include "interpose/config.h"
 #include "interpose/record/module_table.h"
 #include "interpose/record/native_stack.h"
+#include "interpose/record/python_stack.h"
 #include "interpose/record/stack_table.h"
 #include "interpose/record/trace_writer.h"
 
@@ -17,7 +18,7 @@ namespace gmt::interpose {
 class EventRecorder {
  public:
   EventRecorder(TraceWriter& writer, const Config& config)
-      : writer_(writer), config_(config), modules_(writer), stacks_(writer) {}
+      : writer_(writer), config_(config), python_(writer), modules_(writer), stacks_(writer) {}
 
   // After the real allocation returned: a success with its address, or the failure with the
   // size that was asked for. `error` is the CUresult (0 = success); `context` the handle of the
@@ -56,6 +57,7 @@ class EventRecorder {
   TraceWriter& writer_;
   const Config& config_;
   NativeStack native_;
+  PythonStack python_;
   ModuleTable modules_;
   StackTable stacks_;
   std::mutex contexts_mutex_;

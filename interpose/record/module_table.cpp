@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 
 namespace gmt::interpose {
 namespace {
@@ -57,6 +58,12 @@ std::string executable_path() {
 int collect(dl_phdr_info* info, size_t, void* data) {
   LoadedModule m;
   m.path = info->dlpi_name != nullptr ? info->dlpi_name : "";
+  // dlopen("./libx.so") is reported as given: relative to this process's directory, which the
+  // analyzer does not share.
+  if (!m.path.empty() && m.path[0] != '/' && m.path.find('/') != std::string::npos) {
+    char resolved[PATH_MAX];
+    if (realpath(m.path.c_str(), resolved) != nullptr) m.path = resolved;
+  }
   m.load_base = info->dlpi_addr;
   m.start = UINT64_MAX;
   for (int i = 0; i < info->dlpi_phnum; ++i) {

@@ -13,26 +13,30 @@ uint64_t StackTable::hash_of(const uint64_t* frames, int count) {
   return h;
 }
 
-uint32_t StackTable::find_locked(Shard& shard, uint64_t hash, const uint64_t* frames, int count) {
+uint32_t StackTable::find_locked(Shard& shard, uint64_t hash, const uint64_t* frames, int native,
+                                 int count) {
   auto [begin, end] = shard.entries.equal_range(hash);
   for (auto it = begin; it != end; ++it) {
     const std::vector<uint64_t>& f = it->second.frames;
-    if (f.size() == static_cast<std::size_t>(count) && std::equal(f.begin(), f.end(), frames)) {
+    if (it->second.native == native && f.size() == static_cast<std::size_t>(count) &&
+        std::equal(f.begin(), f.end(), frames)) {
       return it->second.id;
     }
   }
   return 0;
 }
 
-uint32_t StackTable::add_locked(Shard& shard, uint64_t hash, const uint64_t* frames, int count) {
+uint32_t StackTable::add_locked(Shard& shard, uint64_t hash, const uint64_t* frames, int native,
+                                int count) {
   format::StackRecord rec;
   {
     std::lock_guard<std::mutex> lock(id_mutex_);
     rec.id = next_id_++;
   }
-  rec.frames.assign(frames, frames + count);
+  rec.frames.assign(frames, frames + native);
+  rec.python.assign(frames + native, frames + count);
   writer_.record(rec);
-  shard.entries.emplace(hash, Entry{rec.id, std::move(rec.frames)});
+  shard.entries.emplace(hash, Entry{rec.id, native, std::vector<uint64_t>(frames, frames + count)});
   return rec.id;
 }
 

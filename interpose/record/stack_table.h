@@ -18,20 +18,22 @@ class StackTable {
   // The id of this stack, writing its StackRecord first if it is new: no allocation can name an
   // id before the record that defines it is published. `before_new` runs, without any of our
   // locks held, before a stack is added (to write the modules it needs).
+  // `frames` holds `native` native frames, then `python` Python frames (see StackRecord).
   template <class BeforeNew>
-  uint32_t intern(const uint64_t* frames, int count, BeforeNew before_new) {
+  uint32_t intern(const uint64_t* frames, int native, int python, BeforeNew before_new) {
+    const int count = native + python;
     if (count <= 0) return 0;
-    const uint64_t hash = hash_of(frames, count);
+    const uint64_t hash = hash_of(frames, count) ^ static_cast<uint64_t>(native);
     Shard& shard = shards_[hash % kShards];
     {
       std::lock_guard<std::mutex> lock(shard.mutex);
-      if (uint32_t id = find_locked(shard, hash, frames, count)) return id;
+      if (uint32_t id = find_locked(shard, hash, frames, native, count)) return id;
     }
     before_new();
     std::lock_guard<std::mutex> lock(shard.mutex);
-    if (uint32_t id = find_locked(shard, hash, frames, count))
-      return id;  // raced: another thread added it
-    return add_locked(shard, hash, frames, count);
+    // Raced: another thread added it meanwhile.
+    if (uint32_t id = find_locked(shard, hash, frames, native, count)) return id;
+    return add_locked(shard, hash, frames, native, count);
   }
 
   // fork(): all locks are held across it; the child forgets every stack (its trace is new).
@@ -43,6 +45,7 @@ class StackTable {
   static constexpr std::size_t kShards = 64;  // threads allocating at once rarely share a lock
   struct Entry {
     uint32_t id;
+    int native;
     std::vector<uint64_t> frames;
   };
   struct Shard {
@@ -51,8 +54,9 @@ class StackTable {
   };
 
   static uint64_t hash_of(const uint64_t* frames, int count);
-  static uint32_t find_locked(Shard& shard, uint64_t hash, const uint64_t* frames, int count);
-  uint32_t add_locked(Shard& shard, uint64_t hash, const uint64_t* frames, int count);
+  static uint32_t find_locked(Shard& shard, uint64_t hash, const uint64_t* frames, int native,
+                              int count);
+  uint32_t add_locked(Shard& shard, uint64_t hash, const uint64_t* frames, int native, int count);
 
   TraceWriter& writer_;
   Shard shards_[kShards];

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "tests/integration/process_runner.h"
+#include "tests/integration/traced_run_fixture.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -16,101 +16,8 @@ using nlohmann::json;
 namespace gmt::test {
 namespace {
 
-constexpr uint64_t kMiB = 1024 * 1024;
-
-std::string mib(uint64_t n) {
-  return std::to_string(n * kMiB);
-}
-
-class EndToEnd : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char name[] = "/tmp/gmt-e2e-XXXXXX";
-    ASSERT_NE(mkdtemp(name), nullptr);
-    dir_ = name;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string workload(const std::string& name) const {
-    return std::string(GMT_WORKLOAD_DIR) + "/" + name;
-  }
-
-  std::map<std::string, std::string> base_env() const {
-    std::map<std::string, std::string> env = {
-        {"LD_LIBRARY_PATH", GMT_FAKECUDA_LIB_DIR},
-        {"GPUMEMTRACE_OUTPUT", dir_ + "/trace.%p.gmt"},
-        {"FAKECUDA_DEVICE_MEMORY", std::to_string(16 * 1024 * kMiB)},
-        {"FAKECUDA_CONTEXT_OVERHEAD", mib(300)},
-    };
-    // Leak checking belongs to the tests of our own code, not to programs killed on purpose.
-    if (std::string(GMT_ASAN_RUNTIME).size() > 0) env["ASAN_OPTIONS"] = "detect_leaks=0";
-    return env;
-  }
-
-  std::string preload() const {
-    const std::string asan = GMT_ASAN_RUNTIME;
-    return asan.empty() ? GMT_PRELOAD : asan + ":" + GMT_PRELOAD;
-  }
-
-  // Runs a workload with LD_PRELOAD set, as a user would by hand.
-  ProcessResult run_traced(const std::string& name, std::vector<std::string> ops,
-                           std::map<std::string, std::string> extra_env = {}) const {
-    ProcessSpec spec;
-    spec.argv = {workload(name)};
-    spec.argv.insert(spec.argv.end(), ops.begin(), ops.end());
-    spec.set_env = base_env();
-    spec.set_env["LD_PRELOAD"] = preload();
-    for (auto& [k, v] : extra_env) spec.set_env[k] = v;
-    spec.cwd = dir_;
-    return run_process(spec);
-  }
-
-  std::vector<std::string> traces() const {
-    std::vector<std::string> found;
-    for (const auto& entry : fs::directory_iterator(dir_)) {
-      if (entry.path().extension() == ".gmt") found.push_back(entry.path().string());
-    }
-    std::sort(found.begin(), found.end());
-    return found;
-  }
-
-  std::string only_trace() const {
-    const auto found = traces();
-    EXPECT_EQ(found.size(), 1u);
-    return found.empty() ? std::string() : found.front();
-  }
-
-  ProcessResult cli(std::vector<std::string> args,
-                    std::map<std::string, std::string> env = {}) const {
-    ProcessSpec spec;
-    spec.argv = {GMT_CLI};
-    spec.argv.insert(spec.argv.end(), args.begin(), args.end());
-    spec.set_env = env;
-    if (std::string(GMT_ASAN_RUNTIME).size() > 0) spec.set_env["ASAN_OPTIONS"] = "detect_leaks=0";
-    spec.unset_env = {"LD_PRELOAD"};
-    spec.cwd = dir_;
-    return run_process(spec);
-  }
-
-  json report(const std::vector<std::string>& paths) const {
-    std::vector<std::string> args = {"report", "--json"};
-    args.insert(args.end(), paths.begin(), paths.end());
-    const ProcessResult r = cli(args);
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    return json::parse(r.out);
-  }
-
-  static const json& device(const json& report, int ordinal) {
-    for (const auto& d : report["devices"]) {
-      if (d["device"] == ordinal) return d;
-    }
-    ADD_FAILURE() << "no device " << ordinal << " in " << report.dump();
-    static const json empty;
-    return empty;
-  }
-
-  std::string dir_;
-};
+// The fixture's helpers are shared with the other end-to-end suites (traced_run_fixture.h).
+class EndToEnd : public TracedRun {};
 
 // alloc a 1, b 4, free a, c 2, d 8, free b, free d: the peak is b+c+d = 14 MiB, c is live at exit.
 const std::vector<std::string> kSequence = {"alloc:a:" + mib(1),
@@ -260,7 +167,7 @@ TEST_F(EndToEnd, ConcurrentThreadsKeepFreesAndReusedAddressesInOrder) {
 TEST_F(EndToEnd, RunCommandTracesAndPassesTheExitCodeThrough) {
   std::map<std::string, std::string> env = base_env();
   env.erase("GPUMEMTRACE_OUTPUT");
-  if (!std::string(GMT_ASAN_RUNTIME).empty()) env["LD_PRELOAD"] = GMT_ASAN_RUNTIME;
+  if (!sanitizer_runtime().empty()) env["LD_PRELOAD"] = sanitizer_runtime();
   std::vector<std::string> args = {"run", "-o", "run.%p.gmt", "--",
                                    workload("workload_runtime_shared")};
   args.insert(args.end(), kSequence.begin(), kSequence.end());
@@ -284,35 +191,77 @@ TEST_F(EndToEnd, RunCommandTracesAndPassesTheExitCodeThrough) {
 
 TEST_F(EndToEnd, RunCommandSaysWhenNoTraceWasWritten) {
   std::map<std::string, std::string> env = base_env();
-  if (!std::string(GMT_ASAN_RUNTIME).empty()) env["LD_PRELOAD"] = GMT_ASAN_RUNTIME;
+  if (!sanitizer_runtime().empty()) env["LD_PRELOAD"] = sanitizer_runtime();
   const ProcessResult r = cli({"run", "--", workload("workload_no_cuda")}, env);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("no trace was written"), std::string::npos) << r.err;
   EXPECT_TRUE(traces().empty());
 }
 
-TEST_F(EndToEnd, TruncatedTraceReportsWhatWasReadAndWhere) {
-  // Killed, so the last record is the final free; cutting its last byte is a write torn apart.
+// The offsets of the chunks in a trace (format/README.md): after the 4 KiB header page, 64 KiB
+// each, starting with the magic "GMTC".
+std::vector<uint64_t> chunk_offsets(const std::string& trace) {
+  std::ifstream in(trace, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<uint64_t> offsets;
+  for (uint64_t off = 4096; off + 4 <= bytes.size(); off += 64 * 1024) {
+    if (bytes.compare(off, 4, "GMTC") == 0) offsets.push_back(off);
+  }
+  return offsets;
+}
+
+// The main thread runs the known sequence (its chunk comes first), then one worker thread makes
+// three allocate/free pairs in a chunk of its own, then the process is killed.
+std::vector<std::string> two_chunk_ops() {
   std::vector<std::string> ops = kSequence;
+  ops.push_back("threads:1:3:" + mib(1));
   ops.push_back("exit:kill");
-  run_traced("workload_runtime_shared", ops);
+  return ops;
+}
+
+TEST_F(EndToEnd, TruncatedTraceKeepsEveryCompleteChunkAndSaysWhere) {
+  run_traced("workload_runtime_shared", two_chunk_ops());
   const std::string trace = only_trace();
-  const auto size = fs::file_size(trace);
+  const std::vector<uint64_t> chunks = chunk_offsets(trace);
+  ASSERT_EQ(chunks.size(), 2u);
   const std::string cut = dir_ + "/cut.bin";
   fs::copy_file(trace, cut);
-  fs::resize_file(cut, size - 1);
+  fs::resize_file(cut, chunks[1] + 32 + 5);  // inside the worker's records
   const ProcessResult r = cli({"report", "--json", cut});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json rep = json::parse(r.out);
   EXPECT_EQ(rep["traces"][0]["truncated"], true);
   EXPECT_EQ(rep["traces"][0]["end"], "truncated");
-  EXPECT_EQ(rep["traces"][0]["events"], 6);
-  EXPECT_LT(rep["traces"][0]["end_offset"].get<uint64_t>(), size - 1);
-  EXPECT_GT(rep["traces"][0]["end_offset"].get<uint64_t>(), size - 30);
-  EXPECT_NE(r.err.find(cut + ": reading stopped at byte"), std::string::npos) << r.err;
-  // The last free is lost, so d (8 MiB) is still live; the peak is unchanged.
+  EXPECT_EQ(rep["traces"][0]["events"], 7);
+  EXPECT_EQ(rep["traces"][0]["end_offset"], chunks[1]);
+  EXPECT_NE(r.err.find(cut + ": left out at byte " + std::to_string(chunks[1]) +
+                       ": the file ends inside a chunk of thread"),
+            std::string::npos)
+      << r.err;
   EXPECT_EQ(device(rep, 0)["peak_bytes"], 14 * kMiB);
-  EXPECT_EQ(device(rep, 0)["live_at_exit_bytes"], 10 * kMiB);
+  EXPECT_EQ(device(rep, 0)["live_at_exit_bytes"], 2 * kMiB);
+}
+
+TEST_F(EndToEnd, AFlippedByteLosesOnlyTheChunkItIsIn) {
+  run_traced("workload_runtime_shared", two_chunk_ops());
+  const std::string trace = only_trace();
+  const std::vector<uint64_t> chunks = chunk_offsets(trace);
+  ASSERT_EQ(chunks.size(), 2u);
+  EXPECT_EQ(report({trace})["traces"][0]["events"], 13);  // intact: both chunks
+  {
+    std::fstream f(trace, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(chunks[1] + 32 + 2));
+    const char c = static_cast<char>(f.get());
+    f.seekp(static_cast<std::streamoff>(chunks[1] + 32 + 2));
+    f.put(static_cast<char>(c ^ 0x10));
+  }
+  const ProcessResult r = cli({"report", "--json", trace});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json rep = json::parse(r.out);
+  EXPECT_EQ(rep["traces"][0]["end"], "corrupt");
+  EXPECT_EQ(rep["traces"][0]["events"], 7);
+  EXPECT_NE(r.err.find("checksum mismatch in a chunk of thread"), std::string::npos) << r.err;
+  EXPECT_EQ(device(rep, 0)["peak_bytes"], 14 * kMiB);
 }
 
 TEST_F(EndToEnd, UnreadableFilesGetAClearErrorAndTheOthersAreStillReported) {

@@ -1,0 +1,60 @@
+// The Python stack of the allocating thread, when it holds the GIL: which Python functions,
+// at which lines, led to the allocation. CPython's public C API is found at run time in the
+// process (the preload never links libpython), so this works with any Python from 3.9 on, and
+// does nothing in a process without Python.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
+
+#include "interpose/record/trace_writer.h"
+
+namespace gmt::interpose {
+
+class PythonStack {
+ public:
+  explicit PythonStack(TraceWriter& writer) : writer_(writer) {}
+
+  // Fills `frames` with up to `max` frames, innermost first, each (code id << 32 | line), and
+  // returns how many: 0 when the thread does not hold the GIL or there is no Python. New code
+  // objects are written to the trace (PythonCodeRecord) before this returns.
+  int capture(uint64_t* frames, int max);
+
+  void before_fork() { mutex_.lock(); }
+  void after_fork_in_parent() { mutex_.unlock(); }
+  void after_fork_in_child();
+
+ private:
+  // The handful of CPython functions used, all stable ABI since 3.9.
+  struct Api {
+    int (*is_initialized)();
+    int (*gil_check)();
+    void* (*this_thread_state)();
+    void* (*thread_frame)(void*);  // new reference
+    void* (*frame_back)(void*);    // new reference
+    void* (*frame_code)(void*);    // new reference
+    int (*frame_line)(void*);
+    void (*incref)(void*);
+    void (*decref)(void*);
+    void* (*get_attr)(void*, const char*);  // new reference
+    const char* (*as_utf8)(void*);
+    void (*clear_error)();
+  };
+
+  bool resolve();
+  uint32_t code_id(void* code);
+  std::string code_attribute(void* code, const char* name);
+
+  TraceWriter& writer_;
+  std::atomic<int> state_{0};  // 0 unresolved, 1 resolving, 2 ready, 3 no Python
+  Api api_{};
+  std::mutex mutex_;
+  // Code objects seen, each kept alive by a reference of ours so that its address is never
+  // reused for another function while the trace refers to it by id.
+  std::unordered_map<void*, uint32_t> codes_;
+  uint32_t next_id_ = 1;
+};
+
+}  // namespace gmt::interpose

@@ -1,0 +1,44 @@
+"""Allocates through the simulated cudart from nested Python functions, via ctypes.PyDLL (which
+keeps the GIL during the call, so the allocating thread's Python stack can be recorded), and
+prints the line of each call (`<site>_line=N`) for the test to compare with the report.
+
+Usage: python3 python_allocations.py PATH_TO_LIBCUDART
+"""
+import ctypes
+import inspect
+import sys
+
+cudart = ctypes.PyDLL(sys.argv[1])
+MiB = 1 << 20
+printed = set()
+
+
+def allocate(n):
+    p = ctypes.c_void_p()
+    line = inspect.currentframe().f_lineno + 1
+    rc = cudart.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(n))
+    assert rc == 0, rc
+    report("allocate_line", line)
+    return p
+
+
+def report(key, line):
+    if key not in printed:
+        printed.add(key)
+        print(f"{key}={line}")
+
+
+class Model:
+    def build_layer(self):
+        report("build_layer_line", inspect.currentframe().f_lineno + 1)
+        return allocate(64 * MiB)
+
+
+def main():
+    model = Model()
+    report("main_line", inspect.currentframe().f_lineno + 1)
+    layers = [model.build_layer() for _ in range(3)]
+    return layers
+
+
+kept = main()
