@@ -293,9 +293,9 @@ struct ModuleRecord {
   }
 };
 
-using Record = std::variant<ProcessInfoRecord, AllocRecord, FreeRecord, AllocFailedRecord,
-                            EndRecord, ContextRecord, ContextDestroyedRecord, MapRecord,
-                            UnmapRecord, RetainHandleRecord, StackRecord, ModuleRecord,
-                            PythonCodeRecord>;
+using Record =
+    std::variant<ProcessInfoRecord, AllocRecord, FreeRecord, AllocFailedRecord, EndRecord,
+                 ContextRecord, ContextDestroyedRecord, MapRecord, UnmapRecord, RetainHandleRecord,
+                 StackRecord, ModuleRecord, PythonCodeRecord>;
 
 }  // namespace gmt::format

@@ -54,6 +54,13 @@ def main():
               dev["peak_bytes"] >= figures["framework_bytes"])
     if name in ("cupy", "nccl", "jax_platform"):
         check("peak >= the framework's figure", dev["peak_bytes"] >= figures["framework_bytes"])
+    # Native stacks, symbolized offline: the sites at the peak name the library that allocated.
+    modules = {f.get("module") or "" for site in dev.get("peak_sites", []) for f in site["frames"]}
+    owners = {"torch_default": "libc10_cuda", "torch_expandable": "libc10_cuda", "torch_async": "libc10_cuda",
+              "nccl": "libnccl", "cupy": "cupy", "jax_default": "xla", "jax_platform": "xla"}
+    if name in owners:
+        print(f"INFO {name} peak site modules: {sorted(m.rsplit('/', 1)[-1] for m in modules if m)[:12]}")
+        check(f"a peak site's stack goes through {owners[name]}", any(owners[name] in m for m in modules))
     sys.exit(1 if failures else 0)
 
 
