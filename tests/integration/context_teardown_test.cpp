@@ -106,14 +106,15 @@ TEST_F(ContextTeardown, OnlyTheLastPrimaryContextReleaseFrees) {
   expect_process_kind(rep, "host_pinned", 1 * kMiB, 0);
 }
 
-TEST_F(ContextTeardown, CudaDeviceResetFreesWhatTheRuntimeAllocated) {
+class RuntimeDeviceReset : public TracedRun, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(RuntimeDeviceReset, CudaDeviceResetFreesWhatTheRuntimeAllocated) {
   // cudaDeviceReset is cuDevicePrimaryCtxReset underneath. Before it: a 2 MiB + arr 256 x 256
   // floats (262144); after it, b is the only allocation left.
-  const json rep =
-      traced_report("runtime_kind_ops_shared",
-                    {"cudaMalloc:a:" + mib(2), "cudaMallocManaged:m:" + mib(1),
-                     "cudaMallocHost:h:" + mib(1), "cudaHostRegister:r:" + mib(1),
-                     "cudaMallocArray:arr:256:256:1", "cudaDeviceReset", "cudaMalloc:b:" + mib(1)});
+  const json rep = traced_report(
+      GetParam(), {"cudaMalloc:a:" + mib(2), "cudaMallocManaged:m:" + mib(1),
+                   "cudaMallocHost:h:" + mib(1), "cudaHostRegister:r:" + mib(1),
+                   "cudaMallocArray:arr:256:256:1", "cudaDeviceReset", "cudaMalloc:b:" + mib(1)});
   const json& d = device(rep, 0);
   EXPECT_EQ(number(d, "peak_bytes"), 2 * kMiB + 262144);
   EXPECT_EQ(number(d, "live_at_exit_bytes"), 1 * kMiB);
@@ -123,6 +124,9 @@ TEST_F(ContextTeardown, CudaDeviceResetFreesWhatTheRuntimeAllocated) {
   expect_process_kind(rep, "host_pinned", 1 * kMiB, 0);
   expect_process_kind(rep, "host_registered", 1 * kMiB, 0);
 }
+
+INSTANTIATE_TEST_SUITE_P(Runtimes, RuntimeDeviceReset,
+                         ::testing::Values("runtime_kind_ops_shared", "runtime_kind_ops_static"));
 
 }  // namespace
 }  // namespace gmt::test

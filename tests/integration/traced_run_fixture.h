@@ -75,10 +75,9 @@ class TracedRun : public ::testing::Test {
                              bool traced) const;
 };
 
-// The integer at a dotted path ("by_kind.device.peak_bytes", "traces.0.unmatched_frees": numbers
-// index arrays) of a report object. A missing key
-// is a test failure that names the path, and gives -1, so that every expectation on it fails
-// too instead of reading a default.
+// The integer at a dotted path of a report object ("by_kind.device.peak_bytes"; a number indexes
+// an array: "traces.0.unmatched_frees"). A missing key is a test failure that names the path, and
+// gives -1, so that every expectation on it fails too instead of reading a default.
 int64_t number(const nlohmann::json& object, std::string_view dotted_path);
 
 // The kinds a devices[] entry lists under by_kind, sorted.
