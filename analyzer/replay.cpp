@@ -107,7 +107,7 @@ void Replay::end_allocation(std::unordered_map<Key, LiveAllocation, KeyHash>::it
     --d.live_count;
   }
   remove_usage(a.device, a.kind, a.size);
-  if (a.kind == MemoryKind::kVmmPhysical) handles_.erase(it->first.value);
+  if (it->first.space == Space::kHandle) handles_.erase(it->first.value);
   live_.erase(it);
 }
 
@@ -126,7 +126,7 @@ void Replay::on(const format::AllocRecord& r) {
   // hooked): the old allocation is gone, or the driver could not have reused its address.
   if (auto it = live_.find(key); it != live_.end()) end_allocation(it, false);
   live_.emplace(key, LiveAllocation{r.device, r.kind, r.size, r.context, r.stack});
-  if (r.kind == MemoryKind::kVmmPhysical) handles_[r.address] = HandleState{};
+  if (space_of(r.kind) == Space::kHandle) handles_[r.address] = HandleState{};
   if (per_device(r.kind)) {
     DeviceSummary& d = device(r.device);
     ++d.alloc_count;
@@ -193,12 +193,15 @@ void Replay::on(const format::ContextDestroyedRecord& r) {
 void Replay::on(const format::MapRecord& r) {
   saw_event(r.time_ns);
   int ordinal = r.device;
+  bool host = false;
   if (auto physical = live_.find(Key{Space::kHandle, r.handle}); physical != live_.end()) {
     ordinal = physical->second.device;
+    host = format::host_memory(physical->second.kind);
   }
   if (auto state = handles_.find(r.handle); state != handles_.end()) ++state->second.mappings;
-  mappings_[r.address] = Mapping{r.size, r.handle, ordinal};
-  add_usage(ordinal, MemoryKind::kVmmMapping, r.size, r.time_ns);
+  // Mappings of host memory keep their handle alive but are no device's address space.
+  mappings_[r.address] = Mapping{r.size, r.handle, ordinal, !host};
+  if (!host) add_usage(ordinal, MemoryKind::kVmmMapping, r.size, r.time_ns);
 }
 
 void Replay::on(const format::UnmapRecord& r) {
@@ -207,7 +210,7 @@ void Replay::on(const format::UnmapRecord& r) {
   for (auto it = mappings_.lower_bound(r.address); it != mappings_.end() && it->first < end;) {
     const Mapping m = it->second;
     it = mappings_.erase(it);
-    remove_usage(m.device, MemoryKind::kVmmMapping, m.size);
+    if (m.counted) remove_usage(m.device, MemoryKind::kVmmMapping, m.size);
     if (auto state = handles_.find(m.handle);
         state != handles_.end() && state->second.mappings > 0) {
       --state->second.mappings;

@@ -53,6 +53,7 @@ class Replay {
     uint64_t size;
     uint64_t handle;
     int device;
+    bool counted;  // false for a mapping of host memory
   };
 
   void on(const format::ProcessInfoRecord& r);

@@ -99,7 +99,7 @@ void write_report_json(const ReportInput& input, std::ostream& out) {
   // Memory of no device, summed over the traces; always present so that scripts can rely on it.
   for (format::MemoryKind kind :
        {format::MemoryKind::kHostPinned, format::MemoryKind::kHostRegistered,
-        format::MemoryKind::kVmmReservation}) {
+        format::MemoryKind::kVmmReservation, format::MemoryKind::kHostVmm}) {
     report[std::string(format::memory_kind_name(kind))] = usage_json(process_totals[kind]);
   }
   if (!input.unreadable.empty()) {

@@ -28,6 +28,8 @@ std::string_view memory_kind_name(MemoryKind kind) {
       return "graph_memory";
     case MemoryKind::kIpcImport:
       return "ipc_import";
+    case MemoryKind::kHostVmm:
+      return "host_vmm";
   }
   return "unknown";
 }
@@ -52,6 +54,7 @@ bool counts_toward_device_usage(MemoryKind kind) {
     case MemoryKind::kVmmReservation:
     case MemoryKind::kVmmMapping:
     case MemoryKind::kIpcImport:
+    case MemoryKind::kHostVmm:
       return false;
   }
   return false;
@@ -62,7 +65,8 @@ bool counts_toward_device_usage(MemoryKind kind) {
 namespace gmt::format {
 
 bool host_memory(MemoryKind kind) {
-  return kind == MemoryKind::kHostPinned || kind == MemoryKind::kHostRegistered;
+  return kind == MemoryKind::kHostPinned || kind == MemoryKind::kHostRegistered ||
+         kind == MemoryKind::kHostVmm;
 }
 
 bool owned_by_context(MemoryKind kind) {
@@ -82,6 +86,7 @@ bool owned_by_context(MemoryKind kind) {
     case MemoryKind::kVmmReservation:
     case MemoryKind::kVmmMapping:
     case MemoryKind::kGraphMemory:
+    case MemoryKind::kHostVmm:
       return false;
   }
   return false;

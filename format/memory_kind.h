@@ -23,9 +23,10 @@ enum class MemoryKind : uint8_t {
   kArray = 9,           // cuArrayCreate, cuMipmappedArrayCreate
   kGraphMemory = 10,    // cuGraphAddMemAllocNode
   kIpcImport = 11,      // cuIpcOpenMemHandle, external memory
+  kHostVmm = 12,        // cuMemCreate of host memory (a host location, as NCCL does)
 };
 
-inline constexpr uint8_t kMemoryKindCount = 12;
+inline constexpr uint8_t kMemoryKindCount = 13;
 
 std::string_view memory_kind_name(MemoryKind kind);
 std::optional<MemoryKind> memory_kind_from_raw(uint64_t raw);

@@ -110,6 +110,21 @@ TEST(Replay, PhysicalVmmMemoryStaysUntilReleasedAndUnmapped) {
   EXPECT_EQ(replay.summary().unmatched_frees, 0u);
 }
 
+TEST(Replay, HostVmmMemoryIsHostMemoryWithAHandleLifetime) {
+  Replay replay;
+  replay.apply(alloc_at(1, -1, 0x10, 2 << 20, MemoryKind::kHostVmm));  // NCCL's host probe
+  replay.apply(map_at(2, 0x7000000, 2 << 20, 0x10));
+  replay.apply(free_with(3, format::Api::kCuMemRelease, 0x10));
+  const TraceSummary& s = replay.summary();
+  EXPECT_TRUE(s.devices.empty());  // neither the memory nor its mapping is any device's
+  EXPECT_EQ(s.process_kinds.at(MemoryKind::kHostVmm).live_bytes, 2u << 20);  // still mapped
+  replay.apply(unmap_at(4, 0x7000000, 2 << 20));
+  EXPECT_EQ(s.process_kinds.at(MemoryKind::kHostVmm).live_bytes, 0u);
+  EXPECT_EQ(s.process_kinds.at(MemoryKind::kHostVmm).peak_bytes, 2u << 20);
+  EXPECT_TRUE(s.devices.empty());
+  EXPECT_EQ(s.unmatched_frees, 0u);
+}
+
 TEST(Replay, AnUnmapRangeEndsEveryMappingInsideIt) {
   Replay replay;
   replay.apply(alloc_at(1, 0, 1, 20 << 20, MemoryKind::kVmmPhysical));
