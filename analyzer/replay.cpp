@@ -11,6 +11,7 @@ using format::MemoryKind;
 Replay::Space Replay::space_of(MemoryKind kind) {
   switch (kind) {
     case MemoryKind::kVmmPhysical:
+    case MemoryKind::kHostVmm:
       return Space::kHandle;
     case MemoryKind::kArray:
       return Space::kArray;
