@@ -30,8 +30,11 @@ struct ChunkRef {
 // Records at the same nanosecond: what defines an id first, then what ends an allocation, then
 // what starts one.
 int tie_rank(const Record& r) {
-  if (std::holds_alternative<ProcessInfoRecord>(r) || std::holds_alternative<ContextRecord>(r))
+  if (std::holds_alternative<ProcessInfoRecord>(r) || std::holds_alternative<ContextRecord>(r) ||
+      std::holds_alternative<StackRecord>(r) || std::holds_alternative<ModuleRecord>(r) ||
+      std::holds_alternative<PythonCodeRecord>(r)) {
     return 0;
+  }
   if (std::holds_alternative<FreeRecord>(r) || std::holds_alternative<UnmapRecord>(r) ||
       std::holds_alternative<ContextDestroyedRecord>(r)) {
     return 1;

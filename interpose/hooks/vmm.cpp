@@ -16,12 +16,13 @@ CUresult gmt_cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
   Hook hook;
   const CUresult result = GMT_REAL(hook, cuMemCreate)(handle, size, prop, flags);
   if (hook.outermost()) {
-    // The device is the one the properties name, not the current context's.
+    // The device is the one the properties name, not the current context's; a host location
+    // (NCCL asks for one) is host memory.
     Hook::Current owner;
-    if (prop != nullptr && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE)
-      owner.device = prop->location.id;
-    hook.allocated(result, MemoryKind::kVmmPhysical, Api::kCuMemCreate, handle ? *handle : 0, size,
-                   owner);
+    const bool on_device = prop != nullptr && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE;
+    if (on_device) owner.device = prop->location.id;
+    hook.allocated(result, on_device ? MemoryKind::kVmmPhysical : MemoryKind::kHostVmm,
+                   Api::kCuMemCreate, handle ? *handle : 0, size, owner);
   }
   return result;
 }
