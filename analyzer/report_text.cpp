@@ -1,4 +1,5 @@
 #include <iomanip>
+#include <sstream>
 
 #include "analyzer/byte_size.h"
 #include "analyzer/report.h"
@@ -46,16 +47,20 @@ void write_kinds(const std::map<format::MemoryKind, KindUsage>& kinds, const std
   out << std::right;
 }
 
+std::string basename_of(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
+
+// "function  file.cpp:12", or "function  (libfoo.so)" without debug information. Written with
+// an ostream: GCC 12 warns falsely (-Wrestrict) on chained string concatenation at -O3.
 std::string frame_text(const SiteFrame& f) {
-  std::string text = f.function;
+  std::ostringstream text;
+  text << f.function;
   if (f.file) {
-    const std::string& file = *f.file;
-    text += "  " + file.substr(file.find_last_of('/') + 1);
-    if (f.line) text += ":" + std::to_string(*f.line);
+    text << "  " << basename_of(*f.file);
+    if (f.line) text << ':' << *f.line;
   } else if (f.module) {
-    text += "  (" + f.module->substr(f.module->find_last_of('/') + 1) + ")";
+    text << "  (" << basename_of(*f.module) << ')';
   }
-  return text;
+  return text.str();
 }
 
 // The largest allocation sites live at the peak, with the first frames of each stack.

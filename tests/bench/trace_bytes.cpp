@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -99,6 +100,7 @@ Walk walk_chunks(std::span<const uint8_t> file, uint32_t chunk_size) {
 struct ReadBack {
   std::map<std::string, uint64_t> records;
   uint64_t stack_frames = 0;  // native frames over all StackRecords
+  uint64_t stack_frames_max = 0;
   uint64_t problems = 0;
 };
 
@@ -112,6 +114,7 @@ ReadBack read_records(std::span<const uint8_t> file, const gmt::format::FileHead
           ++back.records[type_name(static_cast<uint64_t>(R::kType))];
           if constexpr (std::is_same_v<R, gmt::format::StackRecord>) {
             back.stack_frames += r.frames.size();
+            back.stack_frames_max = std::max<uint64_t>(back.stack_frames_max, r.frames.size());
           }
         },
         *record);
@@ -140,8 +143,9 @@ void print_json(const char* path, uint64_t file_bytes, const Walk& walk, const R
     std::printf("%s\"%s\": %llu", sep, name.c_str(), static_cast<unsigned long long>(count));
     sep = ", ";
   }
-  std::printf("}, \"stack_frames\": %llu, \"read_problems\": %llu}\n",
+  std::printf("}, \"stack_frames\": %llu, \"stack_frames_max\": %llu, \"read_problems\": %llu}\n",
               static_cast<unsigned long long>(back.stack_frames),
+              static_cast<unsigned long long>(back.stack_frames_max),
               static_cast<unsigned long long>(back.problems));
 }
 

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Measures what gpumemtrace adds to CUDA allocation calls, on the simulated driver: time per
+# event with and without native stacks, with 1, 4 and 16 threads, and trace bytes per event.
+# Prints Markdown tables (docs/benchmarks.md explains them). Usage: scripts/bench.sh [OUTPUT_FILE]
+#
+# Exits non-zero only when something failed to build or run; a missed target is reported in the
+# tables, not treated as a failure. Takes about two minutes on 2 cores.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+out_file="${1:-}"
+dir=build-bench  # Release, apart from the developer's build/ (covered by .gitignore's /build*/)
+
+cuda_args=()
+if [ -n "${CUDAToolkit_ROOT:-}" ]; then cuda_args+=("-DCUDAToolkit_ROOT=$CUDAToolkit_ROOT"); fi
+if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ] && [ -z "${CUDAToolkit_ROOT:-}" ]; then
+  cuda_args+=("-DCUDAToolkit_ROOT=/usr/local/cuda")
+fi
+
+# Only what the benchmark needs (the preload library, the simulated driver, the benchmark and
+# trace_bytes): the rest of the project is not measured here, and building it would double the
+# time this takes.
+echo "bench: building in $dir (Release)" >&2
+cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "${cuda_args[@]}" >/dev/null
+cmake --build "$dir" -j "$(nproc)" --target hook_overhead_bench trace_bytes >/dev/null
+
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+
+# The library reads GPUMEMTRACE_STACKS once per process: one run per mode. "python" and "all" are
+# not benchmarked: this program has no Python interpreter, so there are no Python frames to
+# record (docs/benchmarks.md). Random interleaving spreads each benchmark's repetitions over the
+# whole run, so that a burst of load from something else on the machine lands on traced and
+# untraced alike instead of on one of them.
+modes=(none native)
+table_args=()
+for mode in "${modes[@]}"; do
+  echo "bench: running with GPUMEMTRACE_STACKS=$mode" >&2
+  GPUMEMTRACE_STACKS="$mode" GPUMEMTRACE_OUTPUT="$scratch/$mode.%p.gmt" \
+    "$dir/bin/hook_overhead_bench" \
+    --benchmark_repetitions=9 --benchmark_min_time=0.1 \
+    --benchmark_enable_random_interleaving=true \
+    --benchmark_format=json >"$scratch/$mode.json"
+  traces=("$scratch/$mode".*.gmt)
+  if [ "${#traces[@]}" -ne 1 ] || [ ! -f "${traces[0]}" ]; then
+    echo "bench: expected one trace from the $mode run, found: ${traces[*]}" >&2
+    exit 1
+  fi
+  "$dir/bin/trace_bytes" "${traces[0]}" >"$scratch/$mode.bytes.json"
+  rm -f "${traces[0]}"  # hundreds of MB: do not keep two at once
+  table_args+=("$mode" "$scratch/$mode.json" "$scratch/$mode.bytes.json")
+done
+
+python3 tests/bench/overhead_table.py "${table_args[@]}" >"$scratch/table.md"
+cat "$scratch/table.md"
+if [ -n "$out_file" ]; then cp "$scratch/table.md" "$out_file"; fi

@@ -1,0 +1,56 @@
+"""Times a small PyTorch MLP training loop, for scripts/gpu-bench.sh.
+
+Usage: python3 mlp_step_time.py [--history python|all] OUT_JSON
+Prints and writes the median time per step (ms) over the timed steps. With --history, PyTorch's
+own torch.cuda.memory._record_memory_history(stacks=...) is on during the loop, for comparison.
+"""
+import json
+import statistics
+import sys
+import time
+
+import torch
+
+
+def main():
+    args = sys.argv[1:]
+    history = None
+    if args and args[0] == "--history":
+        history = args[1]
+        args = args[2:]
+    out_path = args[0]
+    torch.manual_seed(0)
+    device = torch.device("cuda:0")
+    model = torch.nn.Sequential(
+        torch.nn.Linear(1024, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 4096), torch.nn.ReLU(),
+        torch.nn.Linear(4096, 1024)).to(device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    x = torch.randn(512, 1024, device=device)
+    y = torch.randn(512, 1024, device=device)
+    if history is not None:
+        torch.cuda.memory._record_memory_history(max_entries=100000, stacks=history)
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        optimizer.step()
+
+    for _ in range(20):
+        step()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(40):
+            step()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - t0) / 40 * 1e3)
+    result = {"ms_per_step": statistics.median(times), "samples": times}
+    print(json.dumps(result))
+    with open(out_path, "w") as f:
+        json.dump(result, f)
+
+
+if __name__ == "__main__":
+    main()
