@@ -47,7 +47,9 @@ void write_kinds(const std::map<format::MemoryKind, KindUsage>& kinds, const std
   out << std::right;
 }
 
-std::string basename_of(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
+std::string basename_of(const std::string& path) {
+  return path.substr(path.find_last_of('/') + 1);
+}
 
 // "function  file.cpp:12", or "function  (libfoo.so)" without debug information. Written with
 // an ostream: GCC 12 warns falsely (-Wrestrict) on chained string concatenation at -O3.

@@ -7,8 +7,30 @@ namespace gmt::interpose {
 // Contexts are few (one per device, plus any the program creates), so a vector searched
 // linearly beats a map. The lock is held while the ContextRecord is written: no allocation can
 // name an id before the record that defines it is in the file.
+namespace {
+
+// The last context this thread named, so that the common case (every allocation in the same
+// context) takes no lock. Valid while the recorder's epoch is the one it was taken in: the epoch
+// moves whenever a context is forgotten (destroyed) or the process forks.
+struct LastContext {
+  uint64_t handle = 0;
+  uint32_t id = 0;
+  uint64_t epoch = 0;
+};
+thread_local LastContext last_context __attribute__((tls_model("initial-exec")));
+
+}  // namespace
+
 uint32_t EventRecorder::context_id(uint64_t context, int device) {
   if (context == 0) return 0;
+  const uint64_t epoch = contexts_epoch_.load(std::memory_order_acquire);
+  if (last_context.handle == context && last_context.epoch == epoch) return last_context.id;
+  const uint32_t id = context_id_locked(context, device);
+  last_context = {context, id, epoch};
+  return id;
+}
+
+uint32_t EventRecorder::context_id_locked(uint64_t context, int device) {
   std::lock_guard<std::mutex> lock(contexts_mutex_);
   for (const KnownContext& known : contexts_) {
     if (known.handle == context) return known.id;
@@ -102,6 +124,7 @@ void EventRecorder::context_destroying(uint64_t context, format::Api api) {
       if (it->handle == context) {
         id = it->id;
         contexts_.erase(it);  // a new context may get the same handle: it gets a new id
+        contexts_epoch_.fetch_add(1, std::memory_order_release);
         break;
       }
     }
@@ -134,6 +157,7 @@ void EventRecorder::after_fork_in_child() {
   python_.after_fork_in_child();
   contexts_.clear();
   next_context_id_ = 1;
+  contexts_epoch_.fetch_add(1, std::memory_order_release);
   contexts_mutex_.unlock();
 }
 

@@ -1,6 +1,7 @@
 // Turns what a hook saw into trace records. Knows nothing of CUDA's types: the hooks translate.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <vector>
@@ -46,6 +47,7 @@ class EventRecorder {
  private:
   // The id allocations use for `context`, writing its ContextRecord the first time it is seen.
   uint32_t context_id(uint64_t context, int device);
+  uint32_t context_id_locked(uint64_t context, int device);
   // The id of the calling thread's stack, as configured (0 when stacks are off).
   uint32_t stack_here();
 
@@ -63,6 +65,7 @@ class EventRecorder {
   std::mutex contexts_mutex_;
   std::vector<KnownContext> contexts_;
   uint32_t next_context_id_ = 1;
+  std::atomic<uint64_t> contexts_epoch_{1};
 };
 
 }  // namespace gmt::interpose
