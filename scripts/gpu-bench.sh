@@ -15,8 +15,8 @@ fi
 if [ -d build-gpu/lib/deps ]; then export LD_LIBRARY_PATH="$PWD/build-gpu/lib/deps${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; fi
 gmt="$PWD/build-gpu/bin/gpumemtrace"
 
-measure() {  # measure ALLOCATOR MODE
-  local allocator=$1 mode=$2 name="$1.$2" env=()
+measure() {  # measure ALLOCATOR MODE ROUND
+  local allocator=$1 mode=$2 name="$1.$2.$3" env=()
   [ "$allocator" = nocache ] && env+=(PYTORCH_NO_CUDA_MEMORY_CACHING=1)
   case $mode in
     untraced) env "${env[@]}" python3 tests/gpu/mlp_step_time.py "$out/$name.json" ;;
@@ -27,24 +27,33 @@ measure() {  # measure ALLOCATOR MODE
   esac >"$out/$name.log" 2>&1 || echo "FAIL $name (see $name.log)"
 }
 
+# Rounds interleave the configurations, so that a slow minute of the machine does not land on
+# one configuration only; the table takes each configuration's median over the rounds.
+rounds=${GMT_BENCH_ROUNDS:-3}
 modes=(untraced gmt_none gmt_native gmt_all torch_history_python torch_history_all)
-for allocator in caching nocache; do
-  for mode in "${modes[@]}"; do measure "$allocator" "$mode"; done
+for round in $(seq 1 "$rounds"); do
+  for allocator in caching nocache; do
+    for mode in "${modes[@]}"; do measure "$allocator" "$mode" "$round"; done
+  done
 done
 
-python3 - "$out" "${modes[@]}" <<'PY'
-import json, sys, os
-out, modes = sys.argv[1], sys.argv[2:]
-print(f"{'allocator':10} {'mode':22} {'ms/step':>9} {'vs untraced':>12}")
+python3 - "$out" "$rounds" "${modes[@]}" <<'PY'
+import json, os, statistics, sys
+out, rounds, modes = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+print(f"{'allocator':10} {'mode':22} {'ms/step':>9} {'vs untraced':>12}   rounds (ms/step)")
 for allocator in ("caching", "nocache"):
     base = None
     for mode in modes:
-        path = os.path.join(out, f"{allocator}.{mode}.json")
-        if not os.path.exists(path):
+        runs = []
+        for r in range(1, rounds + 1):
+            path = os.path.join(out, f"{allocator}.{mode}.{r}.json")
+            if os.path.exists(path):
+                runs.append(json.load(open(path))["ms_per_step"])
+        if not runs:
             print(f"{allocator:10} {mode:22} {'failed':>9}")
             continue
-        ms = json.load(open(path))["ms_per_step"]
+        ms = statistics.median(runs)
         base = ms if mode == "untraced" else base
         ratio = f"{ms / base:.3f}x" if base else "-"
-        print(f"{allocator:10} {mode:22} {ms:9.3f} {ratio:>12}")
+        print(f"{allocator:10} {mode:22} {ms:9.3f} {ratio:>12}   {' '.join(f'{x:.3f}' for x in runs)}")
 PY
