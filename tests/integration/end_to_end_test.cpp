@@ -3,6 +3,8 @@
 // workload is given, by hand.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -290,6 +292,49 @@ TEST_F(EndToEnd, UnwritableOutputWarnsOnceAndTheProgramRunsNormally) {
   const auto first = r.err.find(needle);
   ASSERT_NE(first, std::string::npos) << r.err;
   EXPECT_EQ(r.err.find(needle, first + 1), std::string::npos) << r.err;
+}
+
+TEST_F(EndToEnd, TraceFilesAreReadableByTheirOwnerOnly) {
+  ASSERT_EQ(run_traced("workload_runtime_shared", kSequence).exit_code, 0);
+  struct stat st {};
+  ASSERT_EQ(stat(only_trace().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+TEST_F(EndToEnd, OutputPatternNamesHostRankAndPid) {
+  char host[256] = {};
+  ASSERT_EQ(gethostname(host, sizeof host - 1), 0);
+  const ProcessResult r =
+      run_traced("workload_runtime_shared", kSequence,
+                 {{"GPUMEMTRACE_OUTPUT", dir_ + "/%h-rank%r-%p.gmt"}, {"RANK", "3"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string name = fs::path(only_trace()).filename().string();
+  const std::string prefix = std::string(host) + "-rank3-";
+  EXPECT_EQ(name.rfind(prefix, 0), 0u) << name;
+  const json rep = report({only_trace()});
+  EXPECT_EQ(name, prefix + std::to_string(rep["traces"][0]["pid"].get<int>()) + ".gmt");
+}
+
+TEST_F(EndToEnd, ASymlinkInPlaceOfTheTraceIsNotFollowed) {
+  // Someone plants a link where the trace will go: the link's target must stay untouched.
+  const std::string target = dir_ + "/victim.txt";
+  std::ofstream(target) << "keep me";
+  fs::create_symlink(target, dir_ + "/planted.gmt");
+  ASSERT_EQ(run_traced("workload_runtime_shared", kSequence,
+                       {{"GPUMEMTRACE_OUTPUT", dir_ + "/planted.gmt"}})
+                .exit_code,
+            0);
+  std::ifstream in(target);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()),
+            "keep me");
+  bool found = false;
+  for (const auto& entry : fs::directory_iterator(dir_)) {
+    if (entry.path().filename().string().rfind("planted.gmt.", 0) == 0) {
+      found = true;
+      expect_sequence_numbers(report({entry.path().string()}));
+    }
+  }
+  EXPECT_TRUE(found);
 }
 
 TEST_F(EndToEnd, ExistingFileIsNeverOverwritten) {

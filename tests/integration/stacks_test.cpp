@@ -59,6 +59,20 @@ TEST_F(Stacks, NativeSitesNameTheAllocatingFunctionsWithFileAndLine) {
   EXPECT_EQ(weights[0]["function"], "cudaMalloc");
 }
 
+TEST_F(Stacks, AllocationsOfAnUnloadedLibraryAreStillNamed) {
+  const std::string plugin = std::string(GMT_WORKLOAD_DIR) + "/libgmt_plugin_allocator.so";
+  const json rep = traced_report("workload_dlopen_plugin", {plugin});
+  const int64_t line = printed(last_output_, "plugin_line");
+  EXPECT_EQ(device(rep, 0)["peak_bytes"], 64 * kMiB);
+  // Loaded twice, maybe at two places: each allocation is named from the modules of its time.
+  for (uint64_t bytes : {48 * kMiB, 16 * kMiB}) {
+    const json frames = site_frames(rep, bytes);
+    EXPECT_TRUE(has_frame(frames, "plugin_allocate", "plugin_allocator.cpp", line, "native"))
+        << frames.dump(1);
+  }
+  EXPECT_FALSE(rep["traces"][0].contains("symbolization_warnings")) << rep["traces"][0].dump();
+}
+
 TEST_F(Stacks, WithoutStacksTheSitesHaveNoFrames) {
   const json rep = traced_report("workload_stack_sites", {}, {{"GPUMEMTRACE_STACKS", "none"}});
   ASSERT_EQ(device(rep, 0)["peak_sites"].size(), 1u);  // everything in one stackless site
