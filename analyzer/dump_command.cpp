@@ -37,7 +37,7 @@ const char* record_name(const format::Record& record) {
   static const char* const kNames[] = {
       "process",           "alloc", "free",  "alloc_failed",  "end",   "context",
       "context_destroyed", "map",   "unmap", "retain_handle", "stack", "module",
-      "python_code"};
+      "python_code",       "thread"};
   return kNames[record.index()];
 }
 

@@ -226,6 +226,10 @@ void Replay::on(const format::StackRecord& r) {
   if (!r.python.empty()) summary_.python_stacks[r.id] = r.python;
 }
 
+void Replay::on(const format::ThreadRecord& r) {
+  summary_.threads[r.tid] = r.name;
+}
+
 void Replay::on(const format::PythonCodeRecord& r) {
   summary_.python_code[r.id] = {r.name, r.file};
 }

@@ -69,6 +69,7 @@ class Replay {
   void on(const format::StackRecord& r);
   void on(const format::ModuleRecord& r);
   void on(const format::PythonCodeRecord& r);
+  void on(const format::ThreadRecord& r);
   void take_peak_snapshot(int device);
 
   static Space space_of(format::MemoryKind kind);

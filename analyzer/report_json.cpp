@@ -60,7 +60,11 @@ void write_report_json(const ReportInput& input, std::ostream& out) {
         {"argv", t.argv},
         {"duration_ns", t.duration_ns},
         {"unmatched_frees", t.unmatched_frees},
+        {"failed_host_alloc_count", t.failed_host_alloc_count},
     };
+    ordered_json threads = ordered_json::array();
+    for (const auto& [tid, name] : t.threads) threads.push_back({{"tid", tid}, {"name", name}});
+    trace["threads"] = threads;
     if (t.truncated()) {
       trace["end_offset"] = t.end_offset;
       trace["end_reason"] = t.end_reason;

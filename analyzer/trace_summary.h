@@ -98,6 +98,7 @@ struct TraceSummary {
   };
   std::unordered_map<uint32_t, PythonCode> python_code;
   std::vector<std::string> symbolization_warnings;
+  std::map<uint64_t, std::string> threads;  // tid -> name, for the threads that recorded
 
   bool truncated() const { return end == TraceEnd::kTruncated || end == TraceEnd::kCorrupt; }
 };

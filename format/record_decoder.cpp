@@ -175,6 +175,9 @@ std::optional<Record> RecordDecoder::decode_payload(uint64_t type, const uint8_t
     case RecordType::kPythonCode:
       record = decode_as<PythonCodeRecord>(begin, end, state_, error);
       break;
+    case RecordType::kThread:
+      record = decode_as<ThreadRecord>(begin, end, state_, error);
+      break;
     default:
       return std::nullopt;  // unknown type: the caller skips it
   }

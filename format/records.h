@@ -29,6 +29,7 @@ enum class RecordType : uint8_t {
   kStack = 11,
   kModule = 12,
   kPythonCode = 13,
+  kThread = 14,
 };
 
 // Records are at most this many bytes unless they say otherwise (kMaxBytes): the writer encodes
@@ -293,9 +294,24 @@ struct ModuleRecord {
   }
 };
 
+// A thread that started writing: its kernel id and name (pthread_getname_np), at that moment.
+struct ThreadRecord {
+  static constexpr RecordType kType = RecordType::kThread;
+  uint64_t time_ns = 0;
+  uint64_t tid = 0;
+  std::string name;
+
+  template <class Self, class V>
+  static void fields(Self& r, V& v) {
+    v.time("time_ns", r.time_ns);
+    v.u64("tid", r.tid);
+    v.str("name", r.name);
+  }
+};
+
 using Record =
     std::variant<ProcessInfoRecord, AllocRecord, FreeRecord, AllocFailedRecord, EndRecord,
                  ContextRecord, ContextDestroyedRecord, MapRecord, UnmapRecord, RetainHandleRecord,
-                 StackRecord, ModuleRecord, PythonCodeRecord>;
+                 StackRecord, ModuleRecord, PythonCodeRecord, ThreadRecord>;
 
 }  // namespace gmt::format

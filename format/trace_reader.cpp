@@ -32,7 +32,7 @@ struct ChunkRef {
 int tie_rank(const Record& r) {
   if (std::holds_alternative<ProcessInfoRecord>(r) || std::holds_alternative<ContextRecord>(r) ||
       std::holds_alternative<StackRecord>(r) || std::holds_alternative<ModuleRecord>(r) ||
-      std::holds_alternative<PythonCodeRecord>(r)) {
+      std::holds_alternative<PythonCodeRecord>(r) || std::holds_alternative<ThreadRecord>(r)) {
     return 0;
   }
   if (std::holds_alternative<FreeRecord>(r) || std::holds_alternative<UnmapRecord>(r) ||

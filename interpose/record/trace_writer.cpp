@@ -1,6 +1,7 @@
 #include "interpose/record/trace_writer.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -155,6 +156,18 @@ void TraceWriter::write_process_info_locked(ThreadChunk& chunk) {
   if (frame.size() <= kChunkSize - kChunkHeader) append(chunk, frame.data(), frame.size());
 }
 
+// A writer's first chunk starts by naming its thread.
+void TraceWriter::write_thread_locked(ThreadChunk& chunk) {
+  format::ThreadRecord rec;
+  rec.time_ns = now_ns();
+  rec.tid = thread_id();
+  char name[64] = {};
+  if (pthread_getname_np(pthread_self(), name, sizeof name) == 0) rec.name = name;
+  format::FixedBuffer<format::max_record_bytes<format::ThreadRecord>()> frame;
+  format::encode_record(rec, chunk.codec, frame);
+  if (!frame.overflowed()) append(chunk, frame.data(), frame.size());
+}
+
 bool TraceWriter::attach(ThreadChunk& chunk, std::size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   const bool first = fd_ < 0;
@@ -162,6 +175,7 @@ bool TraceWriter::attach(ThreadChunk& chunk, std::size_t bytes) {
   if (usable(chunk, bytes)) return true;  // another path got here first (after fork, say)
   if (!new_chunk_locked(chunk)) return false;
   if (first) write_process_info_locked(chunk);
+  if (chunk.sequence == 0) write_thread_locked(chunk);
   return usable(chunk, bytes) || (new_chunk_locked(chunk) && usable(chunk, bytes));
 }
 

@@ -83,6 +83,7 @@ class TraceWriter {
   bool create_file_locked(const std::string& path);
   bool new_chunk_locked(ThreadChunk& chunk);
   void write_process_info_locked(ThreadChunk& chunk);
+  void write_thread_locked(ThreadChunk& chunk);
   void give_up_locked(const std::string& why);
 
   static constexpr uint32_t kChunkHeader = 32;

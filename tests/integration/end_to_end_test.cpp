@@ -294,6 +294,19 @@ TEST_F(EndToEnd, UnwritableOutputWarnsOnceAndTheProgramRunsNormally) {
   EXPECT_EQ(r.err.find(needle, first + 1), std::string::npos) << r.err;
 }
 
+TEST_F(EndToEnd, TheTraceNamesTheThreadsThatAllocated) {
+  const ProcessResult r =
+      run_traced("workload_runtime_shared", {"alloc:a:" + mib(1), "threads:2:3:" + mib(1)});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json rep = report({only_trace()});
+  std::vector<std::string> names;
+  for (const json& t : rep["traces"][0]["threads"]) names.push_back(t["name"]);
+  std::sort(names.begin(), names.end());
+  // The main thread carries the program's name, cut to 15 characters by the kernel.
+  EXPECT_EQ(names, (std::vector<std::string>{"worker-0", "worker-1", "workload_runtim"}));
+  EXPECT_EQ(rep["traces"][0]["threads"][0]["tid"].get<int>() > 0, true);
+}
+
 TEST_F(EndToEnd, TraceFilesAreReadableByTheirOwnerOnly) {
   ASSERT_EQ(run_traced("workload_runtime_shared", kSequence).exit_code, 0);
   struct stat st {};

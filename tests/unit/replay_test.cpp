@@ -210,6 +210,11 @@ TEST(Replay, FailedAllocationsAreCountedPerDevice) {
   replay.apply(failed);
   EXPECT_EQ(replay.summary().devices.at(2).failed_alloc_count, 1u);
   EXPECT_EQ(replay.summary().devices.at(2).peak_bytes, 0u);
+  failed.kind = MemoryKind::kHostPinned;  // host memory fails on no device
+  failed.device = -1;
+  replay.apply(failed);
+  EXPECT_EQ(replay.summary().failed_host_alloc_count, 1u);
+  EXPECT_EQ(replay.summary().devices.size(), 1u);
 }
 
 TEST(Replay, EndRecordMarksANormalExit) {

@@ -15,6 +15,7 @@
 //   fork:BYTES          a child process allocates and frees BYTES, then exits; we wait for it
 //   exit:normal|_exit|abort|kill|segv   how the process ends (default: return from main)
 #include <dlfcn.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -196,7 +197,11 @@ int main(int argc, char** argv) {
     } else if (name == "threads") {
       std::vector<std::thread> threads;
       for (int t = 0; t < std::stoi(arg(1)); ++t) {
-        threads.emplace_back(alloc_free_loop, std::stoi(arg(2)), std::stoull(arg(3)));
+        threads.emplace_back([t, count = std::stoi(arg(2)), bytes = std::stoull(arg(3))] {
+          // Named, so that the trace can be checked to name its threads.
+          pthread_setname_np(pthread_self(), ("worker-" + std::to_string(t)).c_str());
+          alloc_free_loop(count, bytes);
+        });
       }
       for (auto& t : threads) t.join();
     } else if (name == "fork") {
