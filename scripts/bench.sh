@@ -22,7 +22,7 @@ fi
 # time this takes.
 echo "bench: building in $dir (Release)" >&2
 cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "${cuda_args[@]}" >/dev/null
-cmake --build "$dir" -j "$(nproc)" --target hook_overhead_bench trace_bytes >/dev/null
+cmake --build "$dir" -j "$(nproc)" --target hook_overhead_bench trace_bytes gpumemtrace_preload >/dev/null
 
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
@@ -52,5 +52,30 @@ for mode in "${modes[@]}"; do
 done
 
 python3 tests/bench/overhead_table.py "${table_args[@]}" >"$scratch/table.md"
+
+# Python frames: a Python program through ctypes, untraced and with each stack mode, one after
+# the other in this run (target: at most 1.5 us added per event with Python frames).
+cmake --build "$dir" -j "$(nproc)" --target fakecuda_runtime >/dev/null
+cudart="$dir/fakecuda/lib/libcudart.so.13"
+{
+  echo
+  echo "### Python frames (ctypes.PyDLL, 10 Python frames deep, 1 MiB pairs)"
+  echo
+  echo "| stacks | ns per pair | added ns per event |"
+  echo "|---|---|---|"
+  base=""
+  for mode in untraced none native python all; do
+    if [ "$mode" = untraced ]; then
+      ns=$(LD_LIBRARY_PATH="$dir/fakecuda/lib" python3 tests/bench/python_overhead.py "$cudart" 20000)
+    else
+      ns=$(LD_LIBRARY_PATH="$dir/fakecuda/lib" GPUMEMTRACE_STACKS="$mode" \
+        GPUMEMTRACE_OUTPUT="$scratch/py.$mode.%p.gmt" LD_PRELOAD="$dir/lib/libgpumemtrace.so" \
+        python3 tests/bench/python_overhead.py "$cudart" 20000)
+    fi
+    ns=$(python3 -c 'import json,sys; print(round(json.loads(sys.argv[1])["ns_per_pair"]))' "$ns")
+    [ -z "$base" ] && base=$ns
+    echo "| $mode | $ns | $(( (ns - base) / 2 )) |"
+  done
+} >>"$scratch/table.md"
 cat "$scratch/table.md"
 if [ -n "$out_file" ]; then cp "$scratch/table.md" "$out_file"; fi

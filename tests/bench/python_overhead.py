@@ -1,0 +1,40 @@
+"""Added time per event with Python frames: a Python program allocating through the simulated
+cudart (ctypes.PyDLL keeps the GIL, so the recorder can read the Python stack), from 10 nested
+Python calls. scripts/bench.sh runs it untraced and traced with each stack mode, side by side.
+
+Usage: python3 python_overhead.py LIBCUDART PAIRS
+Prints one JSON object: {"ns_per_pair": median over 5 rounds}.
+"""
+import ctypes
+import json
+import statistics
+import sys
+import time
+
+cudart = ctypes.PyDLL(sys.argv[1])
+pairs = int(sys.argv[2])
+malloc, free = cudart.cudaMalloc, cudart.cudaFree
+malloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
+free.argtypes = [ctypes.c_void_p]
+
+
+def loop(n):
+    p = ctypes.c_void_p()
+    ref = ctypes.byref(p)
+    for _ in range(n):
+        malloc(ref, 1 << 20)
+        free(p)
+
+
+def nested(depth, n):
+    # Ten Python frames above the allocating call, as in a real program.
+    return loop(n) if depth == 0 else nested(depth - 1, n)
+
+
+nested(10, 1000)  # warm-up: the first stacks and code objects are recorded here
+rounds = []
+for _ in range(5):
+    start = time.perf_counter_ns()
+    nested(10, pairs)
+    rounds.append((time.perf_counter_ns() - start) / pairs)
+print(json.dumps({"ns_per_pair": statistics.median(rounds)}))
