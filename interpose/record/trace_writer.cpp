@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -50,6 +51,31 @@ void store_le(uint8_t* p, T v) {
 }
 
 }  // namespace
+
+TraceWriter::TraceWriter(const Config& config) : config_(config) {
+  have_thread_exit_key_ = pthread_key_create(&thread_exit_key_, &TraceWriter::on_thread_exit) == 0;
+}
+
+void TraceWriter::on_thread_exit(void* writer) {
+  auto* self = static_cast<TraceWriter*>(writer);
+  std::lock_guard<std::mutex> lock(self->mutex_);
+  ThreadChunk& chunk = thread_chunk_;
+  if (chunk.base != nullptr &&
+      chunk.generation == self->generation_.load(std::memory_order_relaxed)) {
+    self->unmap_locked(chunk.base);
+  }
+  chunk = ThreadChunk{};
+}
+
+// Only the chunks threads are writing stay mapped: a full chunk is in the page cache and the
+// file already, and keeping it mapped would make a long trace's size count against the
+// program's memory.
+void TraceWriter::unmap_locked(uint8_t* base) {
+  auto it = std::find(mapped_.begin(), mapped_.end(), static_cast<void*>(base));
+  if (it == mapped_.end()) return;
+  munmap(base, kChunkSize);
+  mapped_.erase(it);
+}
 
 std::string TraceWriter::path() const {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -132,7 +158,10 @@ bool TraceWriter::new_chunk_locked(ThreadChunk& chunk) {
   if (chunk.generation != generation || chunk.base == nullptr) {
     chunk.writer = next_writer_++;
     chunk.sequence = 0;
+    // Ask to be told when this thread ends (the value only has to be non-null).
+    if (have_thread_exit_key_) pthread_setspecific(thread_exit_key_, this);
   } else {
+    unmap_locked(chunk.base);  // the full chunk this thread leaves
     ++chunk.sequence;
   }
   chunk.base = static_cast<uint8_t*>(map);

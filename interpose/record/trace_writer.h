@@ -8,6 +8,7 @@
 // crash or _exit without any signal handler; only finding a new chunk takes a lock.
 #pragma once
 
+#include <pthread.h>
 #include <sys/types.h>
 
 #include <atomic>
@@ -38,7 +39,7 @@ class TraceWriter {
  public:
   static constexpr uint32_t kChunkSize = 64 * 1024;
 
-  explicit TraceWriter(const Config& config) : config_(config) {}
+  explicit TraceWriter(const Config& config);
   TraceWriter(const TraceWriter&) = delete;
   TraceWriter& operator=(const TraceWriter&) = delete;
 
@@ -84,6 +85,9 @@ class TraceWriter {
   bool new_chunk_locked(ThreadChunk& chunk);
   void write_process_info_locked(ThreadChunk& chunk);
   void write_thread_locked(ThreadChunk& chunk);
+  void unmap_locked(uint8_t* base);
+  // A thread that ends gives its chunk's mapping back (its records stay in the file).
+  static void on_thread_exit(void* writer);
   void give_up_locked(const std::string& why);
 
   static constexpr uint32_t kChunkHeader = 32;
@@ -99,7 +103,9 @@ class TraceWriter {
   uint64_t file_size_ = 0;    // bytes reserved on disk
   uint64_t next_offset_ = 0;  // where the next chunk goes
   uint32_t next_writer_ = 0;
-  std::vector<void*> mapped_;  // every chunk we mapped, to unmap in a forked child
+  std::vector<void*> mapped_;  // the chunks mapped now: one per live writing thread
+  pthread_key_t thread_exit_key_{};
+  bool have_thread_exit_key_ = false;
 };
 
 }  // namespace gmt::interpose

@@ -307,6 +307,19 @@ TEST_F(EndToEnd, TheTraceNamesTheThreadsThatAllocated) {
   EXPECT_EQ(rep["traces"][0]["threads"][0]["tid"].get<int>() > 0, true);
 }
 
+TEST_F(EndToEnd, OnlyTheChunksBeingWrittenStayMapped) {
+  // 40 threads come and go, then two threads each fill several chunks with 12 000 pairs.
+  const ProcessResult r = run_traced("workload_runtime_shared",
+                                     {"threads:40:5:" + mib(1), "threads:1:12000:4096",
+                                      "alloc:a:" + mib(1), "threads:1:12000:4096", "trace_maps"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Only the main thread writes now (its one chunk); every ended thread gave its chunk back.
+  EXPECT_EQ(printed(r.out, "trace_maps"), 1);
+  const json rep = report({only_trace()});
+  EXPECT_EQ(rep["traces"][0]["events"], 400 + 48000 + 1);
+  EXPECT_EQ(rep["traces"][0]["unmatched_frees"], 0);
+}
+
 TEST_F(EndToEnd, TraceFilesAreReadableByTheirOwnerOnly) {
   ASSERT_EQ(run_traced("workload_runtime_shared", kSequence).exit_code, 0);
   struct stat st {};

@@ -13,6 +13,7 @@
 //   oom:BYTES           an allocation that must fail
 //   threads:T:N:BYTES   T threads each allocate and free BYTES N times, concurrently
 //   fork:BYTES          a child process allocates and frees BYTES, then exits; we wait for it
+//   trace_maps          print how many mappings of a trace file the process holds
 //   exit:normal|_exit|abort|kill|segv   how the process ends (default: return from main)
 #include <dlfcn.h>
 #include <pthread.h>
@@ -22,6 +23,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <string>
 #include <thread>
@@ -214,6 +216,17 @@ int main(int argc, char** argv) {
       int status = 0;
       waitpid(child, &status, 0);
       if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) die("forked child failed");
+    } else if (name == "trace_maps") {
+      // How many mappings of a trace file this process holds now (from /proc/self/maps).
+      std::FILE* maps = std::fopen("/proc/self/maps", "r");
+      int count = 0;
+      char line[4096];
+      while (maps != nullptr && std::fgets(line, sizeof line, maps) != nullptr) {
+        if (std::strstr(line, ".gmt") != nullptr) ++count;
+      }
+      if (maps != nullptr) std::fclose(maps);
+      std::printf("trace_maps=%d\n", count);
+      std::fflush(stdout);
     } else if (name == "exit") {
       finish(arg(1));
     } else {
