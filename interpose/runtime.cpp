@@ -1,26 +1,18 @@
 #include "interpose/runtime.h"
 
 #include <pthread.h>
-#include <unistd.h>
 
 #include <new>
 
+#include "interpose/record/diagnostic.h"
 #include "interpose/record/thread_id.h"
 
 namespace gmt::interpose {
 
-namespace {
-
-void warn(const std::string& message) {
-  const std::string line = "gpumemtrace: " + message + "\n";
-  const ssize_t ignored = write(STDERR_FILENO, line.data(), line.size());
-  (void)ignored;
-}
-
-}  // namespace
-
 Runtime::Runtime()
-    : config_(Config::from_environment(warn)), writer_(config_), events_(writer_, config_) {}
+    : config_(Config::from_environment(print_diagnostic)),
+      writer_(config_),
+      events_(writer_, config_) {}
 
 Runtime& Runtime::get() {
   // Placement-new into static storage: no destructor is ever registered, so the runtime outlives

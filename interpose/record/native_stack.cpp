@@ -2,12 +2,11 @@
 
 #include <dlfcn.h>
 #include <link.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cstring>
 
 #include "interpose/hooks/real_dlsym.h"
+#include "interpose/record/diagnostic.h"
 
 namespace gmt::interpose {
 namespace {
@@ -35,11 +34,6 @@ int find_module_range(dl_phdr_info* info, size_t, void* data) {
   return 0;
 }
 
-void warn(const char* message) {
-  const ssize_t ignored = write(STDERR_FILENO, message, std::strlen(message));
-  (void)ignored;
-}
-
 }  // namespace
 
 void NativeStack::find_own_range() {
@@ -61,9 +55,9 @@ NativeStack::Backtrace NativeStack::load() {
     fn = reinterpret_cast<Backtrace>(real_dlsym()(libunwind, "unw_backtrace"));
   }
   if (fn == nullptr) {
-    warn(
-        "gpumemtrace: libunwind (libunwind.so.8) is not available: allocations are recorded "
-        "without native stacks\n");
+    print_diagnostic(
+        "libunwind (libunwind.so.8) is not available: allocations are recorded without native "
+        "stacks");
   }
   backtrace_.store(fn, std::memory_order_release);
   state_.store(fn != nullptr ? 2 : 3, std::memory_order_release);

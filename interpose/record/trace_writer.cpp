@@ -14,6 +14,7 @@
 #include "format/chunk.h"
 #include "format/file_header.h"
 #include "interpose/output_path.h"
+#include "interpose/record/diagnostic.h"
 #include "interpose/record/process_info.h"
 #include "interpose/record/thread_id.h"
 
@@ -33,11 +34,6 @@ bool write_all(int fd, const uint8_t* data, std::size_t size) {
     size -= static_cast<std::size_t>(n);
   }
   return true;
-}
-
-void print_to_stderr(const std::string& message) {
-  const std::string line = "gpumemtrace: " + message + "\n";
-  write_all(STDERR_FILENO, reinterpret_cast<const uint8_t*>(line.data()), line.size());
 }
 
 std::string host_name() {
@@ -83,8 +79,8 @@ std::string TraceWriter::path() const {
 }
 
 void TraceWriter::give_up_locked(const std::string& why) {
-  print_to_stderr(why + "; this process (pid " + std::to_string(getpid()) +
-                  ") runs on without tracing");
+  print_diagnostic(why + "; this process (pid " + std::to_string(getpid()) +
+                   ") runs on without tracing");
   if (fd_ >= 0) close(fd_);
   fd_ = -1;
   disabled_ = true;
