@@ -8,12 +8,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-${OUT:-gpu-bench-output}}"
 mkdir -p "$out"
-if [ ! -x build-gpu/bin/gpumemtrace ]; then
-  cmake -S . -B build-gpu -DGMT_BUILD_TESTS=OFF >"$out/build.log" 2>&1 &&
-    cmake --build build-gpu -j "$(nproc)" >>"$out/build.log" 2>&1 || { echo "build failed (see build.log)"; exit 1; }
-fi
-if [ -d build-gpu/lib/deps ]; then export LD_LIBRARY_PATH="$PWD/build-gpu/lib/deps${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; fi
-gmt="$PWD/build-gpu/bin/gpumemtrace"
+. scripts/gpu-build.sh
 
 measure() {  # measure ALLOCATOR MODE ROUND
   local allocator=$1 mode=$2 name="$1.$2.$3" env=()

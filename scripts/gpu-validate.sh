@@ -18,13 +18,7 @@ check() {  # check NAME EXPECTED ACTUAL
   if [ "$2" = "$3" ]; then echo "PASS $1: $3"; else echo "FAIL $1: expected $2, got $3"; failures=$((failures + 1)); fi
 }
 
-if [ ! -x build-gpu/bin/gpumemtrace ]; then
-  cmake -S . -B build-gpu -DGMT_BUILD_TESTS=OFF >"$out/build.log" 2>&1 &&
-    cmake --build build-gpu -j "$(nproc)" >>"$out/build.log" 2>&1 || { echo "FAIL build (see build.log)"; exit 1; }
-fi
-gmt="$PWD/build-gpu/bin/gpumemtrace"
-# A build carried from another machine brings the libraries that machine's packages gave it.
-if [ -d build-gpu/lib/deps ]; then export LD_LIBRARY_PATH="$PWD/build-gpu/lib/deps${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; fi
+. scripts/gpu-build.sh
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
 
