@@ -34,10 +34,25 @@ class JsonFields {
 };
 
 const char* record_name(const format::Record& record) {
-  static const char* const kNames[] = {
-      "process",           "alloc", "free",  "alloc_failed",  "end",   "context",
-      "context_destroyed", "map",   "unmap", "retain_handle", "stack", "module",
-      "python_code",       "thread"};
+  static const char* const kNames[] = {"process",
+                                       "alloc",
+                                       "free",
+                                       "alloc_failed",
+                                       "end",
+                                       "context",
+                                       "context_destroyed",
+                                       "map",
+                                       "unmap",
+                                       "retain_handle",
+                                       "stack",
+                                       "module",
+                                       "python_code",
+                                       "thread",
+                                       "device",
+                                       "sample",
+                                       "name",
+                                       "phase",
+                                       "note"};
   return kNames[record.index()];
 }
 

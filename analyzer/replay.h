@@ -4,8 +4,11 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <unordered_map>
+#include <vector>
 
+#include "analyzer/timeline_builder.h"
 #include "analyzer/trace_summary.h"
 #include "format/records.h"
 
@@ -19,7 +22,16 @@ class Replay {
     snapshots_ = std::move(device_to_record);
   }
 
+  // A second pass can also sample every site's live bytes at the given times (ascending), for
+  // telling a leak that grows from memory that merely stays, and build a timeline.
+  void sample_sites_at(std::vector<uint64_t> times_ns) {
+    summary_.sample_times = std::move(times_ns);
+  }
+  void record_timeline(uint64_t resolution_ns) { timeline_.emplace(resolution_ns); }
+
   void apply(const format::Record& record);
+  // After the last record: takes the samples and timeline buckets still due at the end.
+  void finish();
   // The summary so far; `summary.end` and friends are the reader's to fill.
   TraceSummary& summary() { return summary_; }
 
@@ -43,6 +55,7 @@ class Replay {
     uint64_t size;
     uint32_t context;
     uint32_t stack;
+    uint64_t time_ns;
   };
   // A physical VMM allocation stays until it is released (once per reference) and unmapped.
   struct HandleState {
@@ -70,7 +83,18 @@ class Replay {
   void on(const format::ModuleRecord& r);
   void on(const format::PythonCodeRecord& r);
   void on(const format::ThreadRecord& r);
+  // Views, devices, phases and notes: replay_views.cpp.
+  void on(const format::DeviceRecord& r);
+  void on(const format::SampleRecord& r);
+  void on(const format::NameRecord& r);
+  void on(const format::PhaseRecord& r);
+  void on(const format::NoteRecord& r);
   void take_peak_snapshot(int device);
+  void take_samples_before(uint64_t time_ns);
+  void note_failure(const format::AllocFailedRecord& r);
+  std::vector<PeakSite> sites_live_on(int device) const;
+  void site_allocated(const LiveAllocation& a);
+  void site_ended(const LiveAllocation& a, bool by_teardown);
 
   static Space space_of(format::MemoryKind kind);
   static Space space_freed_by(format::Api api);
@@ -91,6 +115,8 @@ class Replay {
   std::unordered_map<Key, LiveAllocation, KeyHash> live_;
   std::unordered_map<uint64_t, HandleState> handles_;
   std::map<uint64_t, Mapping> mappings_;  // by address, for range unmaps
+  std::size_t samples_taken_ = 0;
+  std::optional<TimelineBuilder> timeline_;
 };
 
 }  // namespace gmt::analyzer

@@ -178,6 +178,21 @@ std::optional<Record> RecordDecoder::decode_payload(uint64_t type, const uint8_t
     case RecordType::kThread:
       record = decode_as<ThreadRecord>(begin, end, state_, error);
       break;
+    case RecordType::kDevice:
+      record = decode_as<DeviceRecord>(begin, end, state_, error);
+      break;
+    case RecordType::kSample:
+      record = decode_as<SampleRecord>(begin, end, state_, error);
+      break;
+    case RecordType::kName:
+      record = decode_as<NameRecord>(begin, end, state_, error);
+      break;
+    case RecordType::kPhase:
+      record = decode_as<PhaseRecord>(begin, end, state_, error);
+      break;
+    case RecordType::kNote:
+      record = decode_as<NoteRecord>(begin, end, state_, error);
+      break;
     default:
       return std::nullopt;  // unknown type: the caller skips it
   }

@@ -30,6 +30,11 @@ enum class RecordType : uint8_t {
   kModule = 12,
   kPythonCode = 13,
   kThread = 14,
+  kDevice = 15,
+  kSample = 16,
+  kName = 17,
+  kPhase = 18,
+  kNote = 19,
 };
 
 // Records are at most this many bytes unless they say otherwise (kMaxBytes): the writer encodes
@@ -52,6 +57,9 @@ struct ProcessInfoRecord {
   uint64_t mono_start_ns = 0;  // CLOCK_MONOTONIC then; event times count from here.
   std::string host;
   std::vector<std::string> argv;
+  // "NAME=value" for the variables that place the process in a multi-process job (RANK,
+  // LOCAL_RANK, WORLD_SIZE, ..., CUDA_VISIBLE_DEVICES), those that are set.
+  std::vector<std::string> env;
 
   template <class Self, class V>
   static void fields(Self& r, V& v) {
@@ -61,6 +69,7 @@ struct ProcessInfoRecord {
     v.u64("mono_start_ns", r.mono_start_ns);
     v.str("host", r.host);
     v.str_list("argv", r.argv);
+    v.str_list("env", r.env);
   }
 };
 
@@ -309,9 +318,167 @@ struct ThreadRecord {
   }
 };
 
+// A device the sampler looked at: which physical GPU a CUDA ordinal of this process is, so that
+// traces of processes with different CUDA_VISIBLE_DEVICES can be matched, and how NVML names it.
+struct DeviceRecord {
+  static constexpr RecordType kType = RecordType::kDevice;
+  static constexpr std::size_t kMaxBytes = 512;
+  uint64_t time_ns = 0;
+  int32_t device = -1;       // CUDA ordinal in this process
+  std::string pci_bus_id;    // as the driver writes it, "0000:17:00.0"; empty if unknown
+  int32_t nvml_index = -1;   // NVML's index of the same GPU; -1 when NVML does not know it
+  std::string name;          // the product name, from NVML
+  uint64_t total_bytes = 0;  // device memory, from the driver or NVML; 0 if unknown
+
+  template <class Self, class V>
+  static void fields(Self& r, V& v) {
+    v.time("time_ns", r.time_ns);
+    v.i32("device", r.device);
+    v.str("pci_bus_id", r.pci_bus_id);
+    v.i32("nvml_index", r.nvml_index);
+    v.str("name", r.name);
+    v.u64("total_bytes", r.total_bytes);
+  }
+};
+
+// Which view a SampleRecord field belongs to; a bit set in `present` means the value was read.
+enum SampleField : uint32_t {
+  kNvmlDeviceUsed = 1u << 0,
+  kNvmlDeviceTotal = 1u << 1,
+  kNvmlDeviceReserved = 1u << 2,
+  kNvmlProcessUsed = 1u << 3,
+  kNvmlOtherProcesses = 1u << 4,
+  kDriverFree = 1u << 5,
+  kDriverTotal = 1u << 6,
+  kPoolReserved = 1u << 7,
+  kPoolUsed = 1u << 8,
+  kGraphReserved = 1u << 9,
+  kGraphUsed = 1u << 10,
+  kFrameworkAllocated = 1u << 11,
+  kFrameworkReserved = 1u << 12,
+};
+
+// Why a sample was taken.
+enum class SampleReason : uint8_t {
+  kPeriodic = 0,
+  kHighWater = 1,    // just after the process's tracked device bytes reached a new high
+  kFailedAlloc = 2,  // just after an allocation failed
+  kFramework = 3,    // the framework view, pushed by the program (gpumemtrace_framework_sample)
+  kFirst = 4,        // when sampling started
+  kLast = 5,         // when sampling stopped (normal exit)
+};
+
+// What the other views said about one device at one moment. Fields whose bit is not set in
+// `present` could not be read (no NVML, an old driver, a failed call) and are 0.
+struct SampleRecord {
+  static constexpr RecordType kType = RecordType::kSample;
+  uint64_t time_ns = 0;
+  int32_t device = -1;            // CUDA ordinal in this process
+  uint32_t reason = 0;            // SampleReason
+  uint32_t present = 0;           // SampleField bits
+  uint64_t nvml_device_used = 0;  // nvmlDeviceGetMemoryInfo: used by every process
+  uint64_t nvml_device_total = 0;
+  uint64_t nvml_device_reserved = 0;  // by the driver and firmware (nvmlDeviceGetMemoryInfo_v2)
+  uint64_t nvml_process_used = 0;     // this process, from the running compute processes
+  uint64_t nvml_other_processes = 0;  // the other processes listed on the device
+  uint64_t driver_free = 0;           // cuMemGetInfo
+  uint64_t driver_total = 0;
+  uint64_t pool_reserved = 0;  // the device's current stream-ordered pool
+  uint64_t pool_used = 0;
+  uint64_t graph_reserved = 0;  // graph memory (cuDeviceGetGraphMemAttribute)
+  uint64_t graph_used = 0;
+  uint64_t framework_allocated = 0;  // e.g. torch.cuda.memory_allocated
+  uint64_t framework_reserved = 0;   // e.g. torch.cuda.memory_reserved
+
+  template <class Self, class V>
+  static void fields(Self& r, V& v) {
+    v.time("time_ns", r.time_ns);
+    v.i32("device", r.device);
+    v.u32("reason", r.reason);
+    v.u32("present", r.present);
+    v.u64("nvml_device_used", r.nvml_device_used);
+    v.u64("nvml_device_total", r.nvml_device_total);
+    v.u64("nvml_device_reserved", r.nvml_device_reserved);
+    v.u64("nvml_process_used", r.nvml_process_used);
+    v.u64("nvml_other_processes", r.nvml_other_processes);
+    v.u64("driver_free", r.driver_free);
+    v.u64("driver_total", r.driver_total);
+    v.u64("pool_reserved", r.pool_reserved);
+    v.u64("pool_used", r.pool_used);
+    v.u64("graph_reserved", r.graph_reserved);
+    v.u64("graph_used", r.graph_used);
+    v.u64("framework_allocated", r.framework_allocated);
+    v.u64("framework_reserved", r.framework_reserved);
+  }
+};
+
+// A string seen for the first time (a phase or domain name): records name it by `id`.
+struct NameRecord {
+  static constexpr RecordType kType = RecordType::kName;
+  static constexpr std::size_t kMaxBytes = 4096;
+  static constexpr std::size_t kMaxLength = 1024;  // longer names are cut
+  uint64_t time_ns = 0;
+  uint32_t id = 0;
+  std::string text;
+
+  template <class Self, class V>
+  static void fields(Self& r, V& v) {
+    v.time("time_ns", r.time_ns);
+    v.u32("id", r.id);
+    v.str("text", r.text);
+  }
+};
+
+enum class PhaseAction : uint8_t {
+  kPush = 0,   // a nested range opens on `thread` (nvtxRangePush, gpumemtrace_phase_push)
+  kPop = 1,    // the innermost range of `thread` in `domain` closes
+  kStart = 2,  // a range that may end on another thread opens (nvtxRangeStart), named `range`
+  kEnd = 3,    // range `range` closes
+  kMark = 4,   // an instant
+};
+
+// A phase boundary: an NVTX range or mark, or one from gpumemtrace.h. The thread is encoded,
+// not taken from the chunk: ranges opened before tracing started are written later by
+// another thread.
+struct PhaseRecord {
+  static constexpr RecordType kType = RecordType::kPhase;
+  uint64_t time_ns = 0;
+  uint64_t thread = 0;
+  uint32_t action = 0;  // PhaseAction
+  uint32_t domain = 0;  // NameRecord id of the NVTX domain; 0 for the default domain
+  uint32_t name = 0;    // NameRecord id; 0 for kPop and kEnd
+  uint64_t range = 0;   // kStart/kEnd: the range's id
+
+  template <class Self, class V>
+  static void fields(Self& r, V& v) {
+    v.time("time_ns", r.time_ns);
+    v.u64("thread", r.thread);
+    v.u32("action", r.action);
+    v.u32("domain", r.domain);
+    v.u32("name", r.name);
+    v.u64("range", r.range);
+  }
+};
+
+// Something the analyzer should tell the user about the recording itself: a view that could
+// not be read and why ("nvml: libnvidia-ml.so.1 not found"), a limit that was hit.
+struct NoteRecord {
+  static constexpr RecordType kType = RecordType::kNote;
+  static constexpr std::size_t kMaxBytes = 1024;
+  uint64_t time_ns = 0;
+  std::string text;
+
+  template <class Self, class V>
+  static void fields(Self& r, V& v) {
+    v.time("time_ns", r.time_ns);
+    v.str("text", r.text);
+  }
+};
+
 using Record =
     std::variant<ProcessInfoRecord, AllocRecord, FreeRecord, AllocFailedRecord, EndRecord,
                  ContextRecord, ContextDestroyedRecord, MapRecord, UnmapRecord, RetainHandleRecord,
-                 StackRecord, ModuleRecord, PythonCodeRecord, ThreadRecord>;
+                 StackRecord, ModuleRecord, PythonCodeRecord, ThreadRecord, DeviceRecord,
+                 SampleRecord, NameRecord, PhaseRecord, NoteRecord>;
 
 }  // namespace gmt::format

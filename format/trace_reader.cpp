@@ -32,7 +32,8 @@ struct ChunkRef {
 int tie_rank(const Record& r) {
   if (std::holds_alternative<ProcessInfoRecord>(r) || std::holds_alternative<ContextRecord>(r) ||
       std::holds_alternative<StackRecord>(r) || std::holds_alternative<ModuleRecord>(r) ||
-      std::holds_alternative<PythonCodeRecord>(r) || std::holds_alternative<ThreadRecord>(r)) {
+      std::holds_alternative<PythonCodeRecord>(r) || std::holds_alternative<ThreadRecord>(r) ||
+      std::holds_alternative<NameRecord>(r) || std::holds_alternative<DeviceRecord>(r)) {
     return 0;
   }
   if (std::holds_alternative<FreeRecord>(r) || std::holds_alternative<UnmapRecord>(r) ||
