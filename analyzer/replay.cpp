@@ -1,7 +1,11 @@
 #include "analyzer/replay.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <variant>
+
+#include "format/trace_reader.h"
 
 namespace gmt::analyzer {
 
@@ -47,28 +51,92 @@ DeviceSummary& Replay::device(int ordinal) {
 }
 
 void Replay::apply(const format::Record& record) {
+  ++summary_.record_counts[record.index()];
   std::visit([this](const auto& r) { on(r); }, record);
   for (const auto& [ordinal, index] : snapshots_) {
     if (index == record_index_) take_peak_snapshot(ordinal);
   }
+  while (samples_taken_ < sample_positions_.size() &&
+         sample_positions_[samples_taken_] == record_index_) {
+    take_sample(format::record_time(record));
+  }
   ++record_index_;
 }
 
-void Replay::take_peak_snapshot(int ordinal) {
-  std::unordered_map<uint32_t, PeakSite> by_stack;
-  for (const auto& [key, a] : live_) {
-    if (a.device != ordinal || !format::counts_toward_device_usage(a.kind)) continue;
-    PeakSite& site = by_stack[a.stack];
-    site.stack = a.stack;
-    site.bytes += a.size;
-    ++site.count;
-  }
+std::vector<PeakSite> Replay::sites_live_on(int ordinal) const {
   std::vector<PeakSite> sites;
-  for (const auto& [stack, site] : by_stack) sites.push_back(site);
+  for (const auto& [key, site] : summary_.sites) {
+    if (site.device != ordinal || site.live_resident_bytes == 0) continue;
+    // The count is of device-resident allocations only, like the bytes.
+    sites.push_back(PeakSite{site.stack, site.live_resident_bytes, site.live_resident_count});
+  }
   std::sort(sites.begin(), sites.end(), [](const PeakSite& a, const PeakSite& b) {
     return a.bytes != b.bytes ? a.bytes > b.bytes : a.stack < b.stack;
   });
-  device(ordinal).peak_sites = std::move(sites);
+  return sites;
+}
+
+void Replay::take_peak_snapshot(int ordinal) {
+  device(ordinal).peak_sites = sites_live_on(ordinal);
+}
+
+void Replay::take_sample(uint64_t time_ns) {
+  for (auto& [key, site] : summary_.sites) {
+    site.live_samples.resize(samples_taken_, 0);  // a site born later was empty before
+    site.live_samples.push_back(site.live_bytes);
+  }
+  summary_.sample_times.push_back(std::max(time_ns, now_ns_));
+  ++samples_taken_;
+}
+
+void Replay::finish() {
+  if (timeline_) summary_.timeline = timeline_->finish(summary_.duration_ns);
+}
+
+void Replay::site_allocated(const LiveAllocation& a) {
+  SiteStats& site = summary_.sites[site_key(a.device, a.stack)];
+  site.device = a.device;
+  site.stack = a.stack;
+  ++site.allocations;
+  ++site.size_histogram[std::bit_width(a.size)];
+  site.live_bytes += a.size;
+  ++site.live_count;
+  if (format::counts_toward_device_usage(a.kind)) {
+    site.live_resident_bytes += a.size;
+    ++site.live_resident_count;
+  }
+}
+
+void Replay::site_ended(const LiveAllocation& a, bool by_teardown) {
+  SiteStats& site = summary_.sites[site_key(a.device, a.stack)];
+  site.live_bytes -= a.size;
+  --site.live_count;
+  if (format::counts_toward_device_usage(a.kind)) {
+    site.live_resident_bytes -= a.size;
+    --site.live_resident_count;
+  }
+  if (by_teardown) {
+    site.torn_down_bytes += a.size;
+    ++site.torn_down_count;
+    if (format::counts_toward_device_usage(a.kind)) site.torn_down_resident_bytes += a.size;
+  } else if (now_ns_ - a.time_ns < kTemporaryNs) {
+    ++site.temporaries;
+  }
+}
+
+void Replay::note_failure(const format::AllocFailedRecord& r) {
+  if (summary_.failures.size() >= TraceSummary::kFailuresKept) {
+    ++summary_.failures_not_kept;
+    return;
+  }
+  constexpr std::size_t kHolders = 10;
+  FailedAllocation f{r.time_ns, r.device, r.kind, r.api, r.size, r.error, r.stack, 0, {}};
+  if (per_device(r.kind)) {
+    f.live_bytes = device(r.device).live_bytes;
+    f.holders = sites_live_on(r.device);
+    if (f.holders.size() > kHolders) f.holders.resize(kHolders);
+  }
+  summary_.failures.push_back(std::move(f));
 }
 
 void Replay::saw_event(uint64_t time_ns) {
@@ -82,9 +150,11 @@ void Replay::add_usage(int ordinal, MemoryKind kind, uint64_t bytes, uint64_t ti
       per_device(kind) ? device(ordinal).by_kind[kind] : summary_.process_kinds[kind];
   usage.live_bytes += bytes;
   usage.peak_bytes = std::max(usage.peak_bytes, usage.live_bytes);
+  if (timeline_ && per_device(kind)) timeline_->set(ordinal, kind, usage.live_bytes, time_ns);
   if (!format::counts_toward_device_usage(kind)) return;
   DeviceSummary& d = device(ordinal);
   d.live_bytes += bytes;
+  if (timeline_) timeline_->set(ordinal, std::nullopt, d.live_bytes, time_ns);
   if (d.live_bytes > d.peak_bytes) {
     d.peak_bytes = d.live_bytes;
     d.peak_time_ns = time_ns;
@@ -96,7 +166,11 @@ void Replay::remove_usage(int ordinal, MemoryKind kind, uint64_t bytes) {
   KindUsage& usage =
       per_device(kind) ? device(ordinal).by_kind[kind] : summary_.process_kinds[kind];
   usage.live_bytes -= bytes;
-  if (format::counts_toward_device_usage(kind)) device(ordinal).live_bytes -= bytes;
+  if (timeline_ && per_device(kind)) timeline_->set(ordinal, kind, usage.live_bytes, now_ns_);
+  if (!format::counts_toward_device_usage(kind)) return;
+  DeviceSummary& d = device(ordinal);
+  d.live_bytes -= bytes;
+  if (timeline_) timeline_->set(ordinal, std::nullopt, d.live_bytes, now_ns_);
 }
 
 void Replay::end_allocation(std::unordered_map<Key, LiveAllocation, KeyHash>::iterator it,
@@ -108,6 +182,7 @@ void Replay::end_allocation(std::unordered_map<Key, LiveAllocation, KeyHash>::it
     --d.live_count;
   }
   remove_usage(a.device, a.kind, a.size);
+  site_ended(a, by_teardown);
   if (it->first.space == Space::kHandle) handles_.erase(it->first.value);
   live_.erase(it);
 }
@@ -126,7 +201,11 @@ void Replay::on(const format::AllocRecord& r) {
   // The same key live twice means we missed a free (one made before tracing, or by an API not
   // hooked): the old allocation is gone, or the driver could not have reused its address.
   if (auto it = live_.find(key); it != live_.end()) end_allocation(it, false);
-  live_.emplace(key, LiveAllocation{r.device, r.kind, r.size, r.context, r.stack});
+  const LiveAllocation a{r.device, r.kind, r.size, r.context, r.stack, r.time_ns};
+  live_.emplace(key, a);
+  site_allocated(a);
+  if (const auto k = static_cast<std::size_t>(r.kind); k < summary_.allocs_by_kind.size())
+    ++summary_.allocs_by_kind[k];
   if (space_of(r.kind) == Space::kHandle) handles_[r.address] = HandleState{};
   if (per_device(r.kind)) {
     DeviceSummary& d = device(r.device);
@@ -167,6 +246,9 @@ void Replay::on(const format::FreeRecord& r) {
 
 void Replay::on(const format::AllocFailedRecord& r) {
   saw_event(r.time_ns);
+  if (const auto k = static_cast<std::size_t>(r.kind); k < summary_.failures_by_kind.size())
+    ++summary_.failures_by_kind[k];
+  note_failure(r);
   if (per_device(r.kind)) {
     ++device(r.device).failed_alloc_count;
   } else {

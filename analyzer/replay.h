@@ -22,15 +22,16 @@ class Replay {
     snapshots_ = std::move(device_to_record);
   }
 
-  // A second pass can also sample every site's live bytes at the given times (ascending), for
-  // telling a leak that grows from memory that merely stays, and build a timeline.
-  void sample_sites_at(std::vector<uint64_t> times_ns) {
-    summary_.sample_times = std::move(times_ns);
+  // A second pass can also sample every site's live bytes after the records at the given
+  // positions (ascending indices), for telling a leak that grows from memory that merely stays,
+  // and build a timeline.
+  void sample_sites_after(std::vector<uint64_t> record_indices) {
+    sample_positions_ = std::move(record_indices);
   }
   void record_timeline(uint64_t resolution_ns) { timeline_.emplace(resolution_ns); }
 
   void apply(const format::Record& record);
-  // After the last record: takes the samples and timeline buckets still due at the end.
+  // After the last record: the timeline's buckets up to the end.
   void finish();
   // The summary so far; `summary.end` and friends are the reader's to fill.
   TraceSummary& summary() { return summary_; }
@@ -90,7 +91,7 @@ class Replay {
   void on(const format::PhaseRecord& r);
   void on(const format::NoteRecord& r);
   void take_peak_snapshot(int device);
-  void take_samples_before(uint64_t time_ns);
+  void take_sample(uint64_t time_ns);
   void note_failure(const format::AllocFailedRecord& r);
   std::vector<PeakSite> sites_live_on(int device) const;
   void site_allocated(const LiveAllocation& a);
@@ -115,6 +116,7 @@ class Replay {
   std::unordered_map<Key, LiveAllocation, KeyHash> live_;
   std::unordered_map<uint64_t, HandleState> handles_;
   std::map<uint64_t, Mapping> mappings_;  // by address, for range unmaps
+  std::vector<uint64_t> sample_positions_;
   std::size_t samples_taken_ = 0;
   std::optional<TimelineBuilder> timeline_;
 };

@@ -2,15 +2,17 @@
 
 #include <map>
 
+#include "analyzer/leak_classes.h"
 #include "analyzer/mapped_file.h"
 #include "analyzer/replay.h"
+#include "analyzer/timeline_builder.h"
 #include "analyzer/trace_error.h"
 #include "format/file_header.h"
 #include "format/trace_reader.h"
 
 namespace gmt::analyzer {
 
-TraceSummary summarize_trace(const std::string& path) {
+TraceSummary summarize_trace(const std::string& path, const SummaryOptions& options) {
   MappedFile file(path);
   const format::HeaderCheck header = format::check_header(file.bytes());
   if (!header.ok) throw TraceError(path + ": " + header.error);
@@ -25,18 +27,33 @@ TraceSummary summarize_trace(const std::string& path) {
   // What was live at each peak needs the peak's position, known only now: a second pass stops
   // there. (Snapshotting at every new high-water mark instead would cost O(live) per record
   // while memory grows.)
-  if (described && !replay.summary().devices.empty()) {
+  replay.finish();
+  if (described) {
     std::map<int, uint64_t> peaks;
     for (const auto& [ordinal, d] : replay.summary().devices) {
       if (d.peak_bytes > 0) peaks[ordinal] = d.peak_record;
     }
+    const uint64_t duration = replay.summary().duration_ns;
     Replay second;
     second.snapshot_peaks_at(std::move(peaks));
+    uint64_t records = 0;
+    for (uint64_t n : replay.summary().record_counts) records += n;
+    second.sample_sites_after(leak_sample_positions(records));
+    if (options.timeline_resolution_ns > 0)
+      second.record_timeline(timeline_resolution(options.timeline_resolution_ns, duration));
     format::TraceReader again(file.bytes(), header.header);
     while (auto record = again.next()) second.apply(*record);
-    for (auto& [ordinal, d] : replay.summary().devices) {
+    second.finish();
+    TraceSummary& first = replay.summary();
+    for (auto& [ordinal, d] : first.devices) {
       d.peak_sites = std::move(second.summary().devices[ordinal].peak_sites);
     }
+    first.sample_times = second.summary().sample_times;
+    for (auto& [key, site] : first.sites) {
+      site.live_samples = std::move(second.summary().sites[key].live_samples);
+    }
+    first.timeline = std::move(second.summary().timeline);
+    classify_leaks(first);
   }
 
   TraceSummary& summary = replay.summary();

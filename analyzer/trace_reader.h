@@ -1,6 +1,7 @@
 // Reads one trace file from start to end through the replay model.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "analyzer/trace_summary.h"
@@ -10,6 +11,13 @@ namespace gmt::analyzer {
 // Throws TraceError when the file is not a readable trace at all (missing, empty, not a trace,
 // unsupported version). A trace that is cut short or damaged part-way is not an error: the
 // summary covers everything before the damage and says where and why reading stopped.
-TraceSummary summarize_trace(const std::string& path);
+//
+// Two passes: the second knows the peaks and the duration, and takes what was live at each
+// peak, the samples that tell growing sites (leak classes) and, when `timeline_resolution_ns` is
+// not 0, the timeline (at that resolution or the coarser one its bucket limit needs).
+struct SummaryOptions {
+  uint64_t timeline_resolution_ns = 0;
+};
+TraceSummary summarize_trace(const std::string& path, const SummaryOptions& options = {});
 
 }  // namespace gmt::analyzer

@@ -1,13 +1,16 @@
 // The model of one trace after replay: what every report prints, and nothing about how.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <variant>
 #include <vector>
 
+#include "format/api.h"
 #include "format/memory_kind.h"
 #include "format/records.h"
 
@@ -60,6 +63,79 @@ struct DeviceSummary {
   std::vector<ResolvedSite> top_sites;
 };
 
+// An allocation freed this soon after it was made, by a free call, is a temporary: scratch
+// space that a caching allocator or a pool could have reused.
+inline constexpr uint64_t kTemporaryNs = 1'000'000;
+
+// Size classes of a site's allocations: bucket b > 0 holds sizes in [2^(b-1), 2^b), bucket 0
+// zero-byte allocations.
+inline constexpr std::size_t kSizeBuckets = 65;
+
+// Everything allocated at one call stack on one device (-1: host memory, unknown device), over
+// the whole trace. Memory grows with the number of sites, not of events.
+struct SiteStats {
+  int device = -1;
+  uint32_t stack = 0;
+  uint64_t live_bytes = 0;           // any kind, live at the end once replayed
+  uint64_t live_resident_bytes = 0;  // of those, device-resident (what a device's peak counts)
+  uint64_t live_count = 0;
+  uint64_t live_resident_count = 0;
+  uint64_t torn_down_bytes = 0;  // ended by their context's destruction, never freed
+  uint64_t torn_down_count = 0;
+  uint64_t torn_down_resident_bytes = 0;
+  uint64_t allocations = 0;
+  uint64_t temporaries = 0;  // freed within kTemporaryNs of being made
+  std::array<uint64_t, kSizeBuckets> size_histogram{};
+  std::vector<uint64_t> live_samples;  // live_bytes at each of TraceSummary::sample_times
+};
+
+// The key of a site in TraceSummary::sites.
+inline uint64_t site_key(int device, uint32_t stack) {
+  return static_cast<uint64_t>(static_cast<uint32_t>(device)) << 32 | stack;
+}
+
+enum class LeakClass {
+  kTeardown,      // never freed, released only by the destruction of its context
+  kCached,        // live at the end, made by a framework's caching allocator: kept on purpose
+  kProbableLeak,  // live at the end, and the site's live bytes kept growing through the trace
+  kUnfreed,       // live at the end, none of the above
+};
+
+// Allocations of one site that were never freed, in one class.
+struct LeakGroup {
+  int device = -1;
+  uint32_t stack = 0;
+  LeakClass leak_class = LeakClass::kUnfreed;
+  uint64_t bytes = 0;           // any kind
+  uint64_t resident_bytes = 0;  // of those, device-resident
+  uint64_t count = 0;
+  double growth_bytes_per_s = 0;  // probable leaks: how fast the site's live bytes grew
+};
+
+// A failed allocation, with the device's state at that instant.
+struct FailedAllocation {
+  uint64_t time_ns = 0;
+  int device = -1;
+  format::MemoryKind kind = format::MemoryKind::kDevice;
+  format::Api api = format::Api::kUnknown;
+  uint64_t requested_bytes = 0;
+  uint32_t error = 0;
+  uint32_t stack = 0;             // where the failed call was made
+  uint64_t live_bytes = 0;        // device-resident bytes live on the device then
+  std::vector<PeakSite> holders;  // the largest sites live on the device then, largest first
+};
+
+// Live bytes per device over time, in buckets of `resolution_ns` from the trace's start: each
+// bucket holds the most that was live during it, so that no peak is smoothed away.
+struct DeviceTimeline {
+  std::vector<uint64_t> resident;  // device-resident bytes (what the peak counts)
+  std::map<format::MemoryKind, std::vector<uint64_t>> by_kind;
+};
+struct Timeline {
+  uint64_t resolution_ns = 0;  // 0: no timeline was asked for
+  std::map<int, DeviceTimeline> devices;
+};
+
 enum class TraceEnd {
   kExited,     // the End record was written: the process exited normally
   kCut,        // every record is complete, but the process never reached exit (killed, _exit)
@@ -99,6 +175,19 @@ struct TraceSummary {
   std::unordered_map<uint32_t, PythonCode> python_code;
   std::vector<std::string> symbolization_warnings;
   std::map<uint64_t, std::string> threads;  // tid -> name, for the threads that recorded
+
+  // Records read, by type (the index of format::Record's alternative).
+  std::array<uint64_t, std::variant_size_v<format::Record>> record_counts{};
+  std::array<uint64_t, format::kMemoryKindCount> allocs_by_kind{};
+  std::array<uint64_t, format::kMemoryKindCount> failures_by_kind{};
+  std::unordered_map<uint64_t, SiteStats> sites;  // by site_key(device, stack)
+  std::vector<uint64_t> sample_times;             // when SiteStats::live_samples were taken
+  std::vector<LeakGroup> leaks;                   // by classify_leaks(), largest first
+  // Failed allocations in time order; past kFailuresKept only counted.
+  static constexpr std::size_t kFailuresKept = 1000;
+  std::vector<FailedAllocation> failures;
+  uint64_t failures_not_kept = 0;
+  Timeline timeline;
 
   bool truncated() const { return end == TraceEnd::kTruncated || end == TraceEnd::kCorrupt; }
 };

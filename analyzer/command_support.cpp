@@ -1,0 +1,90 @@
+#include "analyzer/command_support.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <sstream>
+
+namespace gmt::analyzer {
+
+TraceSummary load_trace(const std::string& path, std::ostream& err, const SummaryOptions& options) {
+  TraceSummary trace = summarize_trace(path, options);
+  for (const std::string& problem : trace.problems) {
+    err << "gpumemtrace: " << path << ": left out at " << problem << "\n";
+  }
+  return trace;
+}
+
+std::string device_name(int device) {
+  return device >= 0 ? "device " + std::to_string(device) : std::string("device unknown");
+}
+
+namespace {
+std::string basename_of(const std::string& path) {
+  return path.substr(path.find_last_of('/') + 1);
+}
+}  // namespace
+
+std::string frame_text(const SiteFrame& f) {
+  // An ostream: GCC 12 warns falsely (-Wrestrict) on chained string concatenation at -O3.
+  std::ostringstream text;
+  text << f.function;
+  if (f.file) {
+    text << "  " << basename_of(*f.file);
+    if (f.line) text << ':' << *f.line;
+  } else if (f.module) {
+    text << "  (" << basename_of(*f.module) << ')';
+  }
+  return text.str();
+}
+
+void write_frames(const std::vector<SiteFrame>& frames, std::size_t shown,
+                  const std::string& indent, std::ostream& out) {
+  if (frames.empty()) out << indent << "(no stack recorded)\n";
+  for (std::size_t i = 0; i < frames.size() && i < shown; ++i) {
+    out << indent << frame_text(frames[i]) << "\n";
+  }
+  if (frames.size() > shown) out << indent << "... " << frames.size() - shown << " more frames\n";
+}
+
+nlohmann::ordered_json frames_json(const std::vector<SiteFrame>& frames) {
+  using nlohmann::ordered_json;
+  ordered_json out = ordered_json::array();
+  for (const SiteFrame& f : frames) {
+    out.push_back({{"function", f.function},
+                   {"file", f.file ? ordered_json(*f.file) : nullptr},
+                   {"line", f.line ? ordered_json(*f.line) : nullptr},
+                   {"module", f.module ? ordered_json(*f.module) : nullptr},
+                   {"kind", f.kind}});
+  }
+  return out;
+}
+
+nlohmann::ordered_json site_stats_json(const SiteStats& site) {
+  using nlohmann::ordered_json;
+  ordered_json histogram = ordered_json::array();
+  for (std::size_t b = 0; b < site.size_histogram.size(); ++b) {
+    if (site.size_histogram[b] == 0) continue;
+    const uint64_t min_bytes = b == 0 ? 0 : uint64_t{1} << (b - 1);
+    histogram.push_back({{"min_bytes", min_bytes}, {"count", site.size_histogram[b]}});
+  }
+  return {{"allocations", site.allocations},
+          {"temporary_count", site.temporaries},
+          {"size_histogram", histogram}};
+}
+
+const SiteStats& site_of(const TraceSummary& trace, int device, uint32_t stack) {
+  static const SiteStats kNone;
+  const auto it = trace.sites.find(site_key(device, stack));
+  return it != trace.sites.end() ? it->second : kNone;
+}
+
+bool colour_wanted(int fd) {
+  return isatty(fd) == 1 && std::getenv("NO_COLOR") == nullptr;
+}
+
+std::string paint(const std::string& text, const char* sgr, bool colour) {
+  return colour ? std::string("\x1b[") + sgr + "m" + text + "\x1b[0m" : text;
+}
+
+}  // namespace gmt::analyzer

@@ -1,0 +1,90 @@
+// `gpumemtrace oom`: every failed allocation with what the device held at that instant.
+#include "analyzer/byte_size.h"
+#include "analyzer/command_support.h"
+#include "analyzer/commands.h"
+#include "analyzer/stack_frames.h"
+#include "analyzer/trace_error.h"
+
+namespace gmt::analyzer {
+namespace {
+
+nlohmann::ordered_json oom_json(const TraceSummary& trace, ResolvedStacks& frames) {
+  using nlohmann::ordered_json;
+  ordered_json failures = ordered_json::array();
+  for (const FailedAllocation& f : trace.failures) {
+    ordered_json holders = ordered_json::array();
+    for (const PeakSite& h : f.holders) {
+      holders.push_back(
+          {{"bytes", h.bytes}, {"count", h.count}, {"frames", frames_json(frames[h.stack])}});
+    }
+    failures.push_back({{"time_ns", f.time_ns},
+                        {"device", f.device},
+                        {"api", format::api_name(f.api)},
+                        {"requested_bytes", f.requested_bytes},
+                        {"live_bytes", f.live_bytes},
+                        // Filled once the trace carries the driver's sampled view.
+                        {"driver_free_bytes", nullptr},
+                        {"kind", format::memory_kind_name(f.kind)},
+                        {"error", f.error},
+                        {"frames", frames_json(frames[f.stack])},
+                        {"holders", holders}});
+  }
+  return {{"trace", trace.path},
+          {"failed_allocations", trace.failures.size() + trace.failures_not_kept},
+          {"not_listed", trace.failures_not_kept},
+          {"ooms", failures}};
+}
+
+void write_oom_text(const TraceSummary& trace, ResolvedStacks& frames, std::ostream& out) {
+  constexpr std::size_t kFailuresShown = 5;
+  constexpr std::size_t kHoldersShown = 5;
+  constexpr std::size_t kFramesShown = 3;
+  const uint64_t total = trace.failures.size() + trace.failures_not_kept;
+  if (total == 0) {
+    out << trace.path << ": no allocation failed\n";
+    return;
+  }
+  out << total << (total == 1 ? " failed allocation" : " failed allocations") << " in "
+      << trace.path << "\n";
+  for (std::size_t i = 0; i < trace.failures.size() && i < kFailuresShown; ++i) {
+    const FailedAllocation& f = trace.failures[i];
+    out << "  at " << human_duration(f.time_ns) << " on " << device_name(f.device) << ": "
+        << format::api_name(f.api) << " of " << human_bytes(f.requested_bytes) << " ("
+        << format::memory_kind_name(f.kind) << ", error " << f.error << ") with "
+        << human_bytes(f.live_bytes) << " live\n";
+    out << "    failed call\n";
+    write_frames(frames[f.stack], kFramesShown, "      ", out);
+    if (!f.holders.empty()) out << "    held then\n";
+    for (std::size_t h = 0; h < f.holders.size() && h < kHoldersShown; ++h) {
+      out << "      " << human_bytes(f.holders[h].bytes) << " in " << f.holders[h].count << "\n";
+      write_frames(frames[f.holders[h].stack], kFramesShown, "        ", out);
+    }
+  }
+  if (total > kFailuresShown) out << "  ... " << total - kFailuresShown << " more (--json)\n";
+}
+
+}  // namespace
+
+int oom_command(const std::string& path, bool json, std::ostream& out, std::ostream& err) {
+  TraceSummary trace;
+  try {
+    trace = load_trace(path, err);
+  } catch (const TraceError& e) {
+    err << "gpumemtrace: " << e.what() << "\n";
+    return 1;
+  }
+  std::vector<uint32_t> stacks;
+  for (const FailedAllocation& f : trace.failures) {
+    stacks.push_back(f.stack);
+    for (const PeakSite& h : f.holders) stacks.push_back(h.stack);
+  }
+  ResolvedStacks frames = resolve_stacks(trace, stacks, trace.symbolization_warnings);
+  if (json) {
+    out << oom_json(trace, frames).dump(2) << "\n";
+  } else {
+    write_oom_text(trace, frames, out);
+  }
+  return 0;
+}
+
+}  // namespace gmt::analyzer
