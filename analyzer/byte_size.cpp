@@ -1,7 +1,10 @@
 #include "analyzer/byte_size.h"
 
 #include <array>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <utility>
 
 namespace gmt::analyzer {
 
@@ -34,6 +37,40 @@ std::string human_duration(uint64_t ns) {
     std::snprintf(buf, sizeof buf, "%.3f s", static_cast<double>(ns) / 1e9);
   }
   return buf;
+}
+
+std::optional<uint64_t> parse_byte_size(std::string_view text) {
+  static constexpr std::array<std::pair<std::string_view, double>, 14> kUnits = {{
+      {"", 1},
+      {"B", 1},
+      {"K", 1024.0},
+      {"KiB", 1024.0},
+      {"KB", 1e3},
+      {"M", 1048576.0},
+      {"MiB", 1048576.0},
+      {"MB", 1e6},
+      {"G", 1073741824.0},
+      {"GiB", 1073741824.0},
+      {"GB", 1e9},
+      {"T", 1099511627776.0},
+      {"TiB", 1099511627776.0},
+      {"TB", 1e12},
+  }};
+  const std::size_t digits = text.find_first_not_of("0123456789.");
+  const std::string number(text.substr(0, digits));
+  if (number.empty() || number.find_first_of("0123456789") == std::string::npos) return {};
+  std::string_view unit = digits == std::string_view::npos ? "" : text.substr(digits);
+  while (!unit.empty() && unit.front() == ' ') unit.remove_prefix(1);
+  char* end = nullptr;
+  const double value = std::strtod(number.c_str(), &end);
+  if (end != number.c_str() + number.size()) return {};
+  for (const auto& [name, scale] : kUnits) {
+    if (unit != name) continue;
+    const double bytes = std::round(value * scale);
+    if (bytes >= 18446744073709551615.0) return {};
+    return static_cast<uint64_t>(bytes);
+  }
+  return {};
 }
 
 }  // namespace gmt::analyzer

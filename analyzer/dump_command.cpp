@@ -33,7 +33,9 @@ class JsonFields {
   ordered_json& out_;
 };
 
-const char* record_name(const format::Record& record) {
+}  // namespace
+
+const char* record_type_name(std::size_t index) {
   static const char* const kNames[] = {"process",
                                        "alloc",
                                        "free",
@@ -53,10 +55,9 @@ const char* record_name(const format::Record& record) {
                                        "name",
                                        "phase",
                                        "note"};
-  return kNames[record.index()];
+  static_assert(std::size(kNames) == std::variant_size_v<format::Record>);
+  return index < std::size(kNames) ? kNames[index] : "unknown";
 }
-
-}  // namespace
 
 int dump_trace(const std::string& path, std::ostream& out, std::ostream& err) {
   try {
@@ -65,7 +66,7 @@ int dump_trace(const std::string& path, std::ostream& out, std::ostream& err) {
     if (!header.ok) throw TraceError(path + ": " + header.error);
     format::TraceReader reader(file.bytes(), header.header);
     while (auto record = reader.next()) {
-      ordered_json line = {{"record", record_name(*record)}};
+      ordered_json line = {{"record", record_type_name(record->index())}};
       JsonFields fields(line);
       std::visit(
           [&](const auto& r) {

@@ -3,6 +3,8 @@
 #include <iostream>
 #include <string_view>
 
+#include "analyzer/byte_size.h"
+#include "analyzer/command_support.h"
 #include "analyzer/commands.h"
 #include "analyzer/dump_command.h"
 #include "analyzer/report.h"
@@ -71,10 +73,47 @@ int main(int argc, char** argv) {
   bool single_json = false;
   CLI::App* leaks = app.add_subcommand("leaks", "Allocations never freed, grouped and classified");
   CLI::App* oom = app.add_subcommand("oom", "Every failed allocation and what was held then");
-  for (CLI::App* command : {leaks, oom}) {
+  CLI::App* info = app.add_subcommand("info", "What a trace holds and whether it is whole");
+  for (CLI::App* command : {leaks, oom, info}) {
     command->add_option("trace", single_path, "Trace file")->required();
     command->add_flag("--json", single_json, "Machine-readable output (contract in README.md)");
   }
+
+  gmt::analyzer::CheckOptions check_options;
+  CLI::App* check = app.add_subcommand(
+      "check", "Exit 1 with a one-line reason when a limit is exceeded (a CI gate)");
+  check->add_option("trace", check_options.path, "Trace file")->required();
+  const auto size_option = [check](const char* name, std::optional<uint64_t>& target,
+                                   const char* help) {
+    check
+        ->add_option_function<std::string>(
+            name,
+            [name, &target](const std::string& text) {
+              target = gmt::analyzer::parse_byte_size(text);
+              if (!target) throw CLI::ValidationError(name, "not a size: " + text);
+            },
+            help)
+        ->type_name("SIZE");
+  };
+  size_option("--max-peak", check_options.max_peak, "Most device-resident bytes on any device");
+  size_option("--max-leak", check_options.max_leak, "Most bytes never freed (leaks, unfreed)");
+  check->add_flag("--no-oom", check_options.no_oom, "Fail when any allocation failed");
+
+  gmt::analyzer::TimelineOptions timeline_options;
+  CLI::App* timeline = app.add_subcommand("timeline", "Live bytes over time per device and kind");
+  timeline->add_option("trace", timeline_options.path, "Trace file")->required();
+  timeline->add_option("--format", timeline_options.format, "csv or json (default: a chart)")
+      ->check(CLI::IsMember({"csv", "json"}));
+  timeline->add_option("--device", timeline_options.device, "Only this device");
+  timeline->add_option("--resolution", timeline_options.resolution_ms, "Bucket width in ms")
+      ->check(CLI::PositiveNumber);
+
+  std::string diff_before, diff_after;
+  bool diff_json = false;
+  CLI::App* diff = app.add_subcommand("diff", "Peak and leak changes by site between two traces");
+  diff->add_option("before", diff_before, "Trace before the change")->required();
+  diff->add_option("after", diff_after, "Trace after the change")->required();
+  diff->add_flag("--json", diff_json, "Machine-readable output (contract in README.md)");
 
   CLI11_PARSE(app, argc, argv);
 
@@ -86,6 +125,15 @@ int main(int argc, char** argv) {
       return gmt::analyzer::leaks_command(single_path, single_json, std::cout, std::cerr);
     if (oom->parsed())
       return gmt::analyzer::oom_command(single_path, single_json, std::cout, std::cerr);
+    if (info->parsed())
+      return gmt::analyzer::info_command(single_path, single_json, std::cout, std::cerr);
+    if (check->parsed()) return gmt::analyzer::check_command(check_options, std::cout, std::cerr);
+    if (timeline->parsed()) {
+      timeline_options.colour = gmt::analyzer::colour_wanted(1);
+      return gmt::analyzer::timeline_command(timeline_options, std::cout, std::cerr);
+    }
+    if (diff->parsed())
+      return gmt::analyzer::diff_command(diff_before, diff_after, diff_json, std::cout, std::cerr);
   } catch (const std::exception& e) {
     std::cerr << "gpumemtrace: " << e.what() << "\n";
     return 2;

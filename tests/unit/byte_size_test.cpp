@@ -20,5 +20,22 @@ TEST(HumanDuration, PicksAReadableUnit) {
   EXPECT_EQ(human_duration(2500000000), "2.500 s");
 }
 
+TEST(ParseByteSize, AcceptsBytesBinaryAndDecimalUnits) {
+  EXPECT_EQ(parse_byte_size("4096"), 4096u);
+  EXPECT_EQ(parse_byte_size("512MiB"), 512ull << 20);
+  EXPECT_EQ(parse_byte_size("10 GiB"), 10ull << 30);
+  EXPECT_EQ(parse_byte_size("1.5G"), 3ull << 29);
+  EXPECT_EQ(parse_byte_size("2GB"), 2000000000u);
+  EXPECT_EQ(parse_byte_size("7B"), 7u);
+}
+
+TEST(ParseByteSize, RejectsWhatIsNotASize) {
+  EXPECT_EQ(parse_byte_size(""), std::nullopt);
+  EXPECT_EQ(parse_byte_size("MiB"), std::nullopt);
+  EXPECT_EQ(parse_byte_size("12 parsecs"), std::nullopt);
+  EXPECT_EQ(parse_byte_size("1.2.3G"), std::nullopt);
+  EXPECT_EQ(parse_byte_size("-5"), std::nullopt);
+}
+
 }  // namespace
 }  // namespace gmt::analyzer
