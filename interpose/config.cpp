@@ -43,6 +43,16 @@ Config Config::from_environment(void (*warn)(const std::string&)) {
       config.stack_depth = static_cast<int>(n);
     }
   }
+  if (const char* ms = value_of("GPUMEMTRACE_SAMPLE_MS")) {
+    char* end = nullptr;
+    const long n = std::strtol(ms, &end, 10);
+    if (*end != '\0' || n < 0 || n > 3600 * 1000) {
+      warn(std::string("GPUMEMTRACE_SAMPLE_MS='") + ms +
+           "' is not a number of milliseconds (0 turns sampling off); using 50");
+    } else {
+      config.sample_ms = static_cast<int>(n);
+    }
+  }
   return config;
 }
 

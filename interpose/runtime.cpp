@@ -12,7 +12,10 @@ namespace gmt::interpose {
 Runtime::Runtime()
     : config_(Config::from_environment(print_diagnostic)),
       writer_(config_),
-      events_(writer_, config_) {}
+      driver_views_(entry_points_),
+      sampler_(writer_, config_, driver_views_),
+      phases_(writer_),
+      events_(writer_, config_, sampler_, phases_) {}
 
 Runtime& Runtime::get() {
   // Placement-new into static storage: no destructor is ever registered, so the runtime outlives
@@ -24,16 +27,29 @@ Runtime& Runtime::get() {
 
 namespace {
 
+// Every lock is taken before fork, in the order they nest, so that the child finds each table
+// consistent and no lock held by a thread that does not exist there.
 void before_fork() {
-  Runtime::get().writer().before_fork();
+  Runtime& rt = Runtime::get();
+  rt.events().before_fork();
+  rt.phases().before_fork();
+  rt.sampler().before_fork();
+  rt.writer().before_fork();
 }
 void after_fork_in_parent() {
-  Runtime::get().writer().after_fork_in_parent();
+  Runtime& rt = Runtime::get();
+  rt.writer().after_fork_in_parent();
+  rt.sampler().after_fork_in_parent();
+  rt.phases().after_fork_in_parent();
+  rt.events().after_fork_in_parent();
 }
 void after_fork_in_child() {
   forget_thread_id();
-  Runtime::get().writer().after_fork_in_child();
-  Runtime::get().events().after_fork_in_child();
+  Runtime& rt = Runtime::get();
+  rt.writer().after_fork_in_child();
+  rt.sampler().after_fork_in_child();
+  rt.phases().after_fork_in_child();
+  rt.events().after_fork_in_child();
 }
 
 // Only registers fork handlers: loading the library must start no thread and open no file.

@@ -3,8 +3,11 @@
 #pragma once
 
 #include "interpose/config.h"
+#include "interpose/hooks/driver_views.h"
 #include "interpose/hooks/entry_points.h"
 #include "interpose/record/event_recorder.h"
+#include "interpose/record/phase_recorder.h"
+#include "interpose/record/sampler.h"
 #include "interpose/record/trace_writer.h"
 
 namespace gmt::interpose {
@@ -17,14 +20,20 @@ class Runtime {
   DriverEntryPoints& entry_points() { return entry_points_; }
   EventRecorder& events() { return events_; }
   TraceWriter& writer() { return writer_; }
+  Sampler& sampler() { return sampler_; }
+  PhaseRecorder& phases() { return phases_; }
+  DriverViews& driver_views() { return driver_views_; }
 
  private:
   Runtime();
 
   Config config_;
   TraceWriter writer_;
-  EventRecorder events_;
   DriverEntryPoints entry_points_;
+  DriverViewsOfDriver driver_views_;
+  Sampler sampler_;
+  PhaseRecorder phases_;
+  EventRecorder events_;
 };
 
 }  // namespace gmt::interpose

@@ -40,6 +40,21 @@ CUresult destroy_context(Hook& hook, Fn real, CUcontext ctx) {
   return real(ctx);
 }
 
+// The sampler reads a device through a reference to its primary context; holding its teardown
+// lock across the real call keeps that reference from being the one that outlives the program's.
+class TeardownLock {
+ public:
+  explicit TeardownLock(Hook& hook) : views_(hook.runtime().driver_views()) {
+    views_.lock_teardown();
+  }
+  ~TeardownLock() { views_.unlock_teardown(); }
+  TeardownLock(const TeardownLock&) = delete;
+  TeardownLock& operator=(const TeardownLock&) = delete;
+
+ private:
+  gmt::interpose::DriverViews& views_;
+};
+
 template <class Fn>
 CUresult reset_primary(Hook& hook, Fn real, CUdevice device) {
   if (hook.outermost()) {
@@ -47,6 +62,7 @@ CUresult reset_primary(Hook& hook, Fn real, CUdevice device) {
       hook.events().context_destroying(ctx, Api::kCuDevicePrimaryCtxReset);
     }
   }
+  TeardownLock lock(hook);
   return real(device);
 }
 
@@ -55,8 +71,14 @@ CUresult reset_primary(Hook& hook, Fn real, CUdevice device) {
 template <class Fn>
 CUresult release_primary(Hook& hook, Fn real, CUdevice device) {
   const uint64_t ctx = hook.outermost() ? active_primary_context(hook, device) : 0;
-  const CUresult result = real(device);
-  if (ctx != 0 && result == CUDA_SUCCESS && !primary_active(hook, device)) {
+  CUresult result;
+  bool gone = false;
+  {
+    TeardownLock lock(hook);
+    result = real(device);
+    gone = result == CUDA_SUCCESS && !primary_active(hook, device);
+  }
+  if (ctx != 0 && gone) {
     hook.events().context_destroying(ctx, Api::kCuDevicePrimaryCtxRelease);
   }
   return result;

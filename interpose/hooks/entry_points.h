@@ -66,7 +66,16 @@ namespace gmt::interpose {
   X(cuDevicePrimaryCtxGetState)   \
   X(cuDevicePrimaryCtxRetain)     \
   X(cuDevicePrimaryCtxRelease_v2) \
-  X(cuMemGetAddressRange_v2)
+  X(cuMemGetAddressRange_v2)      \
+  X(cuDeviceGet)                  \
+  X(cuDeviceGetPCIBusId)          \
+  X(cuDeviceTotalMem_v2)          \
+  X(cuCtxPushCurrent_v2)          \
+  X(cuCtxPopCurrent_v2)           \
+  X(cuMemGetInfo_v2)              \
+  X(cuDeviceGetMemPool)           \
+  X(cuMemPoolGetAttribute)        \
+  X(cuDeviceGetGraphMemAttribute)
 
 #define GMT_ENUMERATOR(name) name,
 enum class EntryPoint : std::size_t { GMT_DRIVER_ENTRY_POINTS(GMT_ENUMERATOR) kCount };

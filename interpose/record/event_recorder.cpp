@@ -41,6 +41,7 @@ uint32_t EventRecorder::context_id_locked(uint64_t context, int device) {
   rec.device = device;
   writer_.record(rec);
   contexts_.push_back({context, rec.id});
+  sampler_.device_in_use(device);
   return rec.id;
 }
 
@@ -67,6 +68,7 @@ void EventRecorder::allocation(uint32_t error, int device, uint64_t context,
     rec.error = error;
     rec.stack = stack_here();
     writer_.record(rec);
+    after_allocation(error, device, kind, 0, size, 0);
     return;
   }
   format::AllocRecord rec;
@@ -79,6 +81,22 @@ void EventRecorder::allocation(uint32_t error, int device, uint64_t context,
   rec.context = context_id(context, device);
   rec.stack = stack_here();
   writer_.record(rec);
+  after_allocation(0, device, kind, address, size, rec.context);
+}
+
+void EventRecorder::after_allocation(uint32_t error, int device, format::MemoryKind kind,
+                                     uint64_t address, uint64_t size, uint32_t context) {
+  phases_.flush_if_pending();
+  if (config_.sample_ms == 0) return;
+  if (error != 0) {
+    sampler_.request(format::SampleReason::kFailedAlloc);
+    return;
+  }
+  if (kind == format::MemoryKind::kStreamOrdered) sampler_.uses_pools(device);
+  if (kind == format::MemoryKind::kGraphMemory) sampler_.uses_graphs(device);
+  if (high_water_.allocated(device, kind, address, size, context)) {
+    sampler_.request(format::SampleReason::kHighWater);
+  }
 }
 
 void EventRecorder::freeing(format::Api api, uint64_t address) {
@@ -87,6 +105,7 @@ void EventRecorder::freeing(format::Api api, uint64_t address) {
   rec.api = api;
   rec.address = address;
   writer_.record(rec);
+  if (config_.sample_ms != 0) high_water_.freeing(api, address);
 }
 
 void EventRecorder::mapped(int device, uint64_t address, uint64_t size, uint64_t offset,
@@ -135,10 +154,12 @@ void EventRecorder::context_destroying(uint64_t context, format::Api api) {
   rec.id = id;
   rec.api = api;
   writer_.record(rec);
+  high_water_.context_gone(id);
 }
 
 void EventRecorder::before_fork() {
   contexts_mutex_.lock();
+  high_water_.before_fork();
   python_.before_fork();
   stacks_.before_fork();
   modules_.before_fork();
@@ -148,6 +169,7 @@ void EventRecorder::after_fork_in_parent() {
   modules_.after_fork_in_parent();
   stacks_.after_fork_in_parent();
   python_.after_fork_in_parent();
+  high_water_.after_fork_in_parent();
   contexts_mutex_.unlock();
 }
 
@@ -155,6 +177,7 @@ void EventRecorder::after_fork_in_child() {
   modules_.after_fork_in_child();
   stacks_.after_fork_in_child();
   python_.after_fork_in_child();
+  high_water_.after_fork_in_child();
   contexts_.clear();
   next_context_id_ = 1;
   contexts_epoch_.fetch_add(1, std::memory_order_release);

@@ -8,9 +8,12 @@
 
 #include "format/records.h"
 #include "interpose/config.h"
+#include "interpose/record/device_high_water.h"
 #include "interpose/record/module_table.h"
 #include "interpose/record/native_stack.h"
+#include "interpose/record/phase_recorder.h"
 #include "interpose/record/python_stack.h"
+#include "interpose/record/sampler.h"
 #include "interpose/record/stack_table.h"
 #include "interpose/record/trace_writer.h"
 
@@ -18,8 +21,14 @@ namespace gmt::interpose {
 
 class EventRecorder {
  public:
-  EventRecorder(TraceWriter& writer, const Config& config)
-      : writer_(writer), config_(config), python_(writer), modules_(writer), stacks_(writer) {}
+  EventRecorder(TraceWriter& writer, const Config& config, Sampler& sampler, PhaseRecorder& phases)
+      : writer_(writer),
+        config_(config),
+        sampler_(sampler),
+        phases_(phases),
+        python_(writer),
+        modules_(writer),
+        stacks_(writer) {}
 
   // After the real allocation returned: a success with its address, or the failure with the
   // size that was asked for. `error` is the CUresult (0 = success); `context` the handle of the
@@ -56,8 +65,16 @@ class EventRecorder {
     uint32_t id;
   };
 
+  // What follows every record of a hook: phases held back before the trace existed, and a
+  // sample when the allocation was a new high or a failure.
+  void after_allocation(uint32_t error, int device, format::MemoryKind kind, uint64_t address,
+                        uint64_t size, uint32_t context);
+
   TraceWriter& writer_;
   const Config& config_;
+  Sampler& sampler_;
+  PhaseRecorder& phases_;
+  DeviceHighWater high_water_;
   NativeStack native_;
   PythonStack python_;
   ModuleTable modules_;

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdlib>
 
 #include "interpose/record/clock.h"
 
@@ -31,6 +32,33 @@ std::vector<std::string> read_cmdline() {
   return argv;
 }
 
+// The variables that say where the process sits in a multi-process job: launchers (torchrun,
+// MPI, SLURM) set these, and the analyzer groups and names traces by them.
+std::vector<std::string> job_environment() {
+  static const char* const kNames[] = {"RANK",
+                                       "LOCAL_RANK",
+                                       "WORLD_SIZE",
+                                       "LOCAL_WORLD_SIZE",
+                                       "GROUP_RANK",
+                                       "OMPI_COMM_WORLD_RANK",
+                                       "OMPI_COMM_WORLD_SIZE",
+                                       "PMI_RANK",
+                                       "PMIX_RANK",
+                                       "SLURM_PROCID",
+                                       "SLURM_LOCALID",
+                                       "SLURM_JOB_ID",
+                                       "MASTER_ADDR",
+                                       "MASTER_PORT",
+                                       "CUDA_VISIBLE_DEVICES",
+                                       "NVIDIA_VISIBLE_DEVICES",
+                                       "PYTORCH_CUDA_ALLOC_CONF"};
+  std::vector<std::string> env;
+  for (const char* name : kNames) {
+    if (const char* value = getenv(name)) env.push_back(std::string(name) + "=" + value);
+  }
+  return env;
+}
+
 }  // namespace
 
 format::ProcessInfoRecord capture_process_info(uint64_t mono_start_ns) {
@@ -42,6 +70,7 @@ format::ProcessInfoRecord capture_process_info(uint64_t mono_start_ns) {
   char host[HOST_NAME_MAX + 1] = {};
   if (gethostname(host, sizeof host - 1) == 0) info.host = host;
   info.argv = read_cmdline();
+  info.env = job_environment();
   return info;
 }
 

@@ -101,6 +101,7 @@ bool TraceWriter::create_file_locked(const std::string& base) {
     if (fd >= 0) {
       fd_ = fd;
       path_ = candidate;
+      started_.store(true, std::memory_order_release);
       return true;
     }
     if (errno != EEXIST) {
@@ -235,6 +236,7 @@ void TraceWriter::after_fork_in_child() {
   if (fd_ >= 0) close(fd_);
   fd_ = -1;
   disabled_ = false;
+  started_.store(false, std::memory_order_release);
   path_.clear();
   generation_.fetch_add(1, std::memory_order_release);
   thread_chunk_ = ThreadChunk{};

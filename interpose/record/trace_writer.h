@@ -46,10 +46,24 @@ class TraceWriter {
   // Stamps the record's time and appends it to the calling thread's chunk.
   template <class R>
   void record(R& rec) {
+    write(rec, true);
+  }
+  // Appends a record that happened before tracing started, at time 0.
+  template <class R>
+  void record_before_start(R& rec) {
+    rec.time_ns = 0;
+    write(rec, false);
+  }
+
+  // Whether this process's trace file exists (the first record was written).
+  bool started() const { return started_.load(std::memory_order_acquire); }
+
+  template <class R>
+  void write(R& rec, bool stamp) {
     constexpr std::size_t kMaxBytes = format::max_record_bytes<R>();
     ThreadChunk& chunk = thread_chunk_;
     if (!usable(chunk, kMaxBytes) && !attach(chunk, kMaxBytes)) return;
-    rec.time_ns = now_ns();
+    if (stamp) rec.time_ns = now_ns();
     format::FixedBuffer<kMaxBytes> frame;
     format::encode_record(rec, chunk.codec, frame);
     if (!frame.overflowed()) append(chunk, frame.data(), frame.size());
@@ -96,6 +110,7 @@ class TraceWriter {
   const Config& config_;
   mutable std::mutex mutex_;
   std::atomic<uint32_t> generation_{1};
+  std::atomic<bool> started_{false};
   int fd_ = -1;
   bool disabled_ = false;  // creating or growing the file failed: the program runs on untraced
   std::string path_;

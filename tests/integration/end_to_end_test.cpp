@@ -222,7 +222,8 @@ std::vector<std::string> two_chunk_ops() {
 }
 
 TEST_F(EndToEnd, TruncatedTraceKeepsEveryCompleteChunkAndSaysWhere) {
-  run_traced("workload_runtime_shared", two_chunk_ops());
+  // No sampler: its thread would write a third chunk.
+  run_traced("workload_runtime_shared", two_chunk_ops(), {{"GPUMEMTRACE_SAMPLE_MS", "0"}});
   const std::string trace = only_trace();
   const std::vector<uint64_t> chunks = chunk_offsets(trace);
   ASSERT_EQ(chunks.size(), 2u);
@@ -245,7 +246,8 @@ TEST_F(EndToEnd, TruncatedTraceKeepsEveryCompleteChunkAndSaysWhere) {
 }
 
 TEST_F(EndToEnd, AFlippedByteLosesOnlyTheChunkItIsIn) {
-  run_traced("workload_runtime_shared", two_chunk_ops());
+  // No sampler: its thread would write a third chunk.
+  run_traced("workload_runtime_shared", two_chunk_ops(), {{"GPUMEMTRACE_SAMPLE_MS", "0"}});
   const std::string trace = only_trace();
   const std::vector<uint64_t> chunks = chunk_offsets(trace);
   ASSERT_EQ(chunks.size(), 2u);
@@ -302,16 +304,20 @@ TEST_F(EndToEnd, TheTraceNamesTheThreadsThatAllocated) {
   std::vector<std::string> names;
   for (const json& t : rep["traces"][0]["threads"]) names.push_back(t["name"]);
   std::sort(names.begin(), names.end());
-  // The main thread carries the program's name, cut to 15 characters by the kernel.
-  EXPECT_EQ(names, (std::vector<std::string>{"worker-0", "worker-1", "workload_runtim"}));
+  // The main thread carries the program's name, cut to 15 characters by the kernel; the
+  // sampler's thread, which always writes a last sample at exit, is "gpumemtrace".
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"gpumemtrace", "worker-0", "worker-1", "workload_runtim"}));
   EXPECT_EQ(rep["traces"][0]["threads"][0]["tid"].get<int>() > 0, true);
 }
 
 TEST_F(EndToEnd, OnlyTheChunksBeingWrittenStayMapped) {
-  // 40 threads come and go, then two threads each fill several chunks with 12 000 pairs.
+  // 40 threads come and go, then two threads each fill several chunks with 12 000 pairs. No
+  // sampler thread, whose chunk would stay mapped for as long as it runs.
   const ProcessResult r = run_traced("workload_runtime_shared",
                                      {"threads:40:5:" + mib(1), "threads:1:12000:4096",
-                                      "alloc:a:" + mib(1), "threads:1:12000:4096", "trace_maps"});
+                                      "alloc:a:" + mib(1), "threads:1:12000:4096", "trace_maps"},
+                                     {{"GPUMEMTRACE_SAMPLE_MS", "0"}});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // Only the main thread writes now (its one chunk); every ended thread gave its chunk back.
   EXPECT_EQ(printed(r.out, "trace_maps"), 1);

@@ -1,0 +1,76 @@
+/* gpumemtrace.h: phase markers for programs traced by gpumemtrace, without NVTX.
+ *
+ *   gpumemtrace_push("epoch 3");   ...   gpumemtrace_pop();
+ *   gpumemtrace_mark("checkpoint saved");
+ *   gpumemtrace_framework_view(device, allocated_bytes, reserved_bytes);
+ *
+ * Header only, C and C++. When the program runs under gpumemtrace (LD_PRELOAD=libgpumemtrace.so
+ * or `gpumemtrace run`), each call becomes a phase in the trace; without it, the calls do
+ * nothing. Link with -ldl on C libraries older than glibc 2.34. */
+#ifndef GPUMEMTRACE_H
+#define GPUMEMTRACE_H
+
+#include <dlfcn.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The library's entry points, looked up once per translation unit; NULL without the library. */
+typedef int (*gpumemtrace_push_fn)(const char*);
+typedef int (*gpumemtrace_pop_fn)(void);
+typedef void (*gpumemtrace_mark_fn)(const char*);
+typedef void (*gpumemtrace_framework_view_fn)(int, uint64_t, uint64_t);
+
+static inline void* gpumemtrace__lookup(const char* name, void** cache, int* looked) {
+  if (!__atomic_load_n(looked, __ATOMIC_ACQUIRE)) {
+    __atomic_store_n(cache, dlsym(RTLD_DEFAULT, name), __ATOMIC_RELAXED);
+    __atomic_store_n(looked, 1, __ATOMIC_RELEASE);
+  }
+  return __atomic_load_n(cache, __ATOMIC_RELAXED);
+}
+
+/* Opens a phase on the calling thread; returns its nesting level, or -1 without gpumemtrace. */
+static inline int gpumemtrace_push(const char* name) {
+  static void* fn;
+  static int looked;
+  gpumemtrace_push_fn f =
+      (gpumemtrace_push_fn)gpumemtrace__lookup("gpumemtrace_phase_push", &fn, &looked);
+  return f ? f(name) : -1;
+}
+
+/* Closes the calling thread's innermost phase; returns its level, or -1. */
+static inline int gpumemtrace_pop(void) {
+  static void* fn;
+  static int looked;
+  gpumemtrace_pop_fn f =
+      (gpumemtrace_pop_fn)gpumemtrace__lookup("gpumemtrace_phase_pop", &fn, &looked);
+  return f ? f() : -1;
+}
+
+/* An instant worth seeing on the timeline. */
+static inline void gpumemtrace_mark(const char* name) {
+  static void* fn;
+  static int looked;
+  gpumemtrace_mark_fn f =
+      (gpumemtrace_mark_fn)gpumemtrace__lookup("gpumemtrace_phase_mark", &fn, &looked);
+  if (f) f(name);
+}
+
+/* The framework's own view of a device (what its allocator has handed out and what it holds),
+ * e.g. torch.cuda.memory_allocated() and memory_reserved(): the report compares it with what
+ * was really allocated. */
+static inline void gpumemtrace_framework_view(int device, uint64_t allocated, uint64_t reserved) {
+  static void* fn;
+  static int looked;
+  gpumemtrace_framework_view_fn f = (gpumemtrace_framework_view_fn)gpumemtrace__lookup(
+      "gpumemtrace_framework_view", &fn, &looked);
+  if (f) f(device, allocated, reserved);
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPUMEMTRACE_H */
