@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/stack_frames.h"
 #include "analyzer/trace_summary.h"
 
 namespace gmt::analyzer {
@@ -17,9 +18,12 @@ struct UnreadableTrace {
 
 struct ReportInput {
   std::vector<TraceSummary> traces;
+  // For each trace, the frames of the stacks its leaks and failed allocations name.
+  std::vector<ResolvedStacks> frames;
   std::vector<UnreadableTrace> unreadable;
 };
 
+// `paths` are trace files, or directories whose *.gmt files are all read (in name order).
 ReportInput load_traces(const std::vector<std::string>& paths);
 
 void write_report_json(const ReportInput& input, std::ostream& out);

@@ -1,6 +1,8 @@
 // The JSON contract is documented in README.md; keys may be added, never removed or renamed.
 #include <nlohmann/json.hpp>
 
+#include "analyzer/command_support.h"
+#include "analyzer/leak_classes.h"
 #include "analyzer/report.h"
 
 namespace gmt::analyzer {
@@ -38,6 +40,50 @@ nlohmann::ordered_json sites_json(const std::vector<ResolvedSite>& sites) {
 
 nlohmann::ordered_json usage_json(const KindUsage& u) {
   return {{"peak_bytes", u.peak_bytes}, {"live_at_exit_bytes", u.live_bytes}};
+}
+
+// Every group of allocations never freed, of every trace, largest first within a trace.
+nlohmann::ordered_json leaks_json(const ReportInput& input) {
+  nlohmann::ordered_json leaks = nlohmann::ordered_json::array();
+  for (std::size_t i = 0; i < input.traces.size(); ++i) {
+    const ResolvedStacks& frames = input.frames[i];
+    for (const LeakGroup& g : input.traces[i].leaks) {
+      const auto f = frames.find(g.stack);
+      nlohmann::ordered_json row = {
+          {"bytes", g.bytes},
+          {"count", g.count},
+          {"class", leak_class_name(g.leak_class)},
+          {"frames", frames_json(f != frames.end() ? f->second : std::vector<SiteFrame>{})},
+          {"trace", i},
+          {"device", g.device},
+          {"resident_bytes", g.resident_bytes}};
+      if (g.leak_class == LeakClass::kProbableLeak)
+        row["growth_bytes_per_s"] = g.growth_bytes_per_s;
+      leaks.push_back(std::move(row));
+    }
+  }
+  return leaks;
+}
+
+nlohmann::ordered_json ooms_json(const ReportInput& input) {
+  nlohmann::ordered_json ooms = nlohmann::ordered_json::array();
+  for (std::size_t i = 0; i < input.traces.size(); ++i) {
+    const ResolvedStacks& frames = input.frames[i];
+    for (const FailedAllocation& f : input.traces[i].failures) {
+      const auto at = frames.find(f.stack);
+      ooms.push_back(
+          {{"time_ns", f.time_ns},
+           {"device", f.device},
+           {"api", format::api_name(f.api)},
+           {"requested_bytes", f.requested_bytes},
+           {"live_bytes", f.live_bytes},
+           {"driver_free_bytes", nullptr},  // once the trace carries the driver's sampled view
+           {"trace", i},
+           {"kind", format::memory_kind_name(f.kind)},
+           {"frames", frames_json(at != frames.end() ? at->second : std::vector<SiteFrame>{})}});
+    }
+  }
+  return ooms;
 }
 
 }  // namespace
@@ -106,6 +152,8 @@ void write_report_json(const ReportInput& input, std::ostream& out) {
         format::MemoryKind::kVmmReservation, format::MemoryKind::kHostVmm}) {
     report[std::string(format::memory_kind_name(kind))] = usage_json(process_totals[kind]);
   }
+  report["leaks"] = leaks_json(input);
+  report["ooms"] = ooms_json(input);
   if (!input.unreadable.empty()) {
     ordered_json errors = ordered_json::array();
     for (const auto& u : input.unreadable) errors.push_back({{"path", u.path}, {"error", u.error}});

@@ -2,6 +2,7 @@
 #include <sstream>
 
 #include "analyzer/byte_size.h"
+#include "analyzer/leak_classes.h"
 #include "analyzer/report.h"
 
 namespace gmt::analyzer {
@@ -99,6 +100,60 @@ void write_device(const DeviceSummary& d, std::ostream& out) {
   write_sites(d, out);
 }
 
+// The never-freed bytes by class, pointing to `leaks` for the sites.
+void write_leak_line(const TraceSummary& t, std::ostream& out) {
+  std::map<LeakClass, uint64_t> by_class;
+  for (const LeakGroup& g : t.leaks) by_class[g.leak_class] += g.bytes;
+  if (by_class.empty()) return;
+  out << "  never freed  ";
+  for (const auto& [c, bytes] : by_class)
+    out << " " << leak_class_name(c) << " " << human_bytes(bytes);
+  out << "  (gpumemtrace leaks)\n";
+}
+
+// Bytes never freed on `device` that nobody meant to keep (probable leaks and unfreed).
+uint64_t leaked_on(const TraceSummary& t, int device) {
+  uint64_t bytes = 0;
+  for (const LeakGroup& g : t.leaks) {
+    if (g.device == device &&
+        (g.leak_class == LeakClass::kProbableLeak || g.leak_class == LeakClass::kUnfreed))
+      bytes += g.resident_bytes;
+  }
+  return bytes;
+}
+
+// One row per process and device, the run's totals, and the highest peak pointed out: for a run
+// of several processes or ranks.
+void write_run_table(const std::vector<TraceSummary>& traces, std::ostream& out) {
+  const DeviceSummary* highest = nullptr;
+  for (const TraceSummary& t : traces) {
+    for (const auto& [ordinal, d] : t.devices) {
+      if (highest == nullptr || d.peak_bytes > highest->peak_bytes) highest = &d;
+    }
+  }
+  out << "run of " << traces.size() << " processes\n";
+  out << std::left << "  " << std::setw(9) << "pid" << std::setw(6) << "rank" << std::setw(8)
+      << "device" << std::setw(12) << "peak" << std::setw(12) << "leaks"
+      << "OOMs\n";
+  uint64_t peaks = 0, leaks = 0, ooms = 0;
+  for (const TraceSummary& t : traces) {
+    for (const auto& [ordinal, d] : t.devices) {
+      const uint64_t leaked = leaked_on(t, ordinal);
+      // The trace does not carry the rank yet: "-" until it does.
+      out << "  " << std::setw(9) << t.pid << std::setw(6) << "-" << std::setw(8)
+          << (ordinal >= 0 ? std::to_string(ordinal) : std::string("?")) << std::setw(12)
+          << human_bytes(d.peak_bytes) << std::setw(12) << human_bytes(leaked)
+          << d.failed_alloc_count << (&d == highest ? "   <- highest peak" : "") << "\n";
+      peaks += d.peak_bytes;
+      leaks += leaked;
+      ooms += d.failed_alloc_count;
+    }
+  }
+  out << "  " << std::setw(23) << "total (sum of peaks)" << std::setw(12) << human_bytes(peaks)
+      << std::setw(12) << human_bytes(leaks) << ooms << "\n"
+      << std::right;
+}
+
 }  // namespace
 
 void write_report_text(const ReportInput& input, std::ostream& out) {
@@ -114,12 +169,14 @@ void write_report_text(const ReportInput& input, std::ostream& out) {
     }
     if (t.devices.empty()) out << "  no device memory was allocated\n";
     for (const auto& [ordinal, d] : t.devices) write_device(d, out);
+    write_leak_line(t, out);
     if (!t.process_kinds.empty()) {
       out << "  not on a device\n";
       write_kinds(t.process_kinds, "    ", out);
     }
     out << "\n";
   }
+  if (input.traces.size() > 1) write_run_table(input.traces, out);
   for (const auto& u : input.unreadable) out << "unreadable: " << u.error << "\n";
 }
 
