@@ -78,6 +78,7 @@ std::vector<PeakSite> Replay::sites_live_on(int ordinal) const {
 
 void Replay::take_peak_snapshot(int ordinal) {
   device(ordinal).peak_sites = sites_live_on(ordinal);
+  views_.at_peak(ordinal);
 }
 
 void Replay::take_sample(uint64_t time_ns) {
@@ -91,6 +92,7 @@ void Replay::take_sample(uint64_t time_ns) {
 
 void Replay::finish() {
   if (timeline_) summary_.timeline = timeline_->finish(summary_.duration_ns);
+  finish_views();
 }
 
 void Replay::site_allocated(const LiveAllocation& a) {
@@ -130,7 +132,14 @@ void Replay::note_failure(const format::AllocFailedRecord& r) {
     return;
   }
   constexpr std::size_t kHolders = 10;
-  FailedAllocation f{r.time_ns, r.device, r.kind, r.api, r.size, r.error, r.stack, 0, {}};
+  FailedAllocation f;
+  f.time_ns = r.time_ns;
+  f.device = r.device;
+  f.kind = r.kind;
+  f.api = r.api;
+  f.requested_bytes = r.size;
+  f.error = r.error;
+  f.stack = r.stack;
   if (per_device(r.kind)) {
     f.live_bytes = device(r.device).live_bytes;
     f.holders = sites_live_on(r.device);
@@ -155,11 +164,13 @@ void Replay::add_usage(int ordinal, MemoryKind kind, uint64_t bytes, uint64_t ti
   DeviceSummary& d = device(ordinal);
   d.live_bytes += bytes;
   if (timeline_) timeline_->set(ordinal, std::nullopt, d.live_bytes, time_ns);
-  if (d.live_bytes > d.peak_bytes) {
+  const bool new_peak = d.live_bytes > d.peak_bytes;
+  if (new_peak) {
     d.peak_bytes = d.live_bytes;
     d.peak_time_ns = time_ns;
     d.peak_record = record_index_;
   }
+  views_.usage_changed(ordinal, d.live_bytes, time_ns, new_peak);
 }
 
 void Replay::remove_usage(int ordinal, MemoryKind kind, uint64_t bytes) {
@@ -171,6 +182,7 @@ void Replay::remove_usage(int ordinal, MemoryKind kind, uint64_t bytes) {
   DeviceSummary& d = device(ordinal);
   d.live_bytes -= bytes;
   if (timeline_) timeline_->set(ordinal, std::nullopt, d.live_bytes, now_ns_);
+  views_.usage_changed(ordinal, d.live_bytes, now_ns_, false);
 }
 
 void Replay::end_allocation(std::unordered_map<Key, LiveAllocation, KeyHash>::iterator it,
@@ -192,6 +204,8 @@ void Replay::on(const format::ProcessInfoRecord& r) {
   summary_.ppid = r.ppid;
   summary_.host = r.host;
   summary_.argv = r.argv;
+  summary_.env = r.env;
+  summary_.rank = rank_of(r.env);
   summary_.wall_start_ns = r.wall_start_ns;
 }
 
