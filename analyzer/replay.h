@@ -10,9 +10,13 @@
 
 #include "analyzer/timeline_builder.h"
 #include "analyzer/trace_summary.h"
+#include "analyzer/views_replay.h"
 #include "format/records.h"
 
 namespace gmt::analyzer {
+
+// The rank a process had in its job, from the variables its launcher set ("RANK=3").
+std::optional<int> rank_of(const std::vector<std::string>& env);
 
 class Replay {
  public:
@@ -91,6 +95,8 @@ class Replay {
   void on(const format::PhaseRecord& r);
   void on(const format::NoteRecord& r);
   void take_peak_snapshot(int device);
+  // Copies the views, devices, phases and notes into the summary (replay_views.cpp).
+  void finish_views();
   void take_sample(uint64_t time_ns);
   void note_failure(const format::AllocFailedRecord& r);
   std::vector<PeakSite> sites_live_on(int device) const;
@@ -119,6 +125,7 @@ class Replay {
   std::vector<uint64_t> sample_positions_;
   std::size_t samples_taken_ = 0;
   std::optional<TimelineBuilder> timeline_;
+  ViewsReplay views_;
 };
 
 }  // namespace gmt::analyzer

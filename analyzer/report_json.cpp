@@ -4,6 +4,7 @@
 #include "analyzer/command_support.h"
 #include "analyzer/leak_classes.h"
 #include "analyzer/report.h"
+#include "analyzer/views_report.h"
 
 namespace gmt::analyzer {
 namespace {
@@ -65,6 +66,12 @@ nlohmann::ordered_json leaks_json(const ReportInput& input) {
   return leaks;
 }
 
+// From the sample the sampler took right after the failure.
+nlohmann::ordered_json driver_free(const FailedAllocation& f) {
+  if (!f.views || !f.views->driver_used_bytes || !f.views->driver_total_bytes) return nullptr;
+  return *f.views->driver_total_bytes - *f.views->driver_used_bytes;
+}
+
 nlohmann::ordered_json ooms_json(const ReportInput& input) {
   nlohmann::ordered_json ooms = nlohmann::ordered_json::array();
   for (std::size_t i = 0; i < input.traces.size(); ++i) {
@@ -77,7 +84,7 @@ nlohmann::ordered_json ooms_json(const ReportInput& input) {
            {"api", format::api_name(f.api)},
            {"requested_bytes", f.requested_bytes},
            {"live_bytes", f.live_bytes},
-           {"driver_free_bytes", nullptr},  // once the trace carries the driver's sampled view
+           {"driver_free_bytes", driver_free(f)},
            {"trace", i},
            {"kind", format::memory_kind_name(f.kind)},
            {"frames", frames_json(at != frames.end() ? at->second : std::vector<SiteFrame>{})}});
@@ -117,6 +124,10 @@ void write_report_json(const ReportInput& input, std::ostream& out) {
     }
     if (!t.symbolization_warnings.empty())
       trace["symbolization_warnings"] = t.symbolization_warnings;
+    trace["rank"] = t.rank ? nlohmann::ordered_json(*t.rank) : nlohmann::ordered_json(nullptr);
+    trace["env"] = t.env;
+    trace["notes"] = t.notes;
+    trace["view_samples"] = t.view_samples;
     traces.push_back(std::move(trace));
     for (const auto& [kind, usage] : t.process_kinds) {
       KindUsage& total = process_totals[kind];
@@ -142,6 +153,13 @@ void write_report_json(const ReportInput& input, std::ostream& out) {
           {"teardown_free_count", d.teardown_free_count},
           {"by_kind", by_kind},
           {"peak_sites", sites_json(d.top_sites)},
+          {"peak_phase", d.peak_phase},
+          {"pci_bus_id", d.identity.pci_bus_id},
+          {"nvml_index", d.identity.nvml_index},
+          {"name", d.identity.name},
+          {"views",
+           {{"at_peak", views_json(d.views_at_peak, d.peak_bytes, by_library_at_peak(t, d))},
+            {"at_exit", views_json(d.views_at_exit, d.live_bytes, by_library_at_exit(t, d))}}},
       });
     }
   }
@@ -154,6 +172,7 @@ void write_report_json(const ReportInput& input, std::ostream& out) {
   }
   report["leaks"] = leaks_json(input);
   report["ooms"] = ooms_json(input);
+  report["phases"] = phases_json(input.traces);
   if (!input.unreadable.empty()) {
     ordered_json errors = ordered_json::array();
     for (const auto& u : input.unreadable) errors.push_back({{"path", u.path}, {"error", u.error}});

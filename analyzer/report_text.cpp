@@ -4,6 +4,7 @@
 #include "analyzer/byte_size.h"
 #include "analyzer/leak_classes.h"
 #include "analyzer/report.h"
+#include "analyzer/views_report.h"
 
 namespace gmt::analyzer {
 namespace {
@@ -84,12 +85,27 @@ void write_sites(const DeviceSummary& d, std::ostream& out) {
   }
 }
 
-void write_device(const DeviceSummary& d, std::ostream& out) {
+// "views at the peak (sampled 2 ms after it)".
+std::string views_title(const std::string& what, const std::optional<ViewValues>& v,
+                        uint64_t peak_ns) {
+  if (!v || what != "views at the peak") return what;
+  const bool after = v->time_ns >= peak_ns;
+  return what + " (sampled " + human_duration(after ? v->time_ns - peak_ns : peak_ns - v->time_ns) +
+         (after ? " after it)" : " before it)");
+}
+
+void write_device(const TraceSummary& t, const DeviceSummary& d, std::ostream& out) {
   out << "  "
-      << (d.device >= 0 ? "device " + std::to_string(d.device) : std::string("device unknown"))
-      << "\n";
+      << (d.device >= 0 ? "device " + std::to_string(d.device) : std::string("device unknown"));
+  if (!d.identity.pci_bus_id.empty()) {
+    out << "  (" << (d.identity.name.empty() ? "" : d.identity.name + ", ") << "PCI "
+        << d.identity.pci_bus_id << ")";
+  }
+  out << "\n";
   out << "    peak          " << human_bytes(d.peak_bytes) << " (" << d.peak_bytes << " bytes) at "
-      << human_duration(d.peak_time_ns) << "\n";
+      << human_duration(d.peak_time_ns);
+  if (!d.peak_phase.empty()) out << " in " << d.peak_phase;
+  out << "\n";
   out << "    live at exit  " << human_bytes(d.live_bytes) << " in " << d.live_count
       << (d.live_count == 1 ? " allocation" : " allocations") << "\n";
   out << "    allocations   " << d.alloc_count << ", frees " << d.free_count << ", failed "
@@ -98,6 +114,10 @@ void write_device(const DeviceSummary& d, std::ostream& out) {
   out << "\n";
   write_kinds(d.by_kind, "    ", out);
   write_sites(d, out);
+  write_views_text(views_title("views at the peak", d.views_at_peak, d.peak_time_ns),
+                   d.views_at_peak, d.peak_bytes, by_library_at_peak(t, d), out);
+  write_views_text(views_title("views at exit", d.views_at_exit, d.peak_time_ns), d.views_at_exit,
+                   d.live_bytes, by_library_at_exit(t, d), out);
 }
 
 // The never-freed bytes by class, pointing to `leaks` for the sites.
@@ -139,8 +159,8 @@ void write_run_table(const std::vector<TraceSummary>& traces, std::ostream& out)
   for (const TraceSummary& t : traces) {
     for (const auto& [ordinal, d] : t.devices) {
       const uint64_t leaked = leaked_on(t, ordinal);
-      // The trace does not carry the rank yet: "-" until it does.
-      out << "  " << std::setw(9) << t.pid << std::setw(6) << "-" << std::setw(8)
+      out << "  " << std::setw(9) << t.pid << std::setw(6)
+          << (t.rank ? std::to_string(*t.rank) : std::string("-")) << std::setw(8)
           << (ordinal >= 0 ? std::to_string(ordinal) : std::string("?")) << std::setw(12)
           << human_bytes(d.peak_bytes) << std::setw(12) << human_bytes(leaked)
           << d.failed_alloc_count << (&d == highest ? "   <- highest peak" : "") << "\n";
@@ -168,7 +188,9 @@ void write_report_text(const ReportInput& input, std::ostream& out) {
           << " frees of addresses allocated before tracing started or by an API not tracked\n";
     }
     if (t.devices.empty()) out << "  no device memory was allocated\n";
-    for (const auto& [ordinal, d] : t.devices) write_device(d, out);
+    for (const std::string& note : t.notes) out << "  recording     " << note << "\n";
+    for (const auto& [ordinal, d] : t.devices) write_device(t, d, out);
+    write_phases_text(t, out);
     write_leak_line(t, out);
     if (!t.process_kinds.empty()) {
       out << "  not on a device\n";

@@ -139,6 +139,23 @@ RunOptions parse_run_arguments(int argc, const char* const* argv) {
   return options;
 }
 
+namespace {
+
+// NVTX ranges become phases when NVTX loads our library as its injection. Only one tool can
+// have that place: if something else (Nsight Systems, say) holds it, it keeps it and the trace
+// has no NVTX phases; gpumemtrace.h markers still work.
+void claim_nvtx_injection(const std::string& library) {
+  const char* current = std::getenv("NVTX_INJECTION64_PATH");
+  if (current == nullptr || *current == '\0') {
+    setenv("NVTX_INJECTION64_PATH", library.c_str(), 1);
+  } else if (std::string(current) != library) {
+    std::cerr << "gpumemtrace run: NVTX_INJECTION64_PATH is already set (" << current
+              << "), so NVTX ranges go to that tool, not into the trace as phases\n";
+  }
+}
+
+}  // namespace
+
 int run_traced(const RunOptions& options) {
   const auto library = find_preload_library();
   if (!library) {
@@ -160,6 +177,7 @@ int run_traced(const RunOptions& options) {
       existing && *existing ? std::string(existing) + ":" + *library : *library;
   setenv("LD_PRELOAD", preload.c_str(), 1);
   setenv("GPUMEMTRACE_OUTPUT", pattern.c_str(), 1);
+  claim_nvtx_injection(*library);
 
   const time_t start = time(nullptr);
   install_forwarding();

@@ -46,7 +46,9 @@ TraceSummary summarize_trace(const std::string& path, const SummaryOptions& opti
     second.finish();
     TraceSummary& first = replay.summary();
     for (auto& [ordinal, d] : first.devices) {
-      d.peak_sites = std::move(second.summary().devices[ordinal].peak_sites);
+      DeviceSummary& again = second.summary().devices[ordinal];
+      d.peak_sites = std::move(again.peak_sites);
+      d.views_at_peak = again.views_at_peak;  // the peak's position is known in this pass only
     }
     first.sample_times = second.summary().sample_times;
     for (auto& [key, site] : first.sites) {

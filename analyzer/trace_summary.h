@@ -10,6 +10,7 @@
 #include <variant>
 #include <vector>
 
+#include "analyzer/views_model.h"
 #include "format/api.h"
 #include "format/memory_kind.h"
 #include "format/records.h"
@@ -61,6 +62,12 @@ struct DeviceSummary {
   // Device-resident bytes live at the peak, by stack, largest first; the largest, symbolized.
   std::vector<PeakSite> peak_sites;
   std::vector<ResolvedSite> top_sites;
+  // What the sampler said about the device: which GPU it is, and the views at the peak and at
+  // the end; the phases open when the peak was first reached ("a > b", "" when none).
+  DeviceIdentity identity;
+  std::optional<ViewValues> views_at_peak;
+  std::optional<ViewValues> views_at_exit;
+  std::string peak_phase;
 };
 
 // An allocation freed this soon after it was made, by a free call, is a temporary: scratch
@@ -123,6 +130,9 @@ struct FailedAllocation {
   uint32_t stack = 0;             // where the failed call was made
   uint64_t live_bytes = 0;        // device-resident bytes live on the device then
   std::vector<PeakSite> holders;  // the largest sites live on the device then, largest first
+  // The other views, from the first sample the sampler took after the failure (it samples at
+  // once when an allocation fails); empty when it took none.
+  std::optional<ViewValues> views;
 };
 
 // Live bytes per device over time, in buckets of `resolution_ns` from the trace's start: each
@@ -175,6 +185,13 @@ struct TraceSummary {
   std::unordered_map<uint32_t, PythonCode> python_code;
   std::vector<std::string> symbolization_warnings;
   std::map<uint64_t, std::string> threads;  // tid -> name, for the threads that recorded
+  std::vector<std::string>
+      env;                  // the job's variables, "NAME=value" (RANK, CUDA_VISIBLE_DEVICES...)
+  std::optional<int> rank;  // from RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK, SLURM_PROCID
+  std::vector<std::string> notes;  // what the recording says about itself (a missing view...)
+  uint64_t view_samples = 0;       // SampleRecords in the trace
+  std::vector<PhaseStats> phases;  // in order of first start
+  std::vector<PhaseMark> marks;
 
   // Records read, by type (the index of format::Record's alternative).
   std::array<uint64_t, std::variant_size_v<format::Record>> record_counts{};

@@ -373,9 +373,11 @@ enum class SampleReason : uint8_t {
 struct SampleRecord {
   static constexpr RecordType kType = RecordType::kSample;
   uint64_t time_ns = 0;
-  int32_t device = -1;            // CUDA ordinal in this process
-  uint32_t reason = 0;            // SampleReason
-  uint32_t present = 0;           // SampleField bits
+  int32_t device = -1;   // CUDA ordinal in this process
+  uint32_t reason = 0;   // SampleReason
+  uint32_t present = 0;  // SampleField bits
+  // How long reading took: the values are from somewhere in [time_ns - read_ns, time_ns].
+  uint64_t read_ns = 0;
   uint64_t nvml_device_used = 0;  // nvmlDeviceGetMemoryInfo: used by every process
   uint64_t nvml_device_total = 0;
   uint64_t nvml_device_reserved = 0;  // by the driver and firmware (nvmlDeviceGetMemoryInfo_v2)
@@ -396,6 +398,7 @@ struct SampleRecord {
     v.i32("device", r.device);
     v.u32("reason", r.reason);
     v.u32("present", r.present);
+    v.u64("read_ns", r.read_ns);
     v.u64("nvml_device_used", r.nvml_device_used);
     v.u64("nvml_device_total", r.nvml_device_total);
     v.u64("nvml_device_reserved", r.nvml_device_reserved);

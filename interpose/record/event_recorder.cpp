@@ -67,6 +67,7 @@ void EventRecorder::allocation(uint32_t error, int device, uint64_t context,
     rec.size = size;
     rec.error = error;
     rec.stack = stack_here();
+    phases_.flush_if_pending();
     writer_.record(rec);
     after_allocation(error, device, kind, 0, size, 0);
     return;
@@ -80,6 +81,8 @@ void EventRecorder::allocation(uint32_t error, int device, uint64_t context,
   rec.size = size;
   rec.context = context_id(context, device);
   rec.stack = stack_here();
+  // Phases opened before the trace existed go first: the context record above started it.
+  phases_.flush_if_pending();
   writer_.record(rec);
   after_allocation(0, device, kind, address, size, rec.context);
 }

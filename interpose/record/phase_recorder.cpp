@@ -90,7 +90,7 @@ void PhaseRecorder::flush_pending() {
   for (uint32_t id = 1; id <= names_.size(); ++id) {
     if (!written_[id - 1]) write_name_locked(id);
   }
-  for (format::PhaseRecord& rec : pending_) writer_.record_before_start(rec);
+  for (format::PhaseRecord& rec : pending_) writer_.record(rec);
   pending_.clear();
   pending_count_.store(0, std::memory_order_relaxed);
 }

@@ -1,7 +1,7 @@
 // Phases: NVTX ranges and marks, and those of gpumemtrace.h, as PhaseRecords. Names are interned
 // (a NameRecord the first time). A process that marks phases but never uses CUDA must leave no
-// file, so phases that come before the trace exists wait in memory and are written, at time 0,
-// as soon as it does.
+// file, so phases that come before the trace exists wait in memory and are written as soon as it
+// does, stamped then: before the first allocation, in the order they came.
 #pragma once
 
 #include <atomic>

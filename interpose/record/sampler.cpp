@@ -8,6 +8,7 @@
 #include <new>
 
 #include "interpose/hooks/depth_guard.h"
+#include "interpose/record/clock.h"
 
 namespace gmt::interpose {
 
@@ -160,6 +161,7 @@ void Sampler::sample_device(int device, SampleReason reason) {
   format::SampleRecord sample;
   sample.device = device;
   sample.reason = static_cast<uint32_t>(reason);
+  const uint64_t started = monotonic_ns();
   bool listed = false;
   nvml_.read(nvml_devices_[device], static_cast<uint64_t>(getpid()), sample, listed);
   if (nvml_devices_[device].handle != nullptr && !listed &&
@@ -172,6 +174,7 @@ void Sampler::sample_device(int device, SampleReason reason) {
   }
   driver_.read(device, pool_devices_.load(std::memory_order_relaxed) & mask,
                graph_devices_.load(std::memory_order_relaxed) & mask, sample);
+  sample.read_ns = monotonic_ns() - started;
   writer_.record(sample);
 }
 

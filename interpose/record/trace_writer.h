@@ -43,27 +43,16 @@ class TraceWriter {
   TraceWriter(const TraceWriter&) = delete;
   TraceWriter& operator=(const TraceWriter&) = delete;
 
-  // Stamps the record's time and appends it to the calling thread's chunk.
-  template <class R>
-  void record(R& rec) {
-    write(rec, true);
-  }
-  // Appends a record that happened before tracing started, at time 0.
-  template <class R>
-  void record_before_start(R& rec) {
-    rec.time_ns = 0;
-    write(rec, false);
-  }
-
   // Whether this process's trace file exists (the first record was written).
   bool started() const { return started_.load(std::memory_order_acquire); }
 
+  // Stamps the record's time and appends it to the calling thread's chunk.
   template <class R>
-  void write(R& rec, bool stamp) {
+  void record(R& rec) {
     constexpr std::size_t kMaxBytes = format::max_record_bytes<R>();
     ThreadChunk& chunk = thread_chunk_;
     if (!usable(chunk, kMaxBytes) && !attach(chunk, kMaxBytes)) return;
-    if (stamp) rec.time_ns = now_ns();
+    rec.time_ns = now_ns();
     format::FixedBuffer<kMaxBytes> frame;
     format::encode_record(rec, chunk.codec, frame);
     if (!frame.overflowed()) append(chunk, frame.data(), frame.size());

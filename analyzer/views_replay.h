@@ -1,0 +1,85 @@
+// Replays SampleRecords, DeviceRecords, NameRecords and PhaseRecords beside the allocations: it
+// is told of every change of a device's tracked bytes, so that each sample is paired with the
+// tracked bytes of its own moment, and each phase with the bytes live while it ran.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "analyzer/views_model.h"
+#include "format/records.h"
+
+namespace gmt::analyzer {
+
+class ViewsReplay {
+ public:
+  static constexpr std::size_t kMarksKept = 1000;
+
+  void on(const format::DeviceRecord& r);
+  void on(const format::SampleRecord& r);
+  void on(const format::NameRecord& r);
+  void on(const format::PhaseRecord& r);
+
+  // A device's tracked bytes changed to `live` at `time_ns`; `new_peak` when that is its highest.
+  void usage_changed(int device, uint64_t live, uint64_t time_ns, bool new_peak);
+  // The replay reached the record of `device`'s peak: the next samples describe the peak.
+  void at_peak(int device);
+
+  const std::map<int, DeviceIdentity>& identities() const { return identities_; }
+  std::optional<ViewValues> views_at_peak(int device) const;
+  std::optional<ViewValues> views_at_exit(int device) const;
+  // The device's last sampler views, with the framework's last figures.
+  std::optional<ViewValues> latest(int device) const { return views_at_exit(device); }
+  // The innermost phase open when the device first reached its peak ("" when none).
+  std::string peak_phase(int device) const;
+  // Every phase, closing at `end_ns` those still open.
+  std::vector<PhaseStats> phases(uint64_t end_ns) const;
+  const std::vector<PhaseMark>& marks() const { return marks_; }
+
+ private:
+  struct DeviceState {
+    uint64_t live = 0;
+    uint64_t last_change_ns = 0;
+    bool waiting_for_peak = false;          // at the peak record, and no sample of it yet
+    std::optional<ViewValues> before_peak;  // the last sample before the peak record
+    std::optional<ViewValues> at_peak;
+    std::optional<ViewValues> last;
+    std::optional<ViewValues> framework_last;  // the last framework report
+    std::optional<ViewValues> framework_at_peak;
+    std::optional<ViewValues> framework_before_peak;
+    bool framework_waiting = false;
+    std::string peak_phase;
+  };
+  struct OpenPhase {
+    std::string name;
+    uint64_t thread = 0;
+    bool pushed = false;  // push/pop (nested on its thread) rather than start/end
+    uint32_t domain = 0;
+    uint64_t range = 0;  // start/end: the range's id
+    uint64_t start_ns = 0;
+    std::map<int, uint64_t> start_live;  // per device, when it opened
+    std::map<int, uint64_t> max_live;
+  };
+
+  std::string name_of(uint32_t id) const;
+  std::string phase_name(uint32_t domain, uint32_t name) const;
+  void close(const OpenPhase& phase, uint64_t time_ns,
+             std::map<std::pair<std::string, int>, PhaseStats>& into) const;
+  ViewValues values_of(const format::SampleRecord& r, const DeviceState& d) const;
+  DeviceState& device(int ordinal) { return devices_[ordinal]; }
+
+  std::map<int, DeviceIdentity> identities_;
+  std::map<int, DeviceState> devices_;
+  std::unordered_map<uint32_t, std::string> names_;
+  // Open phases, oldest first (few: nesting depth plus overlapping start/end ranges). A pop
+  // closes the innermost push of its thread and domain.
+  std::vector<OpenPhase> open_;
+  std::map<std::pair<std::string, int>, PhaseStats> closed_;
+  std::vector<PhaseMark> marks_;
+};
+
+}  // namespace gmt::analyzer
