@@ -12,11 +12,9 @@ void Replay::on(const format::DeviceRecord& r) {
 }
 
 void Replay::on(const format::SampleRecord& r) {
-  ++summary_.view_samples;
   views_.on(r);
-  constexpr uint32_t kSamplerFields =
-      ~(format::SampleField::kFrameworkAllocated | format::SampleField::kFrameworkReserved);
-  if ((r.present & kSamplerFields) == 0) return;
+  if (r.reason == static_cast<uint32_t>(format::SampleReason::kFramework)) return;
+  ++summary_.view_samples;
   // The failures of the device not yet given views are the latest ones.
   for (auto it = summary_.failures.rbegin(); it != summary_.failures.rend(); ++it) {
     if (it->views) break;

@@ -72,7 +72,7 @@ ViewValues ViewsReplay::values_of(const format::SampleRecord& r, const DeviceSta
 void ViewsReplay::on(const format::SampleRecord& r) {
   DeviceState& d = device(r.device);
   const ViewValues v = values_of(r, d);
-  if ((r.present & ~kFrameworkFields) == 0) {
+  if (r.reason == static_cast<uint32_t>(format::SampleReason::kFramework)) {
     d.framework_last = v;
     if (d.framework_waiting) {
       d.framework_at_peak = v;

@@ -16,6 +16,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "include/gpumemtrace.h"
 
@@ -39,6 +40,16 @@ void must_free(void* p) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // "nvtx-only": phases and no CUDA at all, which must leave no trace.
+  if (argc > 1 && std::string(argv[1]) == "nvtx-only") {
+    nvtxRangePushA("setup");
+    nvtxMarkA("nothing on the GPU");
+    gpumemtrace_push("header phase");
+    gpumemtrace_pop();
+    nvtxRangePop();
+    std::printf("ok\n");
+    return 0;
+  }
   const int pause_ms = argc > 1 ? std::atoi(argv[1]) : 300;
   nvtxRangePushA("init");
   void* weights = must_alloc(64 * kMiB);
