@@ -79,5 +79,33 @@ rm -f "$out"/nocuda.*.gmt
 GPUMEMTRACE_OUTPUT="$out/nocuda.%p.gmt" LD_PRELOAD="$PWD/build-gpu/lib/libgpumemtrace.so" python3 -c 'import torch; print("imported torch")'
 check "traces left by a process without CUDA use" 0 "$(ls "$out"/nocuda.*.gmt 2>/dev/null | wc -l)"
 
+echo "--- 5. views, phases, leak and OOM: a PyTorch training loop with NVTX ranges and NCCL"
+rm -f "$out"/views.*.gmt
+NCCL_NVLS_ENABLE=0 "$gmt" run -o "$out/views.%p.gmt" -- python3 tests/gpu/views_training.py "$out/views.torch.json" \
+  >"$out/views.log" 2>&1 || { echo "FAIL views_training (see views.log)"; tail -5 "$out/views.log"; failures=$((failures + 1)); }
+views_trace=$(ls "$out"/views.*.gmt | head -1)
+"$gmt" report --json "$views_trace" >"$out/views.report.json"
+"$gmt" report "$views_trace" | sed -n '/^  device 0/,$p' | grep -v '^        '
+"$gmt" leaks "$views_trace" | head -30
+"$gmt" oom "$views_trace" | head -30
+echo "PyTorch and nvidia-smi, read by the script at the end of the step with the most reserved:"
+cat "$out/views.torch.json"
+for phase in step forward backward all-reduce optimizer; do
+  check "phase '$phase' calls" 8 "$(json_field "$out/views.report.json" '[p["calls"] for p in d["phases"] if p["name"] == sys.argv[3] and p["device"] == 0][0]' "$phase")"
+done
+check "views at the peak: NVML per-process read" True "$(json_field "$out/views.report.json" 'd["devices"][0]["views"]["at_peak"]["nvml_process_bytes"] is not None')"
+check "views at the peak: driver used read" True "$(json_field "$out/views.report.json" 'd["devices"][0]["views"]["at_peak"]["driver_used_bytes"] is not None')"
+check "context overhead at the peak between 100 MiB and 2 GiB" True "$(json_field "$out/views.report.json" '100 * 2**20 <= d["devices"][0]["views"]["at_peak"]["context_overhead_bytes"] <= 2 * 2**30')"
+check "planted OOM recorded with its size" 4398046511104 "$(json_field "$out/views.report.json" 'd["ooms"][0]["requested_bytes"]')"
+check "planted OOM has the driver's free memory" True "$(json_field "$out/views.report.json" 'd["ooms"][0]["driver_free_bytes"] is not None')"
+
+echo "--- 6. torchrun, two ranks (gloo) on one GPU: one trace per rank"
+rm -rf "$out/ranks" && mkdir -p "$out/ranks"
+"$gmt" run -o "$out/ranks/rank%r.%p.gmt" -- torchrun --nproc_per_node=2 --master_port=29541 tests/gpu/ranks.py gloo shared \
+  >"$out/ranks.log" 2>&1 || { echo "FAIL torchrun (see ranks.log)"; tail -5 "$out/ranks.log"; failures=$((failures + 1)); }
+"$gmt" report "$out/ranks" | sed -n '/^run of/,$p'
+"$gmt" report --json "$out/ranks" >"$out/ranks.report.json"
+check "ranks traced" "[0, 1]" "$(json_field "$out/ranks.report.json" 'sorted(t["rank"] for t in d["traces"] if t["rank"] is not None)')"
+
 echo "gpu-validate: $failures failure(s)"
 exit $((failures > 0))
