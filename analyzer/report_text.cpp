@@ -158,6 +158,8 @@ void write_run_table(const std::vector<TraceSummary>& traces, std::ostream& out)
   uint64_t peaks = 0, leaks = 0, ooms = 0;
   for (const TraceSummary& t : traces) {
     for (const auto& [ordinal, d] : t.devices) {
+      // Host memory names no device: an entry with nothing resident is no row of its own.
+      if (ordinal < 0 && d.peak_bytes == 0) continue;
       const uint64_t leaked = leaked_on(t, ordinal);
       out << "  " << std::setw(9) << t.pid << std::setw(6)
           << (t.rank ? std::to_string(*t.rank) : std::string("-")) << std::setw(8)

@@ -184,13 +184,13 @@ void ViewsReplay::on(const format::PhaseRecord& r) {
   const auto action = static_cast<PhaseAction>(r.action);
   if (action == PhaseAction::kMark) {
     if (marks_.size() < kMarksKept)
-      marks_.push_back({r.time_ns, r.thread, phase_name(r.domain, r.name)});
+      marks_.push_back({r.time_ns, r.tid, phase_name(r.domain, r.name)});
     return;
   }
   if (action == PhaseAction::kPush || action == PhaseAction::kStart) {
     OpenPhase p;
     p.name = phase_name(r.domain, r.name);
-    p.thread = r.thread;
+    p.thread = r.tid;
     p.pushed = action == PhaseAction::kPush;
     p.domain = r.domain;
     p.range = r.range;
@@ -205,7 +205,7 @@ void ViewsReplay::on(const format::PhaseRecord& r) {
   // A pop closes the innermost push of the thread in the domain; an end, its range.
   for (auto it = open_.rbegin(); it != open_.rend(); ++it) {
     const bool match = action == PhaseAction::kPop
-                           ? it->pushed && it->thread == r.thread && it->domain == r.domain
+                           ? it->pushed && it->thread == r.tid && it->domain == r.domain
                            : !it->pushed && it->range == r.range;
     if (!match) continue;
     close(*it, r.time_ns, closed_);

@@ -446,7 +446,7 @@ enum class PhaseAction : uint8_t {
 struct PhaseRecord {
   static constexpr RecordType kType = RecordType::kPhase;
   uint64_t time_ns = 0;
-  uint64_t thread = 0;
+  uint64_t tid = 0;     // not `thread`: that one the reader fills from the chunk
   uint32_t action = 0;  // PhaseAction
   uint32_t domain = 0;  // NameRecord id of the NVTX domain; 0 for the default domain
   uint32_t name = 0;    // NameRecord id; 0 for kPop and kEnd
@@ -455,7 +455,7 @@ struct PhaseRecord {
   template <class Self, class V>
   static void fields(Self& r, V& v) {
     v.time("time_ns", r.time_ns);
-    v.u64("thread", r.thread);
+    v.u64("tid", r.tid);
     v.u32("action", r.action);
     v.u32("domain", r.domain);
     v.u32("name", r.name);

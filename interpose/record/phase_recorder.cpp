@@ -62,7 +62,7 @@ void PhaseRecorder::mark(uint32_t domain, uint32_t name) {
 
 void PhaseRecorder::emit(PhaseAction action, uint32_t domain, uint32_t name, uint64_t range) {
   format::PhaseRecord rec;
-  rec.thread = thread_id();
+  rec.tid = thread_id();
   rec.action = static_cast<uint32_t>(action);
   rec.domain = domain;
   rec.name = name;
