@@ -5,6 +5,7 @@
 //   3 x trainer::step             forward: +100 MiB activations, +20 MiB scratch freed
 //                                 backward: +50 MiB gradients, activations freed
 //                                 gradients freed, +2 MiB kept (the leak)
+//   trainer::checkpoint           +16 MiB, popped with a payload (as NCCL does), then freed
 //   optimizer (gpumemtrace.h)     +8 MiB freed
 //   shutdown (start/end range)    nothing
 //
@@ -12,6 +13,7 @@
 // that the sampler reads the other views there.
 #include <cuda_runtime_api.h>
 #include <nvtx3/nvToolsExt.h>
+#include <nvtx3/nvToolsExtPayload.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -80,6 +82,19 @@ int main(int argc, char** argv) {
     (void)must_alloc(2 * kMiB);
     nvtxDomainRangePop(trainer);
   }
+
+  // NCCL's pattern: a range pushed with attributes, popped with a payload (nvtxRangePopPayload).
+  nvtxEventAttributes_t checkpoint{};
+  checkpoint.version = NVTX_VERSION;
+  checkpoint.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  checkpoint.messageType = NVTX_MESSAGE_TYPE_ASCII;
+  checkpoint.message.ascii = "checkpoint";
+  nvtxDomainRangePushEx(trainer, &checkpoint);
+  void* staging = must_alloc(16 * kMiB);
+  const uint64_t bytes = 16 * kMiB;
+  nvtxPayloadData_t payload{NVTX_PAYLOAD_ENTRY_TYPE_UINT64, sizeof bytes, &bytes};
+  nvtxRangePopPayload(trainer, &payload, 1);
+  must_free(staging);
 
   gpumemtrace_push("optimizer");
   must_free(must_alloc(8 * kMiB));
