@@ -47,4 +47,14 @@ int timeline_command(const TimelineOptions& options, std::ostream& out, std::ost
 int diff_command(const std::string& before, const std::string& after, bool json, std::ostream& out,
                  std::ostream& err);
 
+struct ExportOptions {
+  std::string path;
+  std::string format;         // "perfetto" | "pprof" | "folded" | "speedscope" | "memviz"
+  std::string output;         // a file, or "-" for `out`
+  std::string what = "peak";  // folded: "peak" | "leaks"
+};
+// Writes the trace in a format other tools open (export_formats.h); 1 when the trace is not
+// readable or the output cannot be written.
+int export_command(const ExportOptions& options, std::ostream& out, std::ostream& err);
+
 }  // namespace gmt::analyzer

@@ -115,6 +115,18 @@ int main(int argc, char** argv) {
   diff->add_option("after", diff_after, "Trace after the change")->required();
   diff->add_flag("--json", diff_json, "Machine-readable output (contract in README.md)");
 
+  gmt::analyzer::ExportOptions export_options;
+  CLI::App* export_ = app.add_subcommand(
+      "export", "Write a trace for other viewers: perfetto, pprof, folded, speedscope, memviz");
+  export_->add_option("trace", export_options.path, "Trace file")->required();
+  export_->add_option("--format", export_options.format, "Output format")
+      ->required()
+      ->check(CLI::IsMember({"perfetto", "pprof", "folded", "speedscope", "memviz"}));
+  export_->add_option("-o,--output", export_options.output, "Output file (\"-\": stdout)")
+      ->required();
+  export_->add_option("--what", export_options.what, "folded: the peak or the leaks")
+      ->check(CLI::IsMember({"peak", "leaks"}));
+
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -134,6 +146,8 @@ int main(int argc, char** argv) {
     }
     if (diff->parsed())
       return gmt::analyzer::diff_command(diff_before, diff_after, diff_json, std::cout, std::cerr);
+    if (export_->parsed())
+      return gmt::analyzer::export_command(export_options, std::cout, std::cerr);
   } catch (const std::exception& e) {
     std::cerr << "gpumemtrace: " << e.what() << "\n";
     return 2;

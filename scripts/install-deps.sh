@@ -9,6 +9,8 @@ packages=(
   nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-format
+  clang libclang-rt-dev # libFuzzer, for scripts/fuzz.sh
+  protobuf-compiler gzip  # the tests decode the pprof export with protoc
 )
 
 missing=()
