@@ -59,6 +59,10 @@ ordered_json views_json(const std::optional<ViewValues>& views, uint64_t tracked
       {"other_processes_bytes", or_null(v.other_processes_bytes())},
       {"framework_cache_bytes", or_null(v.framework_cache_bytes())},
       {"outside_framework_bytes", or_null(outside_framework(v))},
+      {"pool_reserved_bytes", or_null(v.pool_reserved_bytes)},
+      {"pool_used_bytes", or_null(v.pool_used_bytes)},
+      {"graph_reserved_bytes", or_null(v.graph_reserved_bytes)},
+      {"graph_used_bytes", or_null(v.graph_used_bytes)},
       {"by_library", by_library},
       {"sample_time_ns", views ? ordered_json(v.time_ns) : ordered_json(nullptr)},
       {"exact", views ? v.exact : false},
@@ -128,6 +132,15 @@ void write_views_text(const std::string& title, const std::optional<ViewValues>&
   row(out, "NVML, this process", shown(v.nvml_process_bytes));
   row(out, "driver used (cuMemGetInfo)", shown(v.driver_used_bytes));
   row(out, "NVML, whole device", shown(v.nvml_device_used_bytes));
+  // Read only once the process has such memory.
+  if (v.pool_reserved_bytes || v.pool_used_bytes) {
+    row(out, "stream-ordered pool reserved", shown(v.pool_reserved_bytes),
+        "used " + shown(v.pool_used_bytes));
+  }
+  if (v.graph_reserved_bytes || v.graph_used_bytes) {
+    row(out, "graph memory reserved", shown(v.graph_reserved_bytes),
+        "used " + shown(v.graph_used_bytes));
+  }
   out << "      where the differences go:\n";
   row(out, "  framework cache (reserved-alloc)", shown(v.framework_cache_bytes()));
   row(out, "  outside the framework", shown(outside_framework(v)), "tracked - framework reserved");
