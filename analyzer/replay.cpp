@@ -150,7 +150,9 @@ void Replay::note_failure(const format::AllocFailedRecord& r) {
 
 void Replay::saw_event(uint64_t time_ns) {
   ++summary_.events;
-  summary_.duration_ns = time_ns;
+  // The latest time, not the last one: a damaged chunk can go back in time, and the second
+  // pass sizes the timeline by the duration, so no record may lie past it.
+  summary_.duration_ns = std::max(summary_.duration_ns, time_ns);
   now_ns_ = time_ns;
 }
 
@@ -271,7 +273,7 @@ void Replay::on(const format::AllocFailedRecord& r) {
 }
 
 void Replay::on(const format::EndRecord& r) {
-  summary_.duration_ns = r.time_ns;
+  summary_.duration_ns = std::max(summary_.duration_ns, r.time_ns);
   summary_.end = TraceEnd::kExited;
 }
 

@@ -14,11 +14,16 @@ namespace gmt::analyzer {
 
 TraceSummary summarize_trace(const std::string& path, const SummaryOptions& options) {
   MappedFile file(path);
-  const format::HeaderCheck header = format::check_header(file.bytes());
+  return summarize_trace_bytes(file.bytes(), path, options);
+}
+
+TraceSummary summarize_trace_bytes(std::span<const uint8_t> bytes, const std::string& path,
+                                   const SummaryOptions& options) {
+  const format::HeaderCheck header = format::check_header(bytes);
   if (!header.ok) throw TraceError(path + ": " + header.error);
 
   Replay replay;
-  format::TraceReader reader(file.bytes(), header.header);
+  format::TraceReader reader(bytes, header.header);
   bool described = false;
   while (auto record = reader.next()) {
     described = described || std::holds_alternative<format::ProcessInfoRecord>(*record);
@@ -41,7 +46,7 @@ TraceSummary summarize_trace(const std::string& path, const SummaryOptions& opti
     second.sample_sites_after(leak_sample_positions(records));
     if (options.timeline_resolution_ns > 0)
       second.record_timeline(timeline_resolution(options.timeline_resolution_ns, duration));
-    format::TraceReader again(file.bytes(), header.header);
+    format::TraceReader again(bytes, header.header);
     while (auto record = again.next()) second.apply(*record);
     second.finish();
     TraceSummary& first = replay.summary();

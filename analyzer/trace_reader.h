@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "analyzer/trace_summary.h"
@@ -19,5 +20,10 @@ struct SummaryOptions {
   uint64_t timeline_resolution_ns = 0;
 };
 TraceSummary summarize_trace(const std::string& path, const SummaryOptions& options = {});
+
+// The same for a trace already in memory (`bytes` is the whole file); `name` stands for the
+// file in errors and in the summary's path. For callers that hold the bytes, such as the fuzzer.
+TraceSummary summarize_trace_bytes(std::span<const uint8_t> bytes, const std::string& name,
+                                   const SummaryOptions& options = {});
 
 }  // namespace gmt::analyzer

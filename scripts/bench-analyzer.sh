@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Times the analyzer on large synthetic traces: `gpumemtrace report --json` on 10 M and 100 M
+# events with the same live set, and on 10 M events with ten times the live set. Prints a
+# Markdown table (docs/benchmarks.md, "Analyzer speed", explains it).
+# Usage: scripts/bench-analyzer.sh [OUTPUT_FILE]
+#
+# Targets (DESIGN.md): at least 20 M events/s on one core, a 100 M-event trace reported in at
+# most 10 s, and peak RSS set by the live allocations and stacks, not by the number of events.
+# The analyzer runs pinned to one CPU (taskset) when it can. Traces go to a temporary folder
+# ($TMPDIR; about 1.5 GB for the 100 M-event one, deleted at the end); the 100 M case is skipped,
+# with a message, when there is not room for it. Exits non-zero only when something failed to
+# build or run; a missed target is shown as **missed**. Takes a few minutes on 2 cores.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+out_file="${1:-}"
+dir=build-analyzer-bench  # apart from the developer's build/ (.gitignore: /build*/)
+reps="${BENCH_REPS:-3}"   # runs of report per trace; the median is shown
+
+cuda_args=()
+if [ -n "${CUDAToolkit_ROOT:-}" ]; then cuda_args+=("-DCUDAToolkit_ROOT=$CUDAToolkit_ROOT"); fi
+if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ] && [ -z "${CUDAToolkit_ROOT:-}" ]; then
+  cuda_args+=("-DCUDAToolkit_ROOT=/usr/local/cuda")
+fi
+
+# Only what is measured: the CLI, the generator and the split of the analyzer's passes.
+# The project's default build type (RelWithDebInfo, -O2), the one scripts/build.sh makes: what
+# users run. (A Release build, -O3, trips GCC 12's false -Wrestrict warnings in analyzer/.)
+echo "bench-analyzer: building in $dir (RelWithDebInfo)" >&2
+cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${cuda_args[@]}" >/dev/null
+cmake --build "$dir" -j "$(nproc)" --target gpumemtrace synthetic_trace analyzer_passes >/dev/null
+
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+
+pin=()
+if command -v taskset >/dev/null && taskset -c 0 true 2>/dev/null; then pin=(taskset -c 0); fi
+
+stacks=2000
+threads=4
+devices=2
+# name events live
+cases=(
+  "10M 10000000 50000"
+  "100M 100000000 50000"
+  "10M-10x-live 10000000 500000"
+)
+
+free_kib() { df -Pk "$scratch" | awk 'NR == 2 { print $4 }'; }
+
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+rows=()
+declare -A rss_of wall_of
+for c in "${cases[@]}"; do
+  read -r name events live <<<"$c"
+  # About 13 bytes per event and the stacks; twice that leaves room for the rest of the machine.
+  need_kib=$((events * 26 / 1024 + 65536))
+  if [ "$(free_kib)" -lt "$need_kib" ]; then
+    echo "bench-analyzer: skipping $name: $((need_kib / 1024)) MiB needed in $scratch," \
+      "$(($(free_kib) / 1024)) MiB free (set TMPDIR to a larger disk)" >&2
+    rows+=("| $name | $events | $live | skipped: not enough disk | | | | |")
+    continue
+  fi
+  trace="$scratch/$name.gmt"
+  echo "bench-analyzer: generating $name ($events events, $live live, $stacks stacks)" >&2
+  "$dir/bin/synthetic_trace" --output "$trace" --events "$events" --live "$live" \
+    --stacks "$stacks" --threads "$threads" --devices "$devices" >/dev/null
+  file_mib=$(($(stat -c %s "$trace") / 1048576))
+  # Warm the page cache first: the figure is the analyzer's, not the disk's.
+  cat "$trace" >/dev/null
+  walls=()
+  rss=0
+  for ((i = 0; i < reps; ++i)); do
+    m=$(python3 tests/bench/measure_run.py "${pin[@]}" "$dir/bin/gpumemtrace" report --json "$trace")
+    walls+=("$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["wall_s"])' "$m")")
+    r=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["max_rss_kib"])' "$m")
+    ((r > rss)) && rss=$r
+  done
+  wall=$(printf '%s\n' "${walls[@]}" | median)
+  passes=$("${pin[@]}" "$dir/bin/analyzer_passes" "$trace")
+  read -r read_s first_s <<<"$(python3 -c 'import json,sys; p=json.loads(sys.argv[1]); print(p["read_s"], p["read_replay_s"])' "$passes")"
+  rate=$(python3 -c "print(f'{$events / $wall / 1e6:.1f}')")
+  rss_mib=$((rss / 1024))
+  rss_of[$name]=$rss_mib
+  wall_of[$name]=$wall
+  rows+=("| $name | $events | $live | $file_mib | $wall | $rate | $rss_mib | $read_s / $first_s |")
+  rm -f "$trace"
+done
+
+verdict() { if [ "$1" = 1 ]; then echo "met"; else echo "**missed**"; fi; }
+{
+  echo "### Analyzer speed (\`gpumemtrace report --json\`, median of $reps, one core)"
+  echo
+  echo "$(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+  echo
+  echo "| trace | events | live set | file MiB | wall s | M events/s | peak RSS MiB | reader / reader+replay s |"
+  echo "|---|---|---|---|---|---|---|---|"
+  printf '%s\n' "${rows[@]}"
+  echo
+  if [ -n "${wall_of[10M]:-}" ]; then
+    ok=$(python3 -c "print(int(10e6 / ${wall_of[10M]} >= 20e6))")
+    echo "- ≥ 20 M events/s (10M): $(verdict "$ok")"
+  fi
+  if [ -n "${wall_of[100M]:-}" ]; then
+    ok=$(python3 -c "print(int(${wall_of[100M]} <= 10))")
+    echo "- 100 M events in ≤ 10 s: ${wall_of[100M]} s, $(verdict "$ok")"
+  fi
+  if [ -n "${rss_of[100M]:-}" ] && [ -n "${rss_of[10M]:-}" ]; then
+    ratio=$(python3 -c "print(f'{${rss_of[100M]} / ${rss_of[10M]}:.2f}')")
+    ok=$(python3 -c "print(int(${rss_of[100M]} < 10 * ${rss_of[10M]}))")
+    echo "- peak RSS 100M / 10M, same live set: ${ratio}x (must not be 10x), $(verdict "$ok")"
+  fi
+  if [ -n "${rss_of[10M-10x-live]:-}" ] && [ -n "${rss_of[10M]:-}" ]; then
+    ratio=$(python3 -c "print(f'{${rss_of[10M-10x-live]} / ${rss_of[10M]}:.2f}')")
+    echo "- peak RSS 10M with 10x the live set / 10M: ${ratio}x (RSS follows the live set)"
+  fi
+} >"$scratch/table.md"
+cat "$scratch/table.md"
+if [ -n "$out_file" ]; then cp "$scratch/table.md" "$out_file"; fi

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Fuzzes the trace reader and the analyzer's replay with libFuzzer for a bounded time.
+# Usage: scripts/fuzz.sh [SECONDS]   (default 60)
+#
+# Builds tests/fuzz/trace_fuzzer with clang (AddressSanitizer, UndefinedBehaviorSanitizer and
+# libFuzzer's coverage) in build-fuzz/, then runs it for SECONDS over the seed corpus in
+# tests/fuzz/corpus. New inputs it finds go to a temporary folder, not into the repository. Fails
+# when the fuzzer finds a crash, a sanitizer report, an unexpected exception or an input that
+# takes more than 10 s; the input is then kept under build-fuzz/artifacts/ and its path printed
+# (replay it with: build-fuzz/bin/trace_fuzzer FILE).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seconds="${1:-60}"
+dir=build-fuzz
+
+if ! command -v clang++ >/dev/null; then
+  echo "fuzz: clang++ is missing (scripts/install-deps.sh installs it)" >&2
+  exit 1
+fi
+
+cuda_args=()
+if [ -n "${CUDAToolkit_ROOT:-}" ]; then cuda_args+=("-DCUDAToolkit_ROOT=$CUDAToolkit_ROOT"); fi
+if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ] && [ -z "${CUDAToolkit_ROOT:-}" ]; then
+  cuda_args+=("-DCUDAToolkit_ROOT=/usr/local/cuda")
+fi
+
+echo "fuzz: building trace_fuzzer in $dir (clang)" >&2
+cmake -S . -B "$dir" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGMT_BUILD_TESTS=OFF -DGMT_BUILD_FUZZERS=ON \
+  "${cuda_args[@]}" >/dev/null
+cmake --build "$dir" -j "$(nproc)" --target trace_fuzzer >/dev/null
+
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+artifacts="$dir/artifacts"
+mkdir -p "$artifacts"
+
+echo "fuzz: running for ${seconds}s over tests/fuzz/corpus" >&2
+# The first folder receives what the run finds; the seeds are only read. -max_len covers the
+# largest seed (a trace of 64 KiB chunks, as the preload library writes).
+if ! "$dir/bin/trace_fuzzer" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+  -max_len=262144 -print_final_stats=1 -artifact_prefix="$artifacts/" \
+  "$scratch" tests/fuzz/corpus >"$scratch/log" 2>&1; then
+  tail -n 60 "$scratch/log" >&2
+  echo "fuzz: FAILED; the input is in $artifacts/:" >&2
+  ls -t "$artifacts" | head -n 3 | sed "s|^|  $artifacts/|" >&2
+  exit 1
+fi
+grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb)|^Done ' "$scratch/log" >&2 || true
+echo "fuzz: no crash in ${seconds}s" >&2

@@ -1,0 +1,66 @@
+// analyzer_passes TRACE: where `gpumemtrace report`'s time goes, as one JSON object on stdout.
+//
+// It times, one after the other on the same mapped file: the format reader alone (every record
+// decoded and merged in time order, nothing done with it), the reader feeding one Replay (the
+// analyzer's first pass), and the whole summary (both passes, leak classes). The differences
+// split the time between decoding, the model and the second pass; report's own figure adds
+// symbolization and printing on top.
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include "analyzer/mapped_file.h"
+#include "analyzer/replay.h"
+#include "analyzer/trace_reader.h"
+#include "format/file_header.h"
+#include "format/trace_reader.h"
+
+namespace {
+
+template <class F>
+double seconds(F&& f) {
+  const auto start = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: analyzer_passes TRACE\n");
+    return 2;
+  }
+  try {
+    const std::string path = argv[1];
+    gmt::analyzer::MappedFile file(path);
+    const gmt::format::HeaderCheck header = gmt::format::check_header(file.bytes());
+    if (!header.ok) throw std::runtime_error(path + ": " + header.error);
+
+    uint64_t records = 0;
+    const double read_s = seconds([&] {
+      gmt::format::TraceReader reader(file.bytes(), header.header);
+      while (reader.next()) ++records;
+    });
+    uint64_t events = 0;
+    const double replay_s = seconds([&] {
+      gmt::format::TraceReader reader(file.bytes(), header.header);
+      gmt::analyzer::Replay replay;
+      while (auto record = reader.next()) replay.apply(*record);
+      replay.finish();
+      events = replay.summary().events;
+    });
+    const double summary_s = seconds([&] { gmt::analyzer::summarize_trace(path); });
+    std::printf(
+        "{\"records\": %llu, \"events\": %llu, \"read_s\": %.3f, \"read_replay_s\": %.3f, "
+        "\"summary_s\": %.3f}\n",
+        static_cast<unsigned long long>(records), static_cast<unsigned long long>(events), read_s,
+        replay_s, summary_s);
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "analyzer_passes: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Writes the fuzzer's seed corpus: small synthetic traces and hand-made damaged ones.
+
+Usage: make_corpus.py SYNTHETIC_TRACE_BINARY OUTPUT_DIR
+
+The traces come from tests/bench/synthetic_trace (the preload library's layout) with small
+chunks, so that the seeds stay small; the damaged ones are made from the smallest trace, one
+kind of damage each, as the reader must survive them: an empty file, a short one, a text file,
+the header page alone, a wrong major version, a bad chunk size, a file cut inside a chunk, a
+checksum mismatch, a damaged chunk magic, a published length past the chunk. The files are
+committed in tests/fuzz/corpus; run this again when the format changes.
+"""
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+FIRST_CHUNK = 4096
+CHUNK = 4096
+
+
+def synthetic(binary, path, *args):
+    subprocess.run([binary, "--output", path, "--chunk-size", str(CHUNK), *args], check=True,
+                   stdout=subprocess.DEVNULL)
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    binary, out = sys.argv[1], sys.argv[2]
+    os.makedirs(out, exist_ok=True)
+    seeds = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = os.path.join(scratch, "t.gmt")
+        seeds["tiny.gmt"] = synthetic(binary, tmp, "--events", "60", "--threads", "1",
+                                      "--devices", "1", "--stacks", "6", "--live", "10",
+                                      "--vmm-one-in", "10", "--fail-one-in", "20")
+        seeds["two-threads.gmt"] = synthetic(binary, tmp, "--events", "400", "--threads", "2",
+                                             "--devices", "2", "--stacks", "12", "--live", "40",
+                                             "--vmm-one-in", "25", "--fail-one-in", "60",
+                                             "--seed", "2")
+        seeds["four-threads.gmt"] = synthetic(binary, tmp, "--events", "1200", "--threads", "4",
+                                              "--devices", "3", "--stacks", "30", "--live", "100",
+                                              "--vmm-one-in", "40", "--fail-one-in", "150",
+                                              "--seed", "3")
+    tiny = seeds["tiny.gmt"]
+    seeds["empty.gmt"] = b""
+    seeds["short.gmt"] = tiny[:10]
+    seeds["text.gmt"] = b"this is not a trace\n"
+    seeds["header-only.gmt"] = tiny[:FIRST_CHUNK]
+    seeds["wrong-version.gmt"] = tiny[:8] + struct.pack("<H", 2) + tiny[10:]
+    seeds["bad-chunk-size.gmt"] = tiny[:12] + struct.pack("<I", 3000) + tiny[16:]
+    seeds["cut-in-chunk.gmt"] = tiny[:FIRST_CHUNK + CHUNK + 100]
+    flipped = bytearray(tiny)
+    flipped[FIRST_CHUNK + CHUNK + 32 + 40] ^= 0x10  # a payload byte of the second chunk
+    seeds["flipped-crc.gmt"] = bytes(flipped)
+    magic = bytearray(tiny)
+    magic[FIRST_CHUNK] ^= 0xff
+    seeds["bad-chunk-magic.gmt"] = bytes(magic)
+    length = bytearray(tiny)
+    struct.pack_into("<I", length, FIRST_CHUNK + 16, CHUNK)  # published length past the chunk
+    seeds["length-past-chunk.gmt"] = bytes(length)
+    for name, data in seeds.items():
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(data)
+    print(f"{len(seeds)} seeds, {sum(len(d) for d in seeds.values())} bytes in {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
