@@ -10,7 +10,6 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-format
   clang libclang-rt-dev # libFuzzer, for scripts/fuzz.sh
-  clang libclang-rt-dev # libFuzzer, for scripts/fuzz.sh
   protobuf-compiler gzip  # the tests decode the pprof export with protoc
 )
 
