@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <ctime>
 #include <new>
 
 #include "interpose/hooks/depth_guard.h"
@@ -125,7 +126,12 @@ void Sampler::stop() {
     stopping_ = true;
     wake_.notify_one();
   }
-  pthread_join(thread_, nullptr);
+  // A driver or NVML call that hangs (a GPU gone bad) must not hang the program's exit: after
+  // two seconds the thread is left behind, and the last sample with it.
+  timespec deadline{};
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += 2;
+  if (pthread_timedjoin_np(thread_, nullptr, &deadline) != 0) pthread_detach(thread_);
 }
 
 void Sampler::sample_all(SampleReason reason) {
