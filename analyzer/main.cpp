@@ -7,6 +7,7 @@
 #include "analyzer/command_support.h"
 #include "analyzer/commands.h"
 #include "analyzer/dump_command.h"
+#include "analyzer/html_report.h"
 #include "analyzer/report.h"
 #include "analyzer/run_command.h"
 
@@ -127,6 +128,13 @@ int main(int argc, char** argv) {
   export_->add_option("--what", export_options.what, "folded: the peak or the leaks")
       ->check(CLI::IsMember({"peak", "leaks"}));
 
+  std::vector<std::string> html_paths;
+  std::string html_output;
+  CLI::App* html = app.add_subcommand(
+      "html", "One self-contained HTML page: timelines by library, flame graph of the peak, leaks");
+  html->add_option("traces", html_paths, "Trace files, or directories of them")->required();
+  html->add_option("-o,--output", html_output, "The page to write")->required();
+
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -148,6 +156,7 @@ int main(int argc, char** argv) {
       return gmt::analyzer::diff_command(diff_before, diff_after, diff_json, std::cout, std::cerr);
     if (export_->parsed())
       return gmt::analyzer::export_command(export_options, std::cout, std::cerr);
+    if (html->parsed()) return gmt::analyzer::html_command(html_paths, html_output, std::cerr);
   } catch (const std::exception& e) {
     std::cerr << "gpumemtrace: " << e.what() << "\n";
     return 2;

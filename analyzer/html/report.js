@@ -1,0 +1,180 @@
+// Builds the page from the JSON object in #gmt-data (html_report_data.cpp writes it): per trace
+// its devices (timeline, the moment clicked, the flame graph of the peak, the views at the peak),
+// phases, failed allocations and leaks; the table of processes for a run of several.
+//
+// A moment can also be given in the address: #click=<ns>[&trace=<i>][&device=<ordinal>] selects
+// it as a click would (the browser test uses it, and it makes a moment linkable).
+
+gmt.Report = class {
+  constructor(data) {
+    this.data = data;
+    this.charts = [];
+    this.flames = [];
+  }
+
+  build(root) {
+    const d = this.data;
+    const count = d.traces.length;
+    root.append(gmt.el("h1", null, "gpumemtrace report"),
+                gmt.el("p", { class: "lead" }, count === 1 ? "1 process" : count + " processes",
+                       " \u00b7 timelines in at most " + d.limits.buckets_per_device +
+                       " intervals per device, each showing the most that was live during it"));
+    if (d.processes.length > 0) {
+      root.append(gmt.el("h2", null, "processes"), gmt.processTable(d.processes));
+    }
+    for (const u of d.unreadable) root.append(gmt.el("p", { class: "error" }, "unreadable: " + u.error));
+    for (const trace of d.traces) root.append(this.traceSection(trace));
+  }
+
+  traceSection(t) {
+    const title = "pid " + t.pid + (t.rank === null ? "" : " (rank " + t.rank + ")") +
+                  (t.host ? " on " + t.host : "");
+    const section = gmt.el("section", { class: "trace", id: "trace-" + t.index },
+      gmt.el("h2", null, title),
+      gmt.el("p", { class: "command" }, t.argv.join(" ") || "(unknown command)"),
+      gmt.el("p", null, t.events + " events over " + gmt.duration(t.duration_ns) + " \u00b7 " +
+             (t.end === "exited" ? "complete" : t.end) + (t.end_reason ? ": " + t.end_reason : "") +
+             " \u00b7 " + t.path));
+    for (const note of t.notes.concat(t.symbolization_warnings)) {
+      section.append(gmt.el("p", { class: "note" }, note));
+    }
+    if (t.devices.length === 0) section.append(gmt.el("p", null, "No device memory was allocated."));
+    for (const device of t.devices) section.append(this.deviceSection(t, device));
+    if (t.phases.length > 0) {
+      section.append(gmt.el("h3", null, "phases"), gmt.phasesTable(t.phases));
+      if (t.phase_runs_left_out > 0) {
+        section.append(gmt.el("p", { class: "note" }, t.phase_runs_left_out + " later phase runs are not drawn"));
+      }
+    }
+    if (t.ooms.length > 0) {
+      section.append(gmt.el("h3", null, "failed allocations"), gmt.oomsTable(t.ooms));
+      if (t.ooms_left_out > 0) section.append(gmt.el("p", { class: "note" }, t.ooms_left_out + " more not listed"));
+    }
+    section.append(gmt.el("h3", null, "never freed"));
+    if (t.leaks.length === 0) {
+      section.append(gmt.el("p", null, "Everything allocated was freed."));
+    } else {
+      section.append(gmt.leaksTable(t.leaks));
+      if (t.leaks_left_out > 0) section.append(gmt.el("p", { class: "note" }, t.leaks_left_out + " smaller groups not listed"));
+    }
+    return section;
+  }
+
+  deviceSection(t, d) {
+    const who = [d.name, d.pci_bus_id ? "PCI " + d.pci_bus_id : ""].filter((s) => s).join(", ");
+    const section = gmt.el("section", { class: "device" },
+      gmt.el("h3", null, gmt.deviceName(d.device) + (who ? " (" + who + ")" : "")),
+      gmt.el("p", { class: "peak-line" }, "peak ", gmt.el("b", { "data-bytes": d.peak_bytes }, gmt.bytes(d.peak_bytes)),
+             " at " + gmt.duration(d.peak_time_ns) + (d.peak_phase ? " in " + d.peak_phase : "") +
+             " \u00b7 live at exit " + gmt.bytes(d.live_at_exit_bytes) + " in " + d.live_at_exit_count +
+             " allocations \u00b7 " + d.alloc_count + " allocations, " + d.free_count + " frees, " +
+             d.failed_alloc_count + " failed"));
+    const moment = gmt.el("div", { class: "moment" });
+    const chart = new gmt.Timeline(t, d, (c, time, marker) => this.showMoment(moment, t, d, c, time, marker));
+    this.charts.push(chart);
+    const ooms = chart.ooms.length;
+    section.append(chart.root, gmt.el("p", { class: "note" },
+      "Stacks are kept for the peak (\u25b2)" + (ooms > 0 ? " and for each failed allocation (\u2715)" : "") +
+      ": click on a marker to see them. Any other moment shows the bytes by owning library."), moment);
+    const flame = new gmt.Flame(d.flame, d.peak_bytes);
+    this.flames.push(flame);
+    section.append(gmt.el("div", { class: "columns" },
+      gmt.el("div", { class: "column wide" }, gmt.el("h4", null, "live at the peak, by stack"), flame.root),
+      gmt.el("div", { class: "column" }, gmt.viewsTable(d.views_at_peak_title, d.views_at_peak))));
+    return section;
+  }
+
+  static sites(sites, moreText) {
+    const list = gmt.el("div", { class: "sites" });
+    for (const s of sites) {
+      list.append(gmt.el("div", { class: "site", "data-bytes": s.bytes,
+                                  "data-function": s.frames.length > 0 ? s.frames[0][0] : "" },
+        gmt.el("div", { class: "site-head" }, gmt.el("b", null, gmt.bytes(s.bytes)),
+               " in " + s.count + (s.count === 1 ? " allocation" : " allocations") + " \u00b7 " + s.library),
+        gmt.stackList(s)));
+    }
+    if (moreText) list.append(gmt.el("p", { class: "note" }, moreText));
+    return list;
+  }
+
+  static libraryRows(entries) {
+    return gmt.table(["library", "bytes"], entries.map(([name, bytes]) =>
+      gmt.el("tr", { "data-library": name }, gmt.el("td", null,
+        gmt.el("i", { class: "swatch", style: "background:" + gmt.libraryColour(name) }), name), gmt.bytesCell(bytes))),
+      { class: "libraries" });
+  }
+
+  showMoment(panel, t, d, chart, time, marker) {
+    panel.replaceChildren();
+    panel.dataset.timeNs = String(Math.round(time));
+    panel.dataset.marker = marker ? marker.kind : "";
+    const b = chart.bucketAt(time);
+    if (marker && marker.kind === "peak") {
+      panel.append(gmt.el("h4", null, "the peak: ", gmt.el("span", { class: "moment-bytes", "data-bytes": d.peak_bytes },
+                                                           gmt.bytes(d.peak_bytes)),
+                          " at " + gmt.duration(d.peak_time_ns) + (d.peak_phase ? " in " + d.peak_phase : "")));
+      panel.append(gmt.el("div", { class: "columns" },
+        gmt.el("div", { class: "column" }, gmt.el("h5", null, "by library"),
+               gmt.Report.libraryRows(Object.entries(d.views_at_peak.by_library).sort((x, y) => y[1] - x[1]))),
+        gmt.el("div", { class: "column wide" }, gmt.el("h5", null, "largest sites, with their stacks"),
+               gmt.Report.sites(d.peak_sites, d.peak_sites_left_out > 0 ? d.peak_sites_left_out + " smaller sites in the flame graph" : ""))));
+      return;
+    }
+    if (marker && marker.kind === "oom") {
+      const o = chart.ooms[marker.oom];
+      panel.append(gmt.el("h4", null, "failed allocation at " + gmt.duration(o.time_ns) + ": ",
+                          gmt.el("span", { class: "moment-bytes", "data-bytes": o.requested_bytes }, gmt.bytes(o.requested_bytes)),
+                          " requested (" + o.api + ", " + o.kind + "), " + gmt.bytes(o.live_bytes) + " live then"));
+      panel.append(gmt.el("div", { class: "columns" },
+        gmt.el("div", { class: "column" }, gmt.el("h5", null, "the failed call"), gmt.stackList(o)),
+        gmt.el("div", { class: "column wide" }, gmt.el("h5", null, "largest holders then, with their stacks"),
+               gmt.Report.sites(o.holders, ""))));
+      return;
+    }
+    const res = d.timeline.resolution_ns;
+    panel.append(gmt.el("h4", null, "at " + gmt.duration(time) + ": ",
+                        gmt.el("span", { class: "moment-bytes", "data-bytes": d.timeline.resident[b] },
+                               gmt.bytes(d.timeline.resident[b])),
+                        " (the most live between " + gmt.duration(b * res) + " and " + gmt.duration((b + 1) * res) + ")"));
+    panel.append(gmt.Report.libraryRows(chart.layers.filter((l) => l.bytes[b] > 0).map((l) => [l.name, l.bytes[b]])),
+                 gmt.el("p", { class: "note" }, "Stacks are kept only for the peak and the failed allocations."));
+  }
+
+  draw() {
+    for (const chart of this.charts) chart.draw();
+    for (const flame of this.flames) flame.draw();
+  }
+
+  chart(trace, device) {
+    return this.charts.find((c) => c.trace.index === trace && c.device.device === device) || null;
+  }
+
+  // #click=<ns>[&trace=<i>][&device=<ordinal>]: that moment selected, as if clicked.
+  applyFragment() {
+    const params = new URLSearchParams(window.location.hash.slice(1));
+    if (!params.has("click")) return;
+    const time = Number(params.get("click"));
+    const chart = params.has("device") || params.has("trace")
+      ? this.chart(Number(params.get("trace") || 0), Number(params.get("device") || 0))
+      : this.charts[0];
+    if (!chart || !Number.isFinite(time)) return;
+    chart.select(time, chart.markerAt(time));
+  }
+};
+
+(function start() {
+  const data = JSON.parse(document.getElementById("gmt-data").textContent);
+  const report = new gmt.Report(data);
+  report.build(document.getElementById("report"));
+  report.draw();
+  report.applyFragment();
+  window.addEventListener("hashchange", () => report.applyFragment());
+  let pending = null;
+  window.addEventListener("resize", () => {
+    clearTimeout(pending);
+    pending = setTimeout(() => report.draw(), 100);
+  });
+  // For scripts that drive the page (the browser test): the charts, and a flag once drawn.
+  window.gmtReport = report;
+  document.body.dataset.ready = "1";
+})();
