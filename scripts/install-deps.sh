@@ -11,6 +11,7 @@ packages=(
   clang-format
   clang libclang-rt-dev # libFuzzer, for scripts/fuzz.sh
   protobuf-compiler gzip  # the tests decode the pprof export with protoc
+  chromium  # the HTML report's test loads the page in headless Chromium
 )
 
 missing=()

@@ -116,6 +116,17 @@ gmt.Timeline = class {
   bucketAt(t) {
     return Math.min(Math.max(Math.floor(t / this.res), 0), this.buckets - 1);
   }
+  // The bucket with the most live among those under the pixel column of x ([n, n + 1) in CSS
+  // pixels): zoomed out, a column spans several buckets, and the tallest is the one drawn.
+  bucketAtPixel(x) {
+    const column = Math.floor(x);
+    const first = this.bucketAt(this.timeAt(column));
+    const last = this.bucketAt(this.timeAt(column + 1) - 1);
+    const resident = this.device.timeline.resident;
+    let best = first;
+    for (let b = first + 1; b <= last; b += 1) if (resident[b] > resident[best]) best = b;
+    return best;
+  }
 
   resize(canvas) {
     const ratio = window.devicePixelRatio || 1;
@@ -349,9 +360,10 @@ gmt.Timeline = class {
     if (this.hoverX !== null) line(this.hoverX, "rgba(0,0,0,0.45)");
   }
 
-  // What the tooltip says at time t: the bucket's total, its layers, the views and phases.
-  describe(t) {
-    const b = this.bucketAt(t);
+  // What the tooltip says at pixel x: the bucket's total, its layers, the views and phases.
+  describe(x) {
+    const b = this.bucketAtPixel(x);
+    const t = (b + 0.5) * this.res;
     const rows = [gmt.el("div", { class: "tip-time" },
                          gmt.duration(b * this.res) + " \u2013 " + gmt.duration((b + 1) * this.res))];
     rows.push(gmt.el("div", null, gmt.el("b", null, gmt.bytes(this.device.timeline.resident[b])),
@@ -422,7 +434,7 @@ gmt.Timeline = class {
       if (this.drag && Math.abs(x - this.drag.x) > 4) this.selection = [this.drag.x, x];
       this.hoverX = x;
       this.drawOverlay();
-      this.tip.replaceChildren(...this.describe(this.timeAt(x)));
+      this.tip.replaceChildren(...this.describe(x));
       this.tip.hidden = false;
       const left = x + 14 + 220 > this.width() ? x - 14 - 220 : x + 14;
       this.tip.style.left = Math.max(left, 0) + "px";
@@ -437,7 +449,7 @@ gmt.Timeline = class {
       if (!drag.pan && Math.abs(x - drag.x) > 4) {
         this.zoom(this.timeAt(Math.min(x, drag.x)), this.timeAt(Math.max(x, drag.x)));
       } else if (Math.abs(x - drag.x) <= 4) {
-        this.select(this.timeAt(x), this.markerNear(x));
+        this.select((this.bucketAtPixel(x) + 0.5) * this.res, this.markerNear(x));
       }
     });
     this.overlay.addEventListener("mouseleave", () => {
