@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <queue>
+#include <unordered_map>
 
 #include "analyzer/byte_size.h"
 #include "analyzer/export_record_pass.h"
@@ -59,14 +60,19 @@ class DataBuilder {
     return ordered_json::array({text(f.function), text(where)});
   }
 
-  ordered_json stack(const ResolvedStacks& resolved, uint32_t id) const {
-    ordered_json frames = ordered_json::array();
-    const auto it = resolved.find(id);
-    if (it == resolved.end()) return {{"frames", frames}, {"more_frames", 0}};
-    for (std::size_t i = 0; i < it->second.size() && i < limits_.frames; ++i)
-      frames.push_back(frame(it->second[i]));
-    const std::size_t more = it->second.size() - frames.size();
-    return {{"frames", frames}, {"more_frames", more}};
+  // {"stack": index into the trace's table of stacks}: each stack is written once, however many
+  // sites, holders and leaks name it.
+  ordered_json stack(const ResolvedStacks& resolved, uint32_t id) {
+    const auto [at, added] = stack_index_.try_emplace(id, stacks_.size());
+    if (added) {
+      ordered_json frames = ordered_json::array();
+      const auto it = resolved.find(id);
+      const std::size_t size = it == resolved.end() ? 0 : it->second.size();
+      for (std::size_t i = 0; i < size && i < limits_.frames; ++i)
+        frames.push_back(frame(it->second[i]));
+      stacks_.push_back({{"frames", frames}, {"more_frames", size - frames.size()}});
+    }
+    return {{"stack", at->second}};
   }
 
   ordered_json site(const TraceSummary& trace, const ResolvedStacks& resolved, const PeakSite& s) {
@@ -171,6 +177,8 @@ class DataBuilder {
 
   ordered_json trace(std::size_t index, TraceSummary& t, const ResolvedStacks& leak_frames,
                      uint64_t buckets) {
+    stack_index_.clear();
+    stacks_ = ordered_json::array();
     const uint64_t resolution = std::max<uint64_t>(1, t.duration_ns / buckets + 1);
     const LibraryTimeline libraries = read_library_timeline(t, resolution, limits_.libraries);
     const ExportPass pass = read_export_pass(t, resolution);
@@ -297,7 +305,8 @@ class DataBuilder {
             {"leaks_left_out", t.leaks.size() - leaks.size()},
             {"phases", phase_stats},
             {"phase_runs", runs},
-            {"phase_runs_left_out", runs_left_out}};
+            {"phase_runs_left_out", runs_left_out},
+            {"stacks", stacks_}};
   }
 
  private:
@@ -309,6 +318,9 @@ class DataBuilder {
 
   const HtmlLimits& limits_;
   std::map<const TraceSummary*, OwnerLibraryCache> owners_;
+  // The stacks the trace being built names, by StackRecord id.
+  std::unordered_map<uint32_t, std::size_t> stack_index_;
+  ordered_json stacks_;
 };
 
 // Bytes never freed on `device` that nobody meant to keep (probable leaks and unfreed), as the

@@ -69,13 +69,20 @@ gmt.stackList = function (stack) {
     list.append(gmt.el("li", { class: "function" }, "(no stack recorded)"));
     return list;
   }
-  for (const [fn, where] of stack.frames) {
-    list.append(
-      gmt.el("li", null, gmt.el("span", { class: "function" }, fn), " ",
-             where ? gmt.el("span", { class: "where" }, where) : null));
-  }
-  if (stack.more_frames > 0) {
-    list.append(gmt.el("li", { class: "more" }, "... " + stack.more_frames + " more frames"));
+  // The first frames say who allocated; the callers further out open on demand.
+  const shown = 8;
+  const frame = ([fn, where]) =>
+    gmt.el("li", null, gmt.el("span", { class: "function" }, fn), " ",
+           where ? gmt.el("span", { class: "where" }, where) : null);
+  stack.frames.slice(0, shown).forEach((f) => list.append(frame(f)));
+  const rest = stack.frames.length - shown + stack.more_frames;
+  if (rest > 0) {
+    const more = gmt.el("ol", { class: "frames", start: shown + 1 }, stack.frames.slice(shown).map(frame));
+    if (stack.more_frames > 0) {
+      more.append(gmt.el("li", { class: "more" }, "... " + stack.more_frames + " more frames"));
+    }
+    list.append(gmt.el("li", { class: "more" },
+                       gmt.el("details", null, gmt.el("summary", null, rest + " more frames"), more)));
   }
   return list;
 };

@@ -10,6 +10,23 @@ gmt.Report = class {
     this.data = data;
     this.charts = [];
     this.flames = [];
+    for (const trace of data.traces) gmt.Report.linkStacks(trace);
+  }
+
+  // Sites, holders, failed calls and leaks name their stack by its index in trace.stacks (each
+  // stack is written once): given their frames here, for the code that draws them.
+  static linkStacks(trace) {
+    const link = (item) => {
+      const stack = trace.stacks[item.stack];
+      item.frames = stack ? stack.frames : [];
+      item.more_frames = stack ? stack.more_frames : 0;
+    };
+    for (const device of trace.devices) device.peak_sites.forEach(link);
+    for (const oom of trace.ooms) {
+      link(oom);
+      oom.holders.forEach(link);
+    }
+    trace.leaks.forEach(link);
   }
 
   build(root) {

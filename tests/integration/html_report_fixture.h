@@ -39,6 +39,11 @@ class HtmlReportRun : public TracedRun {
     return std::string(std::istreambuf_iterator<char>(in), {});
   }
 
+  // The frames of a site, holder, failed call or leak of `trace`: [function, where], leaf first.
+  static const nlohmann::json& frames(const nlohmann::json& trace, const nlohmann::json& item) {
+    return trace["stacks"].at(item["stack"].get<std::size_t>())["frames"];
+  }
+
   // The object in <script type="application/json" id="gmt-data">.
   static nlohmann::json embedded_data(const std::string& page) {
     const std::string open = "<script type=\"application/json\" id=\"gmt-data\">";

@@ -113,12 +113,12 @@ TEST_F(HtmlReport, TimelinePhasesViewsAndLeaksAreTheModels) {
   std::vector<uint64_t> site_bytes;
   for (const json& s : d["peak_sites"]) {
     site_bytes.push_back(s["bytes"]);
-    ASSERT_FALSE(s["frames"].empty());
+    ASSERT_FALSE(frames(t, s).empty());
     EXPECT_EQ(s["library"], "workload_phases");
   }
   EXPECT_EQ(site_bytes, (std::vector<uint64_t>{100 * kMiB, 64 * kMiB, 50 * kMiB, 4 * kMiB}));
   bool in_main = false;
-  for (const json& f : d["peak_sites"][0]["frames"]) in_main = in_main || f[0] == "main";
+  for (const json& f : frames(t, d["peak_sites"][0])) in_main = in_main || f[0] == "main";
   EXPECT_TRUE(in_main) << d["peak_sites"][0].dump();
 
   // The flame graph: the device at the root with the peak's bytes; every node's children hold
@@ -184,12 +184,12 @@ TEST_F(HtmlReport, RunOfProcessesMarksTheHighestPeakAndShowsFailedAllocations) {
   EXPECT_EQ(oom["requested_bytes"], 64 * 1024 * kMiB);
   EXPECT_EQ(oom["live_bytes"], 6 * kMiB);
   EXPECT_EQ(oom["device"], 0);
-  EXPECT_FALSE(oom["frames"].empty());
+  EXPECT_FALSE(frames(*failing, oom).empty());
   // The workload makes every allocation at one call site: b and c are one holder.
   ASSERT_EQ(oom["holders"].size(), 1u);
   EXPECT_EQ(oom["holders"][0]["bytes"], 6 * kMiB);
   EXPECT_EQ(oom["holders"][0]["count"], 2);
-  EXPECT_FALSE(oom["holders"][0]["frames"].empty());
+  EXPECT_FALSE(frames(*failing, oom["holders"][0]).empty());
   const json& d = (*failing)["devices"][0];
   const auto resident = d["timeline"]["resident"].get<std::vector<uint64_t>>();
   EXPECT_EQ(*std::max_element(resident.begin(), resident.end()), 17 * kMiB);
