@@ -54,7 +54,8 @@ const char* record_type_name(std::size_t index) {
                                        "sample",
                                        "name",
                                        "phase",
-                                       "note"};
+                                       "note",
+                                       "pool"};
   static_assert(std::size(kNames) == std::variant_size_v<format::Record>);
   return index < std::size(kNames) ? kNames[index] : "unknown";
 }

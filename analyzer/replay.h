@@ -94,6 +94,7 @@ class Replay {
   void on(const format::NameRecord& r);
   void on(const format::PhaseRecord& r);
   void on(const format::NoteRecord& r);
+  void on(const format::PoolRecord& r);
   void take_peak_snapshot(int device);
   // Copies the views, devices, phases and notes into the summary (replay_views.cpp).
   void finish_views();

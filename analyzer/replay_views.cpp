@@ -30,6 +30,21 @@ void Replay::on(const format::PhaseRecord& r) {
   views_.on(r);
 }
 
+// Pools are counted (info, report); their memory is in the sampler's pool_reserved/pool_used.
+void Replay::on(const format::PoolRecord& r) {
+  switch (r.api) {
+    case format::Api::kCuMemPoolCreate:
+      ++summary_.pools_created;
+      break;
+    case format::Api::kCuMemPoolDestroy:
+      ++summary_.pools_destroyed;
+      break;
+    default:
+      ++summary_.pool_trims;
+      break;
+  }
+}
+
 void Replay::on(const format::NoteRecord& r) {
   summary_.notes.push_back(r.text);
 }

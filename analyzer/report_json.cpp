@@ -128,6 +128,8 @@ void write_report_json(const ReportInput& input, std::ostream& out) {
     trace["env"] = t.env;
     trace["notes"] = t.notes;
     trace["view_samples"] = t.view_samples;
+    trace["pools"] = {
+        {"created", t.pools_created}, {"destroyed", t.pools_destroyed}, {"trimmed", t.pool_trims}};
     traces.push_back(std::move(trace));
     for (const auto& [kind, usage] : t.process_kinds) {
       KindUsage& total = process_totals[kind];

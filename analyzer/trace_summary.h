@@ -189,6 +189,9 @@ struct TraceSummary {
       env;                  // the job's variables, "NAME=value" (RANK, CUDA_VISIBLE_DEVICES...)
   std::optional<int> rank;  // from RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK, SLURM_PROCID
   std::vector<std::string> notes;  // what the recording says about itself (a missing view...)
+  uint64_t pools_created = 0;      // stream-ordered memory pools (cuMemPoolCreate)
+  uint64_t pools_destroyed = 0;
+  uint64_t pool_trims = 0;
   uint64_t view_samples = 0;       // the sampler's samples (framework reports not counted)
   std::vector<PhaseStats> phases;  // in order of first start
   std::vector<PhaseMark> marks;

@@ -9,41 +9,44 @@
 namespace gmt::format {
 
 // Values are part of the file format: append only, never renumber or reorder.
-#define GMT_API_LIST(X)                                      \
-  X(kUnknown, "unknown")                                     \
-  X(kCuMemAlloc, "cuMemAlloc")                               \
-  X(kCuMemFree, "cuMemFree")                                 \
-  X(kCuMemAllocPitch, "cuMemAllocPitch")                     \
-  X(kCuMemAllocManaged, "cuMemAllocManaged")                 \
-  X(kCuMemAllocHost, "cuMemAllocHost")                       \
-  X(kCuMemHostAlloc, "cuMemHostAlloc")                       \
-  X(kCuMemFreeHost, "cuMemFreeHost")                         \
-  X(kCuMemHostRegister, "cuMemHostRegister")                 \
-  X(kCuMemHostUnregister, "cuMemHostUnregister")             \
-  X(kCuMemAllocAsync, "cuMemAllocAsync")                     \
-  X(kCuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync")     \
-  X(kCuMemFreeAsync, "cuMemFreeAsync")                       \
-  X(kCuMemCreate, "cuMemCreate")                             \
-  X(kCuMemRelease, "cuMemRelease")                           \
-  X(kCuMemAddressReserve, "cuMemAddressReserve")             \
-  X(kCuMemAddressFree, "cuMemAddressFree")                   \
-  X(kCuMemMap, "cuMemMap")                                   \
-  X(kCuMemUnmap, "cuMemUnmap")                               \
-  X(kCuArrayCreate, "cuArrayCreate")                         \
-  X(kCuArray3DCreate, "cuArray3DCreate")                     \
-  X(kCuArrayDestroy, "cuArrayDestroy")                       \
-  X(kCuMipmappedArrayCreate, "cuMipmappedArrayCreate")       \
-  X(kCuMipmappedArrayDestroy, "cuMipmappedArrayDestroy")     \
-  X(kCuGraphAddMemAllocNode, "cuGraphAddMemAllocNode")       \
-  X(kCuGraphAddMemFreeNode, "cuGraphAddMemFreeNode")         \
-  X(kCuIpcOpenMemHandle, "cuIpcOpenMemHandle")               \
-  X(kCuIpcCloseMemHandle, "cuIpcCloseMemHandle")             \
-  X(kCuCtxDestroy, "cuCtxDestroy")                           \
-  X(kCuDevicePrimaryCtxReset, "cuDevicePrimaryCtxReset")     \
-  X(kCuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease") \
-  X(kCudaMalloc, "cudaMalloc")                               \
-  X(kCudaFree, "cudaFree")                                   \
-  X(kCuMemRetainAllocationHandle, "cuMemRetainAllocationHandle")
+#define GMT_API_LIST(X)                                          \
+  X(kUnknown, "unknown")                                         \
+  X(kCuMemAlloc, "cuMemAlloc")                                   \
+  X(kCuMemFree, "cuMemFree")                                     \
+  X(kCuMemAllocPitch, "cuMemAllocPitch")                         \
+  X(kCuMemAllocManaged, "cuMemAllocManaged")                     \
+  X(kCuMemAllocHost, "cuMemAllocHost")                           \
+  X(kCuMemHostAlloc, "cuMemHostAlloc")                           \
+  X(kCuMemFreeHost, "cuMemFreeHost")                             \
+  X(kCuMemHostRegister, "cuMemHostRegister")                     \
+  X(kCuMemHostUnregister, "cuMemHostUnregister")                 \
+  X(kCuMemAllocAsync, "cuMemAllocAsync")                         \
+  X(kCuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync")         \
+  X(kCuMemFreeAsync, "cuMemFreeAsync")                           \
+  X(kCuMemCreate, "cuMemCreate")                                 \
+  X(kCuMemRelease, "cuMemRelease")                               \
+  X(kCuMemAddressReserve, "cuMemAddressReserve")                 \
+  X(kCuMemAddressFree, "cuMemAddressFree")                       \
+  X(kCuMemMap, "cuMemMap")                                       \
+  X(kCuMemUnmap, "cuMemUnmap")                                   \
+  X(kCuArrayCreate, "cuArrayCreate")                             \
+  X(kCuArray3DCreate, "cuArray3DCreate")                         \
+  X(kCuArrayDestroy, "cuArrayDestroy")                           \
+  X(kCuMipmappedArrayCreate, "cuMipmappedArrayCreate")           \
+  X(kCuMipmappedArrayDestroy, "cuMipmappedArrayDestroy")         \
+  X(kCuGraphAddMemAllocNode, "cuGraphAddMemAllocNode")           \
+  X(kCuGraphAddMemFreeNode, "cuGraphAddMemFreeNode")             \
+  X(kCuIpcOpenMemHandle, "cuIpcOpenMemHandle")                   \
+  X(kCuIpcCloseMemHandle, "cuIpcCloseMemHandle")                 \
+  X(kCuCtxDestroy, "cuCtxDestroy")                               \
+  X(kCuDevicePrimaryCtxReset, "cuDevicePrimaryCtxReset")         \
+  X(kCuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease")     \
+  X(kCudaMalloc, "cudaMalloc")                                   \
+  X(kCudaFree, "cudaFree")                                       \
+  X(kCuMemRetainAllocationHandle, "cuMemRetainAllocationHandle") \
+  X(kCuMemPoolCreate, "cuMemPoolCreate")                         \
+  X(kCuMemPoolDestroy, "cuMemPoolDestroy")                       \
+  X(kCuMemPoolTrimTo, "cuMemPoolTrimTo")
 
 #define GMT_API_ENUMERATOR(id, name) id,
 enum class Api : uint16_t { GMT_API_LIST(GMT_API_ENUMERATOR) kCount };

@@ -193,6 +193,9 @@ std::optional<Record> RecordDecoder::decode_payload(uint64_t type, const uint8_t
     case RecordType::kNote:
       record = decode_as<NoteRecord>(begin, end, state_, error);
       break;
+    case RecordType::kPool:
+      record = decode_as<PoolRecord>(begin, end, state_, error);
+      break;
     default:
       return std::nullopt;  // unknown type: the caller skips it
   }

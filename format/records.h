@@ -35,6 +35,7 @@ enum class RecordType : uint8_t {
   kName = 17,
   kPhase = 18,
   kNote = 19,
+  kPool = 20,
 };
 
 // Records are at most this many bytes unless they say otherwise (kMaxBytes): the writer encodes
@@ -478,10 +479,32 @@ struct NoteRecord {
   }
 };
 
+// A stream-ordered memory pool created (after the call), destroyed (before it) or trimmed (after
+// it, `bytes` = the minimum it was asked to keep). Pools hold freed stream-ordered memory for
+// reuse; the sampler reads how much (pool_reserved/pool_used).
+struct PoolRecord {
+  static constexpr RecordType kType = RecordType::kPool;
+  uint64_t time_ns = 0;
+  uint64_t thread = 0;
+  int32_t device = -1;  // the pool's device; -1 when not known (destroy, trim)
+  Api api = Api::kUnknown;
+  uint64_t pool = 0;   // the CUmemoryPool handle
+  uint64_t bytes = 0;  // cuMemPoolTrimTo's minBytesToKeep
+
+  template <class Self, class V>
+  static void fields(Self& r, V& v) {
+    v.time("time_ns", r.time_ns);
+    v.i32("device", r.device);
+    v.api("api", r.api);
+    v.u64("pool", r.pool);
+    v.u64("bytes", r.bytes);
+  }
+};
+
 using Record =
     std::variant<ProcessInfoRecord, AllocRecord, FreeRecord, AllocFailedRecord, EndRecord,
                  ContextRecord, ContextDestroyedRecord, MapRecord, UnmapRecord, RetainHandleRecord,
                  StackRecord, ModuleRecord, PythonCodeRecord, ThreadRecord, DeviceRecord,
-                 SampleRecord, NameRecord, PhaseRecord, NoteRecord>;
+                 SampleRecord, NameRecord, PhaseRecord, NoteRecord, PoolRecord>;
 
 }  // namespace gmt::format

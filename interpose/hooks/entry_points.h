@@ -33,6 +33,9 @@ namespace gmt::interpose {
   X(cuMemAllocFromPoolAsync_ptsz)  \
   X(cuMemFreeAsync)                \
   X(cuMemFreeAsync_ptsz)           \
+  X(cuMemPoolCreate)               \
+  X(cuMemPoolDestroy)              \
+  X(cuMemPoolTrimTo)               \
   X(cuMemCreate)                   \
   X(cuMemRelease)                  \
   X(cuMemRetainAllocationHandle)   \

@@ -73,6 +73,39 @@ CUresult gmt_cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream) {
   return free_async(hook, GMT_REAL(hook, cuMemFreeAsync_ptsz), dptr, stream);
 }
 
+CUresult gmt_cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* props) {
+  Hook hook;
+  const CUresult result = GMT_REAL(hook, cuMemPoolCreate)(pool, props);
+  if (hook.outermost() && result == CUDA_SUCCESS && pool != nullptr) {
+    const int device = props != nullptr && props->location.type == CU_MEM_LOCATION_TYPE_DEVICE
+                           ? props->location.id
+                           : -1;
+    hook.events().pool_event(Api::kCuMemPoolCreate, device, reinterpret_cast<uint64_t>(*pool), 0);
+  }
+  return result;
+}
+
+CUresult gmt_cuMemPoolDestroy(CUmemoryPool pool) {
+  Hook hook;
+  if (hook.outermost() && pool != nullptr) {
+    hook.events().pool_event(Api::kCuMemPoolDestroy, -1, reinterpret_cast<uint64_t>(pool), 0);
+  }
+  return GMT_REAL(hook, cuMemPoolDestroy)(pool);
+}
+
+CUresult gmt_cuMemPoolTrimTo(CUmemoryPool pool, size_t min_bytes_to_keep) {
+  Hook hook;
+  const CUresult result = GMT_REAL(hook, cuMemPoolTrimTo)(pool, min_bytes_to_keep);
+  if (hook.outermost() && result == CUDA_SUCCESS) {
+    hook.events().pool_event(Api::kCuMemPoolTrimTo, -1, reinterpret_cast<uint64_t>(pool),
+                             min_bytes_to_keep);
+  }
+  return result;
+}
+
+GMT_EXPORT_WRAPPER(cuMemPoolCreate)
+GMT_EXPORT_WRAPPER(cuMemPoolDestroy)
+GMT_EXPORT_WRAPPER(cuMemPoolTrimTo)
 GMT_EXPORT_WRAPPER(cuMemAllocAsync)
 GMT_EXPORT_WRAPPER(cuMemAllocAsync_ptsz)
 GMT_EXPORT_WRAPPER(cuMemAllocFromPoolAsync)

@@ -138,6 +138,17 @@ void EventRecorder::handle_retained(uint64_t handle) {
   writer_.record(rec);
 }
 
+void EventRecorder::pool_event(format::Api api, int device, uint64_t pool, uint64_t bytes) {
+  format::PoolRecord rec;
+  rec.thread = thread_id();
+  rec.device = device;
+  rec.api = api;
+  rec.pool = pool;
+  rec.bytes = bytes;
+  writer_.record(rec);
+  if (device >= 0) sampler_.uses_pools(device);
+}
+
 void EventRecorder::context_destroying(uint64_t context, format::Api api) {
   uint32_t id = 0;
   {

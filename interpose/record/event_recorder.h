@@ -44,6 +44,9 @@ class EventRecorder {
   void unmapping(uint64_t address, uint64_t size);
   void handle_retained(uint64_t handle);
 
+  // Stream-ordered pools: after a create or a trim, before a destroy.
+  void pool_event(format::Api api, int device, uint64_t pool, uint64_t bytes);
+
   // Before a context goes, with everything it still owns.
   void context_destroying(uint64_t context, format::Api api);
 

@@ -118,6 +118,21 @@ TEST_F(AllocationKinds, CuMemAllocFromPoolAsyncInBothStreamFlavours) {
                     .alloc_count = 2,
                     .free_count = 1});
   expect_kinds(d, {{"stream_ordered", 8 * kMiB, 5 * kMiB}});
+  EXPECT_EQ(rep["traces"][0]["pools"], (json{{"created", 1}, {"destroyed", 0}, {"trimmed", 0}}));
+}
+
+TEST_F(AllocationKinds, PoolCreationTrimsAndDestructionAreRecorded) {
+  const json rep =
+      traced_report(kKindOps, {"cuMemPoolCreate:p", "cuMemAllocFromPoolAsync:x:p:" + mib(3),
+                               "cuMemFreeAsync:x", "cuMemPoolTrimTo:p:0", "cuMemPoolCreate:q",
+                               "cuMemPoolDestroy:q", "cuMemPoolDestroy:p"});
+  EXPECT_EQ(rep["traces"][0]["pools"], (json{{"created", 2}, {"destroyed", 2}, {"trimmed", 1}}));
+  const json& d = device(rep, 0);
+  expect_totals(d, {.peak_bytes = 3 * kMiB,
+                    .live_at_exit_bytes = 0,
+                    .live_at_exit_count = 0,
+                    .alloc_count = 1,
+                    .free_count = 1});
 }
 
 TEST_F(AllocationKinds, CuMemFreeEndsStreamOrderedAllocationsToo) {

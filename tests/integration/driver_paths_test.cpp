@@ -33,6 +33,7 @@ const std::vector<std::string> kDriverSequence = {
     "cuMemAllocFromPoolAsync_ptsz:y:pool:" + mib(2),  // 8491008 (the peak)
     "cuMemFreeAsync:y",                               // 6393856
     "cuMemFree:x",                                    // 3248128
+    "cuMemPoolTrimTo:pool:0",                         //
     "cuMemAddressReserve:va:" + mib(8),               //
     "cuMemCreate:v:" + mib(2),                        // 5345280
     "cuMemMap:va:0:" + mib(2) + ":v",                 //
@@ -61,6 +62,7 @@ TEST_P(DriverPath, EveryKindIsSeenWithExactBytesAndCounts) {
   const json rep = traced_report(GetParam(), kDriverSequence);
   ASSERT_EQ(number(rep, "traces.0.unmatched_frees"), 0) << rep.dump();
   ASSERT_EQ(rep["devices"].size(), 1u) << rep.dump();
+  EXPECT_EQ(rep["traces"][0]["pools"], (json{{"created", 1}, {"destroyed", 0}, {"trimmed", 1}}));
   const json& d = device(rep, 0);
   // Allocations a p m s t x y v arr arr3 mip gx i; frees s y x arr3 gx i a v. Live: p m t arr
   // mip; live device-resident bytes: p + t + arr + mip.

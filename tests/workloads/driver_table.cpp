@@ -38,6 +38,7 @@ namespace {
   X(mem_alloc_from_pool_async, "cuMemAllocFromPoolAsync", cuMemAllocFromPoolAsync, 11020)     \
   X(mem_pool_create, "cuMemPoolCreate", cuMemPoolCreate, 11020)                               \
   X(mem_pool_destroy, "cuMemPoolDestroy", cuMemPoolDestroy, 11020)                            \
+  X(mem_pool_trim_to, "cuMemPoolTrimTo", cuMemPoolTrimTo, 11020)                              \
   X(mem_create, "cuMemCreate", cuMemCreate, 10020)                                            \
   X(mem_release, "cuMemRelease", cuMemRelease, 10020)                                         \
   X(mem_retain_allocation_handle, "cuMemRetainAllocationHandle", cuMemRetainAllocationHandle, \

@@ -55,6 +55,7 @@ struct DriverTable {
   PFN_cuMemAllocFromPoolAsync_v11020_ptsz mem_alloc_from_pool_async_ptsz = nullptr;
   PFN_cuMemPoolCreate_v11020 mem_pool_create = nullptr;
   PFN_cuMemPoolDestroy_v11020 mem_pool_destroy = nullptr;
+  PFN_cuMemPoolTrimTo_v11020 mem_pool_trim_to = nullptr;
 
   PFN_cuMemCreate_v10020 mem_create = nullptr;
   PFN_cuMemRelease_v10020 mem_release = nullptr;

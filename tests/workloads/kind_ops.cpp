@@ -16,6 +16,7 @@
 //   cuMemHostUnregister:S
 //   cuMemAllocAsync[_ptsz]:S:BYTES   cuMemFreeAsync[_ptsz]:S     on the NULL stream
 //   cuMemPoolCreate:P   cuMemPoolDestroy:P         a pool on the current device
+//   cuMemPoolTrimTo:P:BYTES                        release the pool's cache down to BYTES
 //   cuMemAllocFromPoolAsync[_ptsz]:S:P:BYTES
 //   cuMemCreate:H:BYTES[:DEVICE]                   pinned device memory on DEVICE (default:
 //                                                  the current one)
@@ -306,6 +307,8 @@ int main(int argc, char** argv) {
       op.report(d.mem_pool_create(&pools[op.str(1)], &props));
     } else if (name == "cuMemPoolDestroy") {
       op.report(d.mem_pool_destroy(slot(pools, op.str(1))));
+    } else if (name == "cuMemPoolTrimTo") {
+      op.report(d.mem_pool_trim_to(slot(pools, op.str(1)), op.num(2)));
     } else if (name == "cuMemAllocFromPoolAsync" || name == "cuMemAllocFromPoolAsync_ptsz") {
       auto fn = name == "cuMemAllocFromPoolAsync" ? d.mem_alloc_from_pool_async
                                                   : d.mem_alloc_from_pool_async_ptsz;
