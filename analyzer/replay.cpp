@@ -44,18 +44,51 @@ bool Replay::per_device(MemoryKind kind) {
   return !format::host_memory(kind) && kind != MemoryKind::kVmmReservation;
 }
 
+namespace {
+// Devices with an ordinal below this have their summary cached (a process sees a few GPUs).
+constexpr int kCachedDevices = 64;
+}  // namespace
+
 DeviceSummary& Replay::device(int ordinal) {
+  if (ordinal >= 0 && ordinal < kCachedDevices) {
+    if (device_slots_.empty()) device_slots_.resize(kCachedDevices);
+    DeviceSlot& slot = device_slots_[static_cast<std::size_t>(ordinal)];
+    if (slot.summary == nullptr) {
+      slot.summary = &summary_.devices[ordinal];
+      slot.summary->device = ordinal;
+    }
+    return *slot.summary;
+  }
   DeviceSummary& d = summary_.devices[ordinal];
   d.device = ordinal;
   return d;
 }
 
+KindUsage& Replay::usage(int ordinal, MemoryKind kind) {
+  const auto k = static_cast<std::size_t>(kind);
+  if (k >= format::kMemoryKindCount) {
+    return per_device(kind) ? device(ordinal).by_kind[kind] : summary_.process_kinds[kind];
+  }
+  if (!per_device(kind)) {
+    if (process_kinds_[k] == nullptr) process_kinds_[k] = &summary_.process_kinds[kind];
+    return *process_kinds_[k];
+  }
+  if (ordinal < 0 || ordinal >= kCachedDevices) return device(ordinal).by_kind[kind];
+  DeviceSummary& d = device(ordinal);  // fills the slot
+  KindUsage*& cached = device_slots_[static_cast<std::size_t>(ordinal)].kinds[k];
+  if (cached == nullptr) cached = &d.by_kind[kind];
+  return *cached;
+}
+
 void Replay::apply(const format::Record& record) {
   ++summary_.record_counts[record.index()];
   std::visit([this](const auto& r) { on(r); }, record);
-  for (const auto& [ordinal, index] : snapshots_) {
-    if (index == record_index_) take_peak_snapshot(ordinal);
+  // A new peak is the state after the whole record: a new epoch starts after it.
+  for (int ordinal : peaked_) {
+    ++peak_epochs_[ordinal];
+    views_.at_peak(ordinal);
   }
+  peaked_.clear();
   while (samples_taken_ < sample_positions_.size() &&
          sample_positions_[samples_taken_] == record_index_) {
     take_sample(format::record_time(record));
@@ -76,9 +109,29 @@ std::vector<PeakSite> Replay::sites_live_on(int ordinal) const {
   return sites;
 }
 
-void Replay::take_peak_snapshot(int ordinal) {
-  device(ordinal).peak_sites = sites_live_on(ordinal);
-  views_.at_peak(ordinal);
+void Replay::save_for_peak(SiteSlot& slot) {
+  if (slot.saved_epoch == *slot.peak_epoch) return;
+  slot.saved_epoch = *slot.peak_epoch;
+  slot.resident_bytes_at_peak = slot.stats->live_resident_bytes;
+  slot.resident_count_at_peak = slot.stats->live_resident_count;
+}
+
+// What sites_live_on() said at the record that first reached the device's peak.
+std::vector<PeakSite> Replay::sites_at_peak(int ordinal) const {
+  std::vector<PeakSite> sites;
+  const auto epoch = peak_epochs_.find(ordinal);
+  for (const SiteSlot& slot : sites_) {
+    const SiteStats& site = *slot.stats;
+    if (site.device != ordinal) continue;
+    const bool changed = epoch != peak_epochs_.end() && slot.saved_epoch == epoch->second;
+    const uint64_t bytes = changed ? slot.resident_bytes_at_peak : site.live_resident_bytes;
+    const uint64_t count = changed ? slot.resident_count_at_peak : site.live_resident_count;
+    if (bytes != 0) sites.push_back(PeakSite{site.stack, bytes, count});
+  }
+  std::sort(sites.begin(), sites.end(), [](const PeakSite& a, const PeakSite& b) {
+    return a.bytes != b.bytes ? a.bytes > b.bytes : a.stack < b.stack;
+  });
+  return sites;
 }
 
 void Replay::take_sample(uint64_t time_ns) {
@@ -91,29 +144,46 @@ void Replay::take_sample(uint64_t time_ns) {
 }
 
 void Replay::finish() {
+  for (auto& [ordinal, d] : summary_.devices) {
+    if (d.peak_bytes > 0) d.peak_sites = sites_at_peak(ordinal);
+  }
   if (timeline_) summary_.timeline = timeline_->finish(summary_.duration_ns);
   finish_views();
 }
 
+uint32_t Replay::site_index(int device, uint32_t stack) {
+  const uint64_t key = site_key(device, stack);
+  if (auto* e = site_indices_.find(key)) return e->value;
+  SiteStats& site = summary_.sites[key];  // unordered_map: the address stays
+  site.device = device;
+  site.stack = stack;
+  sites_.push_back(SiteSlot{&site, &peak_epochs_[device]});
+  const auto index = static_cast<uint32_t>(sites_.size() - 1);
+  site_indices_.insert(key, index);
+  return index;
+}
+
 void Replay::site_allocated(const LiveAllocation& a) {
-  SiteStats& site = summary_.sites[site_key(a.device, a.stack)];
-  site.device = a.device;
-  site.stack = a.stack;
+  SiteSlot& slot = sites_[a.site];
+  SiteStats& site = *slot.stats;
   ++site.allocations;
   ++site.size_histogram[std::bit_width(a.size)];
   site.live_bytes += a.size;
   ++site.live_count;
   if (format::counts_toward_device_usage(a.kind)) {
+    save_for_peak(slot);
     site.live_resident_bytes += a.size;
     ++site.live_resident_count;
   }
 }
 
 void Replay::site_ended(const LiveAllocation& a, bool by_teardown) {
-  SiteStats& site = summary_.sites[site_key(a.device, a.stack)];
+  SiteSlot& slot = sites_[a.site];
+  SiteStats& site = *slot.stats;
   site.live_bytes -= a.size;
   --site.live_count;
   if (format::counts_toward_device_usage(a.kind)) {
+    save_for_peak(slot);
     site.live_resident_bytes -= a.size;
     --site.live_resident_count;
   }
@@ -157,11 +227,10 @@ void Replay::saw_event(uint64_t time_ns) {
 }
 
 void Replay::add_usage(int ordinal, MemoryKind kind, uint64_t bytes, uint64_t time_ns) {
-  KindUsage& usage =
-      per_device(kind) ? device(ordinal).by_kind[kind] : summary_.process_kinds[kind];
-  usage.live_bytes += bytes;
-  usage.peak_bytes = std::max(usage.peak_bytes, usage.live_bytes);
-  if (timeline_ && per_device(kind)) timeline_->set(ordinal, kind, usage.live_bytes, time_ns);
+  KindUsage& u = usage(ordinal, kind);
+  u.live_bytes += bytes;
+  u.peak_bytes = std::max(u.peak_bytes, u.live_bytes);
+  if (timeline_ && per_device(kind)) timeline_->set(ordinal, kind, u.live_bytes, time_ns);
   if (!format::counts_toward_device_usage(kind)) return;
   DeviceSummary& d = device(ordinal);
   d.live_bytes += bytes;
@@ -171,15 +240,15 @@ void Replay::add_usage(int ordinal, MemoryKind kind, uint64_t bytes, uint64_t ti
     d.peak_bytes = d.live_bytes;
     d.peak_time_ns = time_ns;
     d.peak_record = record_index_;
+    peaked_.push_back(ordinal);
   }
   views_.usage_changed(ordinal, d.live_bytes, time_ns, new_peak);
 }
 
 void Replay::remove_usage(int ordinal, MemoryKind kind, uint64_t bytes) {
-  KindUsage& usage =
-      per_device(kind) ? device(ordinal).by_kind[kind] : summary_.process_kinds[kind];
-  usage.live_bytes -= bytes;
-  if (timeline_ && per_device(kind)) timeline_->set(ordinal, kind, usage.live_bytes, now_ns_);
+  KindUsage& u = usage(ordinal, kind);
+  u.live_bytes -= bytes;
+  if (timeline_ && per_device(kind)) timeline_->set(ordinal, kind, u.live_bytes, now_ns_);
   if (!format::counts_toward_device_usage(kind)) return;
   DeviceSummary& d = device(ordinal);
   d.live_bytes -= bytes;
@@ -187,9 +256,10 @@ void Replay::remove_usage(int ordinal, MemoryKind kind, uint64_t bytes) {
   views_.usage_changed(ordinal, d.live_bytes, now_ns_, false);
 }
 
-void Replay::end_allocation(std::unordered_map<Key, LiveAllocation, KeyHash>::iterator it,
-                            bool by_teardown) {
-  const LiveAllocation a = it->second;
+void Replay::end_allocation(LiveMap::Entry* entry, bool by_teardown) {
+  const LiveAllocation a = entry->value;
+  const Key key = entry->key;
+  live_.erase(entry);
   if (per_device(a.kind)) {
     DeviceSummary& d = device(a.device);
     ++(by_teardown ? d.teardown_free_count : d.free_count);
@@ -197,8 +267,7 @@ void Replay::end_allocation(std::unordered_map<Key, LiveAllocation, KeyHash>::it
   }
   remove_usage(a.device, a.kind, a.size);
   site_ended(a, by_teardown);
-  if (it->first.space == Space::kHandle) handles_.erase(it->first.value);
-  live_.erase(it);
+  if (key.space == Space::kHandle) handles_.erase(key.value);
 }
 
 void Replay::on(const format::ProcessInfoRecord& r) {
@@ -216,9 +285,10 @@ void Replay::on(const format::AllocRecord& r) {
   const Key key{space_of(r.kind), r.address};
   // The same key live twice means we missed a free (one made before tracing, or by an API not
   // hooked): the old allocation is gone, or the driver could not have reused its address.
-  if (auto it = live_.find(key); it != live_.end()) end_allocation(it, false);
-  const LiveAllocation a{r.device, r.kind, r.size, r.context, r.stack, r.time_ns};
-  live_.emplace(key, a);
+  if (auto* e = live_.find(key)) end_allocation(e, false);
+  const LiveAllocation a{r.device, r.kind, r.size, r.context, site_index(r.device, r.stack),
+                         r.time_ns};
+  live_.insert(key, a);
   site_allocated(a);
   if (const auto k = static_cast<std::size_t>(r.kind); k < summary_.allocs_by_kind.size())
     ++summary_.allocs_by_kind[k];
@@ -234,8 +304,7 @@ void Replay::on(const format::AllocRecord& r) {
 void Replay::release_handle_if_unused(uint64_t handle) {
   auto state = handles_.find(handle);
   if (state == handles_.end() || state->second.references > 0 || state->second.mappings > 0) return;
-  if (auto it = live_.find(Key{Space::kHandle, handle}); it != live_.end())
-    end_allocation(it, false);
+  if (auto* e = live_.find(Key{Space::kHandle, handle})) end_allocation(e, false);
 }
 
 void Replay::on(const format::FreeRecord& r) {
@@ -252,12 +321,12 @@ void Replay::on(const format::FreeRecord& r) {
     release_handle_if_unused(r.address);
     return;
   }
-  auto it = live_.find(Key{space, r.address});
-  if (it == live_.end()) {
+  auto* e = live_.find(Key{space, r.address});
+  if (e == nullptr) {
     ++summary_.unmatched_frees;
     return;
   }
-  end_allocation(it, false);
+  end_allocation(e, false);
 }
 
 void Replay::on(const format::AllocFailedRecord& r) {
@@ -281,21 +350,22 @@ void Replay::on(const format::ContextRecord&) {}
 
 void Replay::on(const format::ContextDestroyedRecord& r) {
   saw_event(r.time_ns);
-  for (auto it = live_.begin(); it != live_.end();) {
-    auto next = std::next(it);
-    if (it->second.context == r.id && format::owned_by_context(it->second.kind))
-      end_allocation(it, true);
-    it = next;
-  }
+  // Which ones first, then end them: ending one moves entries of the map. The order they end
+  // in changes no figure (each only takes its own bytes away).
+  std::vector<Key> owned;
+  live_.for_each([&](const Key& key, const LiveAllocation& a) {
+    if (a.context == r.id && format::owned_by_context(a.kind)) owned.push_back(key);
+  });
+  for (const Key& key : owned) end_allocation(live_.find(key), true);
 }
 
 void Replay::on(const format::MapRecord& r) {
   saw_event(r.time_ns);
   int ordinal = r.device;
   bool host = false;
-  if (auto physical = live_.find(Key{Space::kHandle, r.handle}); physical != live_.end()) {
-    ordinal = physical->second.device;
-    host = format::host_memory(physical->second.kind);
+  if (const auto* physical = live_.find(Key{Space::kHandle, r.handle})) {
+    ordinal = physical->value.device;
+    host = format::host_memory(physical->value.kind);
   }
   if (auto state = handles_.find(r.handle); state != handles_.end()) ++state->second.mappings;
   // Mappings of host memory keep their handle alive but are no device's address space.

@@ -2,12 +2,15 @@
 // with the number of live allocations and mappings, never with the number of events.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
+#include "analyzer/flat_hash_map.h"
 #include "analyzer/timeline_builder.h"
 #include "analyzer/trace_summary.h"
 #include "analyzer/views_replay.h"
@@ -20,22 +23,16 @@ std::optional<int> rank_of(const std::vector<std::string>& env);
 
 class Replay {
  public:
-  // A second pass over the same trace can take, for each device, a snapshot of what was live at
-  // the record that first reached its peak (known from the first pass): the peak sites.
-  void snapshot_peaks_at(std::map<int, uint64_t> device_to_record) {
-    snapshots_ = std::move(device_to_record);
-  }
-
-  // A second pass can also sample every site's live bytes after the records at the given
-  // positions (ascending indices), for telling a leak that grows from memory that merely stays,
-  // and build a timeline.
+  // Every site's live bytes can be sampled after the records at the given positions (ascending
+  // indices), for telling a leak that grows from memory that merely stays (the positions depend
+  // on the trace's length: the reader counts its records up front), and a timeline built.
   void sample_sites_after(std::vector<uint64_t> record_indices) {
     sample_positions_ = std::move(record_indices);
   }
   void record_timeline(uint64_t resolution_ns) { timeline_.emplace(resolution_ns); }
 
   void apply(const format::Record& record);
-  // After the last record: the timeline's buckets up to the end.
+  // After the last record: each device's peak sites, the timeline's buckets up to the end.
   void finish();
   // The summary so far; `summary.end` and friends are the reader's to fill.
   TraceSummary& summary() { return summary_; }
@@ -51,7 +48,7 @@ class Replay {
   };
   struct KeyHash {
     std::size_t operator()(const Key& k) const {
-      return std::hash<uint64_t>()(k.value) ^ (static_cast<std::size_t>(k.space) << 61);
+      return mix_hash(k.value + static_cast<uint64_t>(k.space) * 0x9e3779b97f4a7c15ull);
     }
   };
   struct LiveAllocation {
@@ -59,8 +56,30 @@ class Replay {
     format::MemoryKind kind;
     uint64_t size;
     uint32_t context;
-    uint32_t stack;
+    uint32_t site;  // index in sites_
     uint64_t time_ns;
+  };
+  using LiveMap = FlatHashMap<Key, LiveAllocation, KeyHash>;
+  // A site, and what it held when its device last reached a new peak. Rather than a snapshot of
+  // every site at every new peak (O(sites) per record while memory grows), the device's peak
+  // epoch counts its new peaks, and a site saves its device-resident figures the first time they
+  // change in an epoch: at the end, a site that saved in the last epoch held what it saved then,
+  // and any other still holds what it held at the peak.
+  struct SiteSlot {
+    SiteStats* stats;
+    const uint64_t* peak_epoch;  // of the site's device
+    uint64_t saved_epoch = UINT64_MAX;
+    uint64_t resident_bytes_at_peak = 0;
+    uint64_t resident_count_at_peak = 0;
+  };
+  struct SiteKeyHash {
+    std::size_t operator()(uint64_t key) const { return mix_hash(key); }
+  };
+  // Where the device's summary and its kinds' usage are, found once: they are touched by every
+  // allocation and free (std::map nodes do not move).
+  struct DeviceSlot {
+    DeviceSummary* summary = nullptr;
+    std::array<KindUsage*, format::kMemoryKindCount> kinds{};
   };
   // A physical VMM allocation stays until it is released (once per reference) and unmapped.
   struct HandleState {
@@ -95,12 +114,14 @@ class Replay {
   void on(const format::PhaseRecord& r);
   void on(const format::NoteRecord& r);
   void on(const format::PoolRecord& r);
-  void take_peak_snapshot(int device);
+  void save_for_peak(SiteSlot& slot);
+  std::vector<PeakSite> sites_at_peak(int device) const;
   // Copies the views, devices, phases and notes into the summary (replay_views.cpp).
   void finish_views();
   void take_sample(uint64_t time_ns);
   void note_failure(const format::AllocFailedRecord& r);
   std::vector<PeakSite> sites_live_on(int device) const;
+  uint32_t site_index(int device, uint32_t stack);
   void site_allocated(const LiveAllocation& a);
   void site_ended(const LiveAllocation& a, bool by_teardown);
 
@@ -108,10 +129,10 @@ class Replay {
   static Space space_freed_by(format::Api api);
   static bool per_device(format::MemoryKind kind);
 
+  KindUsage& usage(int device, format::MemoryKind kind);
   void add_usage(int device, format::MemoryKind kind, uint64_t bytes, uint64_t time_ns);
   void remove_usage(int device, format::MemoryKind kind, uint64_t bytes);
-  void end_allocation(std::unordered_map<Key, LiveAllocation, KeyHash>::iterator it,
-                      bool by_teardown);
+  void end_allocation(LiveMap::Entry* entry, bool by_teardown);
   void release_handle_if_unused(uint64_t handle);
   void saw_event(uint64_t time_ns);
   DeviceSummary& device(int ordinal);
@@ -119,8 +140,14 @@ class Replay {
   TraceSummary summary_;
   uint64_t now_ns_ = 0;
   uint64_t record_index_ = 0;  // of the record being applied
-  std::map<int, uint64_t> snapshots_;
-  std::unordered_map<Key, LiveAllocation, KeyHash> live_;
+  LiveMap live_;
+  // Every site, by index, and the index of each site_key.
+  std::vector<SiteSlot> sites_;
+  FlatHashMap<uint64_t, uint32_t, SiteKeyHash> site_indices_;
+  std::vector<DeviceSlot> device_slots_;  // by ordinal, for the ordinals 0 to kCachedDevices - 1
+  std::array<KindUsage*, format::kMemoryKindCount> process_kinds_{};
+  std::map<int, uint64_t> peak_epochs_;  // by device: how many records reached a new peak
+  std::vector<int> peaked_;              // devices the record being applied took to a new peak
   std::unordered_map<uint64_t, HandleState> handles_;
   std::map<uint64_t, Mapping> mappings_;  // by address, for range unmaps
   std::vector<uint64_t> sample_positions_;

@@ -1,7 +1,5 @@
 #include "analyzer/trace_reader.h"
 
-#include <map>
-
 #include "analyzer/leak_classes.h"
 #include "analyzer/mapped_file.h"
 #include "analyzer/replay.h"
@@ -24,43 +22,40 @@ TraceSummary summarize_trace_bytes(std::span<const uint8_t> bytes, const std::st
 
   Replay replay;
   format::TraceReader reader(bytes, header.header);
+  // The leak samples are taken at fractions of the trace's records: the reader counts them up
+  // front, so one pass suffices. The peak sites and the views at the peaks need no second pass
+  // either (Replay keeps what each site held at its device's latest new peak).
+  const uint64_t expected = reader.expected_records();
+  const bool timeline = options.timeline_resolution_ns > 0;
+  if (!timeline) replay.sample_sites_after(leak_sample_positions(expected));
   bool described = false;
-  while (auto record = reader.next()) {
+  while (const format::Record* record = reader.next_record()) {
     described = described || std::holds_alternative<format::ProcessInfoRecord>(*record);
     replay.apply(*record);
   }
-  // What was live at each peak needs the peak's position, known only now: a second pass stops
-  // there. (Snapshotting at every new high-water mark instead would cost O(live) per record
-  // while memory grows.)
   replay.finish();
   if (described) {
-    std::map<int, uint64_t> peaks;
-    for (const auto& [ordinal, d] : replay.summary().devices) {
-      if (d.peak_bytes > 0) peaks[ordinal] = d.peak_record;
-    }
-    const uint64_t duration = replay.summary().duration_ns;
-    Replay second;
-    second.snapshot_peaks_at(std::move(peaks));
     uint64_t records = 0;
     for (uint64_t n : replay.summary().record_counts) records += n;
-    second.sample_sites_after(leak_sample_positions(records));
-    if (options.timeline_resolution_ns > 0)
-      second.record_timeline(timeline_resolution(options.timeline_resolution_ns, duration));
-    format::TraceReader again(bytes, header.header);
-    while (auto record = again.next()) second.apply(*record);
-    second.finish();
-    TraceSummary& first = replay.summary();
-    for (auto& [ordinal, d] : first.devices) {
-      DeviceSummary& again = second.summary().devices[ordinal];
-      d.peak_sites = std::move(again.peak_sites);
-      d.views_at_peak = again.views_at_peak;  // the peak's position is known in this pass only
+    // A second pass when the timeline is asked for (its resolution depends on the duration) or
+    // when some record's fields did not decode (the count up front was too high).
+    if (timeline || records != expected) {
+      const uint64_t duration = replay.summary().duration_ns;
+      Replay second;
+      second.sample_sites_after(leak_sample_positions(records));
+      if (timeline)
+        second.record_timeline(timeline_resolution(options.timeline_resolution_ns, duration));
+      format::TraceReader again(bytes, header.header);
+      while (const format::Record* record = again.next_record()) second.apply(*record);
+      second.finish();
+      TraceSummary& first = replay.summary();
+      first.sample_times = second.summary().sample_times;
+      for (auto& [key, site] : first.sites) {
+        site.live_samples = std::move(second.summary().sites[key].live_samples);
+      }
+      first.timeline = std::move(second.summary().timeline);
     }
-    first.sample_times = second.summary().sample_times;
-    for (auto& [key, site] : first.sites) {
-      site.live_samples = std::move(second.summary().sites[key].live_samples);
-    }
-    first.timeline = std::move(second.summary().timeline);
-    classify_leaks(first);
+    classify_leaks(replay.summary());
   }
 
   TraceSummary& summary = replay.summary();

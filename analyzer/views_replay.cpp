@@ -115,8 +115,10 @@ void ViewsReplay::at_peak(int ordinal) {
   DeviceState& d = device(ordinal);
   d.waiting_for_peak = true;
   d.before_peak = d.last;
+  d.at_peak.reset();  // a sample after an earlier, lower peak
   d.framework_waiting = true;
   d.framework_before_peak = d.framework_last;
+  d.framework_at_peak.reset();
 }
 
 namespace {

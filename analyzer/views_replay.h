@@ -26,7 +26,7 @@ class ViewsReplay {
 
   // A device's tracked bytes changed to `live` at `time_ns`; `new_peak` when that is its highest.
   void usage_changed(int device, uint64_t live, uint64_t time_ns, bool new_peak);
-  // The replay reached the record of `device`'s peak: the next samples describe the peak.
+  // A record took `device` to a new peak: the next samples describe it (until a higher one).
   void at_peak(int device);
 
   const std::map<int, DeviceIdentity>& identities() const { return identities_; }

@@ -1,6 +1,7 @@
 #include "format/record_decoder.h"
 
 #include <utility>
+#include <variant>
 
 #include "format/varint.h"
 
@@ -107,17 +108,32 @@ class FieldReader {
   std::string error_;
 };
 
+// Decodes into `out`, reusing the record it holds when it is of the same type. Every field of
+// R is written (lists resized, strings assigned), so nothing of the previous record remains
+// but `thread`, which the trace reader sets.
 template <class R>
-std::optional<Record> decode_as(const uint8_t* begin, const uint8_t* end, CodecState& state,
-                                std::string& error) {
-  R record;
+bool decode_as(const uint8_t* begin, const uint8_t* end, CodecState& state, std::string& error,
+               Record& out) {
+  R* record = std::get_if<R>(&out);
+  if (record == nullptr) record = &out.emplace<R>();
   FieldReader reader(begin, end, state);
-  R::fields(record, reader);
+  R::fields(*record, reader);
   if (!reader.error().empty()) {
     error = reader.error();
-    return std::nullopt;
+    return false;
   }
-  return Record{std::move(record)};
+  return true;
+}
+
+// Record types are numbered from 1 in the order of Record's alternatives.
+template <std::size_t... I>
+constexpr bool types_follow_variant_order(std::index_sequence<I...>) {
+  return ((static_cast<std::size_t>(std::variant_alternative_t<I, Record>::kType) == I + 1) && ...);
+}
+static_assert(types_follow_variant_order(std::make_index_sequence<std::variant_size_v<Record>>()));
+
+bool known_type(uint64_t type) {
+  return type >= 1 && type <= std::variant_size_v<Record>;
 }
 
 }  // namespace
@@ -131,82 +147,106 @@ void RecordDecoder::stop(StreamEnd end, uint64_t offset, std::string reason) {
   status_.reason = std::move(reason);
 }
 
-std::optional<Record> RecordDecoder::decode_payload(uint64_t type, const uint8_t* begin,
-                                                    const uint8_t* end, uint64_t frame_offset) {
+RecordDecoder::Decoded RecordDecoder::decode_payload(uint64_t type, const uint8_t* begin,
+                                                     const uint8_t* end, uint64_t frame_offset,
+                                                     Record& out) {
   std::string error;
-  std::optional<Record> record;
+  bool record = false;
   switch (static_cast<RecordType>(type)) {
     case RecordType::kProcessInfo:
-      record = decode_as<ProcessInfoRecord>(begin, end, state_, error);
+      record = decode_as<ProcessInfoRecord>(begin, end, state_, error, out);
       break;
     case RecordType::kAlloc:
-      record = decode_as<AllocRecord>(begin, end, state_, error);
+      record = decode_as<AllocRecord>(begin, end, state_, error, out);
       break;
     case RecordType::kFree:
-      record = decode_as<FreeRecord>(begin, end, state_, error);
+      record = decode_as<FreeRecord>(begin, end, state_, error, out);
       break;
     case RecordType::kAllocFailed:
-      record = decode_as<AllocFailedRecord>(begin, end, state_, error);
+      record = decode_as<AllocFailedRecord>(begin, end, state_, error, out);
       break;
     case RecordType::kEnd:
-      record = decode_as<EndRecord>(begin, end, state_, error);
+      record = decode_as<EndRecord>(begin, end, state_, error, out);
       break;
     case RecordType::kContext:
-      record = decode_as<ContextRecord>(begin, end, state_, error);
+      record = decode_as<ContextRecord>(begin, end, state_, error, out);
       break;
     case RecordType::kContextDestroyed:
-      record = decode_as<ContextDestroyedRecord>(begin, end, state_, error);
+      record = decode_as<ContextDestroyedRecord>(begin, end, state_, error, out);
       break;
     case RecordType::kMap:
-      record = decode_as<MapRecord>(begin, end, state_, error);
+      record = decode_as<MapRecord>(begin, end, state_, error, out);
       break;
     case RecordType::kUnmap:
-      record = decode_as<UnmapRecord>(begin, end, state_, error);
+      record = decode_as<UnmapRecord>(begin, end, state_, error, out);
       break;
     case RecordType::kRetainHandle:
-      record = decode_as<RetainHandleRecord>(begin, end, state_, error);
+      record = decode_as<RetainHandleRecord>(begin, end, state_, error, out);
       break;
     case RecordType::kStack:
-      record = decode_as<StackRecord>(begin, end, state_, error);
+      record = decode_as<StackRecord>(begin, end, state_, error, out);
       break;
     case RecordType::kModule:
-      record = decode_as<ModuleRecord>(begin, end, state_, error);
+      record = decode_as<ModuleRecord>(begin, end, state_, error, out);
       break;
     case RecordType::kPythonCode:
-      record = decode_as<PythonCodeRecord>(begin, end, state_, error);
+      record = decode_as<PythonCodeRecord>(begin, end, state_, error, out);
       break;
     case RecordType::kThread:
-      record = decode_as<ThreadRecord>(begin, end, state_, error);
+      record = decode_as<ThreadRecord>(begin, end, state_, error, out);
       break;
     case RecordType::kDevice:
-      record = decode_as<DeviceRecord>(begin, end, state_, error);
+      record = decode_as<DeviceRecord>(begin, end, state_, error, out);
       break;
     case RecordType::kSample:
-      record = decode_as<SampleRecord>(begin, end, state_, error);
+      record = decode_as<SampleRecord>(begin, end, state_, error, out);
       break;
     case RecordType::kName:
-      record = decode_as<NameRecord>(begin, end, state_, error);
+      record = decode_as<NameRecord>(begin, end, state_, error, out);
       break;
     case RecordType::kPhase:
-      record = decode_as<PhaseRecord>(begin, end, state_, error);
+      record = decode_as<PhaseRecord>(begin, end, state_, error, out);
       break;
     case RecordType::kNote:
-      record = decode_as<NoteRecord>(begin, end, state_, error);
+      record = decode_as<NoteRecord>(begin, end, state_, error, out);
       break;
     case RecordType::kPool:
-      record = decode_as<PoolRecord>(begin, end, state_, error);
+      record = decode_as<PoolRecord>(begin, end, state_, error, out);
       break;
     default:
-      return std::nullopt;  // unknown type: the caller skips it
+      return Decoded::kUnknownType;  // the caller skips it
   }
   if (!record) {
     stop(StreamEnd::kCorrupt, frame_offset,
          "corrupt record of type " + std::to_string(type) + ": " + error);
+    return Decoded::kCorrupt;
   }
-  return record;
+  return Decoded::kRecord;
 }
 
 std::optional<Record> RecordDecoder::next() {
+  Record record;
+  if (!next_into(record)) return std::nullopt;
+  return record;
+}
+
+uint64_t RecordDecoder::count_records(std::span<const uint8_t> payload) {
+  // The same framing checks as next_into(): it stops where next_into() would.
+  const uint8_t* p = payload.data();
+  const uint8_t* const end = p + payload.size();
+  uint64_t records = 0;
+  while (p != end) {
+    uint64_t type = 0;
+    uint64_t length = 0;
+    if (!get_varint(&p, end, &type) || !get_varint(&p, end, &length)) break;
+    if (type == 0 || length > static_cast<uint64_t>(end - p)) break;
+    p += length;
+    if (known_type(type)) ++records;
+  }
+  return records;
+}
+
+bool RecordDecoder::next_into(Record& out) {
   while (status_.end == StreamEnd::kNotYet) {
     const uint8_t* const file_begin = bytes_.data();
     const uint8_t* const file_end = file_begin + bytes_.size();
@@ -239,12 +279,12 @@ std::optional<Record> RecordDecoder::next() {
     }
     const uint8_t* payload_end = p + length;
     pos_ = static_cast<std::size_t>(payload_end - file_begin);
-    auto record = decode_payload(type, p, payload_end, frame_offset);
-    if (record) return record;
-    if (status_.end != StreamEnd::kNotYet) break;
+    const Decoded decoded = decode_payload(type, p, payload_end, frame_offset, out);
+    if (decoded == Decoded::kRecord) return true;
+    if (decoded == Decoded::kCorrupt) break;
     ++unknown_skipped_;
   }
-  return std::nullopt;
+  return false;
 }
 
 }  // namespace gmt::format

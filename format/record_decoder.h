@@ -37,13 +37,22 @@ class RecordDecoder {
 
   // The next record, or nullopt once the stream has ended; status() then says how.
   std::optional<Record> next();
+  // The same, decoded into `out`, whose strings and lists are reused when it already holds a
+  // record of the same type (most records are allocations and frees): false at the end.
+  bool next_into(Record& out);
+
+  // How many records next() would give for `payload` if every record's fields decode: the
+  // framing alone is walked (lengths skip the fields), so this is cheap.
+  static uint64_t count_records(std::span<const uint8_t> payload);
 
   const StreamStatus& status() const { return status_; }
   uint64_t unknown_records_skipped() const { return unknown_skipped_; }
 
  private:
-  std::optional<Record> decode_payload(uint64_t type, const uint8_t* begin, const uint8_t* end,
-                                       uint64_t frame_offset);
+  // Result of decoding one frame's payload.
+  enum class Decoded { kRecord, kUnknownType, kCorrupt };
+  Decoded decode_payload(uint64_t type, const uint8_t* begin, const uint8_t* end,
+                         uint64_t frame_offset, Record& out);
   void stop(StreamEnd end, uint64_t offset, std::string reason);
 
   std::span<const uint8_t> bytes_;

@@ -29,18 +29,19 @@ struct ChunkRef {
 
 // Records at the same nanosecond: what defines an id first, then what ends an allocation, then
 // what starts one.
-int tie_rank(const Record& r) {
-  if (std::holds_alternative<ProcessInfoRecord>(r) || std::holds_alternative<ContextRecord>(r) ||
-      std::holds_alternative<StackRecord>(r) || std::holds_alternative<ModuleRecord>(r) ||
-      std::holds_alternative<PythonCodeRecord>(r) || std::holds_alternative<ThreadRecord>(r) ||
-      std::holds_alternative<NameRecord>(r) || std::holds_alternative<DeviceRecord>(r)) {
+template <class R>
+constexpr int tie_rank_of() {
+  if constexpr (std::is_same_v<R, ProcessInfoRecord> || std::is_same_v<R, ContextRecord> ||
+                std::is_same_v<R, StackRecord> || std::is_same_v<R, ModuleRecord> ||
+                std::is_same_v<R, PythonCodeRecord> || std::is_same_v<R, ThreadRecord> ||
+                std::is_same_v<R, NameRecord> || std::is_same_v<R, DeviceRecord>) {
     return 0;
-  }
-  if (std::holds_alternative<FreeRecord>(r) || std::holds_alternative<UnmapRecord>(r) ||
-      std::holds_alternative<ContextDestroyedRecord>(r)) {
+  } else if constexpr (std::is_same_v<R, FreeRecord> || std::is_same_v<R, UnmapRecord> ||
+                       std::is_same_v<R, ContextDestroyedRecord>) {
     return 1;
+  } else {
+    return 2;
   }
-  return 2;
 }
 
 }  // namespace
@@ -57,33 +58,46 @@ uint64_t record_time(const Record& record) {
       record);
 }
 
-// One writer's chunks, read in sequence, one record ahead.
+// One writer's chunks, read in sequence, one record ahead. Records are decoded into two slots
+// in turn, reused: the head, and the record last handed out (valid until the next call).
 struct Cursor {
   std::vector<ChunkRef> chunks;
   std::size_t next_chunk = 0;
   std::optional<RecordDecoder> decoder;
-  std::optional<Record> head;
+  Record slots[2];
+  int head_slot = 0;
+  bool has_head = false;
+};
+
+// What the merge orders a writer's head by, kept apart from the records: each comparison reads
+// two integers instead of looking into two variants.
+struct HeadKey {
+  uint64_t time = 0;
+  int rank = 0;
 };
 
 struct TraceReader::State {
   std::span<const uint8_t> file;
   std::vector<Cursor> cursors;
+  std::vector<HeadKey> keys;  // by writer: its head's
   std::vector<ReadProblem> problems;
   uint64_t unknown_skipped = 0;
   std::size_t chunks = 0;
+  uint64_t expected_records = 0;
 
-  // Min-heap of writers by their head record.
+  // Min-heap of writers by their head record. (Writers whose heads tie come out in the order
+  // this heap's pops and pushes give them: that order is part of the output, so the heap is
+  // always popped, then pushed, as it always was.)
   struct Later {
-    const std::vector<Cursor>* cursors;
+    const std::vector<HeadKey>* keys;
     bool operator()(std::size_t a, std::size_t b) const {
-      const Record& ra = *(*cursors)[a].head;
-      const Record& rb = *(*cursors)[b].head;
-      const uint64_t ta = record_time(ra), tb = record_time(rb);
-      if (ta != tb) return ta > tb;
-      return tie_rank(ra) > tie_rank(rb);
+      const HeadKey& ka = (*keys)[a];
+      const HeadKey& kb = (*keys)[b];
+      if (ka.time != kb.time) return ka.time > kb.time;
+      return ka.rank > kb.rank;
     }
   };
-  std::priority_queue<std::size_t, std::vector<std::size_t>, Later> heap{Later{&cursors}};
+  std::priority_queue<std::size_t, std::vector<std::size_t>, Later> heap{Later{&keys}};
 
   void scan(uint32_t chunk_size);
   void advance(std::size_t writer);
@@ -130,6 +144,8 @@ void TraceReader::State::scan(uint32_t chunk_size) {
     }
     by_writer[load_le<uint32_t>(h + ChunkHeaderLayout::kWriter)].push_back(
         {load_le<uint32_t>(h + ChunkHeaderLayout::kSequence), off, length, thread});
+    // While the bytes are in the cache.
+    expected_records += RecordDecoder::count_records({h + kChunkHeaderSize, length});
   }
   for (auto& [writer, list] : by_writer) {
     std::sort(list.begin(), list.end(),
@@ -138,26 +154,34 @@ void TraceReader::State::scan(uint32_t chunk_size) {
     cursor.chunks = std::move(list);
     cursors.push_back(std::move(cursor));
   }
+  keys.resize(cursors.size());
   for (std::size_t i = 0; i < cursors.size(); ++i) {
     advance(i);
-    if (cursors[i].head) heap.push(i);
+    if (cursors[i].has_head) heap.push(i);
   }
 }
 
 // Loads the writer's next record into its head, moving through its chunks.
 void TraceReader::State::advance(std::size_t writer) {
   Cursor& c = cursors[writer];
-  c.head.reset();
+  c.has_head = false;
   while (true) {
     if (c.decoder) {
-      if (auto record = c.decoder->next()) {
+      Record& record = c.slots[c.head_slot];
+      if (c.decoder->next_into(record)) {
         const uint32_t thread = c.chunks[c.next_chunk - 1].thread;
-        std::visit(
+        keys[writer] = std::visit(
             [thread](auto& r) {
+              using R = std::decay_t<decltype(r)>;
               if constexpr (requires { r.thread; }) r.thread = thread;
+              if constexpr (requires { r.time_ns; }) {
+                return HeadKey{r.time_ns, tie_rank_of<R>()};
+              } else {
+                return HeadKey{0, tie_rank_of<R>()};
+              }
             },
-            *record);
-        c.head = std::move(record);
+            record);
+        c.has_head = true;
         return;
       }
       const StreamStatus& status = c.decoder->status();
@@ -183,14 +207,26 @@ TraceReader::TraceReader(std::span<const uint8_t> file, const FileHeader& header
 
 TraceReader::~TraceReader() = default;
 
-std::optional<Record> TraceReader::next() {
-  if (state_->heap.empty()) return std::nullopt;
+const Record* TraceReader::next_record() {
+  if (state_->heap.empty()) return nullptr;
   const std::size_t writer = state_->heap.top();
   state_->heap.pop();
-  std::optional<Record> record = std::move(state_->cursors[writer].head);
+  Cursor& c = state_->cursors[writer];
+  const Record* record = &c.slots[c.head_slot];
+  c.head_slot ^= 1;  // the next head goes to the other slot
   state_->advance(writer);
-  if (state_->cursors[writer].head) state_->heap.push(writer);
+  if (c.has_head) state_->heap.push(writer);
   return record;
+}
+
+std::optional<Record> TraceReader::next() {
+  const Record* record = next_record();
+  if (record == nullptr) return std::nullopt;
+  return *record;
+}
+
+uint64_t TraceReader::expected_records() const {
+  return state_->expected_records;
 }
 
 const std::vector<ReadProblem>& TraceReader::problems() const {

@@ -37,6 +37,12 @@ class TraceReader {
   // The next record in time order (ties: definitions, then frees, then allocations, so that an
   // address freed and reused in the same nanosecond stays consistent), or nullopt at the end.
   std::optional<Record> next();
+  // The same without copying: the record stays valid until the next call (of either).
+  const Record* next_record();
+
+  // How many records the reader gives if every record's fields decode, known before the first:
+  // the number of framed records of known types in the chunks kept.
+  uint64_t expected_records() const;
 
   const std::vector<ReadProblem>& problems() const;
   uint64_t unknown_records_skipped() const;

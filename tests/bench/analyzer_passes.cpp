@@ -42,13 +42,13 @@ int main(int argc, char** argv) {
     uint64_t records = 0;
     const double read_s = seconds([&] {
       gmt::format::TraceReader reader(file.bytes(), header.header);
-      while (reader.next()) ++records;
+      while (reader.next_record() != nullptr) ++records;
     });
     uint64_t events = 0;
     const double replay_s = seconds([&] {
       gmt::format::TraceReader reader(file.bytes(), header.header);
       gmt::analyzer::Replay replay;
-      while (auto record = reader.next()) replay.apply(*record);
+      while (const auto* record = reader.next_record()) replay.apply(*record);
       replay.finish();
       events = replay.summary().events;
     });
