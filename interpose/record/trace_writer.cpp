@@ -19,6 +19,13 @@
 #include "interpose/record/thread_id.h"
 
 namespace gmt::interpose {
+
+thread_local TraceChunkCursor TraceWriter::thread_chunk_;
+
+__attribute__((noinline)) TraceChunkCursor& TraceWriter::thread_chunk_out_of_line() {
+  return thread_chunk_;
+}
+
 namespace {
 
 static_assert(TraceWriter::kChunkSize % 4096 == 0, "chunks are mapped one by one: page multiples");
@@ -55,7 +62,7 @@ TraceWriter::TraceWriter(const Config& config) : config_(config) {
 void TraceWriter::on_thread_exit(void* writer) {
   auto* self = static_cast<TraceWriter*>(writer);
   std::lock_guard<std::mutex> lock(self->mutex_);
-  ThreadChunk& chunk = thread_chunk_;
+  ThreadChunk& chunk = thread_chunk();
   if (chunk.base != nullptr &&
       chunk.generation == self->generation_.load(std::memory_order_relaxed)) {
     self->unmap_locked(chunk.base);
@@ -239,7 +246,7 @@ void TraceWriter::after_fork_in_child() {
   started_.store(false, std::memory_order_release);
   path_.clear();
   generation_.fetch_add(1, std::memory_order_release);
-  thread_chunk_ = ThreadChunk{};
+  thread_chunk() = ThreadChunk{};
   mutex_.unlock();
 }
 

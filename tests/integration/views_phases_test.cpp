@@ -3,6 +3,8 @@
 // 300 MiB per context, 1 GiB of "other processes" and the phases workload's known sizes.
 #include <dlfcn.h>
 
+#include <filesystem>
+
 #include <nlohmann/json.hpp>
 
 #include "tests/integration/traced_run_fixture.h"
@@ -116,8 +118,15 @@ TEST_F(ViewsAndPhases, MissingNvmlIsSaidAndTheDriverViewRemains) {
     dlclose(nvml);
     GTEST_SKIP() << "this machine has a real NVML, which the library would find";
   }
-  // The workload finds the simulated runtime and driver through its RUNPATH; nothing finds NVML.
-  const ProcessResult r = run_phases({{"LD_LIBRARY_PATH", dir_}}, "100");
+  // A library folder with the simulated runtime and driver but no NVML (under ASan, dlopen is
+  // the sanitizer's, so the runtime's own RUNPATH cannot be relied on to find the driver).
+  const std::string libs = dir_ + "/libs-without-nvml";
+  std::filesystem::create_directories(libs);
+  for (const char* name : {"libcuda.so.1", "libcudart.so.13"}) {
+    std::filesystem::create_symlink(std::string(GMT_FAKECUDA_LIB_DIR) + "/" + name,
+                                    libs + "/" + name);
+  }
+  const ProcessResult r = run_phases({{"LD_LIBRARY_PATH", libs}}, "100");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json rep = report({only_trace()});
   EXPECT_EQ(rep["traces"][0]["notes"],
