@@ -87,11 +87,19 @@ void write_sites(const DeviceSummary& d, std::ostream& out) {
 
 // "views at the peak (sampled 2 ms after it)".
 std::string views_title(const std::string& what, const std::optional<ViewValues>& v,
-                        uint64_t peak_ns) {
+                        uint64_t peak_ns, uint64_t peak_bytes) {
   if (!v || what != "views at the peak") return what;
   const bool after = v->time_ns >= peak_ns;
-  return what + " (sampled " + human_duration(after ? v->time_ns - peak_ns : peak_ns - v->time_ns) +
-         (after ? " after it)" : " before it)");
+  std::string title = what + " (sampled " +
+                      human_duration(after ? v->time_ns - peak_ns : peak_ns - v->time_ns) +
+                      (after ? " after it" : " before it");
+  if (v->tracked_bytes != peak_bytes) {
+    const bool below = v->tracked_bytes < peak_bytes;
+    title += ", when " +
+             human_bytes(below ? peak_bytes - v->tracked_bytes : v->tracked_bytes - peak_bytes) +
+             (below ? " less" : " more") + " was tracked: the differences describe that moment";
+  }
+  return title + ")";
 }
 
 void write_device(const TraceSummary& t, const DeviceSummary& d, std::ostream& out) {
@@ -114,10 +122,10 @@ void write_device(const TraceSummary& t, const DeviceSummary& d, std::ostream& o
   out << "\n";
   write_kinds(d.by_kind, "    ", out);
   write_sites(d, out);
-  write_views_text(views_title("views at the peak", d.views_at_peak, d.peak_time_ns),
+  write_views_text(views_title("views at the peak", d.views_at_peak, d.peak_time_ns, d.peak_bytes),
                    d.views_at_peak, d.peak_bytes, by_library_at_peak(t, d), out);
-  write_views_text(views_title("views at exit", d.views_at_exit, d.peak_time_ns), d.views_at_exit,
-                   d.live_bytes, by_library_at_exit(t, d), out);
+  write_views_text(views_title("views at exit", d.views_at_exit, d.peak_time_ns, d.peak_bytes),
+                   d.views_at_exit, d.live_bytes, by_library_at_exit(t, d), out);
 }
 
 // The never-freed bytes by class, pointing to `leaks` for the sites.

@@ -114,6 +114,7 @@ void ViewsReplay::usage_changed(int ordinal, uint64_t live, uint64_t time_ns, bo
 void ViewsReplay::at_peak(int ordinal) {
   DeviceState& d = device(ordinal);
   d.waiting_for_peak = true;
+  d.peak_live = d.live;
   d.before_peak = d.last;
   d.at_peak.reset();  // a sample after an earlier, lower peak
   d.framework_waiting = true;
@@ -150,12 +151,28 @@ std::optional<ViewValues> joined(const std::optional<ViewValues>& sampler,
 
 }  // namespace
 
+namespace {
+
+// Of the first sample after the peak and the last one before it, the one taken when the tracked
+// bytes were nearest the peak's (the first after it on a tie): a program that frees right after
+// its peak is better described by the sample just before.
+std::optional<ViewValues> closest_to(uint64_t peak, const std::optional<ViewValues>& after,
+                                     const std::optional<ViewValues>& before) {
+  if (!after || !before) return after ? after : before;
+  const auto distance = [peak](const ViewValues& v) {
+    return v.tracked_bytes > peak ? v.tracked_bytes - peak : peak - v.tracked_bytes;
+  };
+  return distance(*before) < distance(*after) ? before : after;
+}
+
+}  // namespace
+
 std::optional<ViewValues> ViewsReplay::views_at_peak(int ordinal) const {
   auto it = devices_.find(ordinal);
   if (it == devices_.end()) return std::nullopt;
   const DeviceState& d = it->second;
-  return joined(d.at_peak ? d.at_peak : d.before_peak,
-                d.framework_at_peak ? d.framework_at_peak : d.framework_before_peak);
+  return joined(closest_to(d.peak_live, d.at_peak, d.before_peak),
+                closest_to(d.peak_live, d.framework_at_peak, d.framework_before_peak));
 }
 
 std::optional<ViewValues> ViewsReplay::views_at_exit(int ordinal) const {

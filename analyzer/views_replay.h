@@ -45,6 +45,7 @@ class ViewsReplay {
     uint64_t live = 0;
     uint64_t last_change_ns = 0;
     bool waiting_for_peak = false;          // at the peak record, and no sample of it yet
+    uint64_t peak_live = 0;                 // the tracked bytes of the latest peak
     std::optional<ViewValues> before_peak;  // the last sample before the peak record
     std::optional<ViewValues> at_peak;
     std::optional<ViewValues> last;

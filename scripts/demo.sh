@@ -18,7 +18,10 @@ if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1 &&
 else
   echo "demo: no GPU here: tracing the demo training loop on the simulated GPU"
   LD_LIBRARY_PATH="$PWD/build/fakecuda/lib" FAKECUDA_DEVICE_MEMORY=$((16 << 30)) \
+    FAKECUDA_DEVICE_COUNT=2 FAKECUDA_OTHER_PROCESS_MEMORY=$((1 << 30)) \
     build/bin/gpumemtrace run -o "$out/demo.%p.gmt" -- build/workloads/demo_training 20
 fi
 echo
 build/bin/gpumemtrace report "$out"/*.gmt
+build/bin/gpumemtrace html "$out"/*.gmt -o "$out/report.html"
+echo "demo: the same as a page: $out/report.html (open it in a browser)"

@@ -92,13 +92,13 @@ void EventRecorder::after_allocation(uint32_t error, int device, format::MemoryK
   phases_.flush_if_pending();
   if (config_.sample_ms == 0) return;
   if (error != 0) {
-    sampler_.request(format::SampleReason::kFailedAlloc);
+    sampler_.sample_now(format::SampleReason::kFailedAlloc);
     return;
   }
   if (kind == format::MemoryKind::kStreamOrdered) sampler_.uses_pools(device);
   if (kind == format::MemoryKind::kGraphMemory) sampler_.uses_graphs(device);
   if (high_water_.allocated(device, kind, address, size, context)) {
-    sampler_.request(format::SampleReason::kHighWater);
+    sampler_.sample_now(format::SampleReason::kHighWater);
   }
 }
 

@@ -53,6 +53,21 @@ void Sampler::request(SampleReason reason) {
   wake_.notify_one();
 }
 
+// The views must describe the moment of a new high, not whatever came after it, so the thread
+// that reached it waits for the sample, briefly: a new high 1 % above the last is rare once a
+// program has reached its working set, and the wait is bounded (NVML's start-up can be slow).
+void Sampler::sample_now(SampleReason reason) {
+  if (config_.sample_ms == 0) return;
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!started_ || stopping_ || stopped_) return;
+  // A sample already under way may have read before this moment: wait for the one after it.
+  const uint64_t wanted = samples_done_ + 2;
+  pending_ |= bit(reason);
+  wake_.notify_one();
+  done_.wait_for(lock, std::chrono::milliseconds(kWaitMs),
+                 [&] { return samples_done_ >= wanted || stopping_ || stopped_; });
+}
+
 void Sampler::framework_view(int device, uint64_t allocated, uint64_t reserved) {
   format::SampleRecord sample;
   sample.device = device;
@@ -112,6 +127,8 @@ void Sampler::run() {
     }
     sample_all(reason);
     lock.lock();
+    ++samples_done_;
+    done_.notify_all();
     if (last) {
       stopped_ = true;
       return;
@@ -205,6 +222,8 @@ void Sampler::after_fork_in_parent() {
 void Sampler::after_fork_in_child() {
   driver_.unlock_teardown();
   new (&wake_) std::condition_variable();
+  new (&done_) std::condition_variable();
+  samples_done_ = 0;
   started_ = stopping_ = stopped_ = false;
   pending_ = 0;
   devices_.store(0);

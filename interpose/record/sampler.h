@@ -33,6 +33,10 @@ class Sampler {
   void uses_graphs(int device);
   // Sample as soon as possible.
   void request(format::SampleReason reason);
+  // Sample now and wait (at most kWaitMs) until it is taken: for the moment of a new high or a
+  // failed allocation, which the next allocation would change.
+  void sample_now(format::SampleReason reason);
+  static constexpr int kWaitMs = 5;
   // The framework's own view, pushed by the program (see gpumemtrace.h): written at once.
   void framework_view(int device, uint64_t allocated, uint64_t reserved);
   // Normal exit: one last sample, then the thread ends. Runs before the driver's own exit
@@ -60,6 +64,8 @@ class Sampler {
 
   std::mutex mutex_;
   std::condition_variable wake_;
+  std::condition_variable done_;  // a sample was written
+  uint64_t samples_done_ = 0;
   bool started_ = false;
   bool stopping_ = false;
   bool stopped_ = false;
