@@ -61,7 +61,7 @@ void Sampler::sample_now(SampleReason reason) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (!started_ || stopping_ || stopped_) return;
   // A sample already under way may have read before this moment: wait for the one after it.
-  const uint64_t wanted = samples_done_ + 2;
+  const uint64_t wanted = samples_done_ + (sampling_ ? 2 : 1);
   pending_ |= bit(reason);
   wake_.notify_one();
   done_.wait_for(lock, std::chrono::milliseconds(kWaitMs),
@@ -114,6 +114,7 @@ void Sampler::run() {
     const bool last = stopping_;
     uint32_t reasons = pending_;
     pending_ = 0;
+    sampling_ = true;
     lock.unlock();
     SampleReason reason = SampleReason::kPeriodic;
     if (last) {
@@ -127,6 +128,7 @@ void Sampler::run() {
     }
     sample_all(reason);
     lock.lock();
+    sampling_ = false;
     ++samples_done_;
     done_.notify_all();
     if (last) {
@@ -224,6 +226,7 @@ void Sampler::after_fork_in_child() {
   new (&wake_) std::condition_variable();
   new (&done_) std::condition_variable();
   samples_done_ = 0;
+  sampling_ = false;
   started_ = stopping_ = stopped_ = false;
   pending_ = 0;
   devices_.store(0);

@@ -66,6 +66,7 @@ class Sampler {
   std::condition_variable wake_;
   std::condition_variable done_;  // a sample was written
   uint64_t samples_done_ = 0;
+  bool sampling_ = false;  // the thread is reading the views now
   bool started_ = false;
   bool stopping_ = false;
   bool stopped_ = false;
