@@ -1,5 +1,7 @@
 #include "analyzer/command_support.h"
 
+#include "analyzer/progress_bar.h"
+
 #include <unistd.h>
 
 #include <cstdlib>
@@ -8,7 +10,9 @@
 namespace gmt::analyzer {
 
 TraceSummary load_trace(const std::string& path, std::ostream& err, const SummaryOptions& options) {
-  TraceSummary trace = summarize_trace(path, options);
+  SummaryOptions with_progress = options;
+  if (with_progress.progress == nullptr) with_progress.progress = progress_stream();
+  TraceSummary trace = summarize_trace(path, with_progress);
   for (const std::string& problem : trace.problems) {
     err << "gpumemtrace: " << path << ": left out at " << problem << "\n";
   }

@@ -2,6 +2,7 @@
 #include <filesystem>
 
 #include "analyzer/peak_sites.h"
+#include "analyzer/progress_bar.h"
 #include "analyzer/report.h"
 #include "analyzer/trace_error.h"
 #include "analyzer/trace_reader.h"
@@ -43,7 +44,9 @@ ReportInput load_traces(const std::vector<std::string>& paths) {
   ReportInput input;
   for (const std::string& path : trace_files(paths)) {
     try {
-      TraceSummary trace = summarize_trace(path);
+      SummaryOptions options;
+      options.progress = progress_stream();
+      TraceSummary trace = summarize_trace(path, options);
       trace.symbolization_warnings = resolve_peak_sites(trace, kTopSites);
       input.frames.push_back(leak_and_failure_frames(trace));
       input.traces.push_back(std::move(trace));

@@ -2,6 +2,7 @@
 
 #include "analyzer/leak_classes.h"
 #include "analyzer/mapped_file.h"
+#include "analyzer/progress_bar.h"
 #include "analyzer/replay.h"
 #include "analyzer/timeline_builder.h"
 #include "analyzer/trace_error.h"
@@ -29,10 +30,13 @@ TraceSummary summarize_trace_bytes(std::span<const uint8_t> bytes, const std::st
   const bool timeline = options.timeline_resolution_ns > 0;
   if (!timeline) replay.sample_sites_after(leak_sample_positions(expected));
   bool described = false;
+  ProgressBar progress(options.progress, path, expected);
   while (const format::Record* record = reader.next_record()) {
     described = described || std::holds_alternative<format::ProcessInfoRecord>(*record);
     replay.apply(*record);
+    progress.advance();
   }
+  progress.finish();
   replay.finish();
   if (described) {
     uint64_t records = 0;

@@ -1,6 +1,8 @@
 // Reads one trace file from start to end through the replay model.
 #pragma once
 
+#include <ostream>
+
 #include <cstdint>
 #include <span>
 #include <string>
@@ -18,6 +20,7 @@ namespace gmt::analyzer {
 // not 0, the timeline (at that resolution or the coarser one its bucket limit needs).
 struct SummaryOptions {
   uint64_t timeline_resolution_ns = 0;
+  std::ostream* progress = nullptr;  // where to draw a progress bar (progress_bar.h); none if null
 };
 TraceSummary summarize_trace(const std::string& path, const SummaryOptions& options = {});
 
