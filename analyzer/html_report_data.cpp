@@ -22,20 +22,6 @@ using nlohmann::ordered_json;
 constexpr const char* kDrawnViews[] = {"nvml_process", "driver_used", "framework_allocated",
                                        "framework_reserved"};
 
-const char* end_name(TraceEnd end) {
-  switch (end) {
-    case TraceEnd::kExited:
-      return "exited";
-    case TraceEnd::kCut:
-      return "cut";
-    case TraceEnd::kTruncated:
-      return "truncated";
-    case TraceEnd::kCorrupt:
-      return "corrupt";
-  }
-  return "unknown";
-}
-
 // Devices the page shows: host memory that names no device is no device of its own.
 bool shown(int ordinal, const DeviceSummary& d) {
   return ordinal >= 0 || d.peak_bytes > 0;

@@ -9,20 +9,6 @@
 namespace gmt::analyzer {
 namespace {
 
-const char* end_name(TraceEnd end) {
-  switch (end) {
-    case TraceEnd::kExited:
-      return "exited";
-    case TraceEnd::kCut:
-      return "cut";
-    case TraceEnd::kTruncated:
-      return "truncated";
-    case TraceEnd::kCorrupt:
-      return "corrupt";
-  }
-  return "unknown";
-}
-
 nlohmann::ordered_json sites_json(const std::vector<ResolvedSite>& sites) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
   for (const ResolvedSite& site : sites) {

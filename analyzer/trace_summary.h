@@ -153,6 +153,21 @@ enum class TraceEnd {
   kCorrupt,    // damaged chunks: their records are left out, all the others are read
 };
 
+// How the JSON outputs name a trace's end: "exited", "cut", "truncated", "corrupt".
+inline const char* end_name(TraceEnd end) {
+  switch (end) {
+    case TraceEnd::kExited:
+      return "exited";
+    case TraceEnd::kCut:
+      return "cut";
+    case TraceEnd::kTruncated:
+      return "truncated";
+    case TraceEnd::kCorrupt:
+      return "corrupt";
+  }
+  return "unknown";
+}
+
 struct TraceSummary {
   std::string path;
   uint64_t pid = 0;
