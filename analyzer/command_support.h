@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -27,6 +28,12 @@ std::string frame_text(const SiteFrame& frame);
 // Up to `shown` frames, one per line after `indent`, and how many more there are.
 void write_frames(const std::vector<SiteFrame>& frames, std::size_t shown,
                   const std::string& indent, std::ostream& out);
+
+// A value, or null for one the trace does not have.
+template <class T>
+nlohmann::ordered_json or_null(const std::optional<T>& v) {
+  return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
+}
 
 nlohmann::ordered_json frames_json(const std::vector<SiteFrame>& frames);
 

@@ -25,6 +25,9 @@ class JsonFields {
   void address(const char* name, uint64_t v) { out_[name] = v; }
   void kind(const char* name, format::MemoryKind k) { out_[name] = format::memory_kind_name(k); }
   void api(const char* name, format::Api a) { out_[name] = format::api_name(a); }
+  void public_api(const char* name, format::Api a) {
+    if (a != format::Api::kUnknown) out_[name] = format::api_name(a);
+  }
   void str(const char* name, const std::string& s) { out_[name] = s; }
   void address_list(const char* name, const std::vector<uint64_t>& l) { out_[name] = l; }
   void str_list(const char* name, const std::vector<std::string>& l) { out_[name] = l; }

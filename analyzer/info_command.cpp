@@ -55,6 +55,15 @@ nlohmann::ordered_json kind_counts_json(const std::array<uint64_t, format::kMemo
   return counts;
 }
 
+template <std::size_t N>
+nlohmann::ordered_json api_counts_json(const std::array<uint64_t, N>& n) {
+  nlohmann::ordered_json counts = nlohmann::ordered_json::object();
+  for (std::size_t a = 0; a < n.size(); ++a) {
+    if (n[a] > 0) counts[std::string(format::api_name(static_cast<format::Api>(a)))] = n[a];
+  }
+  return counts;
+}
+
 nlohmann::ordered_json info_json(const TraceSummary& t) {
   nlohmann::ordered_json info = {{"path", t.path},
                                  {"pid", t.pid},
@@ -69,6 +78,8 @@ nlohmann::ordered_json info_json(const TraceSummary& t) {
                                  {"records", record_counts_json(t)},
                                  {"allocations_by_kind", kind_counts_json(t.allocs_by_kind)},
                                  {"failures_by_kind", kind_counts_json(t.failures_by_kind)},
+                                 {"allocations_by_api", api_counts_json(t.allocs_by_api)},
+                                 {"frees_by_api", api_counts_json(t.frees_by_api)},
                                  {"stacks", t.stacks.size()},
                                  {"modules", t.modules.size()},
                                  {"threads", t.threads.size()},
@@ -104,6 +115,10 @@ void write_info_text(const TraceSummary& t, std::ostream& out) {
   write_counts(kind_counts_json(t.allocs_by_kind), out);
   out << "failed       ";
   write_counts(kind_counts_json(t.failures_by_kind), out);
+  out << "by API       ";
+  write_counts(api_counts_json(t.allocs_by_api), out);
+  out << "frees by API ";
+  write_counts(api_counts_json(t.frees_by_api), out);
   out << "stacks       " << t.stacks.size() << ", modules " << t.modules.size() << ", threads "
       << t.threads.size() << "\n";
   for (const std::string& problem : t.problems) out << "left out     " << problem << "\n";

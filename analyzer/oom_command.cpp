@@ -20,10 +20,11 @@ nlohmann::ordered_json oom_json(const TraceSummary& trace, ResolvedStacks& frame
     failures.push_back({{"time_ns", f.time_ns},
                         {"device", f.device},
                         {"api", format::api_name(f.api)},
+                        {"driver_api", format::api_name(f.driver_api)},
                         {"requested_bytes", f.requested_bytes},
                         {"live_bytes", f.live_bytes},
-                        // Filled once the trace carries the driver's sampled view.
-                        {"driver_free_bytes", nullptr},
+                        {"driver_free_bytes", or_null(f.driver_free_bytes())},
+                        {"other_processes_bytes", or_null(f.other_processes_bytes())},
                         {"kind", format::memory_kind_name(f.kind)},
                         {"error", f.error},
                         {"frames", frames_json(frames[f.stack])},
@@ -52,6 +53,13 @@ void write_oom_text(const TraceSummary& trace, ResolvedStacks& frames, std::ostr
         << format::api_name(f.api) << " of " << human_bytes(f.requested_bytes) << " ("
         << format::memory_kind_name(f.kind) << ", error " << f.error << ") with "
         << human_bytes(f.live_bytes) << " live\n";
+    if (const auto free = f.driver_free_bytes()) {
+      out << "    driver free then " << human_bytes(*free);
+      if (const auto others = f.other_processes_bytes()) {
+        out << ", other processes " << human_bytes(*others);
+      }
+      out << "\n";
+    }
     out << "    failed call\n";
     write_frames(frames[f.stack], kFramesShown, "      ", out);
     if (!f.holders.empty()) out << "    held then\n";

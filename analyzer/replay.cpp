@@ -206,7 +206,8 @@ void Replay::note_failure(const format::AllocFailedRecord& r) {
   f.time_ns = r.time_ns;
   f.device = r.device;
   f.kind = r.kind;
-  f.api = r.api;
+  f.api = format::called_api(r.api, r.public_api);
+  f.driver_api = r.api;
   f.requested_bytes = r.size;
   f.error = r.error;
   f.stack = r.stack;
@@ -292,6 +293,7 @@ void Replay::on(const format::AllocRecord& r) {
   site_allocated(a);
   if (const auto k = static_cast<std::size_t>(r.kind); k < summary_.allocs_by_kind.size())
     ++summary_.allocs_by_kind[k];
+  ++summary_.allocs_by_api[static_cast<std::size_t>(format::called_api(r.api, r.public_api))];
   if (space_of(r.kind) == Space::kHandle) handles_[r.address] = HandleState{};
   if (per_device(r.kind)) {
     DeviceSummary& d = device(r.device);
@@ -309,6 +311,7 @@ void Replay::release_handle_if_unused(uint64_t handle) {
 
 void Replay::on(const format::FreeRecord& r) {
   saw_event(r.time_ns);
+  ++summary_.frees_by_api[static_cast<std::size_t>(format::called_api(r.api, r.public_api))];
   const Space space = space_freed_by(r.api);
   if (space == Space::kHandle) {
     // Released memory stays until its last mapping is gone.

@@ -52,12 +52,6 @@ nlohmann::ordered_json leaks_json(const ReportInput& input) {
   return leaks;
 }
 
-// From the sample the sampler took right after the failure.
-nlohmann::ordered_json driver_free(const FailedAllocation& f) {
-  if (!f.views || !f.views->driver_used_bytes || !f.views->driver_total_bytes) return nullptr;
-  return *f.views->driver_total_bytes - *f.views->driver_used_bytes;
-}
-
 nlohmann::ordered_json ooms_json(const ReportInput& input) {
   nlohmann::ordered_json ooms = nlohmann::ordered_json::array();
   for (std::size_t i = 0; i < input.traces.size(); ++i) {
@@ -68,9 +62,11 @@ nlohmann::ordered_json ooms_json(const ReportInput& input) {
           {{"time_ns", f.time_ns},
            {"device", f.device},
            {"api", format::api_name(f.api)},
+           {"driver_api", format::api_name(f.driver_api)},
            {"requested_bytes", f.requested_bytes},
            {"live_bytes", f.live_bytes},
-           {"driver_free_bytes", driver_free(f)},
+           {"driver_free_bytes", or_null(f.driver_free_bytes())},
+           {"other_processes_bytes", or_null(f.other_processes_bytes())},
            {"trace", i},
            {"kind", format::memory_kind_name(f.kind)},
            {"frames", frames_json(at != frames.end() ? at->second : std::vector<SiteFrame>{})}});

@@ -124,7 +124,8 @@ struct FailedAllocation {
   uint64_t time_ns = 0;
   int device = -1;
   format::MemoryKind kind = format::MemoryKind::kDevice;
-  format::Api api = format::Api::kUnknown;
+  format::Api api = format::Api::kUnknown;         // what the program called (cudaMalloc)
+  format::Api driver_api = format::Api::kUnknown;  // the driver entry point it became
   uint64_t requested_bytes = 0;
   uint32_t error = 0;
   uint32_t stack = 0;             // where the failed call was made
@@ -133,6 +134,16 @@ struct FailedAllocation {
   // The other views, from the first sample the sampler took after the failure (it samples at
   // once when an allocation fails); empty when it took none.
   std::optional<ViewValues> views;
+
+  // The driver's free memory (cuMemGetInfo) right after the failure, when it was sampled.
+  std::optional<uint64_t> driver_free_bytes() const {
+    if (!views || !views->driver_used_bytes || !views->driver_total_bytes) return std::nullopt;
+    return *views->driver_total_bytes - *views->driver_used_bytes;
+  }
+  // What other processes held on the device then (NVML), when it was sampled.
+  std::optional<uint64_t> other_processes_bytes() const {
+    return views ? views->other_processes_bytes() : std::nullopt;
+  }
 };
 
 // Live bytes per device over time, in buckets of `resolution_ns` from the trace's start: each
@@ -215,6 +226,10 @@ struct TraceSummary {
   std::array<uint64_t, std::variant_size_v<format::Record>> record_counts{};
   std::array<uint64_t, format::kMemoryKindCount> allocs_by_kind{};
   std::array<uint64_t, format::kMemoryKindCount> failures_by_kind{};
+  // By the API the program called: the runtime's name when it went through one, else the
+  // driver's.
+  std::array<uint64_t, static_cast<std::size_t>(format::Api::kCount)> allocs_by_api{};
+  std::array<uint64_t, static_cast<std::size_t>(format::Api::kCount)> frees_by_api{};
   std::unordered_map<uint64_t, SiteStats> sites;  // by site_key(device, stack)
   std::vector<uint64_t> sample_times;             // when SiteStats::live_samples were taken
   std::vector<LeakGroup> leaks;                   // by classify_leaks(), largest first

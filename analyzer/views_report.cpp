@@ -3,6 +3,7 @@
 #include <iomanip>
 
 #include "analyzer/byte_size.h"
+#include "analyzer/command_support.h"
 #include "analyzer/owner_library.h"
 
 namespace gmt::analyzer {
@@ -29,11 +30,6 @@ std::map<std::string, uint64_t> by_library_at_exit(const TraceSummary& trace,
 }
 
 namespace {
-
-template <class T>
-ordered_json or_null(const std::optional<T>& v) {
-  return v ? ordered_json(*v) : ordered_json(nullptr);
-}
 
 // Bytes the tracked allocations hold outside the framework's own allocator.
 std::optional<int64_t> outside_framework(const ViewValues& v) {

@@ -46,13 +46,41 @@ namespace gmt::format {
   X(kCuMemRetainAllocationHandle, "cuMemRetainAllocationHandle") \
   X(kCuMemPoolCreate, "cuMemPoolCreate")                         \
   X(kCuMemPoolDestroy, "cuMemPoolDestroy")                       \
-  X(kCuMemPoolTrimTo, "cuMemPoolTrimTo")
+  X(kCuMemPoolTrimTo, "cuMemPoolTrimTo")                         \
+  X(kCudaMallocPitch, "cudaMallocPitch")                         \
+  X(kCudaMalloc3D, "cudaMalloc3D")                               \
+  X(kCudaMallocManaged, "cudaMallocManaged")                     \
+  X(kCudaMallocHost, "cudaMallocHost")                           \
+  X(kCudaHostAlloc, "cudaHostAlloc")                             \
+  X(kCudaFreeHost, "cudaFreeHost")                               \
+  X(kCudaHostRegister, "cudaHostRegister")                       \
+  X(kCudaHostUnregister, "cudaHostUnregister")                   \
+  X(kCudaMallocAsync, "cudaMallocAsync")                         \
+  X(kCudaFreeAsync, "cudaFreeAsync")                             \
+  X(kCudaMallocFromPoolAsync, "cudaMallocFromPoolAsync")         \
+  X(kCudaMallocArray, "cudaMallocArray")                         \
+  X(kCudaMalloc3DArray, "cudaMalloc3DArray")                     \
+  X(kCudaMallocMipmappedArray, "cudaMallocMipmappedArray")       \
+  X(kCudaFreeArray, "cudaFreeArray")                             \
+  X(kCudaFreeMipmappedArray, "cudaFreeMipmappedArray")           \
+  X(kCudaMemPoolCreate, "cudaMemPoolCreate")                     \
+  X(kCudaMemPoolDestroy, "cudaMemPoolDestroy")                   \
+  X(kCudaMemPoolTrimTo, "cudaMemPoolTrimTo")                     \
+  X(kCudaIpcOpenMemHandle, "cudaIpcOpenMemHandle")               \
+  X(kCudaIpcCloseMemHandle, "cudaIpcCloseMemHandle")             \
+  X(kCudaDeviceReset, "cudaDeviceReset")
 
 #define GMT_API_ENUMERATOR(id, name) id,
 enum class Api : uint16_t { GMT_API_LIST(GMT_API_ENUMERATOR) kCount };
 #undef GMT_API_ENUMERATOR
 
 std::string_view api_name(Api api);
+
+// The name a user knows an event by: the runtime API the program called when the driver call
+// came through one (a record's `public_api`), else the driver entry point.
+inline Api called_api(Api driver_api, Api public_api) {
+  return public_api != Api::kUnknown ? public_api : driver_api;
+}
 std::optional<Api> api_from_raw(uint64_t raw);
 
 }  // namespace gmt::format

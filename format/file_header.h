@@ -13,7 +13,7 @@ namespace gmt::format {
 inline constexpr std::size_t kHeaderSize = 16;
 inline constexpr std::size_t kFirstChunkOffset = 4096;
 inline constexpr uint16_t kVersionMajor = 3;
-inline constexpr uint16_t kVersionMinor = 0;
+inline constexpr uint16_t kVersionMinor = 1;
 inline constexpr uint32_t kMinChunkSize = 4096;
 inline constexpr uint32_t kMaxChunkSize = 16u << 20;
 

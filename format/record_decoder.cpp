@@ -45,6 +45,15 @@ class FieldReader {
     if (!parsed) return fail("unknown api id " + std::to_string(raw));
     a = *parsed;
   }
+  // Appended in 3.1: absent from older files, and a name a newer writer added is still only a
+  // label, so neither makes the record unreadable.
+  void public_api(const char* /*name*/, Api& a) {
+    a = Api::kUnknown;
+    if (pos_ == end_ || !error_.empty()) return;
+    uint64_t raw = 0;
+    if (!varint(raw, "public api")) return;
+    a = api_from_raw(raw).value_or(Api::kUnknown);
+  }
   void time(const char* /*name*/, uint64_t& t) {
     uint64_t raw = 0;
     if (!varint(raw, "time")) return;

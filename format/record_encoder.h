@@ -68,6 +68,7 @@ class FieldWriter {
   void i32(const char* /*name*/, int32_t v) { varint(zigzag(v)); }
   void kind(const char* /*name*/, MemoryKind k) { varint(static_cast<uint64_t>(k)); }
   void api(const char* /*name*/, Api a) { varint(static_cast<uint64_t>(a)); }
+  void public_api(const char* /*name*/, Api a) { varint(static_cast<uint64_t>(a)); }
   void time(const char* /*name*/, uint64_t t) {
     // Signed: a later trace layout may interleave threads whose clocks were read out of order.
     varint(zigzag(static_cast<int64_t>(t - state_.last_time_ns)));

@@ -81,8 +81,9 @@ struct AllocRecord {
   uint64_t thread = 0;   // kernel thread id: from the chunk the record is in, not encoded
   int32_t device = -1;   // CUDA ordinal in this process; -1 when unknown or host memory
   MemoryKind kind = MemoryKind::kDevice;
-  Api api = Api::kUnknown;
-  uint64_t address = 0;  // for kVmmPhysical the allocation handle, for kArray the CUarray
+  Api api = Api::kUnknown;         // the driver entry point that ran
+  Api public_api = Api::kUnknown;  // the runtime API the program called, when it was one (3.1)
+  uint64_t address = 0;            // for kVmmPhysical the allocation handle, for kArray the CUarray
   uint64_t size = 0;
   uint32_t context = 0;  // ContextRecord id of the context it was made in; 0 when none
   uint32_t stack = 0;    // StackRecord id of where it was made; 0 when not recorded
@@ -97,6 +98,7 @@ struct AllocRecord {
     v.u64("size", r.size);
     v.u32("context", r.context);
     v.u32("stack", r.stack);
+    v.public_api("public_api", r.public_api);
   }
 };
 
@@ -106,7 +108,8 @@ struct FreeRecord {
   static constexpr RecordType kType = RecordType::kFree;
   uint64_t time_ns = 0;
   uint64_t thread = 0;
-  Api api = Api::kUnknown;
+  Api api = Api::kUnknown;         // the driver entry point that ran
+  Api public_api = Api::kUnknown;  // the runtime API the program called, when it was one (3.1)
   uint64_t address = 0;
 
   template <class Self, class V>
@@ -114,6 +117,7 @@ struct FreeRecord {
     v.time("time_ns", r.time_ns);
     v.api("api", r.api);
     v.address("address", r.address);
+    v.public_api("public_api", r.public_api);
   }
 };
 
@@ -124,7 +128,8 @@ struct AllocFailedRecord {
   uint64_t thread = 0;
   int32_t device = -1;
   MemoryKind kind = MemoryKind::kDevice;
-  Api api = Api::kUnknown;
+  Api api = Api::kUnknown;         // the driver entry point that ran
+  Api public_api = Api::kUnknown;  // the runtime API the program called, when it was one (3.1)
   uint64_t size = 0;
   uint32_t error = 0;  // the CUresult the program saw
   uint32_t stack = 0;
@@ -138,6 +143,7 @@ struct AllocFailedRecord {
     v.u64("size", r.size);
     v.u32("error", r.error);
     v.u32("stack", r.stack);
+    v.public_api("public_api", r.public_api);
   }
 };
 
@@ -178,13 +184,15 @@ struct ContextDestroyedRecord {
   uint64_t time_ns = 0;
   uint64_t thread = 0;
   uint32_t id = 0;
-  Api api = Api::kUnknown;
+  Api api = Api::kUnknown;         // the driver entry point that ran
+  Api public_api = Api::kUnknown;  // the runtime API the program called, when it was one (3.1)
 
   template <class Self, class V>
   static void fields(Self& r, V& v) {
     v.time("time_ns", r.time_ns);
     v.u32("id", r.id);
     v.api("api", r.api);
+    v.public_api("public_api", r.public_api);
   }
 };
 
@@ -486,10 +494,11 @@ struct PoolRecord {
   static constexpr RecordType kType = RecordType::kPool;
   uint64_t time_ns = 0;
   uint64_t thread = 0;
-  int32_t device = -1;  // the pool's device; -1 when not known (destroy, trim)
-  Api api = Api::kUnknown;
-  uint64_t pool = 0;   // the CUmemoryPool handle
-  uint64_t bytes = 0;  // cuMemPoolTrimTo's minBytesToKeep
+  int32_t device = -1;             // the pool's device; -1 when not known (destroy, trim)
+  Api api = Api::kUnknown;         // the driver entry point that ran
+  Api public_api = Api::kUnknown;  // the runtime API the program called, when it was one (3.1)
+  uint64_t pool = 0;               // the CUmemoryPool handle
+  uint64_t bytes = 0;              // cuMemPoolTrimTo's minBytesToKeep
 
   template <class Self, class V>
   static void fields(Self& r, V& v) {
@@ -498,6 +507,7 @@ struct PoolRecord {
     v.api("api", r.api);
     v.u64("pool", r.pool);
     v.u64("bytes", r.bytes);
+    v.public_api("public_api", r.public_api);
   }
 };
 

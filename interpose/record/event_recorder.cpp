@@ -1,5 +1,6 @@
 #include "interpose/record/event_recorder.h"
 
+#include "interpose/record/public_api_scope.h"
 #include "interpose/record/thread_id.h"
 
 namespace gmt::interpose {
@@ -64,6 +65,8 @@ void EventRecorder::allocation(uint32_t error, int device, uint64_t context,
     rec.device = device;
     rec.kind = kind;
     rec.api = api;
+    rec.public_api = PublicApiScope::current();
+    rec.public_api = PublicApiScope::current();
     rec.size = size;
     rec.error = error;
     rec.stack = stack_here();
@@ -77,6 +80,7 @@ void EventRecorder::allocation(uint32_t error, int device, uint64_t context,
   rec.device = device;
   rec.kind = kind;
   rec.api = api;
+  rec.public_api = PublicApiScope::current();
   rec.address = address;
   rec.size = size;
   rec.context = context_id(context, device);
@@ -106,6 +110,7 @@ void EventRecorder::freeing(format::Api api, uint64_t address) {
   format::FreeRecord rec;
   rec.thread = thread_id();
   rec.api = api;
+  rec.public_api = PublicApiScope::current();
   rec.address = address;
   writer_.record(rec);
   if (config_.sample_ms != 0) high_water_.freeing(api, address);
@@ -143,6 +148,7 @@ void EventRecorder::pool_event(format::Api api, int device, uint64_t pool, uint6
   rec.thread = thread_id();
   rec.device = device;
   rec.api = api;
+  rec.public_api = PublicApiScope::current();
   rec.pool = pool;
   rec.bytes = bytes;
   writer_.record(rec);
@@ -167,6 +173,7 @@ void EventRecorder::context_destroying(uint64_t context, format::Api api) {
   rec.thread = thread_id();
   rec.id = id;
   rec.api = api;
+  rec.public_api = PublicApiScope::current();
   writer_.record(rec);
   high_water_.context_gone(id);
 }

@@ -108,7 +108,13 @@ TEST_F(AnalysisCommands, EveryFigureReconcilesWithTheRecords) {
   ASSERT_EQ(oom["ooms"].size(), expected.failed);
   EXPECT_EQ(oom["ooms"][0]["requested_bytes"], 64 * 1024 * kMiB);
   EXPECT_EQ(oom["ooms"][0]["live_bytes"], 6 * kMiB);  // b and c
-  EXPECT_TRUE(oom["ooms"][0]["driver_free_bytes"].is_null());
+  // The program called cudaMalloc, which became cuMemAlloc: both names are kept.
+  EXPECT_EQ(oom["ooms"][0]["api"], "cudaMalloc");
+  EXPECT_EQ(oom["ooms"][0]["driver_api"], "cuMemAlloc");
+  // The simulated device: 16 GiB, of which the context takes 300 MiB and b and c 6 MiB; no
+  // other process.
+  EXPECT_EQ(oom["ooms"][0]["driver_free_bytes"], (16 * 1024 - 300 - 6) * kMiB);
+  EXPECT_EQ(oom["ooms"][0]["other_processes_bytes"], 0u);
   uint64_t held = 0;
   for (const json& h : oom["ooms"][0]["holders"]) held += h["bytes"].get<uint64_t>();
   EXPECT_EQ(held, 6 * kMiB);

@@ -5,6 +5,9 @@
 // kind runs through each driver path, another through each runtime; the numbers are exact.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
 #include "tests/integration/kind_expectations.h"
 #include "tests/integration/traced_run_fixture.h"
 
@@ -136,6 +139,66 @@ TEST_P(RuntimePath, EveryKindIsSeenWithExactBytesAndCounts) {
                    {"array", 262144, 0}});
   expect_process_kind(rep, "host_pinned", 3 * kMiB, 2 * kMiB);
   expect_process_kind(rep, "host_registered", 1 * kMiB, 0);
+}
+
+// Allocations and frees by the API the program called (`info --json`).
+std::map<std::string, int> api_counts(const json& counts) {
+  std::map<std::string, int> out;
+  for (const auto& [api, n] : counts.items()) out[api] = n.get<int>();
+  return out;
+}
+
+// Through the shared runtime every call is recorded once, under the runtime API the program
+// called (the driver entry point it became stays in `driver_api`/the dump). A static runtime
+// is part of the program and cannot be interposed: its calls keep the driver's names.
+TEST_P(RuntimePath, EachCallIsNamedByTheApiTheProgramCalled) {
+  std::vector<std::string> ops = kRuntimeSequence;
+  ops.push_back("cudaDeviceReset");
+  traced_report(GetParam(), ops);
+  const ProcessResult info = cli({"info", "--json", only_trace()});
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  const json i = json::parse(info.out);
+  const ProcessResult dump = cli({"dump", only_trace()});
+  ASSERT_EQ(dump.exit_code, 0) << dump.err;
+  const bool shared = std::string(GetParam()) == "runtime_kind_ops_shared";
+  if (shared) {
+    EXPECT_EQ(api_counts(i["allocations_by_api"]),
+              (std::map<std::string, int>{{"cudaMalloc", 1},
+                                          {"cudaMallocPitch", 1},
+                                          {"cudaMalloc3D", 1},
+                                          {"cudaMallocManaged", 1},
+                                          {"cudaMallocHost", 1},
+                                          {"cudaHostAlloc", 1},
+                                          {"cudaHostRegister", 1},
+                                          {"cudaMallocAsync", 2},
+                                          {"cudaMallocFromPoolAsync", 1},
+                                          {"cudaMallocArray", 1}}));
+    EXPECT_EQ(api_counts(i["frees_by_api"]), (std::map<std::string, int>{{"cudaFree", 1},
+                                                                         {"cudaFreeHost", 1},
+                                                                         {"cudaHostUnregister", 1},
+                                                                         {"cudaFreeAsync", 3},
+                                                                         {"cudaFreeArray", 1}}));
+    EXPECT_NE(dump.out.find(R"("api":"cuMemPoolCreate","pool")"), std::string::npos);
+    EXPECT_NE(dump.out.find(R"("public_api":"cudaMemPoolCreate")"), std::string::npos);
+    EXPECT_NE(dump.out.find(R"("api":"cuDevicePrimaryCtxReset","public_api":"cudaDeviceReset")"),
+              std::string::npos);
+  } else {
+    EXPECT_EQ(api_counts(i["allocations_by_api"]),
+              (std::map<std::string, int>{{"cuMemAlloc", 1},
+                                          {"cuMemAllocPitch", 2},
+                                          {"cuMemAllocManaged", 1},
+                                          {"cuMemHostAlloc", 2},
+                                          {"cuMemHostRegister", 1},
+                                          {"cuMemAllocAsync", 2},
+                                          {"cuMemAllocFromPoolAsync", 1},
+                                          {"cuArrayCreate", 1}}));
+    EXPECT_EQ(api_counts(i["frees_by_api"]), (std::map<std::string, int>{{"cuMemFree", 1},
+                                                                         {"cuMemFreeHost", 1},
+                                                                         {"cuMemHostUnregister", 1},
+                                                                         {"cuMemFreeAsync", 3},
+                                                                         {"cuArrayDestroy", 1}}));
+    EXPECT_EQ(dump.out.find("public_api"), std::string::npos);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Runtimes, RuntimePath,

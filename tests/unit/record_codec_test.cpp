@@ -82,6 +82,38 @@ TEST(RecordCodec, EveryRecordTypeRoundTripsFieldForField) {
   EXPECT_EQ(decoder.status().offset, trace.bytes().size());
 }
 
+// 3.1 appended public_api to the event records. A 3.0 record (without it) and an id from a newer
+// writer both read as "unknown": the name is a label, never a reason to drop the event.
+TEST(RecordCodec, PublicApiRoundTripsAndIsOptional) {
+  TraceBytes trace;
+  FreeRecord named = test::free_at(5, 0x10);
+  named.public_api = Api::kCudaFreeAsync;
+  trace.add(named);
+  RecordDecoder decoder(trace.bytes(), 0);
+  const auto round_trip = std::get<FreeRecord>(*decoder.next());
+  EXPECT_EQ(round_trip.api, Api::kCuMemFree);
+  EXPECT_EQ(round_trip.public_api, Api::kCudaFreeAsync);
+
+  // type 3 (Free), length, time 0, api cuMemFree (2), address +16 (zigzag 32).
+  const std::vector<uint8_t> version_3_0 = {0x03, 0x03, 0x00, 0x02, 0x20};
+  RecordDecoder old(version_3_0, 0);
+  const auto o = std::get<FreeRecord>(*old.next());
+  EXPECT_EQ(o.api, Api::kCuMemFree);
+  EXPECT_EQ(o.address, 0x10u);
+  EXPECT_EQ(o.public_api, Api::kUnknown);
+  EXPECT_FALSE(old.next());
+  EXPECT_EQ(old.status().end, StreamEnd::kClean);
+
+  // The same with public_api 9999, an id this build does not know.
+  const std::vector<uint8_t> newer = {0x03, 0x05, 0x00, 0x02, 0x20, 0x8F, 0x4E};
+  RecordDecoder unknown(newer, 0);
+  const auto u = std::get<FreeRecord>(*unknown.next());
+  EXPECT_EQ(u.address, 0x10u);
+  EXPECT_EQ(u.public_api, Api::kUnknown);
+  EXPECT_FALSE(unknown.next());
+  EXPECT_EQ(unknown.status().end, StreamEnd::kClean);
+}
+
 TEST(RecordCodec, ContextAndVmmRecordsRoundTrip) {
   TraceBytes trace;
   ContextRecord ctx;

@@ -1,0 +1,77 @@
+// The runtime's exported names (cudaMalloc, ...) must reach the runtime the caller was linked
+// against, and must not make a missing runtime look present.
+#include <gtest/gtest.h>
+
+#include "tests/integration/traced_run_fixture.h"
+
+using nlohmann::json;
+
+namespace gmt::test {
+namespace {
+
+class RuntimeNames : public TracedRun {
+ protected:
+  json info() const {
+    const ProcessResult result = cli({"info", "--json", only_trace()});
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    return json::parse(result.out);
+  }
+};
+
+// libcudart.so.13 for the program, libcudart.so.12 for a plugin it loads privately: each runtime
+// keeps its own last error, so the lines the program prints show which runtime served each call.
+// They must be the same with the preload as without, and the trace must name every call.
+TEST_F(RuntimeNames, EachRuntimeServesItsOwnCallers) {
+  const ProcessResult untraced = run_untraced("workload_two_runtimes", {});
+  ASSERT_EQ(untraced.exit_code, 0) << untraced.err;
+  EXPECT_EQ(untraced.out,
+            "program cudaMalloc 4 MiB -> 0\n"
+            "library cudaMalloc 8 MiB -> 0\n"
+            "library cudaMalloc 1 PiB -> 2\n"
+            "library last error -> 2\n"
+            "program last error -> 0\n"
+            "program cudaMalloc 1 PiB -> 2\n"
+            "library last error -> 0\n"
+            "program last error -> 2\n"
+            "library cudaMalloc 16 MiB -> 0\n"
+            "library cudaFree -> 0\n"
+            "program cudaFree -> 0\n");
+  const ProcessResult traced = run_traced("workload_two_runtimes", {});
+  ASSERT_EQ(traced.exit_code, 0) << traced.err;
+  EXPECT_EQ(traced.out, untraced.out);
+
+  const json i = info();
+  EXPECT_EQ(i["allocations_by_api"], json::parse(R"({"cudaMalloc": 3})"));
+  EXPECT_EQ(i["frees_by_api"], json::parse(R"({"cudaFree": 2})"));
+  const json r = report({only_trace()});
+  ASSERT_EQ(r["ooms"].size(), 2u) << r.dump();
+  for (const json& oom : r["ooms"]) {
+    EXPECT_EQ(oom["api"], "cudaMalloc");
+    EXPECT_EQ(oom["driver_api"], "cuMemAlloc");
+    EXPECT_EQ(oom["requested_bytes"], uint64_t{1} << 50);
+  }
+  EXPECT_EQ(number(r, "devices.0.peak_bytes"), static_cast<int64_t>(28 * kMiB));
+}
+
+// A program that probes for the runtime with dlsym finds it exactly when it would without us:
+// not before it is loaded, not while it is loaded privately, and once it is global; and what it
+// found allocates under the runtime's name.
+TEST_F(RuntimeNames, LookupsFindTheRuntimeOnlyWhereItIs) {
+  const ProcessResult untraced = run_untraced("workload_runtime_lookup", {});
+  ASSERT_EQ(untraced.exit_code, 0) << untraced.err;
+  EXPECT_EQ(untraced.out,
+            "no runtime: default=0 next=0 self=0\n"
+            "runtime loaded locally: default=0 next=0 self=0\n"
+            "runtime made global: default=1 next=1 self=1\n"
+            "cudaMalloc -> 0\n"
+            "cudaFree -> 0\n");
+  const ProcessResult traced = run_traced("workload_runtime_lookup", {});
+  ASSERT_EQ(traced.exit_code, 0) << traced.err;
+  EXPECT_EQ(traced.out, untraced.out);
+  const json i = info();
+  EXPECT_EQ(i["allocations_by_api"], json::parse(R"({"cudaMalloc": 1})"));
+  EXPECT_EQ(i["frees_by_api"], json::parse(R"({"cudaFree": 1})"));
+}
+
+}  // namespace
+}  // namespace gmt::test
