@@ -41,16 +41,22 @@ for variant in plain matmul; do
   fi
 done
 
-echo "--- 2. nvcc programs: static cudart, and the driver through -lcuda"
+echo "--- 2. nvcc programs: static cudart, shared cudart, and the driver through -lcuda"
 nvcc -O1 -o "$out/seq_static" tests/gpu/alloc_sequence.cu >>"$out/build.log" 2>&1 || echo "FAIL nvcc static"
+nvcc -O1 -cudart shared -o "$out/seq_shared" tests/gpu/alloc_sequence.cu >>"$out/build.log" 2>&1 || echo "FAIL nvcc shared"
 nvcc -O1 -DUSE_DRIVER -o "$out/seq_driver" tests/gpu/alloc_sequence.cu -lcuda >>"$out/build.log" 2>&1 || echo "FAIL nvcc driver"
-for prog in seq_static seq_driver; do
+declare -A seq_apis=([seq_static]="{'cuMemAlloc': 4}/{'cuMemFree': 3}"
+                     [seq_shared]="{'cudaMalloc': 4}/{'cudaFree': 3}"
+                     [seq_driver]="{'cuMemAlloc': 4}/{'cuMemFree': 3}")
+for prog in seq_static seq_shared seq_driver; do
   rm -f "$out/$prog".*.gmt
   "$gmt" run -o "$out/$prog.%p.gmt" -- "$out/$prog"
   "$gmt" report --json "$out/$prog".*.gmt >"$out/$prog.json"
   check "$prog peak_bytes" $((14 << 20)) "$(json_field "$out/$prog.json" 'd["devices"][0]["peak_bytes"]')"
   check "$prog live_at_exit_bytes" $((2 << 20)) "$(json_field "$out/$prog.json" 'd["devices"][0]["live_at_exit_bytes"]')"
   check "$prog alloc/free counts" "4/3" "$(json_field "$out/$prog.json" '"%d/%d" % (d["devices"][0]["alloc_count"], d["devices"][0]["free_count"])')"
+  "$gmt" info --json "$out/$prog".*.gmt >"$out/$prog.info.json"
+  check "$prog allocations/frees by API" "${seq_apis[$prog]}" "$(json_field "$out/$prog.info.json" '"%s/%s" % (dict(d["allocations_by_api"]), dict(d["frees_by_api"]))')"
 done
 
 echo "--- 3. interception table: workload | ours | the framework's own figure | NVML | residual"
@@ -64,6 +70,13 @@ run_workload() {  # run_workload NAME [ENV=VALUE...]
   "$gmt" dump "$out"/$name.*.gmt >"$out/$name.dump.jsonl"
   python3 tests/gpu/interception_row.py "$out/$name.figures.json" "$out/$name.report.json" "$out/$name.dump.jsonl" ||
     failures=$((failures + 1))
+  "$gmt" info --json "$out/$name".*.gmt >"$out/$name.info.json"
+  echo "INFO $name allocations by API: $(json_field "$out/$name.info.json" 'dict(d["allocations_by_api"])')"
+}
+# The API each framework's allocator calls, as the trace names it (PyTorch and CuPy call the
+# shared libcudart; its name must be there, with the driver's beside it in the dump).
+expect_api() {  # expect_api WORKLOAD API
+  check "$1 allocations named $2" True "$(json_field "$out/$1.info.json" 'd["allocations_by_api"].get(sys.argv[3], 0) > 0' "$2")"
 }
 run_workload torch_default
 run_workload torch_expandable PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
@@ -73,6 +86,10 @@ run_workload nccl NCCL_NVLS_ENABLE=0
 run_workload jax_default
 run_workload jax_platform XLA_PYTHON_CLIENT_ALLOCATOR=platform
 run_workload cupy
+expect_api torch_default cudaMalloc
+expect_api torch_async cudaMallocAsync
+expect_api torch_pinned cudaHostAlloc
+expect_api cupy cudaMalloc
 
 echo "--- 4. no CUDA, no trace"
 rm -f "$out"/nocuda.*.gmt
