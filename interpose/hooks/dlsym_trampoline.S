@@ -6,8 +6,6 @@
 // infinite loop of interposers). For these pseudo-handles we therefore jump to the real dlsym
 // with the caller's return address still on the stack. Lookups with a real handle do not
 // depend on the caller and go to gmt_dlsym_for_handle, which may wrap driver entry points.
-// gmt_resolve_real_dlsym gets the name and the caller, to answer "not found" for a runtime name
-// that only our own export would have answered.
 // (A pseudo-handle lookup of a driver symbol finds our exported wrapper anyway: the preload
 // comes first in the global scope.)
 
@@ -29,8 +27,6 @@ dlsym:
         .cfi_adjust_cfa_offset 8
         subq    $8, %rsp              // keep the stack 16-byte aligned for the call
         .cfi_adjust_cfa_offset 8
-        movq    %rsi, %rdi            // the name
-        movq    24(%rsp), %rsi        // the caller's return address
         call    gmt_resolve_real_dlsym
         addq    $8, %rsp
         .cfi_adjust_cfa_offset -8

@@ -33,3 +33,8 @@ GMT_UNINSTRUMENTED DlsymFn real_dlsym() {
 }
 
 }  // namespace gmt::interpose
+
+// Called by the assembly trampoline (dlsym_trampoline.S).
+extern "C" __attribute__((visibility("hidden"))) GMT_UNINSTRUMENTED void* gmt_resolve_real_dlsym() {
+  return reinterpret_cast<void*>(gmt::interpose::real_dlsym());
+}

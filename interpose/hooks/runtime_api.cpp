@@ -6,21 +6,19 @@
 //
 // Where to forward is the hard part: a process may hold several runtimes (PyTorch's bundled
 // libcudart.so.13 beside a plugin built against libcudart.so.12). Every real runtime versions
-// its symbols (cudaMalloc@libcudart.so.12), so each caller's reference names its runtime. We
-// export each function under each known version node too (runtime_exports.map): a reference
-// binds to the wrapper of its own version, which forwards to the loaded runtime of that SONAME.
-// This survives tail calls and plugins loaded with RTLD_LOCAL. An unversioned reference (or a
-// version we do not know) binds to the plain name, which has only the return address to go by:
-// it forwards to what the calling object would have reached through its own dependencies, then
-// the global scope.
+// its symbols, so each caller's reference names its runtime (cudaMalloc@libcudart.so.12). We
+// export each function only under each known runtime's version node (runtime_exports.map), as
+// non-default versions: a reference binds to the wrapper of its own version, which forwards to
+// the loaded runtime with that SONAME; tail calls and plugins loaded with RTLD_LOCAL change
+// nothing. There is deliberately no plain `cudaMalloc`: the loader lets a versioned reference
+// bind to an unversioned definition, which could then not know the caller's runtime, and a
+// lookup without a version (dlsym(RTLD_DEFAULT, "cudaMalloc")) skips non-default versions, so
+// our exports never make a missing runtime look present.
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
-#include <link.h>
 
 #include <atomic>
 #include <cstdint>
-#include <cstring>
-#include <string_view>
 
 #include "interpose/export.h"
 #include "interpose/hooks/real_dlsym.h"
@@ -31,7 +29,9 @@ using gmt::interpose::PublicApiScope;
 using gmt::interpose::real_dlsym;
 
 // Each wrapped function: its name, the API it is recorded as, its parameters and their names.
-// The _ptsz flavours (per-thread default stream) are the same public API.
+// The _ptsz flavours (per-thread default stream) are the same public API. The parameter lists
+// are checked against no declaration (the wrappers have gmt_ names): they must be the
+// runtime's exactly.
 #define GMT_RUNTIME_FUNCTIONS(X)                                                                  \
   X(cudaMalloc, kCudaMalloc, (void** p, size_t n), (p, n))                                        \
   X(cudaFree, kCudaFree, (void* p), (p))                                                          \
@@ -74,13 +74,6 @@ using gmt::interpose::real_dlsym;
   X(cudaIpcCloseMemHandle, kCudaIpcCloseMemHandle, (void* p), (p))                                \
   X(cudaDeviceReset, kCudaDeviceReset, (), ())
 
-// cuda_runtime_api.h declares the _ptsz names only for code built for the per-thread stream.
-extern "C" {
-cudaError_t cudaMallocAsync_ptsz(void** p, size_t n, cudaStream_t s);
-cudaError_t cudaFreeAsync_ptsz(void* p, cudaStream_t s);
-cudaError_t cudaMallocFromPoolAsync_ptsz(void** p, size_t n, cudaMemPool_t pool, cudaStream_t s);
-}
-
 namespace {
 
 #define GMT_RUNTIME_INDEX(name, api, params, args) k_##name,
@@ -90,80 +83,6 @@ enum RuntimeFunction : uint8_t { GMT_RUNTIME_FUNCTIONS(GMT_RUNTIME_INDEX) kRunti
 #define GMT_RUNTIME_NAME(name, api, params, args) #name,
 constexpr const char* kRuntimeNames[] = {GMT_RUNTIME_FUNCTIONS(GMT_RUNTIME_NAME)};
 #undef GMT_RUNTIME_NAME
-
-// Our own plain-name wrappers, through hidden aliases: &::cudaMalloc would go through the GOT,
-// which names whichever definition comes first in the process.
-#define GMT_RUNTIME_SELF_DECLARATION(name, api, params, args) \
-  extern "C" __attribute__((visibility("hidden"))) void gmt_self_##name();
-GMT_RUNTIME_FUNCTIONS(GMT_RUNTIME_SELF_DECLARATION)
-#undef GMT_RUNTIME_SELF_DECLARATION
-#define GMT_RUNTIME_SELF(name, api, params, args) reinterpret_cast<void*>(&gmt_self_##name),
-void* const kRuntimeSelf[] = {GMT_RUNTIME_FUNCTIONS(GMT_RUNTIME_SELF)};
-#undef GMT_RUNTIME_SELF
-
-// The definition `caller` would have reached without us: from its own object and dependencies
-// (how it was linked), else from the global scope after us; nullptr when there is none.
-void* definition_seen_from(const void* caller, RuntimeFunction fn) {
-  const auto dlsym_fn = real_dlsym();
-  if (dlsym_fn == nullptr) return nullptr;
-  const char* name = kRuntimeNames[fn];
-  void* target = nullptr;
-  Dl_info info;
-  link_map* object = nullptr;
-  if (caller != nullptr &&
-      dladdr1(caller, &info, reinterpret_cast<void**>(&object), RTLD_DL_LINKMAP) != 0 &&
-      object != nullptr) {
-    // In glibc a link_map is a dlopen handle: this searches the object's own dependency list.
-    // For the program itself that list is the global scope, which starts with us.
-    target = dlsym_fn(object, name);
-  }
-  if (target == nullptr || target == kRuntimeSelf[fn]) target = dlsym_fn(RTLD_NEXT, name);
-  return target == kRuntimeSelf[fn] ? nullptr : target;
-}
-
-// Call site -> target, filled on first use and never evicted: a program has few call sites of
-// these functions. A full table only costs the lookup again.
-class TargetCache {
- public:
-  void* find(const void* caller, RuntimeFunction fn) {
-    const uint64_t key = key_of(caller, fn);
-    for (std::size_t i = 0, slot = hash(key); i < kProbes; ++i, slot = (slot + 1) % kSlots) {
-      const uint64_t seen = slots_[slot].key.load(std::memory_order_acquire);
-      if (seen == key) {
-        void* target = slots_[slot].target.load(std::memory_order_acquire);
-        return target != nullptr ? target : definition_seen_from(caller, fn);
-      }
-      if (seen != 0) continue;
-      uint64_t expected = 0;
-      if (slots_[slot].key.compare_exchange_strong(expected, key, std::memory_order_acq_rel) ||
-          expected == key) {
-        void* target = definition_seen_from(caller, fn);
-        // A runtime can be loaded later (dlopen): only a found target is worth keeping.
-        if (target != nullptr) slots_[slot].target.store(target, std::memory_order_release);
-        return target;
-      }
-    }
-    return definition_seen_from(caller, fn);
-  }
-
- private:
-  static constexpr std::size_t kSlots = 1024;
-  static constexpr std::size_t kProbes = 16;
-  struct Slot {
-    std::atomic<uint64_t> key{0};
-    std::atomic<void*> target{nullptr};
-  };
-  // User-space addresses fit in 48 bits; the function goes above them.
-  static uint64_t key_of(const void* caller, RuntimeFunction fn) {
-    return reinterpret_cast<uintptr_t>(caller) | (uint64_t{fn} + 1) << 56;
-  }
-  static std::size_t hash(uint64_t key) { return (key * 0x9E3779B97F4A7C15ull) >> 54; }
-
-  Slot slots_[kSlots];
-};
-
-// Zero-initialized static storage: usable from the first call, whatever the constructor order.
-TargetCache g_targets;
 
 // The runtime versions we export under: the version node each real libcudart defines, which is
 // also its SONAME.
@@ -206,28 +125,13 @@ R call_within(Api api, void* target, A... args) {
 }
 
 template <class R, class... A>
-R forward(RuntimeFunction fn, Api api, const void* caller, A... args) {
-  return call_within<R>(api, g_targets.find(caller, fn), args...);
-}
-
-template <class R, class... A>
 R forward_versioned(RuntimeFunction fn, RuntimeVersion version, Api api, A... args) {
   return call_within<R>(api, versioned_target(fn, version), args...);
 }
 
 }  // namespace
 
-// The return address is taken here, in the exported function's own frame: inside an inlined
-// helper it would not name the caller.
 #define GMT_CALL_ARGS(...) __VA_OPT__(, ) __VA_ARGS__
-#define GMT_RUNTIME_WRAPPER(name, api, params, args)                             \
-  extern "C" GMT_EXPORT cudaError_t name params {                                \
-    return forward<cudaError_t>(k_##name, Api::api,                              \
-                                __builtin_return_address(0) GMT_CALL_ARGS args); \
-  }                                                                              \
-  __asm__(".set gmt_self_" #name ", " #name);
-GMT_RUNTIME_FUNCTIONS(GMT_RUNTIME_WRAPPER)
-#undef GMT_RUNTIME_WRAPPER
 
 // name@node for every known runtime version. The gmt_ names themselves are kept out of the
 // dynamic symbol table by runtime_exports.map.
@@ -244,27 +148,3 @@ GMT_RUNTIME_FUNCTIONS(GMT_VERSIONED_WRAPPERS)
 #undef GMT_VERSIONED_WRAPPERS
 #undef GMT_VERSIONED_WRAPPER
 #undef GMT_CALL_ARGS
-
-// For the dlsym hook: whether a lookup of `name` from `caller` must say "not found", because it
-// would find our export where, without us, there is no such function (no runtime loaded). Any
-// other lookup may get our export: it forwards to what the lookup would have found.
-extern "C" __attribute__((visibility("hidden"))) bool gmt_runtime_export_unbacked(
-    const char* name, const void* caller) {
-  for (uint8_t fn = 0; fn < kRuntimeFunctionCount; ++fn) {
-    if (std::strcmp(name, kRuntimeNames[fn]) == 0) {
-      return definition_seen_from(caller, static_cast<RuntimeFunction>(fn)) == nullptr;
-    }
-  }
-  return false;
-}
-
-// The same for a lookup with a real handle that returned `symbol`.
-extern "C" __attribute__((visibility("hidden"))) bool gmt_runtime_export_symbol_unbacked(
-    const void* symbol, const void* caller) {
-  for (uint8_t fn = 0; fn < kRuntimeFunctionCount; ++fn) {
-    if (symbol == kRuntimeSelf[fn]) {
-      return definition_seen_from(caller, static_cast<RuntimeFunction>(fn)) == nullptr;
-    }
-  }
-  return false;
-}
