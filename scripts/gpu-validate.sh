@@ -73,8 +73,10 @@ run_workload() {  # run_workload NAME [ENV=VALUE...]
   "$gmt" info --json "$out/$name".*.gmt >"$out/$name.info.json"
   echo "INFO $name allocations by API: $(json_field "$out/$name.info.json" 'dict(d["allocations_by_api"])')"
 }
-# The API each framework's allocator calls, as the trace names it (PyTorch and CuPy call the
-# shared libcudart; its name must be there, with the driver's beside it in the dump).
+# The API each framework's allocator calls, as the trace names it: PyTorch calls its bundled
+# shared libcudart, whose names must be there (the driver's stay beside them in the dump). CuPy
+# and JAX are only printed: they reach the driver directly or through runtime functions looked
+# up with dlsym, which keep the driver's names.
 expect_api() {  # expect_api WORKLOAD API
   check "$1 allocations named $2" True "$(json_field "$out/$1.info.json" 'd["allocations_by_api"].get(sys.argv[3], 0) > 0' "$2")"
 }
@@ -89,7 +91,6 @@ run_workload cupy
 expect_api torch_default cudaMalloc
 expect_api torch_async cudaMallocAsync
 expect_api torch_pinned cudaHostAlloc
-expect_api cupy cudaMalloc
 
 echo "--- 4. no CUDA, no trace"
 rm -f "$out"/nocuda.*.gmt
