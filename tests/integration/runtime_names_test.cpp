@@ -74,5 +74,20 @@ TEST_F(RuntimeNames, LookupsFindTheRuntimeOnlyWhereItIs) {
   EXPECT_EQ(i["frees_by_api"], json::parse(R"({"cuMemFree": 1})"));
 }
 
+// A runtime loaded with RTLD_DEEPBIND (its dlsym binds to the C library's, not ours) or into
+// another namespace with dlmopen (which has no preload) is out of our sight: the program must
+// run exactly as without us, and leave no trace since nothing it did reached our hooks.
+TEST_F(RuntimeNames, IsolatedRuntimesRunUntouched) {
+  for (const std::string mode : {"deepbind", "dlmopen"}) {
+    const ProcessResult untraced = run_untraced("workload_isolated_runtime", {mode});
+    ASSERT_EQ(untraced.exit_code, 0) << mode << untraced.err;
+    EXPECT_EQ(untraced.out, "cudaMalloc -> 0\ncudaFree -> 0\n") << mode;
+    const ProcessResult traced = run_traced("workload_isolated_runtime", {mode});
+    ASSERT_EQ(traced.exit_code, 0) << mode << traced.err;
+    EXPECT_EQ(traced.out, untraced.out) << mode;
+    EXPECT_EQ(traces().size(), 0u) << mode;
+  }
+}
+
 }  // namespace
 }  // namespace gmt::test
