@@ -27,6 +27,13 @@ class FixedBuffer {
     std::memcpy(data_ + size_, bytes, n);
     size_ += n;
   }
+  void put_varint(uint64_t v) {
+    if (kCapacity - size_ < kMaxVarintBytes) {
+      overflowed_ = true;
+      return;
+    }
+    size_ += format::put_varint(data_ + size_, v);
+  }
   const uint8_t* data() const { return data_; }
   std::size_t size() const { return size_; }
   bool overflowed() const { return overflowed_; }
@@ -42,12 +49,46 @@ class GrowableBuffer {
   void append(const uint8_t* bytes, std::size_t n) {
     bytes_.insert(bytes_.end(), bytes, bytes + n);
   }
+  void put_varint(uint64_t v) {
+    uint8_t tmp[kMaxVarintBytes];
+    append(tmp, format::put_varint(tmp, v));
+  }
   const uint8_t* data() const { return bytes_.data(); }
   std::size_t size() const { return bytes_.size(); }
   bool overflowed() const { return false; }
 
  private:
   std::vector<uint8_t> bytes_;
+};
+
+// Writes into memory the caller has made room in (at least the record type's max_record_bytes):
+// the traced process encodes its event records straight into its chunk, with no copy.
+class PlacedBuffer {
+ public:
+  explicit PlacedBuffer(uint8_t* at, std::size_t capacity) : at_(at), capacity_(capacity) {}
+  void append(const uint8_t* bytes, std::size_t n) {
+    if (n > capacity_ - size_) {
+      overflowed_ = true;
+      return;
+    }
+    for (std::size_t i = 0; i < n; ++i) at_[size_ + i] = bytes[i];
+    size_ += n;
+  }
+  void put_varint(uint64_t v) {
+    if (capacity_ - size_ < kMaxVarintBytes) {
+      overflowed_ = true;
+      return;
+    }
+    size_ += format::put_varint(at_ + size_, v);
+  }
+  std::size_t size() const { return size_; }
+  bool overflowed() const { return overflowed_; }
+
+ private:
+  uint8_t* at_;
+  std::size_t capacity_;
+  std::size_t size_ = 0;
+  bool overflowed_ = false;
 };
 
 // State carried from one record to the next: times and addresses are stored as differences
@@ -97,10 +138,7 @@ class FieldWriter {
   }
 
  private:
-  void varint(uint64_t v) {
-    uint8_t tmp[kMaxVarintBytes];
-    out_.append(tmp, put_varint(tmp, v));
-  }
+  void varint(uint64_t v) { out_.put_varint(v); }
 
   Out& out_;
   CodecState& state_;
@@ -118,6 +156,22 @@ void encode_record(const R& record, CodecState& state, Out& out) {
   n += put_varint(tmp + n, payload.size());
   out.append(tmp, n);
   out.append(payload.data(), payload.size());
+}
+
+// The same framing, encoded in place at `at` (with max_record_bytes<R>() of room) for records
+// whose payload is under 128 bytes at most (the events): type and payload length then take one
+// byte each, so the payload goes straight to at + 2. Returns the framed size; 0 (never, by the
+// static bound) if the record did not fit.
+template <class R>
+std::size_t encode_record_at(const R& record, CodecState& state, uint8_t* at) {
+  static_assert(max_record_bytes<R>() - 20 < 0x80 && static_cast<uint64_t>(R::kType) < 0x80);
+  PlacedBuffer payload(at + 2, max_record_bytes<R>() - 2);
+  FieldWriter<PlacedBuffer> writer(payload, state);
+  R::fields(record, writer);
+  if (payload.overflowed() || payload.size() >= 0x80) return 0;
+  at[0] = static_cast<uint8_t>(R::kType);
+  at[1] = static_cast<uint8_t>(payload.size());
+  return payload.size() + 2;
 }
 
 }  // namespace gmt::format

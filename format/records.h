@@ -38,14 +38,56 @@ enum class RecordType : uint8_t {
   kPool = 20,
 };
 
-// Records are at most this many bytes unless they say otherwise (kMaxBytes): the writer encodes
-// them in a buffer of that size on the stack.
+// The most payload bytes a record of integer fields can take: every field as a 10-byte varint.
+// A record with strings or lists has no such bound (no overload here) and declares kMaxBytes.
+struct FieldBound {
+  std::size_t bytes = 0;
+  template <class T>
+  constexpr void u64(const char*, const T&) {
+    bytes += 10;
+  }
+  template <class T>
+  constexpr void u32(const char*, const T&) {
+    bytes += 10;
+  }
+  template <class T>
+  constexpr void i32(const char*, const T&) {
+    bytes += 10;
+  }
+  template <class T>
+  constexpr void time(const char*, const T&) {
+    bytes += 10;
+  }
+  template <class T>
+  constexpr void address(const char*, const T&) {
+    bytes += 10;
+  }
+  template <class T>
+  constexpr void kind(const char*, const T&) {
+    bytes += 10;
+  }
+  template <class T>
+  constexpr void api(const char*, const T&) {
+    bytes += 10;
+  }
+  template <class T>
+  constexpr void public_api(const char*, const T&) {
+    bytes += 10;
+  }
+};
+
+// The most bytes a framed record can take: its declared kMaxBytes, else type and length
+// varints and the bound of its fields. The writer encodes into that much room, so an
+// encoding can never be cut short.
 template <class R>
 constexpr std::size_t max_record_bytes() {
   if constexpr (requires { R::kMaxBytes; }) {
     return R::kMaxBytes;
   } else {
-    return 128;
+    R record{};
+    FieldBound bound;
+    R::fields(record, bound);
+    return 2 * 10 + bound.bytes;
   }
 }
 
@@ -63,7 +105,7 @@ struct ProcessInfoRecord {
   std::vector<std::string> env;
 
   template <class Self, class V>
-  static void fields(Self& r, V& v) {
+  static constexpr void fields(Self& r, V& v) {
     v.u64("pid", r.pid);
     v.u64("ppid", r.ppid);
     v.u64("wall_start_ns", r.wall_start_ns);
@@ -89,7 +131,7 @@ struct AllocRecord {
   uint32_t stack = 0;    // StackRecord id of where it was made; 0 when not recorded
 
   template <class Self, class V>
-  static void fields(Self& r, V& v) {
+  static constexpr void fields(Self& r, V& v) {
     v.time("time_ns", r.time_ns);
     v.i32("device", r.device);
     v.kind("kind", r.kind);
@@ -113,7 +155,7 @@ struct FreeRecord {
   uint64_t address = 0;
 
   template <class Self, class V>
-  static void fields(Self& r, V& v) {
+  static constexpr void fields(Self& r, V& v) {
     v.time("time_ns", r.time_ns);
     v.api("api", r.api);
     v.address("address", r.address);
@@ -135,7 +177,7 @@ struct AllocFailedRecord {
   uint32_t stack = 0;
 
   template <class Self, class V>
-  static void fields(Self& r, V& v) {
+  static constexpr void fields(Self& r, V& v) {
     v.time("time_ns", r.time_ns);
     v.i32("device", r.device);
     v.kind("kind", r.kind);
@@ -154,7 +196,7 @@ struct EndRecord {
   uint64_t time_ns = 0;
 
   template <class Self, class V>
-  static void fields(Self& r, V& v) {
+  static constexpr void fields(Self& r, V& v) {
     v.time("time_ns", r.time_ns);
   }
 };
@@ -169,7 +211,7 @@ struct ContextRecord {
   int32_t device = -1;
 
   template <class Self, class V>
-  static void fields(Self& r, V& v) {
+  static constexpr void fields(Self& r, V& v) {
     v.time("time_ns", r.time_ns);
     v.u32("id", r.id);
     v.u64("handle", r.handle);
@@ -188,7 +230,7 @@ struct ContextDestroyedRecord {
   Api public_api = Api::kUnknown;  // the runtime API the program called, when it was one (3.1)
 
   template <class Self, class V>
-  static void fields(Self& r, V& v) {
+  static constexpr void fields(Self& r, V& v) {
     v.time("time_ns", r.time_ns);
     v.u32("id", r.id);
     v.api("api", r.api);
@@ -208,7 +250,7 @@ struct MapRecord {
   uint64_t handle = 0;
 
   template <class Self, class V>
-  static void fields(Self& r, V& v) {
+  static constexpr void fields(Self& r, V& v) {
     v.time("time_ns", r.time_ns);
     v.i32("device", r.device);
     v.address("address", r.address);
@@ -227,7 +269,7 @@ struct UnmapRecord {
   uint64_t size = 0;
 
   template <class Self, class V>
-  static void fields(Self& r, V& v) {
+  static constexpr void fields(Self& r, V& v) {
     v.time("time_ns", r.time_ns);
     v.address("address", r.address);
     v.u64("size", r.size);
@@ -243,7 +285,7 @@ struct RetainHandleRecord {
   uint64_t handle = 0;
 
   template <class Self, class V>
-  static void fields(Self& r, V& v) {
+  static constexpr void fields(Self& r, V& v) {
     v.time("time_ns", r.time_ns);
     v.u64("handle", r.handle);
   }
@@ -263,7 +305,7 @@ struct StackRecord {
   std::vector<uint64_t> python;
 
   template <class Self, class V>
-  static void fields(Self& r, V& v) {
+  static constexpr void fields(Self& r, V& v) {
     v.time("time_ns", r.time_ns);
     v.u32("id", r.id);
     v.address_list("frames", r.frames);
@@ -281,7 +323,7 @@ struct PythonCodeRecord {
   std::string file;
 
   template <class Self, class V>
-  static void fields(Self& r, V& v) {
+  static constexpr void fields(Self& r, V& v) {
     v.time("time_ns", r.time_ns);
     v.u32("id", r.id);
     v.str("name", r.name);
@@ -302,7 +344,7 @@ struct ModuleRecord {
   std::string build_id;  // lowercase hex, empty when the module has none
 
   template <class Self, class V>
-  static void fields(Self& r, V& v) {
+  static constexpr void fields(Self& r, V& v) {
     v.time("time_ns", r.time_ns);
     v.str("path", r.path);
     v.u64("load_base", r.load_base);
@@ -315,12 +357,14 @@ struct ModuleRecord {
 // A thread that started writing: its kernel id and name (pthread_getname_np), at that moment.
 struct ThreadRecord {
   static constexpr RecordType kType = RecordType::kThread;
+  // Linux thread names are at most 15 bytes (TASK_COMM_LEN); the writer cuts longer ones.
+  static constexpr std::size_t kMaxBytes = 128;
   uint64_t time_ns = 0;
   uint64_t tid = 0;
   std::string name;
 
   template <class Self, class V>
-  static void fields(Self& r, V& v) {
+  static constexpr void fields(Self& r, V& v) {
     v.time("time_ns", r.time_ns);
     v.u64("tid", r.tid);
     v.str("name", r.name);
@@ -340,7 +384,7 @@ struct DeviceRecord {
   uint64_t total_bytes = 0;  // device memory, from the driver or NVML; 0 if unknown
 
   template <class Self, class V>
-  static void fields(Self& r, V& v) {
+  static constexpr void fields(Self& r, V& v) {
     v.time("time_ns", r.time_ns);
     v.i32("device", r.device);
     v.str("pci_bus_id", r.pci_bus_id);
@@ -402,7 +446,7 @@ struct SampleRecord {
   uint64_t framework_reserved = 0;   // e.g. torch.cuda.memory_reserved
 
   template <class Self, class V>
-  static void fields(Self& r, V& v) {
+  static constexpr void fields(Self& r, V& v) {
     v.time("time_ns", r.time_ns);
     v.i32("device", r.device);
     v.u32("reason", r.reason);
@@ -434,7 +478,7 @@ struct NameRecord {
   std::string text;
 
   template <class Self, class V>
-  static void fields(Self& r, V& v) {
+  static constexpr void fields(Self& r, V& v) {
     v.time("time_ns", r.time_ns);
     v.u32("id", r.id);
     v.str("text", r.text);
@@ -462,7 +506,7 @@ struct PhaseRecord {
   uint64_t range = 0;   // kStart/kEnd: the range's id
 
   template <class Self, class V>
-  static void fields(Self& r, V& v) {
+  static constexpr void fields(Self& r, V& v) {
     v.time("time_ns", r.time_ns);
     v.u64("tid", r.tid);
     v.u32("action", r.action);
@@ -481,7 +525,7 @@ struct NoteRecord {
   std::string text;
 
   template <class Self, class V>
-  static void fields(Self& r, V& v) {
+  static constexpr void fields(Self& r, V& v) {
     v.time("time_ns", r.time_ns);
     v.str("text", r.text);
   }
@@ -501,7 +545,7 @@ struct PoolRecord {
   uint64_t bytes = 0;              // cuMemPoolTrimTo's minBytesToKeep
 
   template <class Self, class V>
-  static void fields(Self& r, V& v) {
+  static constexpr void fields(Self& r, V& v) {
     v.time("time_ns", r.time_ns);
     v.i32("device", r.device);
     v.api("api", r.api);

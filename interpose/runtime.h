@@ -2,6 +2,9 @@
 // our constructors run) and never destroyed: hooks run during exit and after destructors.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
+
 #include "interpose/config.h"
 #include "interpose/hooks/driver_views.h"
 #include "interpose/hooks/entry_points.h"
@@ -24,6 +27,13 @@ class Runtime {
   PhaseRecorder& phases() { return phases_; }
   DriverViews& driver_views() { return driver_views_; }
 
+  // Moves whenever a context may go (destroyed, reset, released), so that what a thread learnt
+  // about a context handle (its device) is asked again: a new context may reuse the handle.
+  uint64_t context_generation() const {
+    return context_generation_.load(std::memory_order_acquire);
+  }
+  void contexts_changing() { context_generation_.fetch_add(1, std::memory_order_acq_rel); }
+
  private:
   Runtime();
 
@@ -34,6 +44,7 @@ class Runtime {
   Sampler sampler_;
   PhaseRecorder phases_;
   EventRecorder events_;
+  std::atomic<uint64_t> context_generation_{1};
 };
 
 }  // namespace gmt::interpose

@@ -34,6 +34,7 @@ uint64_t active_primary_context(Hook& hook, CUdevice device) {
 
 template <class Fn>
 CUresult destroy_context(Hook& hook, Fn real, CUcontext ctx) {
+  hook.runtime().contexts_changing();
   if (hook.outermost() && ctx != nullptr) {
     hook.events().context_destroying(reinterpret_cast<uint64_t>(ctx), Api::kCuCtxDestroy);
   }
@@ -57,6 +58,7 @@ class TeardownLock {
 
 template <class Fn>
 CUresult reset_primary(Hook& hook, Fn real, CUdevice device) {
+  hook.runtime().contexts_changing();
   if (hook.outermost()) {
     if (const uint64_t ctx = active_primary_context(hook, device)) {
       hook.events().context_destroying(ctx, Api::kCuDevicePrimaryCtxReset);
@@ -70,6 +72,7 @@ CUresult reset_primary(Hook& hook, Fn real, CUdevice device) {
 // the real call.
 template <class Fn>
 CUresult release_primary(Hook& hook, Fn real, CUdevice device) {
+  hook.runtime().contexts_changing();
   const uint64_t ctx = hook.outermost() ? active_primary_context(hook, device) : 0;
   CUresult result;
   bool gone = false;

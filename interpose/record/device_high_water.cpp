@@ -1,6 +1,23 @@
 #include "interpose/record/device_high_water.h"
 
+#include <sched.h>
+
+#include <mutex>
+
 namespace gmt::interpose {
+
+void DeviceHighWater::SpinLock::lock() {
+  for (int spins = 0; locked_.exchange(true, std::memory_order_acquire); ++spins) {
+    // Wait on a plain load, and give the CPU up if the holder is not running.
+    while (locked_.load(std::memory_order_relaxed)) {
+      if (++spins > 64) {
+        sched_yield();
+      } else {
+        __builtin_ia32_pause();
+      }
+    }
+  }
+}
 
 using format::Api;
 using format::MemoryKind;
@@ -38,12 +55,10 @@ bool DeviceHighWater::allocated(int device, MemoryKind kind, uint64_t address, u
   const uint64_t key = key_of(kind, address);
   {
     Shard& s = shard(key);
-    std::lock_guard<std::mutex> lock(s.mutex);
-    auto [it, inserted] = s.live.try_emplace(key, Entry{device, size, context});
-    if (!inserted) {
-      subtract(it->second);  // a free we never saw: the address is evidently free again
-      it->second = Entry{device, size, context};
-    }
+    std::lock_guard<SpinLock> lock(s.lock);
+    Entry replaced;
+    // A free we never saw: the address is evidently free again.
+    if (s.live.put(key, Entry{device, context, size}, &replaced)) subtract(replaced);
   }
   const uint64_t now = live_[device].fetch_add(size, std::memory_order_relaxed) + size;
   uint64_t reported = reported_[device].load(std::memory_order_relaxed);
@@ -63,41 +78,36 @@ void DeviceHighWater::subtract(const Entry& e) {
 void DeviceHighWater::freeing(Api api, uint64_t address) {
   const uint64_t key = key_freed_by(api, address);
   Shard& s = shard(key);
-  std::lock_guard<std::mutex> lock(s.mutex);
-  if (auto it = s.live.find(key); it != s.live.end()) {
-    subtract(it->second);
-    s.live.erase(it);
-  }
+  std::lock_guard<SpinLock> lock(s.lock);
+  Entry taken;
+  if (s.live.take(key, &taken)) subtract(taken);
 }
 
 void DeviceHighWater::context_gone(uint32_t context) {
   if (context == 0) return;
   for (Shard& s : shards_) {
-    std::lock_guard<std::mutex> lock(s.mutex);
-    for (auto it = s.live.begin(); it != s.live.end();) {
-      if (it->second.context == context) {
-        subtract(it->second);
-        it = s.live.erase(it);
-      } else {
-        ++it;
-      }
-    }
+    std::lock_guard<SpinLock> lock(s.lock);
+    s.live.remove_if([&](const Entry& e) {
+      if (e.context != context) return false;
+      subtract(e);
+      return true;
+    });
   }
 }
 
 void DeviceHighWater::before_fork() {
-  for (Shard& s : shards_) s.mutex.lock();
+  for (Shard& s : shards_) s.lock.lock();
 }
 
 void DeviceHighWater::after_fork_in_parent() {
-  for (Shard& s : shards_) s.mutex.unlock();
+  for (Shard& s : shards_) s.lock.unlock();
 }
 
 // The child's trace starts empty, so its count does too.
 void DeviceHighWater::after_fork_in_child() {
   for (Shard& s : shards_) {
     s.live.clear();
-    s.mutex.unlock();
+    s.lock.unlock();
   }
   for (int d = 0; d < kMaxDevices; ++d) {
     live_[d].store(0, std::memory_order_relaxed);

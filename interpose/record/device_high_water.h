@@ -6,11 +6,10 @@
 
 #include <atomic>
 #include <cstdint>
-#include <mutex>
-#include <unordered_map>
 
 #include "format/api.h"
 #include "format/memory_kind.h"
+#include "interpose/record/live_size_table.h"
 
 namespace gmt::interpose {
 
@@ -32,21 +31,29 @@ class DeviceHighWater {
   void after_fork_in_child();
 
  private:
-  struct Entry {
-    int device;
-    uint64_t size;
-    uint32_t context;
+  using Entry = LiveSizeTable::Entry;
+  // A lock held for a table probe only: a spin lock, cheaper than a mutex when uncontended,
+  // which with 32 shards is the rule.
+  class SpinLock {
+   public:
+    void lock();
+    void unlock() { locked_.store(false, std::memory_order_release); }
+
+   private:
+    std::atomic<bool> locked_{false};
   };
   // Sharded by key, so that threads allocating at once rarely meet on a lock.
   struct alignas(64) Shard {
-    std::mutex mutex;
-    std::unordered_map<uint64_t, Entry> live;
+    SpinLock lock;
+    LiveSizeTable live;
   };
-  static constexpr std::size_t kShards = 32;
+  static constexpr std::size_t kShards = 32;  // the 5 top bits of the hash
 
   static uint64_t key_of(format::MemoryKind kind, uint64_t address);
   static uint64_t key_freed_by(format::Api api, uint64_t address);
-  Shard& shard(uint64_t key) { return shards_[(key >> 9) % kShards]; }
+  // Multiplicative hashing: allocations are aligned (often to 2 MiB), so low address bits would
+  // send them all to one shard.
+  Shard& shard(uint64_t key) { return shards_[(key * 0x9E3779B97F4A7C15ull) >> 59]; }
   void subtract(const Entry& e);
 
   Shard shards_[kShards];

@@ -213,8 +213,12 @@ bool TraceWriter::attach(ThreadChunk& chunk, std::size_t bytes) {
 }
 
 void TraceWriter::append(ThreadChunk& chunk, const uint8_t* bytes, std::size_t size) {
-  uint8_t* payload = chunk.base + kChunkHeader;
-  std::memcpy(payload + chunk.used, bytes, size);
+  uint8_t* at = chunk.base + kChunkHeader + chunk.used;
+  std::memcpy(at, bytes, size);
+  publish(chunk, at, size);
+}
+
+void TraceWriter::publish(ThreadChunk& chunk, const uint8_t* bytes, std::size_t size) {
   chunk.crc = format::extend_crc(chunk.crc, bytes, size);
   chunk.used += static_cast<uint32_t>(size);
   // One 8-byte store makes length and checksum visible together, after the bytes.

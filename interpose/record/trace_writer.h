@@ -53,9 +53,16 @@ class TraceWriter {
     ThreadChunk& chunk = thread_chunk();
     if (!usable(chunk, kMaxBytes) && !attach(chunk, kMaxBytes)) return;
     rec.time_ns = now_ns();
-    format::FixedBuffer<kMaxBytes> frame;
-    format::encode_record(rec, chunk.codec, frame);
-    if (!frame.overflowed()) append(chunk, frame.data(), frame.size());
+    if constexpr (!requires { R::kMaxBytes; } && kMaxBytes - 20 < 0x80) {
+      // Events: encoded in place, past the published bytes, then published.
+      uint8_t* at = chunk.base + kChunkHeader + chunk.used;
+      const std::size_t size = format::encode_record_at(rec, chunk.codec, at);
+      if (size != 0) publish(chunk, at, size);
+    } else {
+      format::FixedBuffer<kMaxBytes> frame;
+      format::encode_record(rec, chunk.codec, frame);
+      if (!frame.overflowed()) append(chunk, frame.data(), frame.size());
+    }
   }
 
   // Marks a normal exit. Only if a trace was started: exiting creates no file.
@@ -83,6 +90,8 @@ class TraceWriter {
   }
   bool attach(ThreadChunk& chunk, std::size_t bytes);
   void append(ThreadChunk& chunk, const uint8_t* bytes, std::size_t size);
+  // Publishes `size` bytes already written at the end of the chunk's payload.
+  void publish(ThreadChunk& chunk, const uint8_t* bytes, std::size_t size);
   bool ensure_open_locked();
   bool create_file_locked(const std::string& path);
   bool new_chunk_locked(ThreadChunk& chunk);
