@@ -69,7 +69,7 @@ cudart="$dir/fakecuda/lib/libcudart.so.13"
       ns=$(LD_LIBRARY_PATH="$dir/fakecuda/lib" python3 tests/bench/python_overhead.py "$cudart" 20000)
     else
       ns=$(LD_LIBRARY_PATH="$dir/fakecuda/lib" GPUMEMTRACE_STACKS="$mode" \
-        GPUMEMTRACE_OUTPUT="$scratch/py.$mode.%p.gmt" LD_PRELOAD="$dir/lib/libgpumemtrace.so" \
+        GPUMEMTRACE_OUTPUT="$scratch/py.$mode.%p.gmt" LD_PRELOAD="$PWD/$dir/lib/libgpumemtrace.so" \
         python3 tests/bench/python_overhead.py "$cudart" 20000)
     fi
     ns=$(python3 -c 'import json,sys; print(round(json.loads(sys.argv[1])["ns_per_pair"]))' "$ns")
