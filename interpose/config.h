@@ -11,10 +11,12 @@ enum class StackMode { kNone, kNative, kPython, kAll };
 
 struct Config {
   std::string output_pattern = kDefaultOutputPattern;  // GPUMEMTRACE_OUTPUT
-  bool debug_lookups = false;             // GPUMEMTRACE_DEBUG=1: log every driver lookup to stderr
-  StackMode stacks = StackMode::kNative;  // GPUMEMTRACE_STACKS=none|native|python|all
-  int stack_depth = 64;                   // GPUMEMTRACE_STACK_DEPTH, 1..256
-  int sample_ms = 50;  // GPUMEMTRACE_SAMPLE_MS: the sampler's period; 0 = no sampler
+  bool debug_lookups = false;  // GPUMEMTRACE_DEBUG=1: log every driver lookup to stderr
+  // GPUMEMTRACE_STACKS=none|native|python|all. `all` costs nothing more than `native` in a
+  // process without Python (the Python part gives up once, at the first allocation).
+  StackMode stacks = StackMode::kAll;
+  int stack_depth = 64;  // GPUMEMTRACE_STACK_DEPTH, 1..256
+  int sample_ms = 50;    // GPUMEMTRACE_SAMPLE_MS: the sampler's period; 0 = no sampler
 
   // Reads the environment. An invalid value gets one warning (through `warn`) and the default:
   // a typo in a variable must never stop the program.

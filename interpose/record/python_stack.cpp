@@ -5,6 +5,14 @@
 #include "interpose/hooks/real_dlsym.h"
 
 namespace gmt::interpose {
+namespace {
+
+void* find_in_process(const char* name) {
+  DlsymFn lookup = real_dlsym();
+  return lookup != nullptr ? lookup(RTLD_DEFAULT, name) : nullptr;
+}
+
+}  // namespace
 
 bool PythonStack::resolve() {
   int expected = 0;
@@ -30,7 +38,10 @@ bool PythonStack::resolve() {
   const bool complete = api.is_initialized && api.gil_check && api.this_thread_state &&
                         api.thread_frame && api.frame_back && api.frame_code && api.frame_line &&
                         api.incref && api.decref && api.get_attr && api.as_utf8 && api.clear_error;
-  if (complete) api_ = api;
+  if (complete) {
+    api_ = api;
+    released_ready_ = released_.init(&find_in_process);
+  }
   state_.store(complete ? 2 : 3, std::memory_order_release);
   return complete;
 }
@@ -69,7 +80,8 @@ int PythonStack::capture(uint64_t* frames, int max) {
   // Only a thread that holds the GIL may look at its frames; a thread without one (a CUDA
   // callback, a C++ worker) simply has no Python stack. During interpreter start-up and
   // shutdown Py_IsInitialized is false.
-  if (!api_.is_initialized() || api_.gil_check() != 1) return 0;
+  if (!api_.is_initialized()) return 0;
+  if (api_.gil_check() != 1) return capture_released(frames, max);
   void* tstate = api_.this_thread_state();
   if (tstate == nullptr) return 0;
   int n = 0;
@@ -90,9 +102,42 @@ int PythonStack::capture(uint64_t* frames, int max) {
   return n;
 }
 
+int PythonStack::capture_released(uint64_t* frames, int max) {
+  if (!released_ready_) return 0;
+  // A thread that ever ran Python keeps its thread state while it is in C code.
+  const void* tstate = api_.this_thread_state();
+  if (tstate == nullptr) return 0;
+  ReleasedFrameReader::Frame walked[2 * format::StackRecord::kMaxFrames];
+  const int count = released_.walk(tstate, walked, max < 128 ? max : 128);
+  int n = 0;
+  for (int i = 0; i < count; ++i) {
+    const uint32_t id = released_code_id(walked[i].code);
+    if (id == 0) continue;
+    frames[n++] = static_cast<uint64_t>(id) << 32 |
+                  static_cast<uint32_t>(walked[i].line > 0 ? walked[i].line : 0);
+  }
+  return n;
+}
+
+uint32_t PythonStack::released_code_id(const void* code) {
+  ReleasedFrameReader::CodeKey key;
+  if (!released_.key_of(code, &key)) return 0;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (auto it = released_codes_.find(code); it != released_codes_.end() && it->second.key == key) {
+    return it->second.id;
+  }
+  format::PythonCodeRecord rec;
+  if (!released_.describe(code, &key, &rec.file, &rec.name)) return 0;
+  rec.id = next_id_++;
+  writer_.record(rec);
+  released_codes_[code] = {key, rec.id};
+  return rec.id;
+}
+
 void PythonStack::after_fork_in_child() {
   // Ids restart with the child's new trace; the references we hold stay (and keep ids unique).
   codes_.clear();
+  released_codes_.clear();
   next_id_ = 1;
   mutex_.unlock();
 }

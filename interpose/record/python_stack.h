@@ -1,7 +1,8 @@
-// The Python stack of the allocating thread, when it holds the GIL: which Python functions,
-// at which lines, led to the allocation. CPython's public C API is found at run time in the
-// process (the preload never links libpython), so this works with any Python from 3.9 on, and
-// does nothing in a process without Python.
+// The Python stack of the allocating thread: which Python functions, at which lines, led to the
+// allocation. With the GIL held, through CPython's public C API, found at run time in the
+// process (the preload never links libpython): any Python from 3.9 on. With the GIL released
+// (PyTorch, ctypes.CDLL), by reading the thread's own frames in place (ReleasedFrameReader):
+// Python 3.11 and 3.12. Nothing in a process without Python.
 #pragma once
 
 #include <atomic>
@@ -9,6 +10,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "interpose/record/python_frames_released.h"
 #include "interpose/record/trace_writer.h"
 
 namespace gmt::interpose {
@@ -18,7 +20,7 @@ class PythonStack {
   explicit PythonStack(TraceWriter& writer) : writer_(writer) {}
 
   // Fills `frames` with up to `max` frames, innermost first, each (code id << 32 | line), and
-  // returns how many: 0 when the thread does not hold the GIL or there is no Python. New code
+  // returns how many: 0 when the thread runs no Python or there is no Python. New code
   // objects are written to the trace (PythonCodeRecord) before this returns.
   int capture(uint64_t* frames, int max);
 
@@ -45,6 +47,9 @@ class PythonStack {
 
   bool resolve();
   uint32_t code_id(void* code);
+  // The id of a code object met with the GIL released; 0 if it cannot be read.
+  uint32_t released_code_id(const void* code);
+  int capture_released(uint64_t* frames, int max);
   std::string code_attribute(void* code, const char* name);
 
   TraceWriter& writer_;
@@ -54,6 +59,15 @@ class PythonStack {
   // Code objects seen, each kept alive by a reference of ours so that its address is never
   // reused for another function while the trace refers to it by id.
   std::unordered_map<void*, uint32_t> codes_;
+  // Code objects met with the GIL released, which we cannot hold a reference to: each with
+  // what identifies it, so that a new code object at a reused address gets its own id.
+  struct ReleasedCode {
+    ReleasedFrameReader::CodeKey key;
+    uint32_t id;
+  };
+  std::unordered_map<const void*, ReleasedCode> released_codes_;
+  ReleasedFrameReader released_;
+  bool released_ready_ = false;
   uint32_t next_id_ = 1;
 };
 

@@ -1,14 +1,16 @@
-"""Allocates through the simulated cudart from nested Python functions, via ctypes.PyDLL (which
-keeps the GIL during the call, so the allocating thread's Python stack can be recorded), and
-prints the line of each call (`<site>_line=N`) for the test to compare with the report.
+"""Allocates through the simulated cudart from nested Python functions and prints the line of
+each call (`<site>_line=N`) for the test to compare with the report. Through ctypes.PyDLL the
+GIL is held during the call; through ctypes.CDLL it is released, as PyTorch releases it around
+its operators: the Python stack must be recorded either way.
 
-Usage: python3 python_allocations.py PATH_TO_LIBCUDART
+Usage: python3 python_allocations.py PATH_TO_LIBCUDART [PyDLL|CDLL]
 """
 import ctypes
 import inspect
 import sys
 
-cudart = ctypes.PyDLL(sys.argv[1])
+loader = sys.argv[2] if len(sys.argv) > 2 else "PyDLL"
+cudart = {"PyDLL": ctypes.PyDLL, "CDLL": ctypes.CDLL}[loader](sys.argv[1])
 MiB = 1 << 20
 printed = set()
 
