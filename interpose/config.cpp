@@ -29,8 +29,7 @@ Config Config::from_environment(void (*warn)(const std::string&)) {
     } else if (mode == "all") {
       config.stacks = StackMode::kAll;
     } else {
-      warn("GPUMEMTRACE_STACKS='" + mode +
-           "' is not one of none, native, python, all; using all");
+      warn("GPUMEMTRACE_STACKS='" + mode + "' is not one of none, native, python, all; using all");
     }
   }
   if (const char* depth = value_of("GPUMEMTRACE_STACK_DEPTH")) {
