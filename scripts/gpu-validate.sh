@@ -116,6 +116,9 @@ check "views at the peak: driver used read" True "$(json_field "$out/views.repor
 check "context overhead at the peak between 100 MiB and 2 GiB" True "$(json_field "$out/views.report.json" '100 * 2**20 <= d["devices"][0]["views"]["at_peak"]["context_overhead_bytes"] <= 2 * 2**30')"
 check "planted OOM recorded with its size" 4398046511104 "$(json_field "$out/views.report.json" 'd["ooms"][0]["requested_bytes"]')"
 check "planted OOM has the driver's free memory" True "$(json_field "$out/views.report.json" 'd["ooms"][0]["driver_free_bytes"] is not None')"
+"$gmt" leaks --json "$views_trace" >"$out/views.leaks.json"
+leak_line=$(grep -n "# PLANTED LEAK" tests/gpu/views_training.py | cut -d: -f1)
+check "the planted leak is the top probable leak, at views_training.py:$leak_line" True "$(json_field "$out/views.leaks.json" '[any(f["file"] is not None and f["file"].endswith("views_training.py") and f["line"] == int(sys.argv[3]) for f in l["frames"]) for l in d["leaks"] if l["class"] == "probable_leak"][:1] == [True]' "$leak_line")"
 check "no NCCL range left open at the peak (payload pops are seen)" True "$(json_field "$out/views.report.json" '"ncclCommInitRankConfig" not in d["devices"][0]["peak_phase"]')"
 "$gmt" export "$views_trace" --format memviz -o "$out/views.memviz.pickle"
 python3 -m torch.cuda._memory_viz trace_plot "$out/views.memviz.pickle" -o "$out/views.memviz_trace.html" >"$out/memviz.log" 2>&1
