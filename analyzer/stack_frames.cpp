@@ -30,6 +30,13 @@ void append_python_frames(const TraceSummary& trace, const std::vector<uint64_t>
   }
 }
 
+// Our own library: its runtime wrappers sit between the program and libcudart in every stack
+// that went through them, and tell the user nothing.
+bool profiler_module(const std::string& path) {
+  const std::string name = path.substr(path.rfind('/') + 1);
+  return name.rfind("libgpumemtrace", 0) == 0;
+}
+
 // The symbolized frames of one stack, Python frames in place of the interpreter's.
 std::vector<SiteFrame> resolve_stack(const TraceSummary& trace, uint32_t id,
                                      Symbolizer& symbolizer) {
@@ -46,6 +53,7 @@ std::vector<SiteFrame> resolve_stack(const TraceSummary& trace, uint32_t id,
         python_placed = true;
         break;
       }
+      if (profiler_module(chain.front().module)) continue;
       for (const SymbolizedFrame& f : chain) {
         SiteFrame frame;
         frame.function = f.function;

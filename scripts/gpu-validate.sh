@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Validates gpumemtrace on a machine with a real NVIDIA GPU, in one go (a few minutes):
 #   1. PyTorch's caching allocator: our peak equals torch.cuda.max_memory_reserved();
-#   2. an nvcc program with the default static cudart, and one calling cuMemAlloc via -lcuda:
-#      the known sequence gives exactly the expected peak and live bytes;
+#   2. nvcc programs with the default static cudart, the shared cudart, and cuMemAlloc via
+#      -lcuda: the known sequence gives exactly the expected peak, live bytes and API names;
 #   3. PyTorch (default, expandable segments, cudaMallocAsync, pinned), NCCL, JAX (default and
 #      platform allocator) and CuPy: one table row each, ours beside the framework's own figure
 #      and NVML's, with checks against PyTorch's own memory snapshot;
-#   4. Python without CUDA under the preload leaves no trace.
+#   4. Python without CUDA under the preload leaves no trace;
+#   5. a PyTorch training loop with NVTX ranges, NCCL and a planted OOM: views, phases, exports;
+#   6. a planted leak, found as the top probable leak at its Python line;
+#   7. torchrun with two ranks: one trace per rank.
+# Exits non-zero when any check failed.
 # Usage: scripts/gpu-validate.sh [OUTPUT_DIR]   (default: $OUT, else gpu-validate-output)
 # Uses build-gpu/ if it holds a build (carried from elsewhere), else builds one (no tests).
 set -uo pipefail
@@ -116,9 +120,6 @@ check "views at the peak: driver used read" True "$(json_field "$out/views.repor
 check "context overhead at the peak between 100 MiB and 2 GiB" True "$(json_field "$out/views.report.json" '100 * 2**20 <= d["devices"][0]["views"]["at_peak"]["context_overhead_bytes"] <= 2 * 2**30')"
 check "planted OOM recorded with its size" 4398046511104 "$(json_field "$out/views.report.json" 'd["ooms"][0]["requested_bytes"]')"
 check "planted OOM has the driver's free memory" True "$(json_field "$out/views.report.json" 'd["ooms"][0]["driver_free_bytes"] is not None')"
-"$gmt" leaks --json "$views_trace" >"$out/views.leaks.json"
-leak_line=$(grep -n "# PLANTED LEAK" tests/gpu/views_training.py | cut -d: -f1)
-check "the planted leak is the top probable leak, at views_training.py:$leak_line" True "$(json_field "$out/views.leaks.json" '[any(f["file"] is not None and f["file"].endswith("views_training.py") and f["line"] == int(sys.argv[3]) for f in l["frames"]) for l in d["leaks"] if l["class"] == "probable_leak"][:1] == [True]' "$leak_line")"
 check "no NCCL range left open at the peak (payload pops are seen)" True "$(json_field "$out/views.report.json" '"ncclCommInitRankConfig" not in d["devices"][0]["peak_phase"]')"
 "$gmt" export "$views_trace" --format memviz -o "$out/views.memviz.pickle"
 python3 -m torch.cuda._memory_viz trace_plot "$out/views.memviz.pickle" -o "$out/views.memviz_trace.html" >"$out/memviz.log" 2>&1
@@ -135,3 +136,26 @@ print("memviz: %d segments, %d bytes in them; device 0 trace: %d entries, action
 PY
 "$gmt" export "$views_trace" --format pprof -o "$out/views.pb.gz" && echo "pprof export: $(stat -c %s "$out/views.pb.gz") bytes"
 "$gmt" export "$views_trace" --format perfetto -o "$out/views.perfetto.json" && echo "perfetto export: $(stat -c %s "$out/views.perfetto.json") bytes"
+
+echo "--- 6. the planted leak: every tensor a driver allocation (PYTORCH_NO_CUDA_MEMORY_CACHING=1)"
+rm -f "$out"/leak.*.gmt
+PYTORCH_NO_CUDA_MEMORY_CACHING=1 "$gmt" run -o "$out/leak.%p.gmt" -- python3 tests/gpu/planted_leak.py >"$out/leak.log" 2>&1 ||
+  { echo "FAIL planted_leak.py (see leak.log)"; tail -5 "$out/leak.log"; failures=$((failures + 1)); }
+leak_trace=$(ls "$out"/leak.*.gmt | head -1)
+"$gmt" leaks "$leak_trace" | head -24
+"$gmt" leaks --json "$leak_trace" >"$out/leak.leaks.json"
+leak_line=$(sed -n 's/^leak_line=//p' "$out/leak.log")
+check "the planted leak is the top probable leak, at planted_leak.py:$leak_line" True "$(json_field "$out/leak.leaks.json" '[any(f["file"] is not None and f["file"].endswith("planted_leak.py") and f["line"] == int(sys.argv[3]) for f in l["frames"]) for l in d["leaks"] if l["class"] == "probable_leak"][:1] == [True]' "$leak_line")"
+check "the planted leak's bytes: 10 tensors of 16 MiB" $((160 << 20)) "$(json_field "$out/leak.leaks.json" '[l["bytes"] for l in d["leaks"] if l["class"] == "probable_leak"][0]')"
+
+
+echo "--- 7. torchrun, two ranks (gloo) on one GPU: one trace per rank"
+rm -rf "$out/ranks" && mkdir -p "$out/ranks"
+"$gmt" run -o "$out/ranks/rank%r.%p.gmt" -- torchrun --nproc_per_node=2 --master_port=29541 tests/gpu/ranks.py gloo shared \
+  >"$out/ranks.log" 2>&1 || { echo "FAIL torchrun (see ranks.log)"; tail -5 "$out/ranks.log"; failures=$((failures + 1)); }
+"$gmt" report "$out/ranks" | sed -n '/^run of/,$p'
+"$gmt" report --json "$out/ranks" >"$out/ranks.report.json"
+check "ranks traced" "[0, 1]" "$(json_field "$out/ranks.report.json" 'sorted(t["rank"] for t in d["traces"] if t["rank"] is not None)')"
+
+echo "gpu-validate: $failures failure(s)"
+exit $((failures > 0))

@@ -51,6 +51,9 @@ TEST_F(RuntimeNames, EachRuntimeServesItsOwnCallers) {
     EXPECT_EQ(oom["requested_bytes"], uint64_t{1} << 50);
   }
   EXPECT_EQ(number(r, "devices.0.peak_bytes"), static_cast<int64_t>(28 * kMiB));
+  // The wrappers the calls went through are ours: no stack shows them.
+  EXPECT_EQ(r.dump().find("libgpumemtrace"), std::string::npos);
+  EXPECT_NE(r.dump().find("two_runtimes.cpp"), std::string::npos);
 }
 
 // A program that probes for the runtime with dlsym finds it exactly when it would without us:
