@@ -243,6 +243,7 @@ class DataBuilder {
                            {"resident_bytes", g.resident_bytes},
                            {"count", g.count},
                            {"growth_bytes_per_s", g.growth_bytes_per_s},
+                           {"freed_at_exit", g.freed_at_exit},
                            {"library", owners.of(g.stack)}};
       leak.update(stack(leak_frames, g.stack));
       leaks.push_back(std::move(leak));

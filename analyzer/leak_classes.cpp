@@ -27,12 +27,24 @@ bool keeps_growing(const std::vector<uint64_t>& samples) {
 
 namespace {
 
-double growth_rate(const TraceSummary& trace, const SiteStats& site) {
+// Growth between the first sample and sample `last`, per second.
+double growth_rate(const TraceSummary& trace, const SiteStats& site, std::size_t last) {
   const double seconds =
-      static_cast<double>(trace.sample_times.back() - trace.sample_times.front()) / 1e9;
-  const double grown = static_cast<double>(site.live_samples.back()) -
-                       static_cast<double>(site.live_samples.front());
+      static_cast<double>(trace.sample_times[last] - trace.sample_times.front()) / 1e9;
+  const double grown =
+      static_cast<double>(site.live_samples[last]) - static_cast<double>(site.live_samples.front());
   return seconds > 0 ? grown / seconds : 0;
+}
+
+// A site that kept growing until the trace's last stretch and then gave memory back: a Python
+// program frees what a leak kept when its modules are torn down at exit, after the harm (the
+// growth, the OOM it leads to) was done.
+bool grew_until_exit(const TraceSummary& trace, const SiteStats& site) {
+  const std::size_t n = site.live_samples.size();
+  if (n != trace.sample_times.size() || n < 4 || site.live_count_samples.size() != n) return false;
+  if (site.live_samples[n - 1] >= site.live_samples[n - 2]) return false;
+  const std::vector<uint64_t> before_exit(site.live_samples.begin(), site.live_samples.end() - 1);
+  return keeps_growing(before_exit);
 }
 
 }  // namespace
@@ -46,6 +58,19 @@ void classify_leaks(TraceSummary& trace) {
                                       site.torn_down_bytes, site.torn_down_resident_bytes,
                                       site.torn_down_count, 0});
     }
+    if (grew_until_exit(trace, site)) {
+      const std::size_t last = site.live_samples.size() - 2;
+      LeakGroup group{site.device,
+                      site.stack,
+                      LeakClass::kProbableLeak,
+                      site.live_samples[last],
+                      site.device >= 0 ? site.live_samples[last] : 0,
+                      site.live_count_samples[last],
+                      growth_rate(trace, site, last)};
+      group.freed_at_exit = true;
+      trace.leaks.push_back(group);
+      continue;
+    }
     if (site.live_count == 0) continue;
     LeakGroup group{
         site.device,     site.stack, LeakClass::kUnfreed, site.live_bytes, site.live_resident_bytes,
@@ -54,7 +79,7 @@ void classify_leaks(TraceSummary& trace) {
     // without bound is what a leak looks like when a cache sits in between.
     if (site.live_samples.size() == trace.sample_times.size() && keeps_growing(site.live_samples)) {
       group.leak_class = LeakClass::kProbableLeak;
-      group.growth_bytes_per_s = growth_rate(trace, site);
+      group.growth_bytes_per_s = growth_rate(trace, site, site.live_samples.size() - 1);
     } else if (caching_allocator_library(owners.of(site.stack))) {
       group.leak_class = LeakClass::kCached;
     }

@@ -51,7 +51,10 @@ nlohmann::ordered_json leaks_json(const TraceSummary& trace, ResolvedStacks& fra
                         {"resident_bytes", g.resident_bytes},
                         {"stack", g.stack},
                         {"library", owners.of(g.stack)}};
-    if (g.leak_class == LeakClass::kProbableLeak) row["growth_bytes_per_s"] = g.growth_bytes_per_s;
+    if (g.leak_class == LeakClass::kProbableLeak) {
+      row["growth_bytes_per_s"] = g.growth_bytes_per_s;
+      row["freed_at_exit"] = g.freed_at_exit;
+    }
     row.update(site_stats_json(site_of(trace, g.device, g.stack)));
     groups.push_back(std::move(row));
   }
@@ -86,6 +89,7 @@ void write_leaks_text(const TraceSummary& trace, ResolvedStacks& frames, bool co
     out << "  " << std::setw(10) << human_bytes(g.bytes) << " in " << g.count << "  "
         << paint(leak_class_name(g.leak_class), leak ? "1;31" : "33", colour);
     if (leak) out << " (" << rate_text(g.growth_bytes_per_s) << ")";
+    if (g.freed_at_exit) out << " (freed only at exit)";
     out << "  " << device_name(g.device) << "  " << owners.of(g.stack) << "\n";
     write_frames(frames[g.stack], kFramesShown, "        ", out);
   }

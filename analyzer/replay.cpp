@@ -138,6 +138,8 @@ void Replay::take_sample(uint64_t time_ns) {
   for (auto& [key, site] : summary_.sites) {
     site.live_samples.resize(samples_taken_, 0);  // a site born later was empty before
     site.live_samples.push_back(site.live_bytes);
+    site.live_count_samples.resize(samples_taken_, 0);
+    site.live_count_samples.push_back(site.live_count);
   }
   summary_.sample_times.push_back(std::max(time_ns, now_ns_));
   ++samples_taken_;

@@ -44,8 +44,10 @@ nlohmann::ordered_json leaks_json(const ReportInput& input) {
           {"trace", i},
           {"device", g.device},
           {"resident_bytes", g.resident_bytes}};
-      if (g.leak_class == LeakClass::kProbableLeak)
+      if (g.leak_class == LeakClass::kProbableLeak) {
         row["growth_bytes_per_s"] = g.growth_bytes_per_s;
+        row["freed_at_exit"] = g.freed_at_exit;
+      }
       leaks.push_back(std::move(row));
     }
   }

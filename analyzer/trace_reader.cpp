@@ -56,6 +56,7 @@ TraceSummary summarize_trace_bytes(std::span<const uint8_t> bytes, const std::st
       first.sample_times = second.summary().sample_times;
       for (auto& [key, site] : first.sites) {
         site.live_samples = std::move(second.summary().sites[key].live_samples);
+        site.live_count_samples = std::move(second.summary().sites[key].live_count_samples);
       }
       first.timeline = std::move(second.summary().timeline);
     }

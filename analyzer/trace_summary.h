@@ -93,7 +93,8 @@ struct SiteStats {
   uint64_t allocations = 0;
   uint64_t temporaries = 0;  // freed within kTemporaryNs of being made
   std::array<uint64_t, kSizeBuckets> size_histogram{};
-  std::vector<uint64_t> live_samples;  // live_bytes at each of TraceSummary::sample_times
+  std::vector<uint64_t> live_samples;        // live_bytes at each of TraceSummary::sample_times
+  std::vector<uint64_t> live_count_samples;  // live_count at the same points
 };
 
 // The key of a site in TraceSummary::sites.
@@ -104,7 +105,8 @@ inline uint64_t site_key(int device, uint32_t stack) {
 enum class LeakClass {
   kTeardown,      // never freed, released only by the destruction of its context
   kCached,        // live at the end, made by a framework's caching allocator: kept on purpose
-  kProbableLeak,  // live at the end, and the site's live bytes kept growing through the trace
+  kProbableLeak,  // the site's live bytes kept growing through the trace: live at the end, or
+                  // freed only at exit (a Python program's module teardown frees what it kept)
   kUnfreed,       // live at the end, none of the above
 };
 
@@ -117,6 +119,9 @@ struct LeakGroup {
   uint64_t resident_bytes = 0;  // of those, device-resident
   uint64_t count = 0;
   double growth_bytes_per_s = 0;  // probable leaks: how fast the site's live bytes grew
+  // A probable leak whose memory was freed only in the trace's last stretch (at exit): bytes
+  // and count are what it held just before.
+  bool freed_at_exit = false;
 };
 
 // A failed allocation, with the device's state at that instant.

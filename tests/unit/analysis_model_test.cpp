@@ -72,6 +72,35 @@ TEST(LeakClasses, KeepsGrowingNeedsSteadyGrowth) {
   EXPECT_FALSE(keeps_growing({}));
 }
 
+// A Python program's leaking list is freed when its modules are torn down at exit: the site
+// that grew through the run is still a probable leak, with what it held before the end.
+TEST(LeakClasses, GrowthFreedOnlyAtExitIsAProbableLeak) {
+  TraceSummary trace;
+  trace.sample_times = {10, 20, 30, 40, 50, 60};
+  SiteStats leaking;
+  leaking.device = 0;
+  leaking.stack = 7;
+  leaking.live_samples = {16, 32, 48, 64, 80, 0};
+  leaking.live_count_samples = {1, 2, 3, 4, 5, 0};
+  SiteStats steady;  // held the same until exit: not a leak, and freed: nothing to report
+  steady.device = 0;
+  steady.stack = 8;
+  steady.live_samples = {50, 50, 50, 50, 50, 0};
+  steady.live_count_samples = {1, 1, 1, 1, 1, 0};
+  trace.sites[site_key(0, 7)] = leaking;
+  trace.sites[site_key(0, 8)] = steady;
+  classify_leaks(trace);
+  ASSERT_EQ(trace.leaks.size(), 1u);
+  const LeakGroup& g = trace.leaks[0];
+  EXPECT_EQ(g.stack, 7u);
+  EXPECT_EQ(g.leak_class, LeakClass::kProbableLeak);
+  EXPECT_TRUE(g.freed_at_exit);
+  EXPECT_EQ(g.bytes, 80u);
+  EXPECT_EQ(g.resident_bytes, 80u);
+  EXPECT_EQ(g.count, 5u);
+  EXPECT_DOUBLE_EQ(g.growth_bytes_per_s, 64.0 / 40e-9);  // 64 bytes more in 40 ns
+}
+
 TEST(LeakClasses, SamplePositionsEndAtTheLastRecord) {
   EXPECT_EQ(leak_sample_positions(100),
             (std::vector<uint64_t>{9, 19, 29, 39, 49, 59, 69, 79, 89, 99}));
