@@ -16,9 +16,14 @@ struct UnreadableTrace {
   std::string error;
 };
 
+// Leak groups per trace that `report` lists with their frames, largest first (`gpumemtrace
+// leaks` lists them all): a summary of a program with thousands of allocation sites would
+// otherwise be tens of megabytes of JSON.
+inline constexpr std::size_t kReportLeakGroups = 100;
+
 struct ReportInput {
   std::vector<TraceSummary> traces;
-  // For each trace, the frames of the stacks its leaks and failed allocations name.
+  // For each trace, the frames of the stacks its listed leaks and failed allocations name.
   std::vector<ResolvedStacks> frames;
   std::vector<UnreadableTrace> unreadable;
 };

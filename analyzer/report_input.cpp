@@ -33,7 +33,9 @@ std::vector<std::string> trace_files(const std::vector<std::string>& paths) {
 
 ResolvedStacks leak_and_failure_frames(TraceSummary& trace) {
   std::vector<uint32_t> stacks;
-  for (const LeakGroup& g : trace.leaks) stacks.push_back(g.stack);
+  for (std::size_t i = 0; i < trace.leaks.size() && i < kReportLeakGroups; ++i) {
+    stacks.push_back(trace.leaks[i].stack);
+  }
   for (const FailedAllocation& f : trace.failures) stacks.push_back(f.stack);
   return resolve_stacks(trace, stacks, trace.symbolization_warnings);
 }

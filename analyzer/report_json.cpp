@@ -29,12 +29,14 @@ nlohmann::ordered_json usage_json(const KindUsage& u) {
   return {{"peak_bytes", u.peak_bytes}, {"live_at_exit_bytes", u.live_bytes}};
 }
 
-// Every group of allocations never freed, of every trace, largest first within a trace.
+// The largest groups of allocations never freed, of every trace, largest first within a trace.
 nlohmann::ordered_json leaks_json(const ReportInput& input) {
   nlohmann::ordered_json leaks = nlohmann::ordered_json::array();
   for (std::size_t i = 0; i < input.traces.size(); ++i) {
     const ResolvedStacks& frames = input.frames[i];
-    for (const LeakGroup& g : input.traces[i].leaks) {
+    const std::vector<LeakGroup>& groups = input.traces[i].leaks;
+    for (std::size_t k = 0; k < groups.size() && k < kReportLeakGroups; ++k) {
+      const LeakGroup& g = groups[k];
       const auto f = frames.find(g.stack);
       nlohmann::ordered_json row = {
           {"bytes", g.bytes},
@@ -157,6 +159,11 @@ void write_report_json(const ReportInput& input, std::ostream& out) {
     report[std::string(format::memory_kind_name(kind))] = usage_json(process_totals[kind]);
   }
   report["leaks"] = leaks_json(input);
+  uint64_t not_listed = 0;
+  for (const TraceSummary& t : input.traces) {
+    if (t.leaks.size() > kReportLeakGroups) not_listed += t.leaks.size() - kReportLeakGroups;
+  }
+  report["leaks_not_listed"] = not_listed;
   report["ooms"] = ooms_json(input);
   report["phases"] = phases_json(input.traces);
   if (!input.unreadable.empty()) {

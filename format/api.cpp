@@ -17,9 +17,4 @@ std::string_view api_name(Api api) {
   return index < kApiNames.size() ? kApiNames[index] : "unknown";
 }
 
-std::optional<Api> api_from_raw(uint64_t raw) {
-  if (raw >= static_cast<uint64_t>(Api::kCount)) return std::nullopt;
-  return static_cast<Api>(raw);
-}
-
 }  // namespace gmt::format

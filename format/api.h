@@ -81,6 +81,10 @@ std::string_view api_name(Api api);
 inline Api called_api(Api driver_api, Api public_api) {
   return public_api != Api::kUnknown ? public_api : driver_api;
 }
-std::optional<Api> api_from_raw(uint64_t raw);
+// Inline: the reader calls it for every event record.
+inline std::optional<Api> api_from_raw(uint64_t raw) {
+  if (raw >= static_cast<uint64_t>(Api::kCount)) return std::nullopt;
+  return static_cast<Api>(raw);
+}
 
 }  // namespace gmt::format

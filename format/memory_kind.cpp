@@ -34,11 +34,6 @@ std::string_view memory_kind_name(MemoryKind kind) {
   return "unknown";
 }
 
-std::optional<MemoryKind> memory_kind_from_raw(uint64_t raw) {
-  if (raw >= kMemoryKindCount) return std::nullopt;
-  return static_cast<MemoryKind>(raw);
-}
-
 bool counts_toward_device_usage(MemoryKind kind) {
   switch (kind) {
     case MemoryKind::kDevice:

@@ -29,7 +29,11 @@ enum class MemoryKind : uint8_t {
 inline constexpr uint8_t kMemoryKindCount = 13;
 
 std::string_view memory_kind_name(MemoryKind kind);
-std::optional<MemoryKind> memory_kind_from_raw(uint64_t raw);
+// Inline: the reader calls it for every allocation record.
+inline std::optional<MemoryKind> memory_kind_from_raw(uint64_t raw) {
+  if (raw >= kMemoryKindCount) return std::nullopt;
+  return static_cast<MemoryKind>(raw);
+}
 
 // True for kinds whose bytes occupy the device's physical memory on behalf of this process:
 // device, pitched, stream-ordered, VMM physical, arrays and graph memory. Managed memory

@@ -49,7 +49,7 @@ class FieldReader {
   // label, so neither makes the record unreadable.
   void public_api(const char* /*name*/, Api& a) {
     a = Api::kUnknown;
-    if (pos_ == end_ || !error_.empty()) return;
+    if (pos_ == end_ || failed_) return;
     uint64_t raw = 0;
     if (!varint(raw, "public api")) return;
     a = api_from_raw(raw).value_or(Api::kUnknown);
@@ -96,24 +96,29 @@ class FieldReader {
     for (auto& s : list) str(nullptr, s);
   }
 
+  bool failed() const { return failed_; }
   const std::string& error() const { return error_; }
 
  private:
-  bool varint(uint64_t& v, const char* what) {
-    if (!error_.empty()) return false;
-    if (!get_varint(&pos_, end_, &v)) {
+  // Every field goes through here: inlined into each record's decoder.
+  __attribute__((always_inline)) bool varint(uint64_t& v, const char* what) {
+    if (failed_) return false;
+    if (!get_varint(&pos_, end_, &v)) [[unlikely]] {
       fail(std::string("bad or missing ") + what + " field");
       return false;
     }
     return true;
   }
   void fail(std::string why) {
-    if (error_.empty()) error_ = std::move(why);
+    if (failed_) return;
+    failed_ = true;
+    error_ = std::move(why);
   }
 
   const uint8_t* pos_;
   const uint8_t* end_;
   CodecState& state_;
+  bool failed_ = false;
   std::string error_;
 };
 
@@ -127,7 +132,7 @@ bool decode_as(const uint8_t* begin, const uint8_t* end, CodecState& state, std:
   if (record == nullptr) record = &out.emplace<R>();
   FieldReader reader(begin, end, state);
   R::fields(*record, reader);
-  if (!reader.error().empty()) {
+  if (reader.failed()) [[unlikely]] {
     error = reader.error();
     return false;
   }

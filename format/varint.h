@@ -23,6 +23,12 @@ inline std::size_t put_varint(uint8_t* out, uint64_t value) {
 // Reads a varint from [*pos, end). Returns false, leaving *pos unchanged, when the input ends
 // before the varint does or when it is longer than any 64-bit value can need.
 inline bool get_varint(const uint8_t** pos, const uint8_t* end, uint64_t* value) {
+  // Most fields are one byte (small deltas, kinds, ids).
+  if (*pos != end && **pos < 0x80) {
+    *value = **pos;
+    ++*pos;
+    return true;
+  }
   uint64_t result = 0;
   const uint8_t* p = *pos;
   for (unsigned shift = 0; shift < 64; shift += 7) {
