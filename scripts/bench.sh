@@ -58,24 +58,27 @@ python3 tests/bench/overhead_table.py "${table_args[@]}" >"$scratch/table.md"
 cmake --build "$dir" -j "$(nproc)" --target fakecuda_runtime >/dev/null
 cudart="$dir/fakecuda/lib/libcudart.so.13"
 {
+for loader in PyDLL CDLL; do
+  held="the GIL held"; [ "$loader" = CDLL ] && held="the GIL released, frames read in place"
   echo
-  echo "### Python frames (ctypes.PyDLL, 10 Python frames deep, 1 MiB pairs)"
+  echo "### Python frames (ctypes.$loader: $held; 10 Python frames deep, 1 MiB pairs)"
   echo
   echo "| stacks | ns per pair | added ns per event |"
   echo "|---|---|---|"
   base=""
   for mode in untraced none native python all; do
     if [ "$mode" = untraced ]; then
-      ns=$(LD_LIBRARY_PATH="$dir/fakecuda/lib" python3 tests/bench/python_overhead.py "$cudart" 20000)
+      ns=$(LD_LIBRARY_PATH="$dir/fakecuda/lib" python3 tests/bench/python_overhead.py "$cudart" 20000 "$loader")
     else
       ns=$(LD_LIBRARY_PATH="$dir/fakecuda/lib" GPUMEMTRACE_STACKS="$mode" \
         GPUMEMTRACE_OUTPUT="$scratch/py.$mode.%p.gmt" LD_PRELOAD="$PWD/$dir/lib/libgpumemtrace.so" \
-        python3 tests/bench/python_overhead.py "$cudart" 20000)
+        python3 tests/bench/python_overhead.py "$cudart" 20000 "$loader")
     fi
     ns=$(python3 -c 'import json,sys; print(round(json.loads(sys.argv[1])["ns_per_pair"]))' "$ns")
     [ -z "$base" ] && base=$ns
     echo "| $mode | $ns | $(( (ns - base) / 2 )) |"
   done
+done
 } >>"$scratch/table.md"
 cat "$scratch/table.md"
 if [ -n "$out_file" ]; then cp "$scratch/table.md" "$out_file"; fi

@@ -1,8 +1,9 @@
 """Added time per event with Python frames: a Python program allocating through the simulated
-cudart (ctypes.PyDLL keeps the GIL, so the recorder can read the Python stack), from 10 nested
-Python calls. scripts/bench.sh runs it untraced and traced with each stack mode, side by side.
+cudart from 10 nested Python calls, through ctypes.PyDLL (the GIL held: the recorder reads the
+Python stack through the C API) or ctypes.CDLL (the GIL released, as PyTorch does: it reads the
+frames in place). scripts/bench.sh runs it untraced and traced with each stack mode, side by side.
 
-Usage: python3 python_overhead.py LIBCUDART PAIRS
+Usage: python3 python_overhead.py LIBCUDART PAIRS [PyDLL|CDLL]
 Prints one JSON object: {"ns_per_pair": median over 5 rounds}.
 """
 import ctypes
@@ -11,7 +12,8 @@ import statistics
 import sys
 import time
 
-cudart = ctypes.PyDLL(sys.argv[1])
+loader = {"PyDLL": ctypes.PyDLL, "CDLL": ctypes.CDLL}[sys.argv[3] if len(sys.argv) > 3 else "PyDLL"]
+cudart = loader(sys.argv[1])
 pairs = int(sys.argv[2])
 malloc, free = cudart.cudaMalloc, cudart.cudaFree
 malloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
