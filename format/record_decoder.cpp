@@ -100,8 +100,7 @@ class FieldReader {
   const std::string& error() const { return error_; }
 
  private:
-  // Every field goes through here: inlined into each record's decoder.
-  __attribute__((always_inline)) bool varint(uint64_t& v, const char* what) {
+  bool varint(uint64_t& v, const char* what) {
     if (failed_) return false;
     if (!get_varint(&pos_, end_, &v)) [[unlikely]] {
       fail(std::string("bad or missing ") + what + " field");
