@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -37,6 +38,15 @@ MappedFile::MappedFile(const std::string& path) {
     data_ = static_cast<const uint8_t*>(map);
   }
   close(fd);
+}
+
+void MappedFile::release(uint64_t offset, uint64_t length) const {
+  static const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  // Whole pages inside the range only: a page shared with bytes still in use stays.
+  const uint64_t begin = (offset + page - 1) / page * page;
+  const uint64_t end = std::min<uint64_t>(offset + length, size_) / page * page;
+  if (data_ == nullptr || begin >= end) return;
+  madvise(const_cast<uint8_t*>(data_) + begin, end - begin, MADV_DONTNEED);
 }
 
 MappedFile::~MappedFile() {

@@ -7,6 +7,8 @@
 #include <span>
 #include <string>
 
+#include "format/trace_reader.h"
+
 namespace gmt::analyzer {
 
 class MappedFile {
@@ -18,6 +20,14 @@ class MappedFile {
   MappedFile& operator=(const MappedFile&) = delete;
 
   std::span<const uint8_t> bytes() const { return {data_, size_}; }
+
+  // Drops the pages of [offset, offset + length) from this process: a reader done with them
+  // keeps the trace's resident size small (they are read again from the page cache if needed).
+  void release(uint64_t offset, uint64_t length) const;
+  // release() as the trace reader takes it.
+  format::ReleaseBytes releaser() const {
+    return [this](uint64_t offset, uint64_t length) { release(offset, length); };
+  }
 
  private:
   const uint8_t* data_ = nullptr;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "analyzer/trace_summary.h"
+#include "format/trace_reader.h"
 
 namespace gmt::analyzer {
 
@@ -26,7 +27,10 @@ TraceSummary summarize_trace(const std::string& path, const SummaryOptions& opti
 
 // The same for a trace already in memory (`bytes` is the whole file); `name` stands for the
 // file in errors and in the summary's path. For callers that hold the bytes, such as the fuzzer.
+// `release`, for a file mapping, drops the pages the reader is done with (never for memory
+// that must keep its contents).
 TraceSummary summarize_trace_bytes(std::span<const uint8_t> bytes, const std::string& name,
-                                   const SummaryOptions& options = {});
+                                   const SummaryOptions& options = {},
+                                   format::ReleaseBytes release = nullptr);
 
 }  // namespace gmt::analyzer

@@ -98,12 +98,15 @@ struct TraceReader::State {
     }
   };
   std::priority_queue<std::size_t, std::vector<std::size_t>, Later> heap{Later{&keys}};
+  ReleaseBytes release;
+  uint32_t chunk_size = 0;
 
   void scan(uint32_t chunk_size);
   void advance(std::size_t writer);
 };
 
 void TraceReader::State::scan(uint32_t chunk_size) {
+  this->chunk_size = chunk_size;
   std::map<uint32_t, std::vector<ChunkRef>> by_writer;
   const uint64_t size = file.size();
   for (uint64_t off = kFirstChunkOffset; off < size; off += chunk_size) {
@@ -146,6 +149,7 @@ void TraceReader::State::scan(uint32_t chunk_size) {
         {load_le<uint32_t>(h + ChunkHeaderLayout::kSequence), off, length, thread});
     // While the bytes are in the cache.
     expected_records += RecordDecoder::count_records({h + kChunkHeaderSize, length});
+    if (release) release(off, std::min<uint64_t>(chunk_size, size - off));
   }
   for (auto& [writer, list] : by_writer) {
     std::sort(list.begin(), list.end(),
@@ -191,6 +195,10 @@ void TraceReader::State::advance(std::size_t writer) {
         problems.push_back({ReadProblem::Kind::kCorrupt, status.offset, status.reason});
       }
       c.decoder.reset();
+      if (release) {
+        const uint64_t done = c.chunks[c.next_chunk - 1].offset;
+        release(done, std::min<uint64_t>(chunk_size, file.size() - done));
+      }
     }
     if (c.next_chunk == c.chunks.size()) return;
     const ChunkRef& chunk = c.chunks[c.next_chunk++];
@@ -199,9 +207,11 @@ void TraceReader::State::advance(std::size_t writer) {
   }
 }
 
-TraceReader::TraceReader(std::span<const uint8_t> file, const FileHeader& header)
+TraceReader::TraceReader(std::span<const uint8_t> file, const FileHeader& header,
+                         ReleaseBytes release)
     : state_(std::make_unique<State>()) {
   state_->file = file;
+  state_->release = std::move(release);
   state_->scan(header.chunk_size);
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -26,10 +27,17 @@ struct ReadProblem {
 // The time a record is ordered by (the process description has none: it comes first).
 uint64_t record_time(const Record& record);
 
+// Told which bytes of the file (offset, length) the reader is done with for now: a file mapping
+// can drop those pages (they come back from the page cache if read again), so that reading a
+// trace of any size keeps few of its pages resident.
+using ReleaseBytes = std::function<void(uint64_t offset, uint64_t length)>;
+
 class TraceReader {
  public:
-  // `file` is the whole file; check_header() must have accepted it with `header`.
-  TraceReader(std::span<const uint8_t> file, const FileHeader& header);
+  // `file` is the whole file; check_header() must have accepted it with `header`. `release`,
+  // when given, hears of each chunk once it has been checked, and again once it has been read.
+  TraceReader(std::span<const uint8_t> file, const FileHeader& header,
+              ReleaseBytes release = nullptr);
   ~TraceReader();
   TraceReader(const TraceReader&) = delete;
   TraceReader& operator=(const TraceReader&) = delete;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "tests/unit/chunked_file.h"
 #include "tests/unit/trace_bytes.h"
 
@@ -48,6 +50,31 @@ TEST(TraceReader, MergesWritersInTimeOrderAndTagsEachRecordWithItsThread) {
   EXPECT_EQ(std::get<AllocRecord>(records[5]).thread, 100u);
   EXPECT_TRUE(reader.problems().empty());
   EXPECT_EQ(reader.chunk_count(), 3u);
+}
+
+// Each chunk is given back once checked and once read, and only then: a reader that keeps few
+// pages resident, whatever the size of the trace.
+TEST(TraceReader, ReleasesEachChunkOnceCheckedAndOnceRead) {
+  ChunkedFile file;
+  const uint64_t a = file.add_chunk(0, 0, 100, process(), alloc_at(10, 0, 0xa000, 64));
+  const uint64_t b = file.add_chunk(1, 0, 200, alloc_at(20, 0, 0xb000, 8));
+  const uint64_t c = file.add_chunk(0, 1, 100, alloc_at(40, 0, 0xc000, 1));
+  const uint64_t chunk = header_of(file.bytes()).chunk_size;
+  std::vector<std::pair<uint64_t, uint64_t>> released;
+  TraceReader reader(file.bytes(), header_of(file.bytes()), [&](uint64_t offset, uint64_t length) {
+    released.emplace_back(offset, length);
+  });
+  // The scan checks all three, in file order.
+  EXPECT_EQ(released,
+            (std::vector<std::pair<uint64_t, uint64_t>>{{a, chunk}, {b, chunk}, {c, chunk}}));
+  ASSERT_EQ(read_all(reader).size(), 4u);
+  // Then each is read to its end: writer 0's first chunk before its second; writer 1's.
+  ASSERT_EQ(released.size(), 6u);
+  std::vector<std::pair<uint64_t, uint64_t>> read(released.begin() + 3, released.end());
+  std::sort(read.begin(), read.end());
+  EXPECT_EQ(read, (std::vector<std::pair<uint64_t, uint64_t>>{{a, chunk}, {b, chunk}, {c, chunk}}));
+  EXPECT_LT(std::find(released.begin() + 3, released.end(), std::make_pair(a, chunk)),
+            std::find(released.begin() + 3, released.end(), std::make_pair(c, chunk)));
 }
 
 TEST(TraceReader, AFlippedByteLosesOnlyItsChunkAndSaysWhere) {
