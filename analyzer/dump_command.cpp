@@ -68,7 +68,7 @@ int dump_trace(const std::string& path, std::ostream& out, std::ostream& err) {
     MappedFile file(path);
     const format::HeaderCheck header = format::check_header(file.bytes());
     if (!header.ok) throw TraceError(path + ": " + header.error);
-    format::TraceReader reader(file.bytes(), header.header, file.releaser());
+    format::TraceReader reader(file.bytes(), header.header, file.page_access());
     while (auto record = reader.next()) {
       ordered_json line = {{"record", record_type_name(record->index())}};
       JsonFields fields(line);

@@ -231,7 +231,7 @@ void write_memviz(TraceSummary& trace, std::ostream& out) {
     MappedFile file(trace.path);
     const format::HeaderCheck header = format::check_header(file.bytes());
     if (!header.ok) throw TraceError(trace.path + ": " + header.error);
-    format::TraceReader reader(file.bytes(), header.header, file.releaser());
+    format::TraceReader reader(file.bytes(), header.header, file.page_access());
     while (const std::optional<format::Record> record = reader.next()) {
       std::visit(
           [&replay](const auto& r) {

@@ -111,7 +111,7 @@ ExportPass read_export_pass(const TraceSummary& trace, uint64_t resolution_ns) {
   ExportPass pass;
   pass.resolution_ns = resolution_ns;
   PhaseRuns phases(pass);
-  format::TraceReader reader(file.bytes(), header.header, file.releaser());
+  format::TraceReader reader(file.bytes(), header.header, file.page_access());
   while (const std::optional<format::Record> record = reader.next()) {
     if (const auto* a = std::get_if<format::AllocRecord>(&*record)) {
       pass.allocated_bytes[site_key(a->device, a->stack)] += a->size;

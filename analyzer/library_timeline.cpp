@@ -208,7 +208,7 @@ LibraryTimeline read_library_timeline(const TraceSummary& trace, uint64_t resolu
   const format::HeaderCheck header = format::check_header(file.bytes());
   if (!header.ok) throw TraceError(trace.path + ": " + header.error);
   LibraryTracker tracker(trace, resolution_ns);
-  format::TraceReader reader(file.bytes(), header.header, file.releaser());
+  format::TraceReader reader(file.bytes(), header.header, file.page_access());
   while (const std::optional<format::Record> record = reader.next()) tracker.apply(*record);
   return tracker.finish(trace.duration_ns, top_libraries);
 }

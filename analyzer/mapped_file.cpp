@@ -34,10 +34,20 @@ MappedFile::MappedFile(const std::string& path) {
       close(fd);
       throw TraceError(path + ": cannot map: " + std::strerror(err));
     }
-    madvise(map, size_, MADV_SEQUENTIAL);
     data_ = static_cast<const uint8_t*>(map);
   }
-  close(fd);
+  fd_ = fd;
+}
+
+bool MappedFile::copy(uint64_t offset, uint8_t* out, std::size_t n) const {
+  std::size_t done = 0;
+  while (done < n) {
+    const ssize_t got = pread(fd_, out + done, n - done, static_cast<off_t>(offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    done += static_cast<std::size_t>(got);
+  }
+  return true;
 }
 
 void MappedFile::release(uint64_t offset, uint64_t length) const {
@@ -51,6 +61,7 @@ void MappedFile::release(uint64_t offset, uint64_t length) const {
 
 MappedFile::~MappedFile() {
   if (data_ != nullptr) munmap(const_cast<uint8_t*>(data_), size_);
+  if (fd_ >= 0) close(fd_);
 }
 
 }  // namespace gmt::analyzer

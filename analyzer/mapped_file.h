@@ -21,17 +21,21 @@ class MappedFile {
 
   std::span<const uint8_t> bytes() const { return {data_, size_}; }
 
+  // Copies n bytes at `offset` without mapping them into this process (pread).
+  bool copy(uint64_t offset, uint8_t* out, std::size_t n) const;
   // Drops the pages of [offset, offset + length) from this process: a reader done with them
   // keeps the trace's resident size small (they are read again from the page cache if needed).
   void release(uint64_t offset, uint64_t length) const;
-  // release() as the trace reader takes it.
-  format::ReleaseBytes releaser() const {
-    return [this](uint64_t offset, uint64_t length) { release(offset, length); };
+  // copy() and release() as the trace reader takes them.
+  format::PageAccess page_access() const {
+    return {[this](uint64_t offset, uint8_t* out, std::size_t n) { return copy(offset, out, n); },
+            [this](uint64_t offset, uint64_t length) { release(offset, length); }};
   }
 
  private:
   const uint8_t* data_ = nullptr;
   std::size_t size_ = 0;
+  int fd_ = -1;  // kept open for copy()
 };
 
 }  // namespace gmt::analyzer

@@ -13,16 +13,16 @@ namespace gmt::analyzer {
 
 TraceSummary summarize_trace(const std::string& path, const SummaryOptions& options) {
   MappedFile file(path);
-  return summarize_trace_bytes(file.bytes(), path, options, file.releaser());
+  return summarize_trace_bytes(file.bytes(), path, options, file.page_access());
 }
 
 TraceSummary summarize_trace_bytes(std::span<const uint8_t> bytes, const std::string& path,
-                                   const SummaryOptions& options, format::ReleaseBytes release) {
+                                   const SummaryOptions& options, format::PageAccess pages) {
   const format::HeaderCheck header = format::check_header(bytes);
   if (!header.ok) throw TraceError(path + ": " + header.error);
 
   Replay replay;
-  format::TraceReader reader(bytes, header.header, release);
+  format::TraceReader reader(bytes, header.header, pages);
   // The leak samples are taken at fractions of the trace's records: the reader counts them up
   // front, so one pass suffices. The peak sites and the views at the peaks need no second pass
   // either (Replay keeps what each site held at its device's latest new peak).
@@ -49,7 +49,7 @@ TraceSummary summarize_trace_bytes(std::span<const uint8_t> bytes, const std::st
       second.sample_sites_after(leak_sample_positions(records));
       if (timeline)
         second.record_timeline(timeline_resolution(options.timeline_resolution_ns, duration));
-      format::TraceReader again(bytes, header.header, release);
+      format::TraceReader again(bytes, header.header, pages);
       while (const format::Record* record = again.next_record()) second.apply(*record);
       second.finish();
       TraceSummary& first = replay.summary();

@@ -27,10 +27,9 @@ TraceSummary summarize_trace(const std::string& path, const SummaryOptions& opti
 
 // The same for a trace already in memory (`bytes` is the whole file); `name` stands for the
 // file in errors and in the summary's path. For callers that hold the bytes, such as the fuzzer.
-// `release`, for a file mapping, drops the pages the reader is done with (never for memory
-// that must keep its contents).
+// `pages` is for a file mapping only (format::PageAccess).
 TraceSummary summarize_trace_bytes(std::span<const uint8_t> bytes, const std::string& name,
                                    const SummaryOptions& options = {},
-                                   format::ReleaseBytes release = nullptr);
+                                   format::PageAccess pages = {});
 
 }  // namespace gmt::analyzer

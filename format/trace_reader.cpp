@@ -98,8 +98,15 @@ struct TraceReader::State {
     }
   };
   std::priority_queue<std::size_t, std::vector<std::size_t>, Later> heap{Later{&keys}};
-  ReleaseBytes release;
+  PageAccess pages;
   uint32_t chunk_size = 0;
+  std::vector<uint8_t> scratch;  // the chunk being checked, when pages.copy reads it
+  // Chunks read to their end, not yet released: given back in batches, as runs of adjacent
+  // chunks, because one release per chunk costs more than the pages are worth.
+  std::vector<uint64_t> done_chunks;
+  static constexpr std::size_t kReleaseBatch = 256;  // chunks (16 MiB of 64 KiB chunks)
+  void chunk_done(uint64_t offset);
+  void release_done();
 
   void scan(uint32_t chunk_size);
   void advance(std::size_t writer);
@@ -116,6 +123,11 @@ void TraceReader::State::scan(uint32_t chunk_size) {
       break;
     }
     const uint8_t* h = file.data() + off;
+    if (pages.copy) {
+      const uint64_t n = std::min<uint64_t>(chunk_size, size - off);
+      scratch.resize(n);
+      if (pages.copy(off, scratch.data(), n)) h = scratch.data();
+    }
     const uint32_t magic = load_le<uint32_t>(h + ChunkHeaderLayout::kMagic);
     if (magic == 0) continue;  // space reserved for a chunk that was never handed out
     if (magic != kChunkMagic) {
@@ -149,7 +161,6 @@ void TraceReader::State::scan(uint32_t chunk_size) {
         {load_le<uint32_t>(h + ChunkHeaderLayout::kSequence), off, length, thread});
     // While the bytes are in the cache.
     expected_records += RecordDecoder::count_records({h + kChunkHeaderSize, length});
-    if (release) release(off, std::min<uint64_t>(chunk_size, size - off));
   }
   for (auto& [writer, list] : by_writer) {
     std::sort(list.begin(), list.end(),
@@ -195,10 +206,7 @@ void TraceReader::State::advance(std::size_t writer) {
         problems.push_back({ReadProblem::Kind::kCorrupt, status.offset, status.reason});
       }
       c.decoder.reset();
-      if (release) {
-        const uint64_t done = c.chunks[c.next_chunk - 1].offset;
-        release(done, std::min<uint64_t>(chunk_size, file.size() - done));
-      }
+      if (pages.release) chunk_done(c.chunks[c.next_chunk - 1].offset);
     }
     if (c.next_chunk == c.chunks.size()) return;
     const ChunkRef& chunk = c.chunks[c.next_chunk++];
@@ -207,18 +215,37 @@ void TraceReader::State::advance(std::size_t writer) {
   }
 }
 
-TraceReader::TraceReader(std::span<const uint8_t> file, const FileHeader& header,
-                         ReleaseBytes release)
+void TraceReader::State::chunk_done(uint64_t offset) {
+  done_chunks.push_back(offset);
+  if (done_chunks.size() >= kReleaseBatch) release_done();
+}
+
+void TraceReader::State::release_done() {
+  std::sort(done_chunks.begin(), done_chunks.end());
+  for (std::size_t i = 0; i < done_chunks.size();) {
+    std::size_t j = i + 1;
+    while (j < done_chunks.size() && done_chunks[j] == done_chunks[j - 1] + chunk_size) ++j;
+    const uint64_t end = std::min<uint64_t>(done_chunks[j - 1] + chunk_size, file.size());
+    pages.release(done_chunks[i], end - done_chunks[i]);
+    i = j;
+  }
+  done_chunks.clear();
+}
+
+TraceReader::TraceReader(std::span<const uint8_t> file, const FileHeader& header, PageAccess pages)
     : state_(std::make_unique<State>()) {
   state_->file = file;
-  state_->release = std::move(release);
+  state_->pages = std::move(pages);
   state_->scan(header.chunk_size);
 }
 
 TraceReader::~TraceReader() = default;
 
 const Record* TraceReader::next_record() {
-  if (state_->heap.empty()) return nullptr;
+  if (state_->heap.empty()) {
+    if (!state_->done_chunks.empty()) state_->release_done();
+    return nullptr;
+  }
   const std::size_t writer = state_->heap.top();
   state_->heap.pop();
   Cursor& c = state_->cursors[writer];

@@ -27,17 +27,20 @@ struct ReadProblem {
 // The time a record is ordered by (the process description has none: it comes first).
 uint64_t record_time(const Record& record);
 
-// Told which bytes of the file (offset, length) the reader is done with for now: a file mapping
-// can drop those pages (they come back from the page cache if read again), so that reading a
-// trace of any size keeps few of its pages resident.
-using ReleaseBytes = std::function<void(uint64_t offset, uint64_t length)>;
+// For a file mapping, how the reader keeps few of its pages resident, whatever the trace's size:
+// the up-front check of every chunk reads copies (`copy`: n bytes at offset into out, false on
+// failure), and each chunk's pages are dropped once it has been decoded (`release`; they come
+// back from the page cache if read again). Neither may be used on memory that must keep its
+// contents.
+struct PageAccess {
+  std::function<bool(uint64_t offset, uint8_t* out, std::size_t n)> copy;
+  std::function<void(uint64_t offset, uint64_t length)> release;
+};
 
 class TraceReader {
  public:
-  // `file` is the whole file; check_header() must have accepted it with `header`. `release`,
-  // when given, hears of each chunk once it has been checked, and again once it has been read.
-  TraceReader(std::span<const uint8_t> file, const FileHeader& header,
-              ReleaseBytes release = nullptr);
+  // `file` is the whole file; check_header() must have accepted it with `header`.
+  TraceReader(std::span<const uint8_t> file, const FileHeader& header, PageAccess pages = {});
   ~TraceReader();
   TraceReader(const TraceReader&) = delete;
   TraceReader& operator=(const TraceReader&) = delete;

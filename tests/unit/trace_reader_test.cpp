@@ -52,29 +52,65 @@ TEST(TraceReader, MergesWritersInTimeOrderAndTagsEachRecordWithItsThread) {
   EXPECT_EQ(reader.chunk_count(), 3u);
 }
 
-// Each chunk is given back once checked and once read, and only then: a reader that keeps few
-// pages resident, whatever the size of the trace.
-TEST(TraceReader, ReleasesEachChunkOnceCheckedAndOnceRead) {
+// With a file mapping's PageAccess, the up-front check reads copies of the chunks, and the chunks
+// are given back once read (in batches of adjacent chunks): a reader that keeps few pages
+// resident, whatever the size of the trace. A copy that fails falls back to the mapping.
+TEST(TraceReader, ChecksCopiesAndReleasesEachChunkOnceRead) {
   ChunkedFile file;
   const uint64_t a = file.add_chunk(0, 0, 100, process(), alloc_at(10, 0, 0xa000, 64));
   const uint64_t b = file.add_chunk(1, 0, 200, alloc_at(20, 0, 0xb000, 8));
   const uint64_t c = file.add_chunk(0, 1, 100, alloc_at(40, 0, 0xc000, 1));
   const uint64_t chunk = header_of(file.bytes()).chunk_size;
+  using Range = std::pair<uint64_t, uint64_t>;
+  for (const bool copies_work : {true, false}) {
+    std::vector<Range> copied;
+    std::vector<Range> released;
+    PageAccess pages;
+    pages.copy = [&](uint64_t offset, uint8_t* out, std::size_t n) {
+      copied.emplace_back(offset, n);
+      if (copies_work) std::copy_n(file.bytes().begin() + offset, n, out);
+      return copies_work;
+    };
+    pages.release = [&](uint64_t offset, uint64_t length) {
+      released.emplace_back(offset, length);
+    };
+    TraceReader reader(file.bytes(), header_of(file.bytes()), pages);
+    EXPECT_EQ(copied, (std::vector<Range>{{a, chunk}, {b, chunk}, {c, chunk}}));
+    EXPECT_EQ(reader.expected_records(), 4u);
+    EXPECT_TRUE(released.empty());
+    ASSERT_EQ(read_all(reader).size(), 4u);
+    // Released in batches, as runs of adjacent chunks: here all three at the end, as one run.
+    EXPECT_EQ(released, (std::vector<Range>{{a, 3 * chunk}}));
+    EXPECT_EQ(b, a + chunk);
+    EXPECT_EQ(c, b + chunk);
+    EXPECT_TRUE(reader.problems().empty());
+  }
+}
+
+// A long trace is given back as it is read, 256 chunks at a time, not all at the end.
+TEST(TraceReader, ReleasesLongTracesAsItGoes) {
+  ChunkedFile file;
+  uint64_t first = 0;
+  for (uint32_t i = 0; i < 300; ++i) {
+    const uint64_t at = i == 0 ? file.add_chunk(0, 0, 100, process(), alloc_at(1, 0, 0x1000, 8))
+                               : file.add_chunk(0, i, 100, alloc_at(1 + i, 0, 0x1000 + i, 8));
+    if (i == 0) first = at;
+  }
+  const uint64_t chunk = header_of(file.bytes()).chunk_size;
   std::vector<std::pair<uint64_t, uint64_t>> released;
-  TraceReader reader(file.bytes(), header_of(file.bytes()), [&](uint64_t offset, uint64_t length) {
-    released.emplace_back(offset, length);
-  });
-  // The scan checks all three, in file order.
-  EXPECT_EQ(released,
-            (std::vector<std::pair<uint64_t, uint64_t>>{{a, chunk}, {b, chunk}, {c, chunk}}));
-  ASSERT_EQ(read_all(reader).size(), 4u);
-  // Then each is read to its end: writer 0's first chunk before its second; writer 1's.
-  ASSERT_EQ(released.size(), 6u);
-  std::vector<std::pair<uint64_t, uint64_t>> read(released.begin() + 3, released.end());
-  std::sort(read.begin(), read.end());
-  EXPECT_EQ(read, (std::vector<std::pair<uint64_t, uint64_t>>{{a, chunk}, {b, chunk}, {c, chunk}}));
-  EXPECT_LT(std::find(released.begin() + 3, released.end(), std::make_pair(a, chunk)),
-            std::find(released.begin() + 3, released.end(), std::make_pair(c, chunk)));
+  PageAccess pages;
+  pages.release = [&](uint64_t offset, uint64_t length) { released.emplace_back(offset, length); };
+  TraceReader reader(file.bytes(), header_of(file.bytes()), pages);
+  uint64_t records = 0;
+  while (reader.next_record() != nullptr) {
+    ++records;
+    if (records == 258) {  // the process record, then one allocation per chunk
+      EXPECT_EQ(released, (std::vector<std::pair<uint64_t, uint64_t>>{{first, 256 * chunk}}));
+    }
+  }
+  EXPECT_EQ(records, 301u);
+  EXPECT_EQ(released, (std::vector<std::pair<uint64_t, uint64_t>>{
+                          {first, 256 * chunk}, {first + 256 * chunk, 44 * chunk}}));
 }
 
 TEST(TraceReader, AFlippedByteLosesOnlyItsChunkAndSaysWhere) {
