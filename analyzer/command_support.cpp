@@ -42,13 +42,34 @@ std::string frame_text(const SiteFrame& f) {
   return text.str();
 }
 
+namespace {
+
+// The CUDA runtime's and driver's own libraries.
+bool cuda_library(const std::optional<std::string>& module) {
+  if (!module) return false;
+  const std::string name = module->substr(module->rfind('/') + 1);
+  return name.rfind("libcudart", 0) == 0 || name.rfind("libcuda.so", 0) == 0;
+}
+
+}  // namespace
+
 void write_frames(const std::vector<SiteFrame>& frames, std::size_t shown,
                   const std::string& indent, std::ostream& out) {
   if (frames.empty()) out << indent << "(no stack recorded)\n";
-  for (std::size_t i = 0; i < frames.size() && i < shown; ++i) {
+  // A stack that went through the CUDA runtime starts with its internals: the text starts at
+  // the runtime's entry point (the last of those frames, cudaMalloc), so that the frames shown
+  // are the program's. The JSON keeps them all.
+  std::size_t first = 0;
+  while (first + 1 < frames.size() && cuda_library(frames[first].module) &&
+         cuda_library(frames[first + 1].module)) {
+    ++first;
+  }
+  for (std::size_t i = first; i < frames.size() && i < first + shown; ++i) {
     out << indent << frame_text(frames[i]) << "\n";
   }
-  if (frames.size() > shown) out << indent << "... " << frames.size() - shown << " more frames\n";
+  if (frames.size() > first + shown) {
+    out << indent << "... " << frames.size() - first - shown << " more frames\n";
+  }
 }
 
 nlohmann::ordered_json frames_json(const std::vector<SiteFrame>& frames) {
