@@ -110,6 +110,18 @@ void tell_where_traces_are(const std::string& pattern, time_t start) {
 
 }  // namespace
 
+namespace {
+
+std::string stack_mode(std::string_view mode) {
+  if (mode == "none" || mode == "native" || mode == "python" || mode == "all") {
+    return std::string(mode);
+  }
+  throw std::invalid_argument("--stacks takes none, native, python or all, not '" +
+                              std::string(mode) + "'");
+}
+
+}  // namespace
+
 RunOptions parse_run_arguments(int argc, const char* const* argv) {
   RunOptions options;
   int i = 0;
@@ -124,9 +136,15 @@ RunOptions parse_run_arguments(int argc, const char* const* argv) {
       options.output_pattern = argv[++i];
     } else if (arg.rfind("--output=", 0) == 0) {
       options.output_pattern = arg.substr(9);
+    } else if (arg == "--stacks") {
+      if (i + 1 >= argc) throw std::invalid_argument("--stacks needs none, native, python or all");
+      options.stacks = stack_mode(argv[++i]);
+    } else if (arg.rfind("--stacks=", 0) == 0) {
+      options.stacks = stack_mode(arg.substr(9));
     } else if (arg.size() > 1 && arg[0] == '-') {
       throw std::invalid_argument("unknown option '" + std::string(arg) +
-                                  "' (usage: gpumemtrace run [-o PATTERN] [--] CMD ARGS...)");
+                                  "' (usage: gpumemtrace run [-o PATTERN] [--stacks "
+                                  "none|native|python|all] [--] CMD ARGS...)");
     } else {
       break;
     }
@@ -134,7 +152,8 @@ RunOptions parse_run_arguments(int argc, const char* const* argv) {
   for (; i < argc; ++i) options.command.emplace_back(argv[i]);
   if (options.command.empty()) {
     throw std::invalid_argument(
-        "no command given (usage: gpumemtrace run [-o PATTERN] [--] CMD ARGS...)");
+        "no command given (usage: gpumemtrace run [-o PATTERN] [--stacks none|native|python|all] "
+        "[--] CMD ARGS...)");
   }
   return options;
 }
@@ -177,6 +196,7 @@ int run_traced(const RunOptions& options) {
       existing && *existing ? std::string(existing) + ":" + *library : *library;
   setenv("LD_PRELOAD", preload.c_str(), 1);
   setenv("GPUMEMTRACE_OUTPUT", pattern.c_str(), 1);
+  if (!options.stacks.empty()) setenv("GPUMEMTRACE_STACKS", options.stacks.c_str(), 1);
   claim_nvtx_injection(*library);
 
   const time_t start = time(nullptr);

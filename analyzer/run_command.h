@@ -9,10 +9,12 @@ namespace gmt::analyzer {
 
 struct RunOptions {
   std::string output_pattern;  // empty: $GPUMEMTRACE_OUTPUT or the library's default
+  std::string stacks;          // none|native|python|all; empty: $GPUMEMTRACE_STACKS or `all`
   std::vector<std::string> command;
 };
 
-// Parses what follows `run`: [-o PATTERN | --output PATTERN | --output=PATTERN] [--] CMD ARGS...
+// Parses what follows `run`: [-o PATTERN | --output PATTERN | --output=PATTERN]
+// [--stacks MODE | --stacks=MODE] [--] CMD ARGS...
 // The first argument that is not one of our options starts the command. Throws
 // std::invalid_argument with a message for the user.
 RunOptions parse_run_arguments(int argc, const char* const* argv);

@@ -191,6 +191,30 @@ TEST_F(EndToEnd, RunCommandTracesAndPassesTheExitCodeThrough) {
   EXPECT_EQ(killed.signal, SIGKILL) << killed.err;
 }
 
+// --stacks reaches the program: with `none` no stack is recorded, by default (all) one is.
+TEST_F(EndToEnd, RunCommandSetsTheStackMode) {
+  std::map<std::string, std::string> env = base_env();
+  env.erase("GPUMEMTRACE_OUTPUT");
+  env.erase("GPUMEMTRACE_STACKS");
+  if (!sanitizer_runtime().empty()) env["LD_PRELOAD"] = sanitizer_runtime();
+  for (const std::string mode : {"none", ""}) {
+    std::vector<std::string> args = {"run", "-o",
+                                     "stacks-" + (mode.empty() ? "default" : mode) + ".%p.gmt"};
+    if (!mode.empty()) args.insert(args.end(), {"--stacks", mode});
+    args.insert(args.end(), {"--", workload("workload_runtime_shared"), "alloc:a:" + mib(1)});
+    const ProcessResult r = cli(args, env);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  const ProcessResult none =
+      cli({"info", "--json", dir_ + "/" + fs::path(traces()[1]).filename().string()});
+  const ProcessResult all =
+      cli({"info", "--json", dir_ + "/" + fs::path(traces()[0]).filename().string()});
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_EQ(json::parse(none.out)["stacks"], 0) << traces()[1];
+  EXPECT_EQ(json::parse(all.out)["stacks"], 1) << traces()[0];
+}
+
 TEST_F(EndToEnd, RunCommandSaysWhenNoTraceWasWritten) {
   std::map<std::string, std::string> env = base_env();
   if (!sanitizer_runtime().empty()) env["LD_PRELOAD"] = sanitizer_runtime();

@@ -22,7 +22,13 @@ TEST(RunArguments, TheProgramKeepsItsOwnOptionsAndDoubleDashes) {
 
   const RunOptions c = parse({"ls"});
   EXPECT_EQ(c.output_pattern, "");
+  EXPECT_EQ(c.stacks, "");
   EXPECT_EQ(c.command, (std::vector<std::string>{"ls"}));
+
+  const RunOptions d = parse({"--stacks", "native", "-o", "x.gmt", "python", "--stacks", "no"});
+  EXPECT_EQ(d.stacks, "native");
+  EXPECT_EQ(d.command, (std::vector<std::string>{"python", "--stacks", "no"}));
+  EXPECT_EQ(parse({"--stacks=none", "ls"}).stacks, "none");
 }
 
 TEST(RunArguments, MistakesAreExplained) {
@@ -38,6 +44,13 @@ TEST(RunArguments, MistakesAreExplained) {
   } catch (const std::invalid_argument& e) {
     EXPECT_EQ(std::string(e.what()).rfind("unknown option '--frobnicate'", 0), 0u) << e.what();
   }
+  try {
+    parse({"--stacks", "everything", "ls"});
+    FAIL() << "expected an error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "--stacks takes none, native, python or all, not 'everything'");
+  }
+  EXPECT_THROW(parse({"--stacks"}), std::invalid_argument);
   EXPECT_THROW(parse({"-o", "x.gmt"}), std::invalid_argument);
   EXPECT_THROW(parse({"--"}), std::invalid_argument);
 }
