@@ -64,6 +64,16 @@ void write_frames(const std::vector<SiteFrame>& frames, std::size_t shown,
          cuda_library(frames[first + 1].module)) {
     ++first;
   }
+  // With Python frames further down, they are what the user wrote: the native frames between
+  // the entry point and them are summed up in one line.
+  std::size_t python = first;
+  while (python < frames.size() && frames[python].kind != "python") ++python;
+  if (python < frames.size() && python > first + 1 && python >= first + shown && shown > 1) {
+    out << indent << frame_text(frames[first]) << "\n";
+    out << indent << "... " << python - first - 1 << " native frames\n";
+    first = python;
+    shown -= 1;
+  }
   for (std::size_t i = first; i < frames.size() && i < first + shown; ++i) {
     out << indent << frame_text(frames[i]) << "\n";
   }

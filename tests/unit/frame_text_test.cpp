@@ -43,6 +43,31 @@ TEST(FrameText, StacksStartAtTheRuntimesEntryPoint) {
             "  main  main.cpp:40\n");
 }
 
+// A PyTorch allocation: the runtime's entry point, then the Python frames that led to it, the
+// native frames between them summed up.
+TEST(FrameText, PythonFramesAreShownPastTheNativeOnes) {
+  std::vector<SiteFrame> frames = {
+      in("0x41b5e", "/x/libcudart.so.13"), in("cudaMalloc", "/x/libcudart.so.13"),
+      in("c10::allocate", "/x/libc10_cuda.so"), in("at::empty", "/x/libtorch_cpu.so")};
+  SiteFrame leak = at("main", "/src/train.py", 30);
+  leak.kind = "python";
+  SiteFrame module = at("<module>", "/src/train.py", 37);
+  module.kind = "python";
+  frames.push_back(leak);
+  frames.push_back(module);
+  EXPECT_EQ(written(frames, 2),
+            "  cudaMalloc  (libcudart.so.13)\n  ... 2 native frames\n"
+            "  main  train.py:30\n  ... 1 more frames\n");
+  EXPECT_EQ(written(frames, 3),
+            "  cudaMalloc  (libcudart.so.13)\n  ... 2 native frames\n"
+            "  main  train.py:30\n  <module>  train.py:37\n");
+  // Room for all of them: nothing is summed up.
+  EXPECT_EQ(written(frames, 5),
+            "  cudaMalloc  (libcudart.so.13)\n  c10::allocate  (libc10_cuda.so)\n"
+            "  at::empty  (libtorch_cpu.so)\n  main  train.py:30\n"
+            "  <module>  train.py:37\n");
+}
+
 TEST(FrameText, OtherStacksAreShownFromTheLeaf) {
   const std::vector<SiteFrame> driver = {in("cuMemAlloc_v2", "/usr/lib/libcuda.so.1"),
                                          at("allocate", "/src/model.cpp", 12)};
