@@ -4,9 +4,11 @@
 // runtime's error, never the program's. Prints one line per call.
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 namespace {
 
@@ -23,10 +25,21 @@ Fn symbol(void* library, const char* name) {
   return reinterpret_cast<Fn>(must(dlsym(library, name), name));
 }
 
+// The plugin sits next to this program. By path: a sanitizer's dlopen does not search the
+// caller's RUNPATH.
+std::string beside_this_program(const char* name) {
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return name;
+  std::string path(self, static_cast<std::size_t>(n));
+  return path.substr(0, path.rfind('/') + 1) + name;
+}
+
 }  // namespace
 
 int main() {
-  void* library = must(dlopen("libgmt_runtime12_user.so", RTLD_NOW | RTLD_LOCAL), "dlopen");
+  const std::string plugin = beside_this_program("libgmt_runtime12_user.so");
+  void* library = must(dlopen(plugin.c_str(), RTLD_NOW | RTLD_LOCAL), "dlopen");
   auto allocate12 = symbol<int (*)(size_t, void**)>(library, "runtime12_allocate");
   auto free12 = symbol<int (*)(void*)>(library, "runtime12_free");
   auto last_error12 = symbol<int (*)()>(library, "runtime12_last_error");
