@@ -3,6 +3,7 @@
 #include "analyzer/byte_size.h"
 #include "analyzer/command_support.h"
 #include "analyzer/commands.h"
+#include "analyzer/leak_classes.h"
 #include "analyzer/trace_error.h"
 
 namespace gmt::analyzer {
@@ -13,8 +14,7 @@ namespace {
 uint64_t leaked_bytes(const TraceSummary& trace) {
   uint64_t bytes = 0;
   for (const LeakGroup& g : trace.leaks) {
-    if (g.leak_class == LeakClass::kProbableLeak || g.leak_class == LeakClass::kUnfreed)
-      bytes += g.bytes;
+    if (unintended(g.leak_class)) bytes += g.bytes;
   }
   return bytes;
 }

@@ -8,6 +8,7 @@
 #include "analyzer/byte_size.h"
 #include "analyzer/command_support.h"
 #include "analyzer/commands.h"
+#include "analyzer/leak_classes.h"
 #include "analyzer/stack_frames.h"
 #include "analyzer/trace_error.h"
 
@@ -52,8 +53,7 @@ void add_sites(TraceSummary& trace, bool after, std::map<std::string, SiteChange
     for (const PeakSite& s : d.peak_sites) figures(s.stack).peak += s.bytes;
   }
   for (const LeakGroup& g : trace.leaks) {
-    if (g.leak_class == LeakClass::kProbableLeak || g.leak_class == LeakClass::kUnfreed)
-      figures(g.stack).leaked += g.bytes;
+    if (unintended(g.leak_class)) figures(g.stack).leaked += g.bytes;
   }
 }
 

@@ -310,18 +310,6 @@ class DataBuilder {
   ordered_json stacks_;
 };
 
-// Bytes never freed on `device` that nobody meant to keep (probable leaks and unfreed), as the
-// text report's run table counts them.
-uint64_t leaked_on(const TraceSummary& t, int device) {
-  uint64_t bytes = 0;
-  for (const LeakGroup& g : t.leaks) {
-    if (g.device == device &&
-        (g.leak_class == LeakClass::kProbableLeak || g.leak_class == LeakClass::kUnfreed))
-      bytes += g.resident_bytes;
-  }
-  return bytes;
-}
-
 // One row per process and device, the highest peak marked: for a run of several processes.
 ordered_json process_rows(const std::vector<TraceSummary>& traces, std::size_t limit) {
   const DeviceSummary* highest = nullptr;

@@ -9,18 +9,9 @@
 namespace gmt::analyzer {
 namespace {
 
+// As the JSON outputs name the end, but a whole trace is "complete" here.
 const char* integrity_name(TraceEnd end) {
-  switch (end) {
-    case TraceEnd::kExited:
-      return "complete";
-    case TraceEnd::kCut:
-      return "cut";
-    case TraceEnd::kTruncated:
-      return "truncated";
-    case TraceEnd::kCorrupt:
-      return "corrupt";
-  }
-  return "unknown";
+  return end == TraceEnd::kExited ? "complete" : end_name(end);
 }
 
 std::string integrity_text(const TraceSummary& t) {

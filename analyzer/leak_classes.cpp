@@ -93,6 +93,14 @@ void classify_leaks(TraceSummary& trace) {
   });
 }
 
+uint64_t leaked_on(const TraceSummary& trace, int device) {
+  uint64_t bytes = 0;
+  for (const LeakGroup& g : trace.leaks) {
+    if (g.device == device && unintended(g.leak_class)) bytes += g.resident_bytes;
+  }
+  return bytes;
+}
+
 const char* leak_class_name(LeakClass c) {
   switch (c) {
     case LeakClass::kTeardown:

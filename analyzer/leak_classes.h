@@ -25,4 +25,13 @@ void classify_leaks(TraceSummary& trace);
 
 const char* leak_class_name(LeakClass c);
 
+// Memory never freed that nobody meant to keep: probable leaks and the unfreed rest (not what a
+// caching allocator keeps, nor what a context's teardown released).
+inline bool unintended(LeakClass c) {
+  return c == LeakClass::kProbableLeak || c == LeakClass::kUnfreed;
+}
+
+// The device-resident bytes of those on `device`.
+uint64_t leaked_on(const TraceSummary& trace, int device);
+
 }  // namespace gmt::analyzer

@@ -139,17 +139,6 @@ void write_leak_line(const TraceSummary& t, std::ostream& out) {
   out << "  (gpumemtrace leaks)\n";
 }
 
-// Bytes never freed on `device` that nobody meant to keep (probable leaks and unfreed).
-uint64_t leaked_on(const TraceSummary& t, int device) {
-  uint64_t bytes = 0;
-  for (const LeakGroup& g : t.leaks) {
-    if (g.device == device &&
-        (g.leak_class == LeakClass::kProbableLeak || g.leak_class == LeakClass::kUnfreed))
-      bytes += g.resident_bytes;
-  }
-  return bytes;
-}
-
 // One row per process and device, the run's totals, and the highest peak pointed out: for a run
 // of several processes or ranks.
 void write_run_table(const std::vector<TraceSummary>& traces, std::ostream& out) {
