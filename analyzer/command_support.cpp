@@ -82,6 +82,17 @@ void write_frames(const std::vector<SiteFrame>& frames, std::size_t shown,
   }
 }
 
+nlohmann::ordered_json failure_json(const FailedAllocation& f) {
+  return {{"time_ns", f.time_ns},
+          {"device", f.device},
+          {"api", format::api_name(f.api)},
+          {"driver_api", format::api_name(f.driver_api)},
+          {"requested_bytes", f.requested_bytes},
+          {"live_bytes", f.live_bytes},
+          {"driver_free_bytes", or_null(f.driver_free_bytes())},
+          {"other_processes_bytes", or_null(f.other_processes_bytes())}};
+}
+
 nlohmann::ordered_json frames_json(const std::vector<SiteFrame>& frames) {
   using nlohmann::ordered_json;
   ordered_json out = ordered_json::array();

@@ -35,6 +35,10 @@ nlohmann::ordered_json or_null(const std::optional<T>& v) {
   return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
 }
 
+// What `report` and `oom` both say of a failed allocation: when, where, what was asked for
+// and what the device held and had free then.
+nlohmann::ordered_json failure_json(const FailedAllocation& f);
+
 nlohmann::ordered_json frames_json(const std::vector<SiteFrame>& frames);
 
 // A site's lifetime statistics: allocations made there, temporaries, sizes by power of two.

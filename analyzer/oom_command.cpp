@@ -17,18 +17,12 @@ nlohmann::ordered_json oom_json(const TraceSummary& trace, ResolvedStacks& frame
       holders.push_back(
           {{"bytes", h.bytes}, {"count", h.count}, {"frames", frames_json(frames[h.stack])}});
     }
-    failures.push_back({{"time_ns", f.time_ns},
-                        {"device", f.device},
-                        {"api", format::api_name(f.api)},
-                        {"driver_api", format::api_name(f.driver_api)},
-                        {"requested_bytes", f.requested_bytes},
-                        {"live_bytes", f.live_bytes},
-                        {"driver_free_bytes", or_null(f.driver_free_bytes())},
-                        {"other_processes_bytes", or_null(f.other_processes_bytes())},
-                        {"kind", format::memory_kind_name(f.kind)},
-                        {"error", f.error},
-                        {"frames", frames_json(frames[f.stack])},
-                        {"holders", holders}});
+    ordered_json row = failure_json(f);
+    row["kind"] = format::memory_kind_name(f.kind);
+    row["error"] = f.error;
+    row["frames"] = frames_json(frames[f.stack]);
+    row["holders"] = std::move(holders);
+    failures.push_back(std::move(row));
   }
   return {{"trace", trace.path},
           {"failed_allocations", trace.failures.size() + trace.failures_not_kept},

@@ -62,18 +62,11 @@ nlohmann::ordered_json ooms_json(const ReportInput& input) {
     const ResolvedStacks& frames = input.frames[i];
     for (const FailedAllocation& f : input.traces[i].failures) {
       const auto at = frames.find(f.stack);
-      ooms.push_back(
-          {{"time_ns", f.time_ns},
-           {"device", f.device},
-           {"api", format::api_name(f.api)},
-           {"driver_api", format::api_name(f.driver_api)},
-           {"requested_bytes", f.requested_bytes},
-           {"live_bytes", f.live_bytes},
-           {"driver_free_bytes", or_null(f.driver_free_bytes())},
-           {"other_processes_bytes", or_null(f.other_processes_bytes())},
-           {"trace", i},
-           {"kind", format::memory_kind_name(f.kind)},
-           {"frames", frames_json(at != frames.end() ? at->second : std::vector<SiteFrame>{})}});
+      nlohmann::ordered_json row = failure_json(f);
+      row["trace"] = i;
+      row["kind"] = format::memory_kind_name(f.kind);
+      row["frames"] = frames_json(at != frames.end() ? at->second : std::vector<SiteFrame>{});
+      ooms.push_back(std::move(row));
     }
   }
   return ooms;
