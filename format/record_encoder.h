@@ -158,13 +158,23 @@ void encode_record(const R& record, CodecState& state, Out& out) {
   out.append(payload.data(), payload.size());
 }
 
-// The same framing, encoded in place at `at` (with max_record_bytes<R>() of room) for records
-// whose payload is under 128 bytes at most (the events): type and payload length then take one
-// byte each, so the payload goes straight to at + 2. Returns the framed size; 0 (never, by the
-// static bound) if the record did not fit.
+// Whether encode_record_at takes R: integer fields only, a payload under 128 bytes at most and
+// a type under 128 (the events), so that type and length take one byte each.
+template <class R>
+constexpr bool encodes_in_place() {
+  if constexpr (requires { R::kMaxBytes; }) {
+    return false;
+  } else {
+    return max_payload_bytes<R>() < 0x80 && static_cast<uint64_t>(R::kType) < 0x80;
+  }
+}
+
+// The same framing, encoded in place at `at` (with max_record_bytes<R>() of room): the payload
+// goes straight to at + 2. Returns the framed size; 0 (never, by the static bound) if the
+// record did not fit.
 template <class R>
 std::size_t encode_record_at(const R& record, CodecState& state, uint8_t* at) {
-  static_assert(max_record_bytes<R>() - 20 < 0x80 && static_cast<uint64_t>(R::kType) < 0x80);
+  static_assert(encodes_in_place<R>());
   PlacedBuffer payload(at + 2, max_record_bytes<R>() - 2);
   FieldWriter<PlacedBuffer> writer(payload, state);
   R::fields(record, writer);

@@ -76,18 +76,27 @@ struct FieldBound {
   }
 };
 
-// The most bytes a framed record can take: its declared kMaxBytes, else type and length
-// varints and the bound of its fields. The writer encodes into that much room, so an
-// encoding can never be cut short.
+// The type and length varints in front of every record's payload, at most.
+inline constexpr std::size_t kMaxFrameHeaderBytes = 2 * 10;
+
+// The most payload bytes a record of integer fields can take.
+template <class R>
+constexpr std::size_t max_payload_bytes() {
+  R record{};
+  FieldBound bound;
+  R::fields(record, bound);
+  return bound.bytes;
+}
+
+// The most bytes a framed record can take: its declared kMaxBytes, else its frame header and
+// the bound of its fields. The writer encodes into that much room, so an encoding can never
+// be cut short.
 template <class R>
 constexpr std::size_t max_record_bytes() {
   if constexpr (requires { R::kMaxBytes; }) {
     return R::kMaxBytes;
   } else {
-    R record{};
-    FieldBound bound;
-    R::fields(record, bound);
-    return 2 * 10 + bound.bytes;
+    return kMaxFrameHeaderBytes + max_payload_bytes<R>();
   }
 }
 

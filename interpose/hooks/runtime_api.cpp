@@ -85,11 +85,12 @@ constexpr const char* kRuntimeNames[] = {GMT_RUNTIME_FUNCTIONS(GMT_RUNTIME_NAME)
 #undef GMT_RUNTIME_NAME
 
 // The runtime versions we export under: the version node each real libcudart defines, which is
-// also its SONAME.
-#define GMT_RUNTIME_VERSIONS(X) \
-  X(v11, "libcudart.so.11.0")   \
-  X(v12, "libcudart.so.12")     \
-  X(v13, "libcudart.so.13")
+// also its SONAME (runtime_exports.map declares the same nodes). X gets any leading arguments
+// given after it, then the version's tag and node.
+#define GMT_RUNTIME_VERSIONS(X, ...)                     \
+  X(__VA_ARGS__ __VA_OPT__(, ) v11, "libcudart.so.11.0") \
+  X(__VA_ARGS__ __VA_OPT__(, ) v12, "libcudart.so.12")   \
+  X(__VA_ARGS__ __VA_OPT__(, ) v13, "libcudart.so.13")
 
 #define GMT_VERSION_INDEX(tag, node) k_##tag,
 enum RuntimeVersion : uint8_t { GMT_RUNTIME_VERSIONS(GMT_VERSION_INDEX) kRuntimeVersionCount };
@@ -140,10 +141,8 @@ R forward_versioned(RuntimeFunction fn, RuntimeVersion version, Api api, A... ar
     return forward_versioned<cudaError_t>(k_##name, k_##tag, Api::api GMT_CALL_ARGS args); \
   }                                                                                        \
   __asm__(".symver gmt_" #name "_" #tag ", " #name "@" node);
-#define GMT_VERSIONED_WRAPPERS(name, api, params, args)                    \
-  GMT_VERSIONED_WRAPPER(name, api, params, args, v11, "libcudart.so.11.0") \
-  GMT_VERSIONED_WRAPPER(name, api, params, args, v12, "libcudart.so.12")   \
-  GMT_VERSIONED_WRAPPER(name, api, params, args, v13, "libcudart.so.13")
+#define GMT_VERSIONED_WRAPPERS(name, api, params, args) \
+  GMT_RUNTIME_VERSIONS(GMT_VERSIONED_WRAPPER, name, api, params, args)
 GMT_RUNTIME_FUNCTIONS(GMT_VERSIONED_WRAPPERS)
 #undef GMT_VERSIONED_WRAPPERS
 #undef GMT_VERSIONED_WRAPPER

@@ -165,15 +165,13 @@ bool ReleasedFrameReader::key_of(const void* code, CodeKey* key) {
          read_value(at(code, layout_.code_first_line), &key->first_line);
 }
 
-bool ReleasedFrameReader::describe(const void* code, CodeKey* key, std::string* file,
+void ReleasedFrameReader::describe(const void* code, const CodeKey& key, std::string* file,
                                    std::string* name) {
-  if (!key_of(code, key)) return false;
-  if (!text_of(key->filename, file)) *file = "";
-  if (!text_of(key->name, name)) {
+  if (!text_of(key.filename, file)) *file = "";
+  if (!text_of(key.name, name)) {
     const void* plain = nullptr;
     if (!read_value(at(code, layout_.code_name), &plain) || !text_of(plain, name)) *name = "";
   }
-  return true;
 }
 
 }  // namespace gmt::interpose

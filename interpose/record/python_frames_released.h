@@ -42,10 +42,10 @@ class ReleasedFrameReader {
   // innermost first. 0 when there are none or the layout turned out not to match.
   int walk(const void* tstate, Frame* out, int max);
 
-  // The code object's key, file and qualified name. False if it does not look like a code
-  // object of this layout.
-  bool describe(const void* code, CodeKey* key, std::string* file, std::string* name);
+  // What identifies a code object; false if it does not look like one of this layout.
   bool key_of(const void* code, CodeKey* key);
+  // Its file and qualified name, from the key key_of gave ("" for what cannot be read).
+  void describe(const void* code, const CodeKey& key, std::string* file, std::string* name);
 
  private:
   struct Layout {

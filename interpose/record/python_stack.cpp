@@ -127,7 +127,7 @@ uint32_t PythonStack::released_code_id(const void* code) {
     return it->second.id;
   }
   format::PythonCodeRecord rec;
-  if (!released_.describe(code, &key, &rec.file, &rec.name)) return 0;
+  released_.describe(code, key, &rec.file, &rec.name);
   rec.id = next_id_++;
   writer_.record(rec);
   released_codes_[code] = {key, rec.id};

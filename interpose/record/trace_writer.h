@@ -53,7 +53,7 @@ class TraceWriter {
     ThreadChunk& chunk = thread_chunk();
     if (!usable(chunk, kMaxBytes) && !attach(chunk, kMaxBytes)) return;
     rec.time_ns = now_ns();
-    if constexpr (!requires { R::kMaxBytes; } && kMaxBytes - 20 < 0x80) {
+    if constexpr (format::encodes_in_place<R>()) {
       // Events: encoded in place, past the published bytes, then published.
       uint8_t* at = chunk.base + kChunkHeader + chunk.used;
       const std::size_t size = format::encode_record_at(rec, chunk.codec, at);
