@@ -19,11 +19,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
 class CrashSafety : public TracedRun, public ::testing::WithParamInterface<int> {
  protected:
   // Starts the loop under the preload, lets it run for `run_for`, kills it with `sig`, and

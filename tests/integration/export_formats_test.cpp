@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "tests/integration/phases_workload.h"
 #include "tests/integration/traced_run_fixture.h"
 
 using nlohmann::json;
@@ -47,11 +48,6 @@ class ExportFormats : public TracedRun {
     return path;
   }
 
-  static std::string read(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }
-
   // A shell pipeline's stdout; a test failure when it fails.
   ProcessResult shell(const std::string& command) const {
     ProcessSpec spec;
@@ -82,7 +78,7 @@ TEST_F(ExportFormats, FoldedStacksAddUpToThePeakAndToWhatWasNeverFreed) {
   ASSERT_EQ(device(rep, 0)["peak_bytes"], kPeak);
   ASSERT_EQ(device(rep, 0)["live_at_exit_bytes"], kLeft);
 
-  const auto peak = folded_lines(read(exported("folded")));
+  const auto peak = folded_lines(read_file(exported("folded")));
   uint64_t total = 0;
   for (const auto& [stack, bytes] : peak) {
     total += bytes;
@@ -91,7 +87,7 @@ TEST_F(ExportFormats, FoldedStacksAddUpToThePeakAndToWhatWasNeverFreed) {
   }
   EXPECT_EQ(total, kPeak);
 
-  const auto leaks = folded_lines(read(exported("folded", {"--what", "leaks"})));
+  const auto leaks = folded_lines(read_file(exported("folded", {"--what", "leaks"})));
   total = 0;
   for (const auto& [stack, bytes] : leaks) {
     total += bytes;
@@ -165,7 +161,7 @@ DecodedProfile parse_protoc_text(const std::string& text) {
 
 TEST_F(ExportFormats, PprofDecodesWithProfileProtoAndAddsUpExactly) {
   const std::string path = exported("pprof");
-  const std::string bytes = read(path);
+  const std::string bytes = read_file(path);
   ASSERT_GE(bytes.size(), 2u);
   EXPECT_EQ(static_cast<uint8_t>(bytes[0]), 0x1f);  // gzip
   EXPECT_EQ(static_cast<uint8_t>(bytes[1]), 0x8b);
@@ -203,7 +199,7 @@ TEST_F(ExportFormats, PprofDecodesWithProfileProtoAndAddsUpExactly) {
 }
 
 TEST_F(ExportFormats, SpeedscopeHasThePeakAndTheLeaksAsTwoProfilesInBytes) {
-  const json file = json::parse(read(exported("speedscope")));
+  const json file = json::parse(read_file(exported("speedscope")));
   EXPECT_EQ(file["$schema"], "https://www.speedscope.app/file-format-schema.json");
   const json& frames = file["shared"]["frames"];
   ASSERT_EQ(file["profiles"].size(), 2u);
@@ -230,7 +226,7 @@ TEST_F(ExportFormats, SpeedscopeHasThePeakAndTheLeaksAsTwoProfilesInBytes) {
 }
 
 TEST_F(ExportFormats, PerfettoCountersPeakAtThePeakWithTheOomAndPeakInstants) {
-  const json file = json::parse(read(exported("perfetto")));
+  const json file = json::parse(read_file(exported("perfetto")));
   const json rep = report({trace_});
   uint64_t most = 0;
   std::size_t counters = 0;
@@ -356,13 +352,7 @@ TEST_F(ExportPhases, PerfettoHasPhaseSlicesAndViewCounters) {
     if (e["name"] == "device 0 resident") resident = std::max(resident, bytes);
     if (e["name"] == "device 0 view nvml_process") nvml_process = std::max(nvml_process, bytes);
   }
-  EXPECT_EQ(slices, (std::map<std::string, int>{{"init", 1},
-                                                {"trainer::step", 3},
-                                                {"forward", 3},
-                                                {"backward", 3},
-                                                {"trainer::checkpoint", 1},
-                                                {"optimizer", 1},
-                                                {"shutdown", 1}}));
+  EXPECT_EQ(slices, kPhasesWorkloadRuns);
   EXPECT_EQ(resident, 218 * kMiB);
   // The sampler reads NVML at the new high: the peak and the context's 300 MiB.
   EXPECT_EQ(nvml_process, (218 + 300) * kMiB);

@@ -54,7 +54,7 @@ TEST_F(HtmlInBrowser, DrawsThePeakAndAClickShowsItsLargestAllocation) {
   const ProcessResult run = run_phases();
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const std::string page = html({only_trace()});
-  const json data = embedded_data(read(page));
+  const json data = embedded_data(read_file(page));
   const json& device = data["traces"][0]["devices"][0];
   ASSERT_EQ(device["peak_bytes"], 218 * kMiB);
 
@@ -98,7 +98,7 @@ TEST_F(HtmlInBrowser, DrawsThePeakAndAClickShowsItsLargestAllocation) {
   }
 
   // The screenshot, a PNG, is kept for people to look at.
-  const std::string png = read(screenshot);
+  const std::string png = read_file(screenshot);
   ASSERT_GT(png.size(), 8u);
   EXPECT_EQ(png.substr(1, 3), "PNG");
 }

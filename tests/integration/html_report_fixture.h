@@ -34,11 +34,6 @@ class HtmlReportRun : public TracedRun {
     return page;
   }
 
-  static std::string read(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }
-
   // The frames of a site, holder, failed call or leak of `trace`: [function, where], leaf first.
   static const nlohmann::json& frames(const nlohmann::json& trace, const nlohmann::json& item) {
     return trace["stacks"].at(item["stack"].get<std::size_t>())["frames"];

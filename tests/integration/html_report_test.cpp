@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "tests/integration/html_report_fixture.h"
+#include "tests/integration/phases_workload.h"
 
 using nlohmann::json;
 
@@ -21,7 +22,7 @@ TEST_F(HtmlReport, TimelinePhasesViewsAndLeaksAreTheModels) {
   const ProcessResult run = run_phases();
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const std::string trace = only_trace();
-  const std::string page = read(html({trace}));
+  const std::string page = read_file(html({trace}));
   EXPECT_EQ(page.rfind("<!DOCTYPE html>", 0), 0u);
   // Self-contained: nothing is fetched when the page opens.
   for (const char* fetch : {"src=", "href=\"http", "@import", "url("}) {
@@ -85,13 +86,7 @@ TEST_F(HtmlReport, TimelinePhasesViewsAndLeaksAreTheModels) {
     EXPECT_LE(r["start_ns"].get<uint64_t>(), r["end_ns"].get<uint64_t>());
     EXPECT_TRUE(r["ended"].get<bool>());
   }
-  EXPECT_EQ(runs, (std::map<std::string, int>{{"init", 1},
-                                              {"trainer::step", 3},
-                                              {"forward", 3},
-                                              {"backward", 3},
-                                              {"trainer::checkpoint", 1},
-                                              {"optimizer", 1},
-                                              {"shutdown", 1}}));
+  EXPECT_EQ(runs, kPhasesWorkloadRuns);
   EXPECT_EQ(t["phase_runs_left_out"], 0);
 
   // Leaks: the report's groups, in its order, adding up to what was live at the end.
@@ -154,7 +149,7 @@ TEST_F(HtmlReport, RunOfProcessesMarksTheHighestPeakAndShowsFailedAllocations) {
   r = run_traced("workload_runtime_shared", {"alloc:a:" + mib(3), "free:a"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json rep = report({dir_});
-  const json data = embedded_data(read(html({dir_})));
+  const json data = embedded_data(read_file(html({dir_})));
   ASSERT_EQ(data["traces"].size(), 2u);
 
   const json& rows = data["processes"];

@@ -11,6 +11,18 @@ namespace {
 
 class RuntimeNames : public TracedRun {
  protected:
+  // Runs the workload without us and then with us; both must succeed and print the same. Returns
+  // what they printed.
+  std::string same_output_traced_and_untraced(const std::string& name,
+                                              std::vector<std::string> ops = {}) {
+    const ProcessResult untraced = run_untraced(name, ops);
+    EXPECT_EQ(untraced.exit_code, 0) << untraced.err;
+    const ProcessResult traced = run_traced(name, ops);
+    EXPECT_EQ(traced.exit_code, 0) << traced.err;
+    EXPECT_EQ(traced.out, untraced.out);
+    return untraced.out;
+  }
+
   json info() const {
     const ProcessResult result = cli({"info", "--json", only_trace()});
     EXPECT_EQ(result.exit_code, 0) << result.err;
@@ -22,9 +34,7 @@ class RuntimeNames : public TracedRun {
 // keeps its own last error, so the lines the program prints show which runtime served each call.
 // They must be the same with the preload as without, and the trace must name every call.
 TEST_F(RuntimeNames, EachRuntimeServesItsOwnCallers) {
-  const ProcessResult untraced = run_untraced("workload_two_runtimes", {});
-  ASSERT_EQ(untraced.exit_code, 0) << untraced.err;
-  EXPECT_EQ(untraced.out,
+  EXPECT_EQ(same_output_traced_and_untraced("workload_two_runtimes"),
             "program cudaMalloc 4 MiB -> 0\n"
             "library cudaMalloc 8 MiB -> 0\n"
             "library cudaMalloc 1 PiB -> 2\n"
@@ -36,9 +46,6 @@ TEST_F(RuntimeNames, EachRuntimeServesItsOwnCallers) {
             "library cudaMalloc 16 MiB -> 0\n"
             "library cudaFree -> 0\n"
             "program cudaFree -> 0\n");
-  const ProcessResult traced = run_traced("workload_two_runtimes", {});
-  ASSERT_EQ(traced.exit_code, 0) << traced.err;
-  EXPECT_EQ(traced.out, untraced.out);
 
   const json i = info();
   EXPECT_EQ(i["allocations_by_api"], json::parse(R"({"cudaMalloc": 3})"));
@@ -61,17 +68,12 @@ TEST_F(RuntimeNames, EachRuntimeServesItsOwnCallers) {
 // unversioned lookup finds the runtime's own function, not our wrapper (ours are exported under
 // the runtimes' version nodes only), so what it allocates carries the driver's names.
 TEST_F(RuntimeNames, LookupsFindTheRuntimeOnlyWhereItIs) {
-  const ProcessResult untraced = run_untraced("workload_runtime_lookup", {});
-  ASSERT_EQ(untraced.exit_code, 0) << untraced.err;
-  EXPECT_EQ(untraced.out,
+  EXPECT_EQ(same_output_traced_and_untraced("workload_runtime_lookup"),
             "no runtime: default=0 next=0 self=0\n"
             "runtime loaded locally: default=0 next=0 self=0\n"
             "runtime made global: default=1 next=1 self=1\n"
             "cudaMalloc -> 0\n"
             "cudaFree -> 0\n");
-  const ProcessResult traced = run_traced("workload_runtime_lookup", {});
-  ASSERT_EQ(traced.exit_code, 0) << traced.err;
-  EXPECT_EQ(traced.out, untraced.out);
   const json i = info();
   EXPECT_EQ(i["allocations_by_api"], json::parse(R"({"cuMemAlloc": 1})"));
   EXPECT_EQ(i["frees_by_api"], json::parse(R"({"cuMemFree": 1})"));
@@ -86,12 +88,9 @@ TEST_F(RuntimeNames, IsolatedRuntimesRunUntouched) {
   if (!sanitizer_runtime().empty())
     GTEST_SKIP() << "RTLD_DEEPBIND and dlmopen cannot run under a sanitizer";
   for (const std::string mode : {"deepbind", "dlmopen"}) {
-    const ProcessResult untraced = run_untraced("workload_isolated_runtime", {mode});
-    ASSERT_EQ(untraced.exit_code, 0) << mode << untraced.err;
-    EXPECT_EQ(untraced.out, "cudaMalloc -> 0\ncudaFree -> 0\n") << mode;
-    const ProcessResult traced = run_traced("workload_isolated_runtime", {mode});
-    ASSERT_EQ(traced.exit_code, 0) << mode << traced.err;
-    EXPECT_EQ(traced.out, untraced.out) << mode;
+    EXPECT_EQ(same_output_traced_and_untraced("workload_isolated_runtime", {mode}),
+              "cudaMalloc -> 0\ncudaFree -> 0\n")
+        << mode;
     EXPECT_EQ(traces().size(), 0u) << mode;
   }
 }

@@ -21,6 +21,9 @@ inline constexpr uint64_t kMiB = 1024 * 1024;
 // n MiB, in bytes, as a workload argument.
 std::string mib(uint64_t n);
 
+// The whole content of a file ("" if it cannot be read).
+std::string read_file(const std::string& path);
+
 class TracedRun : public ::testing::Test {
  protected:
   void SetUp() override;
