@@ -1,4 +1,5 @@
 #include "analyzer/export_record_pass.h"
+#include "analyzer/phase_matcher.h"
 
 #include <algorithm>
 #include <optional>
@@ -40,53 +41,31 @@ std::vector<std::pair<const char*, uint64_t>> sampled_views(const format::Sample
   return views;
 }
 
-// Pairs phase boundaries into runs the way the model's phases do (views_replay.cpp): a pop
-// closes the innermost push of its thread and domain, an end closes its range.
+// The phase runs of the trace, paired as the model's phases are (PhaseMatcher).
 class PhaseRuns {
  public:
   explicit PhaseRuns(ExportPass& pass) : pass_(pass) {}
 
-  void on(const format::NameRecord& r) { names_[r.id] = r.text; }
+  void on(const format::NameRecord& r) { matcher_.on(r); }
 
   void on(const format::PhaseRecord& r) {
     const auto action = static_cast<format::PhaseAction>(r.action);
     if (action == format::PhaseAction::kMark) return;
     if (action == format::PhaseAction::kPush || action == format::PhaseAction::kStart) {
-      const std::string name =
-          r.domain == 0 ? name_of(r.name) : name_of(r.domain) + "::" + name_of(r.name);
-      open_.push_back({{name, r.tid, r.time_ns, 0, true},
-                       action == format::PhaseAction::kPush,
-                       r.domain,
-                       r.range});
+      matcher_.open(r) = {matcher_.name(r), r.tid, r.time_ns, 0, true};
       return;
     }
-    for (auto it = open_.rbegin(); it != open_.rend(); ++it) {
-      const bool match = action == format::PhaseAction::kPop
-                             ? it->pushed && it->run.thread == r.tid && it->domain == r.domain
-                             : !it->pushed && it->range == r.range;
-      if (!match) continue;
-      keep(it->run, r.time_ns, true);
-      open_.erase(std::next(it).base());
-      return;
-    }
+    if (auto run = matcher_.close(r)) keep(std::move(*run), r.time_ns, true);
   }
 
   void finish(uint64_t end_ns) {
-    for (const Open& o : open_) keep(o.run, std::max(end_ns, o.run.start_ns), false);
-    open_.clear();
+    for (const auto& o : matcher_.open_runs()) {
+      keep(o.value, std::max(end_ns, o.value.start_ns), false);
+    }
+    matcher_.open_runs().clear();
   }
 
  private:
-  struct Open {
-    PhaseRun run;
-    bool pushed;
-    uint32_t domain;
-    uint64_t range;
-  };
-  std::string name_of(uint32_t id) const {
-    const auto it = names_.find(id);
-    return it == names_.end() ? "name#" + std::to_string(id) : it->second;
-  }
   void keep(PhaseRun run, uint64_t end_ns, bool ended) {
     if (pass_.phases.size() >= ExportPass::kPhaseRunsKept) {
       ++pass_.phases_not_kept;
@@ -98,8 +77,7 @@ class PhaseRuns {
   }
 
   ExportPass& pass_;
-  std::unordered_map<uint32_t, std::string> names_;
-  std::vector<Open> open_;  // few: the nesting depth plus overlapping start/end ranges
+  PhaseMatcher<PhaseRun> matcher_;
 };
 
 }  // namespace

@@ -91,7 +91,8 @@ void ViewsReplay::usage_changed(int ordinal, uint64_t live, uint64_t time_ns, bo
   DeviceState& d = device(ordinal);
   d.live = live;
   d.last_change_ns = time_ns;
-  for (OpenPhase& p : open_) {
+  for (auto& open : phases_.open_runs()) {
+    OpenPhase& p = open.value;
     uint64_t& max =
         p.max_live.try_emplace(ordinal, p.start_live.count(ordinal) ? p.start_live[ordinal] : 0)
             .first->second;
@@ -100,11 +101,12 @@ void ViewsReplay::usage_changed(int ordinal, uint64_t live, uint64_t time_ns, bo
   if (new_peak) {
     // The path of phases open on the thread of the innermost one: "trainer::step > backward".
     std::string path;
-    if (!open_.empty()) {
-      const uint64_t thread = open_.back().thread;
-      for (const OpenPhase& p : open_) {
+    const auto& open = phases_.open_runs();
+    if (!open.empty()) {
+      const uint64_t thread = open.back().thread;
+      for (const auto& p : open) {
         if (p.thread != thread) continue;
-        path += (path.empty() ? "" : " > ") + p.name;
+        path += (path.empty() ? "" : " > ") + p.value.name;
       }
     }
     d.peak_phase = path;
@@ -187,50 +189,26 @@ std::string ViewsReplay::peak_phase(int ordinal) const {
 }
 
 void ViewsReplay::on(const format::NameRecord& r) {
-  names_[r.id] = r.text;
-}
-
-std::string ViewsReplay::name_of(uint32_t id) const {
-  auto it = names_.find(id);
-  return it == names_.end() ? "name#" + std::to_string(id) : it->second;
-}
-
-std::string ViewsReplay::phase_name(uint32_t domain, uint32_t name) const {
-  return domain == 0 ? name_of(name) : name_of(domain) + "::" + name_of(name);
+  phases_.on(r);
 }
 
 void ViewsReplay::on(const format::PhaseRecord& r) {
   const auto action = static_cast<PhaseAction>(r.action);
   if (action == PhaseAction::kMark) {
-    if (marks_.size() < kMarksKept)
-      marks_.push_back({r.time_ns, r.tid, phase_name(r.domain, r.name)});
+    if (marks_.size() < kMarksKept) marks_.push_back({r.time_ns, r.tid, phases_.name(r)});
     return;
   }
   if (action == PhaseAction::kPush || action == PhaseAction::kStart) {
-    OpenPhase p;
-    p.name = phase_name(r.domain, r.name);
-    p.thread = r.tid;
-    p.pushed = action == PhaseAction::kPush;
-    p.domain = r.domain;
-    p.range = r.range;
+    OpenPhase& p = phases_.open(r);
+    p.name = phases_.name(r);
     p.start_ns = r.time_ns;
     for (const auto& [ordinal, d] : devices_) {
       p.start_live[ordinal] = d.live;
       p.max_live[ordinal] = d.live;
     }
-    open_.push_back(std::move(p));
     return;
   }
-  // A pop closes the innermost push of the thread in the domain; an end, its range.
-  for (auto it = open_.rbegin(); it != open_.rend(); ++it) {
-    const bool match = action == PhaseAction::kPop
-                           ? it->pushed && it->thread == r.tid && it->domain == r.domain
-                           : !it->pushed && it->range == r.range;
-    if (!match) continue;
-    close(*it, r.time_ns, closed_);
-    open_.erase(std::next(it).base());
-    return;
-  }
+  if (auto p = phases_.close(r)) close(*p, r.time_ns, closed_);
 }
 
 void ViewsReplay::close(const OpenPhase& p, uint64_t,
@@ -253,7 +231,7 @@ void ViewsReplay::close(const OpenPhase& p, uint64_t,
 
 std::vector<PhaseStats> ViewsReplay::phases(uint64_t end_ns) const {
   auto all = closed_;
-  for (const OpenPhase& p : open_) close(p, end_ns, all);
+  for (const auto& p : phases_.open_runs()) close(p.value, end_ns, all);
   std::vector<PhaseStats> out;
   for (auto& [key, s] : all) out.push_back(std::move(s));
   std::sort(out.begin(), out.end(), [](const PhaseStats& a, const PhaseStats& b) {

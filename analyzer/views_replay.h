@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "analyzer/phase_matcher.h"
 #include "analyzer/views_model.h"
 #include "format/records.h"
 
@@ -55,19 +56,14 @@ class ViewsReplay {
     bool framework_waiting = false;
     std::string peak_phase;
   };
+  // What an open phase carries: its name and each device's figures since it opened.
   struct OpenPhase {
     std::string name;
-    uint64_t thread = 0;
-    bool pushed = false;  // push/pop (nested on its thread) rather than start/end
-    uint32_t domain = 0;
-    uint64_t range = 0;  // start/end: the range's id
     uint64_t start_ns = 0;
     std::map<int, uint64_t> start_live;  // per device, when it opened
     std::map<int, uint64_t> max_live;
   };
 
-  std::string name_of(uint32_t id) const;
-  std::string phase_name(uint32_t domain, uint32_t name) const;
   void close(const OpenPhase& phase, uint64_t time_ns,
              std::map<std::pair<std::string, int>, PhaseStats>& into) const;
   ViewValues values_of(const format::SampleRecord& r, const DeviceState& d) const;
@@ -75,10 +71,7 @@ class ViewsReplay {
 
   std::map<int, DeviceIdentity> identities_;
   std::map<int, DeviceState> devices_;
-  std::unordered_map<uint32_t, std::string> names_;
-  // Open phases, oldest first (few: nesting depth plus overlapping start/end ranges). A pop
-  // closes the innermost push of its thread and domain.
-  std::vector<OpenPhase> open_;
+  PhaseMatcher<OpenPhase> phases_;
   std::map<std::pair<std::string, int>, PhaseStats> closed_;
   std::vector<PhaseMark> marks_;
 };
