@@ -37,9 +37,12 @@ class FlatHashMap {
   std::size_t size() const { return size_; }
 
   Entry* find(const K& key) {
+    return const_cast<Entry*>(static_cast<const FlatHashMap*>(this)->find(key));
+  }
+  const Entry* find(const K& key) const {
     if (size_ == 0) return nullptr;
     for (std::size_t i = home(key);; i = (i + 1) & mask_) {
-      Entry& e = entries_[i];
+      const Entry& e = entries_[i];
       if (!e.used) return nullptr;
       if (e.key == key) return &e;
     }

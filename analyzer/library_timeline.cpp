@@ -170,7 +170,7 @@ class LibraryTracker {
     auto [it, added] = cache_.try_emplace(key);
     CachedSite& cached = it->second;
     if (added) cached.slot = slot_of(site->second.stack);
-    const uint64_t now = site->second.live_resident_bytes;
+    const uint64_t now = replay_.site_resident_bytes(key);
     if (now == cached.resident) return;
     DeviceState& d = devices_[site->second.device];
     if (d.split.size() <= cached.slot) d.split.resize(cached.slot + 1, 0);

@@ -85,7 +85,7 @@ void Replay::apply(const format::Record& record) {
   std::visit([this](const auto& r) { on(r); }, record);
   // A new peak is the state after the whole record: a new epoch starts after it.
   for (int ordinal : peaked_) {
-    ++peak_epochs_[ordinal];
+    ++peak_epochs_[device_index(ordinal)];
     views_.at_peak(ordinal);
   }
   peaked_.clear();
@@ -96,12 +96,26 @@ void Replay::apply(const format::Record& record) {
   ++record_index_;
 }
 
+uint32_t Replay::device_index(int ordinal) {
+  const auto [it, added] =
+      device_indices_.try_emplace(ordinal, static_cast<uint32_t>(peak_epochs_.size()));
+  if (added) peak_epochs_.push_back(0);
+  return it->second;
+}
+
+uint64_t Replay::site_resident_bytes(uint64_t key) const {
+  const auto* e = site_indices_.find(key);
+  return e != nullptr ? sites_[e->value].live_resident_bytes : 0;
+}
+
 std::vector<PeakSite> Replay::sites_live_on(int ordinal) const {
   std::vector<PeakSite> sites;
-  for (const auto& [key, site] : summary_.sites) {
-    if (site.device != ordinal || site.live_resident_bytes == 0) continue;
+  for (std::size_t i = 0; i < sites_.size(); ++i) {
+    const SiteSlot& slot = sites_[i];
+    const SiteStats& site = *site_rest_[i].stats;
+    if (site.device != ordinal || slot.live_resident_bytes == 0) continue;
     // The count is of device-resident allocations only, like the bytes.
-    sites.push_back(PeakSite{site.stack, site.live_resident_bytes, site.live_resident_count});
+    sites.push_back(PeakSite{site.stack, slot.live_resident_bytes, slot.live_resident_count});
   }
   std::sort(sites.begin(), sites.end(), [](const PeakSite& a, const PeakSite& b) {
     return a.bytes != b.bytes ? a.bytes > b.bytes : a.stack < b.stack;
@@ -109,24 +123,48 @@ std::vector<PeakSite> Replay::sites_live_on(int ordinal) const {
   return sites;
 }
 
-void Replay::save_for_peak(SiteSlot& slot) {
-  if (slot.saved_epoch == *slot.peak_epoch) return;
-  slot.saved_epoch = *slot.peak_epoch;
-  slot.resident_bytes_at_peak = slot.stats->live_resident_bytes;
-  slot.resident_count_at_peak = slot.stats->live_resident_count;
+void Replay::save_for_peak(uint32_t site) {
+  SiteSlot& slot = sites_[site];
+  const uint64_t epoch = peak_epochs_[slot.device_index];
+  if (slot.saved_epoch == epoch) return;
+  slot.saved_epoch = epoch;
+  site_rest_[site].resident_bytes_at_peak = slot.live_resident_bytes;
+  site_rest_[site].resident_count_at_peak = slot.live_resident_count;
+}
+
+void Replay::flush_sizes(uint32_t site) {
+  SiteSlot& slot = sites_[site];
+  site_rest_[site].stats->size_histogram[slot.run_bucket] += slot.run_count;
+  slot.run_count = 0;
+}
+
+void Replay::sync_sites() {
+  for (std::size_t i = 0; i < sites_.size(); ++i) {
+    flush_sizes(static_cast<uint32_t>(i));
+    const SiteSlot& slot = sites_[i];
+    SiteStats& site = *site_rest_[i].stats;
+    site.live_bytes = slot.live_bytes;
+    site.live_resident_bytes = slot.live_resident_bytes;
+    site.live_count = slot.live_count;
+    site.live_resident_count = slot.live_resident_count;
+    site.allocations = slot.allocations;
+    site.temporaries = slot.temporaries;
+  }
 }
 
 // What sites_live_on() said at the record that first reached the device's peak.
 std::vector<PeakSite> Replay::sites_at_peak(int ordinal) const {
   std::vector<PeakSite> sites;
-  const auto epoch = peak_epochs_.find(ordinal);
-  for (const SiteSlot& slot : sites_) {
-    const SiteStats& site = *slot.stats;
-    if (site.device != ordinal) continue;
-    const bool changed = epoch != peak_epochs_.end() && slot.saved_epoch == epoch->second;
-    const uint64_t bytes = changed ? slot.resident_bytes_at_peak : site.live_resident_bytes;
-    const uint64_t count = changed ? slot.resident_count_at_peak : site.live_resident_count;
-    if (bytes != 0) sites.push_back(PeakSite{site.stack, bytes, count});
+  const auto index = device_indices_.find(ordinal);
+  for (std::size_t i = 0; i < sites_.size(); ++i) {
+    const SiteSlot& slot = sites_[i];
+    const SiteRest& rest = site_rest_[i];
+    if (rest.stats->device != ordinal) continue;
+    const bool changed =
+        index != device_indices_.end() && slot.saved_epoch == peak_epochs_[index->second];
+    const uint64_t bytes = changed ? rest.resident_bytes_at_peak : slot.live_resident_bytes;
+    const uint64_t count = changed ? rest.resident_count_at_peak : slot.live_resident_count;
+    if (bytes != 0) sites.push_back(PeakSite{rest.stats->stack, bytes, count});
   }
   std::sort(sites.begin(), sites.end(), [](const PeakSite& a, const PeakSite& b) {
     return a.bytes != b.bytes ? a.bytes > b.bytes : a.stack < b.stack;
@@ -135,17 +173,20 @@ std::vector<PeakSite> Replay::sites_at_peak(int ordinal) const {
 }
 
 void Replay::take_sample(uint64_t time_ns) {
-  for (auto& [key, site] : summary_.sites) {
+  for (std::size_t i = 0; i < sites_.size(); ++i) {
+    const SiteSlot& slot = sites_[i];
+    SiteStats& site = *site_rest_[i].stats;
     site.live_samples.resize(samples_taken_, 0);  // a site born later was empty before
-    site.live_samples.push_back(site.live_bytes);
+    site.live_samples.push_back(slot.live_bytes);
     site.live_count_samples.resize(samples_taken_, 0);
-    site.live_count_samples.push_back(site.live_count);
+    site.live_count_samples.push_back(slot.live_count);
   }
   summary_.sample_times.push_back(std::max(time_ns, now_ns_));
   ++samples_taken_;
 }
 
 void Replay::finish() {
+  sync_sites();
   for (auto& [ordinal, d] : summary_.devices) {
     if (d.peak_bytes > 0) d.peak_sites = sites_at_peak(ordinal);
   }
@@ -159,7 +200,10 @@ uint32_t Replay::site_index(int device, uint32_t stack) {
   SiteStats& site = summary_.sites[key];  // unordered_map: the address stays
   site.device = device;
   site.stack = stack;
-  sites_.push_back(SiteSlot{&site, &peak_epochs_[device]});
+  SiteSlot slot;
+  slot.device_index = device_index(device);
+  sites_.push_back(slot);
+  site_rest_.push_back(SiteRest{&site});
   const auto index = static_cast<uint32_t>(sites_.size() - 1);
   site_indices_.insert(key, index);
   return index;
@@ -167,34 +211,38 @@ uint32_t Replay::site_index(int device, uint32_t stack) {
 
 void Replay::site_allocated(const LiveAllocation& a) {
   SiteSlot& slot = sites_[a.site];
-  SiteStats& site = *slot.stats;
-  ++site.allocations;
-  ++site.size_histogram[std::bit_width(a.size)];
-  site.live_bytes += a.size;
-  ++site.live_count;
+  ++slot.allocations;
+  const auto bucket = static_cast<uint8_t>(std::bit_width(a.size));
+  if (bucket != slot.run_bucket || slot.run_count == UINT16_MAX) [[unlikely]] {
+    flush_sizes(a.site);
+    slot.run_bucket = bucket;
+  }
+  ++slot.run_count;
+  slot.live_bytes += a.size;
+  ++slot.live_count;
   if (format::counts_toward_device_usage(a.kind)) {
-    save_for_peak(slot);
-    site.live_resident_bytes += a.size;
-    ++site.live_resident_count;
+    save_for_peak(a.site);
+    slot.live_resident_bytes += a.size;
+    ++slot.live_resident_count;
   }
 }
 
 void Replay::site_ended(const LiveAllocation& a, bool by_teardown) {
   SiteSlot& slot = sites_[a.site];
-  SiteStats& site = *slot.stats;
-  site.live_bytes -= a.size;
-  --site.live_count;
+  slot.live_bytes -= a.size;
+  --slot.live_count;
   if (format::counts_toward_device_usage(a.kind)) {
-    save_for_peak(slot);
-    site.live_resident_bytes -= a.size;
-    --site.live_resident_count;
+    save_for_peak(a.site);
+    slot.live_resident_bytes -= a.size;
+    --slot.live_resident_count;
   }
   if (by_teardown) {
+    SiteStats& site = *site_rest_[a.site].stats;
     site.torn_down_bytes += a.size;
     ++site.torn_down_count;
     if (format::counts_toward_device_usage(a.kind)) site.torn_down_resident_bytes += a.size;
   } else if (now_ns_ - a.time_ns < kTemporaryNs) {
-    ++site.temporaries;
+    ++slot.temporaries;
   }
 }
 

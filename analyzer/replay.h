@@ -34,8 +34,12 @@ class Replay {
   void apply(const format::Record& record);
   // After the last record: each device's peak sites, the timeline's buckets up to the end.
   void finish();
-  // The summary so far; `summary.end` and friends are the reader's to fill.
+  // The summary so far; `summary.end` and friends are the reader's to fill. Its sites' figures
+  // are those of the records applied until the last call of finish() (site_resident_bytes()
+  // says what a site holds now).
   TraceSummary& summary() { return summary_; }
+  // What the site holds now on its device, of device-resident kinds; 0 for a site not seen.
+  uint64_t site_resident_bytes(uint64_t site_key) const;
 
  private:
   // Addresses, VMM handles, array handles and reservations are separate name spaces: a handle
@@ -60,15 +64,31 @@ class Replay {
     uint64_t time_ns;
   };
   using LiveMap = FlatHashMap<Key, LiveAllocation, KeyHash>;
-  // A site, and what it held when its device last reached a new peak. Rather than a snapshot of
-  // every site at every new peak (O(sites) per record while memory grows), the device's peak
-  // epoch counts its new peaks, and a site saves its device-resident figures the first time they
-  // change in an epoch: at the end, a site that saved in the last epoch held what it saved then,
-  // and any other still holds what it held at the peak.
-  struct SiteSlot {
-    SiteStats* stats;
-    const uint64_t* peak_epoch;  // of the site's device
+  // A site's figures that change with every event, in one cache line: the sites' SiteStats, with
+  // their size histograms, are many times what the caches hold. summary_.sites gets them when
+  // it is read (sync_sites()), and at the end.
+  //
+  // What it held when its device last reached a new peak: rather than a snapshot of every site
+  // at every new peak (O(sites) per record while memory grows), the device's peak epoch counts
+  // its new peaks, and a site saves its device-resident figures the first time they change in
+  // an epoch: at the end, a site that saved in the last epoch held what it saved then, and any
+  // other still holds what it held at the peak.
+  struct alignas(64) SiteSlot {
+    uint64_t live_bytes = 0;
+    uint64_t live_resident_bytes = 0;
+    uint64_t live_count = 0;
+    uint64_t live_resident_count = 0;
+    uint64_t allocations = 0;
+    uint64_t temporaries = 0;
     uint64_t saved_epoch = UINT64_MAX;
+    uint32_t device_index = 0;  // in peak_epochs_
+    // Sizes go to the histogram a run at a time: a site's sizes mostly fall in one bucket.
+    uint16_t run_count = 0;
+    uint8_t run_bucket = 0;
+  };
+  static_assert(sizeof(SiteSlot) == 64);
+  struct SiteRest {
+    SiteStats* stats;
     uint64_t resident_bytes_at_peak = 0;
     uint64_t resident_count_at_peak = 0;
   };
@@ -114,7 +134,10 @@ class Replay {
   void on(const format::PhaseRecord& r);
   void on(const format::NoteRecord& r);
   void on(const format::PoolRecord& r);
-  void save_for_peak(SiteSlot& slot);
+  void save_for_peak(uint32_t site);
+  void flush_sizes(uint32_t site);
+  // Copies the sites' figures from their slots into summary_.sites.
+  void sync_sites();
   std::vector<PeakSite> sites_at_peak(int device) const;
   // Copies the views, devices, phases and notes into the summary (replay_views.cpp).
   void finish_views();
@@ -122,6 +145,7 @@ class Replay {
   void note_failure(const format::AllocFailedRecord& r);
   std::vector<PeakSite> sites_live_on(int device) const;
   uint32_t site_index(int device, uint32_t stack);
+  uint32_t device_index(int device);
   void site_allocated(const LiveAllocation& a);
   void site_ended(const LiveAllocation& a, bool by_teardown);
 
@@ -143,11 +167,14 @@ class Replay {
   LiveMap live_;
   // Every site, by index, and the index of each site_key.
   std::vector<SiteSlot> sites_;
+  std::vector<SiteRest> site_rest_;  // by the same index
   FlatHashMap<uint64_t, uint32_t, SiteKeyHash> site_indices_;
   std::vector<DeviceSlot> device_slots_;  // by ordinal, for the ordinals 0 to kCachedDevices - 1
   std::array<KindUsage*, format::kMemoryKindCount> process_kinds_{};
-  std::map<int, uint64_t> peak_epochs_;  // by device: how many records reached a new peak
-  std::vector<int> peaked_;              // devices the record being applied took to a new peak
+  // By device index: how many records took the device to a new peak.
+  std::vector<uint64_t> peak_epochs_;
+  std::map<int, uint32_t> device_indices_;  // by ordinal
+  std::vector<int> peaked_;                 // devices the record being applied took to a new peak
   std::unordered_map<uint64_t, HandleState> handles_;
   std::map<uint64_t, Mapping> mappings_;  // by address, for range unmaps
   std::vector<uint64_t> sample_positions_;

@@ -32,8 +32,9 @@ struct StreamStatus {
 class RecordDecoder {
  public:
   // `payload` is a run of framed records; `file_offset` is where it starts in the file, for
-  // the offsets that errors name.
-  RecordDecoder(std::span<const uint8_t> payload, uint64_t file_offset);
+  // the offsets that errors name. Records with a `thread` get `thread` (it is the chunk's, not
+  // encoded in each record).
+  RecordDecoder(std::span<const uint8_t> payload, uint64_t file_offset, uint64_t thread = 0);
 
   // The next record, or nullopt once the stream has ended; status() then says how.
   std::optional<Record> next();
@@ -44,6 +45,11 @@ class RecordDecoder {
   // How many records next() would give for `payload` if every record's fields decode: the
   // framing alone is walked (lengths skip the fields), so this is cheap.
   static uint64_t count_records(std::span<const uint8_t> payload);
+
+  // Of the record next_into() decoded last: its type and its time (0 for a record without one),
+  // known without looking into the variant.
+  RecordType last_type() const { return last_type_; }
+  uint64_t last_time() const { return last_time_; }
 
   const StreamStatus& status() const { return status_; }
   uint64_t unknown_records_skipped() const { return unknown_skipped_; }
@@ -58,6 +64,9 @@ class RecordDecoder {
   std::span<const uint8_t> bytes_;
   uint64_t file_offset_ = 0;
   std::size_t pos_ = 0;
+  uint64_t thread_ = 0;
+  RecordType last_type_{};
+  uint64_t last_time_ = 0;
   CodecState state_;
   StreamStatus status_;
   uint64_t unknown_skipped_ = 0;

@@ -1,9 +1,9 @@
 #include "format/trace_reader.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <map>
-#include <queue>
 #include <type_traits>
 #include <variant>
 
@@ -30,7 +30,7 @@ struct ChunkRef {
 // Records at the same nanosecond: what defines an id first, then what ends an allocation, then
 // what starts one.
 template <class R>
-constexpr int tie_rank_of() {
+constexpr uint8_t tie_rank_of() {
   if constexpr (std::is_same_v<R, ProcessInfoRecord> || std::is_same_v<R, ContextRecord> ||
                 std::is_same_v<R, StackRecord> || std::is_same_v<R, ModuleRecord> ||
                 std::is_same_v<R, PythonCodeRecord> || std::is_same_v<R, ThreadRecord> ||
@@ -45,6 +45,14 @@ constexpr int tie_rank_of() {
 }
 
 }  // namespace
+
+// By record type (RecordType numbers the variant's alternatives from 1): a table, so that the
+// merge does not look into the variant for it.
+template <std::size_t... I>
+constexpr std::array<uint8_t, sizeof...(I) + 1> tie_ranks(std::index_sequence<I...>) {
+  return {2, tie_rank_of<std::variant_alternative_t<I, Record>>()...};
+}
+constexpr auto kTieRanks = tie_ranks(std::make_index_sequence<std::variant_size_v<Record>>());
 
 uint64_t record_time(const Record& record) {
   return std::visit(
@@ -69,12 +77,16 @@ struct Cursor {
   bool has_head = false;
 };
 
-// What the merge orders a writer's head by, kept apart from the records: each comparison reads
-// two integers instead of looking into two variants.
-struct HeadKey {
-  uint64_t time = 0;
-  int rank = 0;
-};
+// What the merge orders a writer's head by, kept apart from the records: its time, then its tie
+// rank, then the writer's index, packed in one integer so that a comparison is one compare
+// (no branch to mispredict: which writer is ahead changes from record to record).
+using HeadKey = unsigned __int128;
+HeadKey head_key(uint64_t time, int rank, std::size_t writer) {
+  return static_cast<HeadKey>(time) << 64 | static_cast<HeadKey>(rank) << 32 | writer;
+}
+// The rank of a writer with no record left: after every tie rank of a real record, so that
+// such a writer wins only when no writer has a head.
+constexpr int kNoHead = 3;
 
 struct TraceReader::State {
   std::span<const uint8_t> file;
@@ -85,19 +97,19 @@ struct TraceReader::State {
   std::size_t chunks = 0;
   uint64_t expected_records = 0;
 
-  // Min-heap of writers by their head record. (Writers whose heads tie come out in the order
-  // this heap's pops and pushes give them: that order is part of the output, so the heap is
-  // always popped, then pushed, as it always was.)
-  struct Later {
-    const std::vector<HeadKey>* keys;
-    bool operator()(std::size_t a, std::size_t b) const {
-      const HeadKey& ka = (*keys)[a];
-      const HeadKey& kb = (*keys)[b];
-      if (ka.time != kb.time) return ka.time > kb.time;
-      return ka.rank > kb.rank;
-    }
-  };
-  std::priority_queue<std::size_t, std::vector<std::size_t>, Later> heap{Later{&keys}};
+  // The merge: a tournament (loser) tree over the writers. Each inner node keeps the writer
+  // that lost the match played there, the root's winner has the earliest head; after the
+  // winner moves on, only the matches on its path are replayed: log2(writers) comparisons per
+  // record, where a binary heap's pop and push make twice as many and move entries.
+  // Heads that tie in time and rank come out by writer index: the order is defined, not an
+  // accident of the merge's internals.
+  std::vector<uint32_t> losers;  // by node, 1 .. leaves - 1
+  uint32_t winner = 0;
+  std::size_t leaves = 1;  // a power of two: writers and unused leaves (never winners)
+  bool earlier(uint32_t a, uint32_t b) const { return keys[a] < keys[b]; }
+  uint32_t play(std::size_t node);
+  void build_tree();
+  void replay_from(uint32_t writer);
   PageAccess pages;
   uint32_t chunk_size = 0;
   std::vector<uint8_t> scratch;  // the chunk being checked, when pages.copy reads it
@@ -170,32 +182,56 @@ void TraceReader::State::scan(uint32_t chunk_size) {
     cursors.push_back(std::move(cursor));
   }
   keys.resize(cursors.size());
-  for (std::size_t i = 0; i < cursors.size(); ++i) {
-    advance(i);
-    if (cursors[i].has_head) heap.push(i);
-  }
+  for (std::size_t i = 0; i < cursors.size(); ++i) advance(i);
+  build_tree();
 }
 
-// Loads the writer's next record into its head, moving through its chunks.
+// The winner of the subtree under `node`, recording each match's loser on the way.
+uint32_t TraceReader::State::play(std::size_t node) {
+  if (node >= leaves) return static_cast<uint32_t>(node - leaves);
+  const uint32_t left = play(2 * node);
+  const uint32_t right = play(2 * node + 1);
+  const bool left_wins = earlier(left, right);
+  losers[node] = left_wins ? right : left;
+  return left_wins ? left : right;
+}
+
+void TraceReader::State::build_tree() {
+  leaves = 1;
+  while (leaves < cursors.size()) leaves *= 2;
+  // Unused leaves are writers past the last one, whose heads are past every real head.
+  keys.resize(leaves);
+  for (std::size_t i = cursors.size(); i < leaves; ++i) keys[i] = head_key(UINT64_MAX, kNoHead, i);
+  losers.assign(leaves, 0);
+  winner = play(1);
+}
+
+void TraceReader::State::replay_from(uint32_t writer) {
+  uint32_t candidate = writer;
+  for (std::size_t node = (leaves + writer) / 2; node >= 1; node /= 2) {
+    // Swapped by masks: a conditional swap compiles to a branch, mispredicted half the time.
+    const uint32_t loser = losers[node];
+    const uint32_t mask = 0u - static_cast<uint32_t>(earlier(loser, candidate));
+    const uint32_t diff = (loser ^ candidate) & mask;
+    losers[node] = loser ^ diff;
+    candidate ^= diff;
+  }
+  winner = candidate;
+}
+
+// Loads the writer's next record into its head, moving through its chunks; at the end its key
+// goes past every real head.
 void TraceReader::State::advance(std::size_t writer) {
   Cursor& c = cursors[writer];
   c.has_head = false;
+  keys[writer] = head_key(UINT64_MAX, kNoHead, writer);
   while (true) {
     if (c.decoder) {
       Record& record = c.slots[c.head_slot];
       if (c.decoder->next_into(record)) {
-        const uint32_t thread = c.chunks[c.next_chunk - 1].thread;
-        keys[writer] = std::visit(
-            [thread](auto& r) {
-              using R = std::decay_t<decltype(r)>;
-              if constexpr (requires { r.thread; }) r.thread = thread;
-              if constexpr (requires { r.time_ns; }) {
-                return HeadKey{r.time_ns, tie_rank_of<R>()};
-              } else {
-                return HeadKey{0, tie_rank_of<R>()};
-              }
-            },
-            record);
+        keys[writer] =
+            head_key(c.decoder->last_time(),
+                     kTieRanks[static_cast<std::size_t>(c.decoder->last_type())], writer);
         c.has_head = true;
         return;
       }
@@ -211,7 +247,7 @@ void TraceReader::State::advance(std::size_t writer) {
     if (c.next_chunk == c.chunks.size()) return;
     const ChunkRef& chunk = c.chunks[c.next_chunk++];
     c.decoder.emplace(file.subspan(chunk.offset + kChunkHeaderSize, chunk.length),
-                      chunk.offset + kChunkHeaderSize);
+                      chunk.offset + kChunkHeaderSize, chunk.thread);
   }
 }
 
@@ -242,17 +278,16 @@ TraceReader::TraceReader(std::span<const uint8_t> file, const FileHeader& header
 TraceReader::~TraceReader() = default;
 
 const Record* TraceReader::next_record() {
-  if (state_->heap.empty()) {
+  const uint32_t writer = state_->winner;
+  if (writer >= state_->cursors.size() || !state_->cursors[writer].has_head) {
     if (!state_->done_chunks.empty()) state_->release_done();
     return nullptr;
   }
-  const std::size_t writer = state_->heap.top();
-  state_->heap.pop();
   Cursor& c = state_->cursors[writer];
   const Record* record = &c.slots[c.head_slot];
   c.head_slot ^= 1;  // the next head goes to the other slot
   state_->advance(writer);
-  if (c.has_head) state_->heap.push(writer);
+  state_->replay_from(writer);
   return record;
 }
 

@@ -2,8 +2,10 @@
 // thread ids, kinds), so they cost one byte; 64-bit addresses cost at most ten.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace gmt::format {
 
@@ -43,6 +45,25 @@ inline bool get_varint(const uint8_t** pos, const uint8_t* end, uint64_t* value)
     }
   }
   return false;
+}
+
+// Reads a varint of at most 8 bytes (values below 2^56) from `p` with one 8-byte load: `p` must
+// have 8 readable bytes, whatever the varint's length. Returns its length, or 0 when it is longer
+// than 8 bytes (get_varint() reads those).
+inline std::size_t get_short_varint(const uint8_t* p, uint64_t* value) {
+  static_assert(std::endian::native == std::endian::little, "the format is little-endian");
+  uint64_t word;
+  std::memcpy(&word, p, sizeof word);
+  const uint64_t stops = ~word & 0x8080808080808080ull;  // bytes without a continuation bit
+  if (stops == 0) return 0;
+  // The bytes up to the first stop, without their continuation bits; then the 7-bit groups
+  // closed up in three steps: pairs into 14 bits, fours into 28, eight into 56.
+  uint64_t x = word & (stops ^ (stops - 1)) & 0x7f7f7f7f7f7f7f7full;
+  x = ((x & 0x7f007f007f007f00ull) >> 1) | (x & 0x007f007f007f007full);
+  x = ((x & 0x3fff00003fff0000ull) >> 2) | (x & 0x00003fff00003fffull);
+  x = ((x & 0x0fffffff00000000ull) >> 4) | (x & 0x000000000fffffffull);
+  *value = x;
+  return static_cast<std::size_t>(std::countr_zero(stops) >> 3) + 1;
 }
 
 inline uint64_t zigzag(int64_t v) {

@@ -27,6 +27,7 @@ TEST(AnalysisModel, SitesCountTemporariesAndSizeClasses) {
   replay.apply(alloc_from(600'000, 0x1000, 1024, 7));
   replay.apply(free_at(5'000'000, 0x1000));  // 4.4 ms: not
   replay.apply(alloc_from(6'000'000, 0x2000, 4096, 7));
+  replay.finish();
   const SiteStats& site = replay.summary().sites.at(site_key(0, 7));
   EXPECT_EQ(site.allocations, 3u);
   EXPECT_EQ(site.temporaries, 1u);
@@ -125,6 +126,7 @@ TEST(LeakClasses, GrowingSitesTeardownAndUnfreedAreToldApart) {
   records.push_back(destroyed);
   Replay first;
   for (const auto& r : records) first.apply(r);
+  first.finish();
   Replay second;
   second.sample_sites_after(leak_sample_positions(records.size()));
   for (const auto& r : records) second.apply(r);

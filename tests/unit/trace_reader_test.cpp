@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <tuple>
+#include <utility>
 
 #include "tests/unit/chunked_file.h"
 #include "tests/unit/trace_bytes.h"
@@ -50,6 +52,62 @@ TEST(TraceReader, MergesWritersInTimeOrderAndTagsEachRecordWithItsThread) {
   EXPECT_EQ(std::get<AllocRecord>(records[5]).thread, 100u);
   EXPECT_TRUE(reader.problems().empty());
   EXPECT_EQ(reader.chunk_count(), 3u);
+}
+
+// Allocations of different writers at the same nanosecond come out by writer: a defined order,
+// whatever the merge does inside. Five writers (not a power of two), listed out of order.
+TEST(TraceReader, TiesBetweenWritersComeOutInWriterOrder) {
+  ChunkedFile file;
+  file.add_chunk(3, 0, 300, alloc_at(50, 0, 0x3000, 3));
+  file.add_chunk(0, 0, 100, process(), alloc_at(50, 0, 0x1000, 1), alloc_at(60, 0, 0x1100, 11));
+  file.add_chunk(4, 0, 400, free_at(50, 0x1000), alloc_at(50, 0, 0x4000, 4));
+  file.add_chunk(1, 0, 150, alloc_at(50, 0, 0x2000, 2));
+  file.add_chunk(2, 0, 200, alloc_at(60, 0, 0x2100, 12));
+  TraceReader reader(file.bytes(), header_of(file.bytes()));
+  const std::vector<Record> records = read_all(reader);
+  ASSERT_EQ(records.size(), 8u);
+  // At 50 writer 4's free (rank 1) before every allocation; then writers 0, 1, 3, 4 (by writer
+  // id, not by position in the file), then 60: writers 0 and 2.
+  EXPECT_TRUE(std::holds_alternative<FreeRecord>(records[1]));
+  std::vector<uint64_t> sizes;
+  for (const Record& r : records) {
+    if (const auto* a = std::get_if<AllocRecord>(&r)) sizes.push_back(a->size);
+  }
+  EXPECT_EQ(sizes, (std::vector<uint64_t>{1, 2, 3, 4, 11, 12}));
+}
+
+// Many writers with interleaved times: the merge gives exactly the records sorted by (time,
+// writer), each writer's own order kept.
+TEST(TraceReader, MergesManyWritersLikeASort) {
+  ChunkedFile file(1 << 16);
+  constexpr uint32_t kWriters = 13;
+  std::vector<std::pair<uint64_t, uint64_t>> expected;  // (time, size)
+  uint64_t seed = 12345;
+  for (uint32_t w = 0; w < kWriters; ++w) {
+    std::vector<AllocRecord> allocs;
+    uint64_t t = 0;
+    for (int i = 0; i < 40; ++i) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      t += (seed >> 60) % 4;  // repeats times, within and across writers
+      allocs.push_back(alloc_at(t, 0, 0x100000ull * (w + 1) + 0x100ull * i, w * 1000 + i));
+      expected.emplace_back(t, w * 1000 + i);
+    }
+    std::apply([&](const auto&... r) { file.add_chunk(w, 0, w, r...); },
+               [&]<std::size_t... I>(std::index_sequence<I...>) {
+                 return std::make_tuple(allocs[I]...);
+               }(std::make_index_sequence<40>()));
+  }
+  std::stable_sort(expected.begin(), expected.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : a.second / 1000 < b.second / 1000;
+  });
+  TraceReader reader(file.bytes(), header_of(file.bytes()));
+  const std::vector<Record> records = read_all(reader);
+  ASSERT_EQ(records.size(), expected.size());
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const auto& a = std::get<AllocRecord>(records[i]);
+    EXPECT_EQ(a.time_ns, expected[i].first) << i;
+    EXPECT_EQ(a.size, expected[i].second) << i;
+  }
 }
 
 // With a file mapping's PageAccess, the up-front check reads copies of the chunks, and the chunks

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <limits>
+#include <vector>
 
 namespace gmt::format {
 namespace {
@@ -49,6 +51,44 @@ TEST(Varint, RejectsOverlongEncodings) {
   too_big[9] = 0x02;
   pos = too_big;
   EXPECT_FALSE(get_varint(&pos, too_big + 10, &value));
+}
+
+// The one-load decoder must agree with the byte loop on every length it accepts, whatever
+// bytes follow the varint, and refuse (0) every varint longer than 8 bytes.
+TEST(Varint, ShortDecoderAgreesWithTheByteLoop) {
+  std::vector<uint64_t> values;
+  for (unsigned bits = 0; bits <= 64; ++bits) {
+    const uint64_t top = bits == 64 ? ~0ull : (1ull << bits);
+    for (uint64_t delta : {0ull, 1ull, 2ull, 0x55ull, 0x7full}) {
+      values.push_back(top - delta);
+      values.push_back(top + delta);
+    }
+  }
+  values.push_back(0x0123456789abcdefull);
+  values.push_back(0x00fedcba98765432ull);
+  for (const uint64_t value : values) {
+    for (const uint8_t filler : {uint8_t{0x00}, uint8_t{0xff}, uint8_t{0x80}, uint8_t{0x7f}}) {
+      uint8_t buf[kMaxVarintBytes + 8];
+      std::fill(std::begin(buf), std::end(buf), filler);
+      const std::size_t length = put_varint(buf, value);
+      uint64_t decoded = 0;
+      const std::size_t n = get_short_varint(buf, &decoded);
+      if (length > 8) {
+        EXPECT_EQ(n, 0u) << value;
+        continue;
+      }
+      EXPECT_EQ(n, length) << value;
+      EXPECT_EQ(decoded, value) << value << " followed by " << int{filler};
+    }
+  }
+}
+
+TEST(Varint, ShortDecoderRefusesNineContinuedBytes) {
+  uint8_t buf[8];
+  std::fill(std::begin(buf), std::end(buf), 0x80);
+  uint64_t value = 7;
+  EXPECT_EQ(get_short_varint(buf, &value), 0u);
+  EXPECT_EQ(value, 7u);
 }
 
 TEST(Zigzag, MapsSmallMagnitudesToSmallCodes) {
