@@ -46,7 +46,8 @@ class TraceReader {
   TraceReader& operator=(const TraceReader&) = delete;
 
   // The next record in time order (ties: definitions, then frees, then allocations, so that an
-  // address freed and reused in the same nanosecond stays consistent), or nullopt at the end.
+  // address freed and reused in the same nanosecond stays consistent; then by writer id), or
+  // nullopt at the end.
   std::optional<Record> next();
   // The same without copying: the record stays valid until the next call (of either).
   const Record* next_record();
