@@ -132,15 +132,14 @@ void Replay::save_for_peak(uint32_t site) {
   site_rest_[site].resident_count_at_peak = slot.live_resident_count;
 }
 
-void Replay::flush_sizes(uint32_t site) {
-  SiteSlot& slot = sites_[site];
-  site_rest_[site].stats->size_histogram[slot.run_bucket] += slot.run_count;
-  slot.run_count = 0;
+void Replay::flush_sizes() {
+  for (const uint64_t entry : size_log_) ++histograms_[entry >> 8][entry & 0xff];
+  size_log_.clear();
 }
 
 void Replay::sync_sites() {
+  flush_sizes();
   for (std::size_t i = 0; i < sites_.size(); ++i) {
-    flush_sizes(static_cast<uint32_t>(i));
     const SiteSlot& slot = sites_[i];
     SiteStats& site = *site_rest_[i].stats;
     site.live_bytes = slot.live_bytes;
@@ -149,6 +148,7 @@ void Replay::sync_sites() {
     site.live_resident_count = slot.live_resident_count;
     site.allocations = slot.allocations;
     site.temporaries = slot.temporaries;
+    site.size_histogram = histograms_[i];
   }
 }
 
@@ -204,6 +204,7 @@ uint32_t Replay::site_index(int device, uint32_t stack) {
   slot.device_index = device_index(device);
   sites_.push_back(slot);
   site_rest_.push_back(SiteRest{&site});
+  histograms_.emplace_back();
   const auto index = static_cast<uint32_t>(sites_.size() - 1);
   site_indices_.insert(key, index);
   return index;
@@ -212,12 +213,9 @@ uint32_t Replay::site_index(int device, uint32_t stack) {
 void Replay::site_allocated(const LiveAllocation& a) {
   SiteSlot& slot = sites_[a.site];
   ++slot.allocations;
-  const auto bucket = static_cast<uint8_t>(std::bit_width(a.size));
-  if (bucket != slot.run_bucket || slot.run_count == UINT16_MAX) [[unlikely]] {
-    flush_sizes(a.site);
-    slot.run_bucket = bucket;
-  }
-  ++slot.run_count;
+  size_log_.push_back(static_cast<uint64_t>(a.site) << 8 | std::bit_width(a.size));
+  if (size_log_.size() == kSizeLogEntries) [[unlikely]]
+    flush_sizes();
   slot.live_bytes += a.size;
   ++slot.live_count;
   if (format::counts_toward_device_usage(a.kind)) {

@@ -82,9 +82,6 @@ class Replay {
     uint64_t temporaries = 0;
     uint64_t saved_epoch = UINT64_MAX;
     uint32_t device_index = 0;  // in peak_epochs_
-    // Sizes go to the histogram a run at a time: a site's sizes mostly fall in one bucket.
-    uint16_t run_count = 0;
-    uint8_t run_bucket = 0;
   };
   static_assert(sizeof(SiteSlot) == 64);
   struct SiteRest {
@@ -135,7 +132,8 @@ class Replay {
   void on(const format::NoteRecord& r);
   void on(const format::PoolRecord& r);
   void save_for_peak(uint32_t site);
-  void flush_sizes(uint32_t site);
+  // Adds the logged sizes to their sites' histograms.
+  void flush_sizes();
   // Copies the sites' figures from their slots into summary_.sites.
   void sync_sites();
   std::vector<PeakSite> sites_at_peak(int device) const;
@@ -168,6 +166,13 @@ class Replay {
   // Every site, by index, and the index of each site_key.
   std::vector<SiteSlot> sites_;
   std::vector<SiteRest> site_rest_;  // by the same index
+  // The sites' size histograms, by site index, and the (site, bucket) of the allocations not
+  // counted in them yet. An allocation's bucket is a random line of a large array: counted
+  // in a batch, in a loop of independent increments, the processor overlaps those misses,
+  // where in the replay each would stall it.
+  std::vector<std::array<uint64_t, kSizeBuckets>> histograms_;
+  std::vector<uint64_t> size_log_;  // site << 8 | bucket
+  static constexpr std::size_t kSizeLogEntries = 4096;
   FlatHashMap<uint64_t, uint32_t, SiteKeyHash> site_indices_;
   std::vector<DeviceSlot> device_slots_;  // by ordinal, for the ordinals 0 to kCachedDevices - 1
   std::array<KindUsage*, format::kMemoryKindCount> process_kinds_{};
