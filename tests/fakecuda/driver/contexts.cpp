@@ -98,10 +98,12 @@ CUresult CUDAAPI cuCtxDestroy(CUcontext ctx) {
   return cuCtxDestroy_v2(ctx);
 }
 
+// Lock-free, like the real driver's: the current context is the calling thread's own. (A global
+// lock here would make every caller that asks for it, the recorder's hooks among them, look
+// serialized in benchmarks on many cores.)
 CUresult CUDAAPI cuCtxGetCurrent(CUcontext* pctx) {
   if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  State& s = state();
-  DriverLock lock(s.mutex);
+  const State& s = state();
   if (CUresult r = require_initialized(s); r != CUDA_SUCCESS) return r;
   *pctx = current_context();
   return CUDA_SUCCESS;

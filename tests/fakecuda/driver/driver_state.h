@@ -4,6 +4,7 @@
 // Public entry points take the lock once (DriverLock) and call helpers that expect it held.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -116,7 +117,9 @@ struct DeviceState {
 
 struct State {
   std::mutex mutex;
-  bool initialized = false;
+  // Set once by cuInit under the mutex, read without it by the queries that only look at the
+  // calling thread's state (cuCtxGetCurrent), as a real driver answers them without a lock.
+  std::atomic<bool> initialized{false};
   FakeConfig config;
   std::vector<DeviceState> devices;            // by CUDA ordinal
   std::map<uint64_t, Allocation> allocations;  // by base address
