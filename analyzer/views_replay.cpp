@@ -93,10 +93,13 @@ void ViewsReplay::usage_changed(int ordinal, uint64_t live, uint64_t time_ns, bo
   d.last_change_ns = time_ns;
   for (auto& open : phases_.open_runs()) {
     OpenPhase& p = open.value;
-    uint64_t& max =
-        p.max_live.try_emplace(ordinal, p.start_live.count(ordinal) ? p.start_live[ordinal] : 0)
-            .first->second;
-    max = std::max(max, live);
+    // Once per device and phase the slow way (its bytes when the phase opened, or none).
+    auto max = p.max_live.find(ordinal);
+    if (max == p.max_live.end()) [[unlikely]] {
+      const auto start = p.start_live.find(ordinal);
+      max = p.max_live.emplace(ordinal, start == p.start_live.end() ? 0 : start->second).first;
+    }
+    max->second = std::max(max->second, live);
   }
   if (new_peak) {
     // The path of phases open on the thread of the innermost one: "trainer::step > backward".

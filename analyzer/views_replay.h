@@ -20,6 +20,13 @@ class ViewsReplay {
  public:
   static constexpr std::size_t kMarksKept = 1000;
 
+  // Not copied: it keeps a pointer into its own map (a move keeps the map's nodes).
+  ViewsReplay() = default;
+  ViewsReplay(const ViewsReplay&) = delete;
+  ViewsReplay& operator=(const ViewsReplay&) = delete;
+  ViewsReplay(ViewsReplay&&) = default;
+  ViewsReplay& operator=(ViewsReplay&&) = default;
+
   void on(const format::DeviceRecord& r);
   void on(const format::SampleRecord& r);
   void on(const format::NameRecord& r);
@@ -67,10 +74,19 @@ class ViewsReplay {
   void close(const OpenPhase& phase, uint64_t time_ns,
              std::map<std::pair<std::string, int>, PhaseStats>& into) const;
   ViewValues values_of(const format::SampleRecord& r, const DeviceState& d) const;
-  DeviceState& device(int ordinal) { return devices_[ordinal]; }
+  // Every allocation and free asks: the last device asked for is kept (std::map nodes stay put).
+  DeviceState& device(int ordinal) {
+    if (last_device_ == nullptr || last_ordinal_ != ordinal) {
+      last_device_ = &devices_[ordinal];
+      last_ordinal_ = ordinal;
+    }
+    return *last_device_;
+  }
 
   std::map<int, DeviceIdentity> identities_;
   std::map<int, DeviceState> devices_;
+  DeviceState* last_device_ = nullptr;
+  int last_ordinal_ = 0;
   PhaseMatcher<OpenPhase> phases_;
   std::map<std::pair<std::string, int>, PhaseStats> closed_;
   std::vector<PhaseMark> marks_;
