@@ -133,7 +133,9 @@ void Replay::save_for_peak(uint32_t site) {
 }
 
 void Replay::flush_sizes() {
-  for (const uint64_t entry : size_log_) ++histograms_[entry >> 8][entry & 0xff];
+  for (const uint64_t entry : size_log_) {
+    ++site_rest_[entry >> 8].stats->size_histogram[entry & 0xff];
+  }
   size_log_.clear();
 }
 
@@ -148,7 +150,6 @@ void Replay::sync_sites() {
     site.live_resident_count = slot.live_resident_count;
     site.allocations = slot.allocations;
     site.temporaries = slot.temporaries;
-    site.size_histogram = histograms_[i];
   }
 }
 
@@ -204,7 +205,6 @@ uint32_t Replay::site_index(int device, uint32_t stack) {
   slot.device_index = device_index(device);
   sites_.push_back(slot);
   site_rest_.push_back(SiteRest{&site});
-  histograms_.emplace_back();
   const auto index = static_cast<uint32_t>(sites_.size() - 1);
   site_indices_.insert(key, index);
   return index;

@@ -166,11 +166,10 @@ class Replay {
   // Every site, by index, and the index of each site_key.
   std::vector<SiteSlot> sites_;
   std::vector<SiteRest> site_rest_;  // by the same index
-  // The sites' size histograms, by site index, and the (site, bucket) of the allocations not
-  // counted in them yet. An allocation's bucket is a random line of a large array: counted
-  // in a batch, in a loop of independent increments, the processor overlaps those misses,
-  // where in the replay each would stall it.
-  std::vector<std::array<uint64_t, kSizeBuckets>> histograms_;
+  // The (site, bucket) of the allocations not counted in their sites' size histograms yet. An
+  // allocation's bucket is a random line of a large array: counted in a batch, in a loop of
+  // independent increments, the processor overlaps those misses, where in the replay each
+  // would stall it.
   std::vector<uint64_t> size_log_;  // site << 8 | bucket
   static constexpr std::size_t kSizeLogEntries = 4096;
   FlatHashMap<uint64_t, uint32_t, SiteKeyHash> site_indices_;

@@ -20,12 +20,10 @@ class ViewsReplay {
  public:
   static constexpr std::size_t kMarksKept = 1000;
 
-  // Not copied: it keeps a pointer into its own map (a move keeps the map's nodes).
+  // Neither copied nor moved: it keeps a pointer into its own map.
   ViewsReplay() = default;
   ViewsReplay(const ViewsReplay&) = delete;
   ViewsReplay& operator=(const ViewsReplay&) = delete;
-  ViewsReplay(ViewsReplay&&) = default;
-  ViewsReplay& operator=(ViewsReplay&&) = default;
 
   void on(const format::DeviceRecord& r);
   void on(const format::SampleRecord& r);

@@ -304,7 +304,7 @@ bool RecordDecoder::next_into(Record& out) {
     // The chunk's bytes come from memory: asking for them a few records ahead measurably
     // speeds the reader and the replay behind it (the hardware's own prefetch does not see the
     // writers' streams through the interleaved decoding).
-    __builtin_prefetch(p + 512);
+    if (file_end - p > 512) __builtin_prefetch(p + 512);
     uint64_t type = 0;
     uint64_t length = 0;
     if (!get_varint(&p, file_end, &type) || !get_varint(&p, file_end, &length)) {

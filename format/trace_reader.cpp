@@ -44,8 +44,6 @@ constexpr uint8_t tie_rank_of() {
   }
 }
 
-}  // namespace
-
 // By record type (RecordType numbers the variant's alternatives from 1): a table, so that the
 // merge does not look into the variant for it.
 template <std::size_t... I>
@@ -53,6 +51,8 @@ constexpr std::array<uint8_t, sizeof...(I) + 1> tie_ranks(std::index_sequence<I.
   return {2, tie_rank_of<std::variant_alternative_t<I, Record>>()...};
 }
 constexpr auto kTieRanks = tie_ranks(std::make_index_sequence<std::variant_size_v<Record>>());
+
+}  // namespace
 
 uint64_t record_time(const Record& record) {
   return std::visit(
@@ -65,6 +65,8 @@ uint64_t record_time(const Record& record) {
       },
       record);
 }
+
+namespace {
 
 // One writer's chunks, read in sequence, one record ahead. Records are decoded into two slots
 // in turn, reused: the head, and the record last handed out (valid until the next call).
@@ -87,6 +89,8 @@ HeadKey head_key(uint64_t time, int rank, std::size_t writer) {
 // The rank of a writer with no record left: after every tie rank of a real record, so that
 // such a writer wins only when no writer has a head.
 constexpr int kNoHead = 3;
+
+}  // namespace
 
 struct TraceReader::State {
   std::span<const uint8_t> file;

@@ -277,5 +277,59 @@ TEST(RecordCodec, AStringLongerThanItsRecordIsCorruption) {
       << decoder.status().reason;
 }
 
+// Fields are read with 8-byte loads while 8 bytes remain in the payload, and byte by byte in
+// the last 8. Records of every length ending at every distance from the end of an exactly
+// sized buffer (the sanitizer build catches a load past it) decode to the same values.
+TEST(RecordCodec, RecordsNearThePayloadsEndDecodeTheSame) {
+  for (uint64_t address : {0x10ull, 0x7f00'0000'1000ull, 0xffff'ffff'ffff'fff0ull}) {
+    for (uint64_t size : {1ull, 300ull, 1ull << 40, ~0ull}) {
+      TraceBytes trace;
+      AllocRecord a = test::alloc_at(123456789, 3, address, size);
+      a.stack = 70000;
+      trace.add(a);
+      FreeRecord f;
+      f.time_ns = 123456790;
+      f.address = address;
+      trace.add(f);
+      const std::vector<uint8_t> exact(trace.bytes().begin(), trace.bytes().end());
+      RecordDecoder decoder(exact, 0);
+      const auto first = decoder.next();
+      const auto second = decoder.next();
+      ASSERT_TRUE(first && second);
+      const auto& got = std::get<AllocRecord>(*first);
+      EXPECT_EQ(got.time_ns, 123456789u);
+      EXPECT_EQ(got.device, 3);
+      EXPECT_EQ(got.address, address);
+      EXPECT_EQ(got.size, size);
+      EXPECT_EQ(got.stack, 70000u);
+      EXPECT_EQ(std::get<FreeRecord>(*second).address, address);
+      EXPECT_FALSE(decoder.next());
+      EXPECT_EQ(decoder.status().end, StreamEnd::kClean);
+    }
+  }
+}
+
+// A varint that runs past its record's end is corruption even when the bytes after it (the
+// next record's) would complete it and 8 bytes can be loaded at once.
+TEST(RecordCodec, AVarintRunningPastItsRecordIsCorruption) {
+  TraceBytes trace;
+  trace.add(test::alloc_at(10, 0, 0x1000, 1ull << 30));  // size: a 5-byte varint
+  trace.add(test::alloc_at(20, 0, 0x2000, 64));
+  trace.add(test::alloc_at(30, 0, 0x3000, 64));
+  std::vector<uint8_t>& b = trace.bytes();
+  // Frame: type, length, then the fields. Cut the first record's length so that it ends in
+  // the middle of its size field: time(1) device(1) kind(1) api(1) address(2) size(5)...
+  ASSERT_LT(b[1], 0x80);
+  b[1] = static_cast<uint8_t>(1 + 1 + 1 + 1 + 2 + 3);
+  // Reading must stop at the first record, which is corrupt (what the bytes cut off from it
+  // would parse as does not matter).
+  RecordDecoder decoder(b, 0);
+  EXPECT_FALSE(decoder.next());
+  EXPECT_EQ(decoder.status().end, StreamEnd::kCorrupt);
+  EXPECT_EQ(decoder.status().offset, 0u);
+  EXPECT_NE(decoder.status().reason.find("bad or missing integer field"), std::string::npos)
+      << decoder.status().reason;
+}
+
 }  // namespace
 }  // namespace gmt::format

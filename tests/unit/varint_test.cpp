@@ -83,7 +83,7 @@ TEST(Varint, ShortDecoderAgreesWithTheByteLoop) {
   }
 }
 
-TEST(Varint, ShortDecoderRefusesNineContinuedBytes) {
+TEST(Varint, ShortDecoderRefusesEightContinuedBytes) {
   uint8_t buf[8];
   std::fill(std::begin(buf), std::end(buf), 0x80);
   uint64_t value = 7;
