@@ -3,6 +3,7 @@
 #include "analyzer/leak_classes.h"
 #include "analyzer/mapped_file.h"
 #include "analyzer/progress_bar.h"
+#include "analyzer/record_pipeline.h"
 #include "analyzer/replay.h"
 #include "analyzer/timeline_builder.h"
 #include "analyzer/trace_error.h"
@@ -29,12 +30,17 @@ TraceSummary summarize_trace_bytes(std::span<const uint8_t> bytes, const std::st
   const uint64_t expected = reader.expected_records();
   const bool timeline = options.timeline_resolution_ns > 0;
   if (!timeline) replay.sample_sites_after(leak_sample_positions(expected));
+  const auto pipeline_mode =
+      options.read_ahead ? RecordPipeline::Mode::kAuto : RecordPipeline::Mode::kInline;
   bool described = false;
   ProgressBar progress(options.progress, path, expected);
-  while (const format::Record* record = reader.next_record()) {
-    described = described || std::holds_alternative<format::ProcessInfoRecord>(*record);
-    replay.apply(*record);
-    progress.advance();
+  {
+    RecordPipeline records(reader, pipeline_mode);
+    while (const format::Record* record = records.next()) {
+      described = described || std::holds_alternative<format::ProcessInfoRecord>(*record);
+      replay.apply(*record);
+      progress.advance();
+    }
   }
   progress.finish();
   replay.finish();
@@ -50,7 +56,8 @@ TraceSummary summarize_trace_bytes(std::span<const uint8_t> bytes, const std::st
       if (timeline)
         second.record_timeline(timeline_resolution(options.timeline_resolution_ns, duration));
       format::TraceReader again(bytes, header.header, pages);
-      while (const format::Record* record = again.next_record()) second.apply(*record);
+      RecordPipeline records(again, pipeline_mode);
+      while (const format::Record* record = records.next()) second.apply(*record);
       second.finish();
       TraceSummary& first = replay.summary();
       first.sample_times = second.summary().sample_times;

@@ -22,6 +22,9 @@ namespace gmt::analyzer {
 struct SummaryOptions {
   uint64_t timeline_resolution_ns = 0;
   std::ostream* progress = nullptr;  // where to draw a progress bar (progress_bar.h); none if null
+  // Records read on a second thread while the replay runs, where two CPUs can be used
+  // (record_pipeline.h); off, everything runs on the caller's thread.
+  bool read_ahead = true;
 };
 TraceSummary summarize_trace(const std::string& path, const SummaryOptions& options = {});
 

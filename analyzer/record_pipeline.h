@@ -1,0 +1,66 @@
+// Reads a trace's records on a second thread while the caller replays them. Decoding and merging
+// the writers' records takes about as long as replaying them, so with two CPUs a trace is
+// summarized in little more than the time of the slower half. Records are handed over in
+// batches, copied out of the reader; where this process may run on one CPU only, the records
+// are read on the caller's thread instead, exactly as without a pipeline.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "format/trace_reader.h"
+
+namespace gmt::analyzer {
+
+class RecordPipeline {
+ public:
+  enum class Mode {
+    kAuto,    // a thread when the process may use two CPUs or more
+    kInline,  // no thread
+    kThread,  // a thread whatever the CPUs (tests)
+  };
+
+  // `reader` must outlive the pipeline, and is not to be used by the caller until the pipeline
+  // is gone (its thread reads it).
+  explicit RecordPipeline(format::TraceReader& reader, Mode mode = Mode::kAuto,
+                          std::size_t batch_records = 4096);
+  ~RecordPipeline();
+  RecordPipeline(const RecordPipeline&) = delete;
+  RecordPipeline& operator=(const RecordPipeline&) = delete;
+
+  // The next record in the reader's order, or nullptr at the end; valid until the next call.
+  // Rethrows what the reading thread threw.
+  const format::Record* next();
+
+  // Whether records are read on a second thread.
+  bool threaded() const { return thread_.joinable(); }
+
+ private:
+  using Batch = std::vector<format::Record>;
+  void read_batches();
+  bool take_full_batch();
+
+  format::TraceReader& reader_;
+  std::size_t batch_records_;
+  Batch current_;  // the consumer's batch
+  std::size_t position_ = 0;
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<Batch> full_;   // read, in order, not yet taken
+  std::deque<Batch> empty_;  // given back, to be refilled (their records' buffers reused)
+  bool done_ = false;        // the reader has nothing more (or threw)
+  bool stop_ = false;        // the consumer is gone
+  std::exception_ptr error_;
+  std::thread thread_;
+};
+
+// How many CPUs this process may run on (its affinity mask), at least 1.
+unsigned usable_cpus();
+
+}  // namespace gmt::analyzer
