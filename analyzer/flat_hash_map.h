@@ -5,6 +5,10 @@
 //
 // Entry pointers stay valid until the next insert (which may grow the array) or erase (which
 // may move entries back into the hole).
+//
+// An entry's layout is a parameter: by default the key, the value and a flag side by side
+// (PlainEntry); a map whose entries can be packed tighter gives its own type, with the same
+// used(), entry_key(), set() and clear().
 #pragma once
 
 #include <cstddef>
@@ -25,14 +29,26 @@ inline uint64_t mix_hash(uint64_t x) {
   return x;
 }
 
-template <class K, class V, class Hash>
+template <class K, class V>
+struct PlainEntry {
+  K key;
+  V value;
+  bool in_use = false;
+
+  bool used() const { return in_use; }
+  const K& entry_key() const { return key; }
+  void set(const K& k, const V& v) {
+    key = k;
+    value = v;
+    in_use = true;
+  }
+  void clear() { in_use = false; }
+};
+
+template <class K, class V, class Hash, class E = PlainEntry<K, V>>
 class FlatHashMap {
  public:
-  struct Entry {
-    K key;
-    V value;
-    bool used = false;
-  };
+  using Entry = E;
 
   std::size_t size() const { return size_; }
 
@@ -43,8 +59,8 @@ class FlatHashMap {
     if (size_ == 0) return nullptr;
     for (std::size_t i = home(key);; i = (i + 1) & mask_) {
       const Entry& e = entries_[i];
-      if (!e.used) return nullptr;
-      if (e.key == key) return &e;
+      if (!e.used()) return nullptr;
+      if (e.entry_key() == key) return &e;
     }
   }
 
@@ -52,8 +68,8 @@ class FlatHashMap {
   Entry* insert(const K& key, const V& value) {
     if (2 * (size_ + 1) > entries_.size()) grow();  // at most half full: short probe runs
     std::size_t i = home(key);
-    while (entries_[i].used) i = (i + 1) & mask_;
-    entries_[i] = Entry{key, value, true};
+    while (entries_[i].used()) i = (i + 1) & mask_;
+    entries_[i].set(key, value);
     ++size_;
     return &entries_[i];
   }
@@ -62,24 +78,29 @@ class FlatHashMap {
   // be reachable back into the hole, so that no tombstones slow later lookups.
   void erase(Entry* entry) {
     std::size_t hole = static_cast<std::size_t>(entry - entries_.data());
-    for (std::size_t i = (hole + 1) & mask_; entries_[i].used; i = (i + 1) & mask_) {
+    for (std::size_t i = (hole + 1) & mask_; entries_[i].used(); i = (i + 1) & mask_) {
       // The entry at i may fill the hole unless its home lies cyclically in (hole, i].
-      const std::size_t h = home(entries_[i].key);
+      const std::size_t h = home(entries_[i].entry_key());
       const bool home_after_hole = hole <= i ? (hole < h && h <= i) : (hole < h || h <= i);
       if (home_after_hole) continue;
       entries_[hole] = std::move(entries_[i]);
       hole = i;
     }
-    entries_[hole].used = false;
+    entries_[hole].clear();
     --size_;
   }
 
-  // Calls f(key, value) for every entry, in no particular order; f must not change the map.
+  // Calls f(entry) for every entry, in no particular order; f must not change the map.
+  template <class F>
+  void for_each_entry(F&& f) const {
+    for (const Entry& e : entries_) {
+      if (e.used()) f(e);
+    }
+  }
+  // Calls f(key, value) for every entry of a PlainEntry map.
   template <class F>
   void for_each(F&& f) const {
-    for (const Entry& e : entries_) {
-      if (e.used) f(e.key, e.value);
-    }
+    for_each_entry([&](const Entry& e) { f(e.key, e.value); });
   }
 
  private:
@@ -91,7 +112,11 @@ class FlatHashMap {
     mask_ = entries_.size() - 1;
     size_ = 0;
     for (const Entry& e : old) {
-      if (e.used) insert(e.key, e.value);
+      if (!e.used()) continue;
+      std::size_t i = home(e.entry_key());
+      while (entries_[i].used()) i = (i + 1) & mask_;
+      entries_[i] = e;
+      ++size_;
     }
   }
 

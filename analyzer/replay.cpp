@@ -203,6 +203,7 @@ uint32_t Replay::site_index(int device, uint32_t stack) {
   site.stack = stack;
   SiteSlot slot;
   slot.device_index = device_index(device);
+  slot.device = device;
   sites_.push_back(slot);
   site_rest_.push_back(SiteRest{&site});
   const auto index = static_cast<uint32_t>(sites_.size() - 1);
@@ -305,9 +306,24 @@ void Replay::remove_usage(int ordinal, MemoryKind kind, uint64_t bytes) {
   views_.usage_changed(ordinal, d.live_bytes, now_ns_, false);
 }
 
+void Replay::LiveEntry::set(const Key& key, const LiveAllocation& a) {
+  static_assert(format::kMemoryKindCount <= 32, "the kind has 5 bits");
+  constexpr uint64_t kMaxTime = (uint64_t{1} << 56) - 1;
+  address = key.value;
+  size = a.size;
+  time_tags = std::min(a.time_ns, kMaxTime) << 8 | static_cast<uint64_t>(a.kind) << 3 |
+              static_cast<uint64_t>(key.space) << 1 | 1;
+  site = a.site;
+  context = a.context;
+}
+
+Replay::LiveAllocation Replay::unpack(const LiveEntry& e) const {
+  return LiveAllocation{sites_[e.site].device, e.kind(), e.size, e.context, e.site, e.time_ns()};
+}
+
 void Replay::end_allocation(LiveMap::Entry* entry, bool by_teardown) {
-  const LiveAllocation a = entry->value;
-  const Key key = entry->key;
+  const LiveAllocation a = unpack(*entry);
+  const Key key = entry->entry_key();
   live_.erase(entry);
   if (per_device(a.kind)) {
     DeviceSummary& d = device(a.device);
@@ -404,8 +420,8 @@ void Replay::on(const format::ContextDestroyedRecord& r) {
   // Which ones first, then end them: ending one moves entries of the map. The order they end
   // in changes no figure (each only takes its own bytes away).
   std::vector<Key> owned;
-  live_.for_each([&](const Key& key, const LiveAllocation& a) {
-    if (a.context == r.id && format::owned_by_context(a.kind)) owned.push_back(key);
+  live_.for_each_entry([&](const LiveEntry& e) {
+    if (e.context == r.id && format::owned_by_context(e.kind())) owned.push_back(e.entry_key());
   });
   for (const Key& key : owned) end_allocation(live_.find(key), true);
 }
@@ -415,8 +431,8 @@ void Replay::on(const format::MapRecord& r) {
   int ordinal = r.device;
   bool host = false;
   if (const auto* physical = live_.find(Key{Space::kHandle, r.handle})) {
-    ordinal = physical->value.device;
-    host = format::host_memory(physical->value.kind);
+    ordinal = sites_[physical->site].device;
+    host = format::host_memory(physical->kind());
   }
   if (auto state = handles_.find(r.handle); state != handles_.end()) ++state->second.mappings;
   // Mappings of host memory keep their handle alive but are no device's address space.

@@ -63,7 +63,28 @@ class Replay {
     uint32_t site;  // index in sites_
     uint64_t time_ns;
   };
-  using LiveMap = FlatHashMap<Key, LiveAllocation, KeyHash>;
+  // A live allocation as the map keeps it, in 32 bytes, so that a probe reads one cache line
+  // (the map is many times what the caches hold; a 56-byte entry straddled two lines most of the
+  // time). The kind, the key's name space and the used flag share a word with the time, which
+  // keeps 56 bits: 2.28 years, past which a time saturates. The device is the site's.
+  struct LiveEntry {
+    uint64_t address = 0;
+    uint64_t size = 0;
+    uint64_t time_tags = 0;  // time << 8 | kind << 3 | space << 1 | used
+    uint32_t site = 0;
+    uint32_t context = 0;
+
+    bool used() const { return (time_tags & 1) != 0; }
+    Key entry_key() const { return Key{static_cast<Space>((time_tags >> 1) & 3), address}; }
+    void set(const Key& key, const LiveAllocation& a);
+    void clear() { time_tags = 0; }
+    format::MemoryKind kind() const {
+      return static_cast<format::MemoryKind>((time_tags >> 3) & 31);
+    }
+    uint64_t time_ns() const { return time_tags >> 8; }
+  };
+  static_assert(sizeof(LiveEntry) == 32);
+  using LiveMap = FlatHashMap<Key, LiveAllocation, KeyHash, LiveEntry>;
   // A site's figures that change with every event, in one cache line: the sites' SiteStats, with
   // their size histograms, are many times what the caches hold. summary_.sites gets them when
   // it is read (sync_sites()), and at the end.
@@ -82,6 +103,7 @@ class Replay {
     uint64_t temporaries = 0;
     uint64_t saved_epoch = UINT64_MAX;
     uint32_t device_index = 0;  // in peak_epochs_
+    int32_t device = 0;
   };
   static_assert(sizeof(SiteSlot) == 64);
   struct SiteRest {
@@ -155,6 +177,7 @@ class Replay {
   void add_usage(int device, format::MemoryKind kind, uint64_t bytes, uint64_t time_ns);
   void remove_usage(int device, format::MemoryKind kind, uint64_t bytes);
   void end_allocation(LiveMap::Entry* entry, bool by_teardown);
+  LiveAllocation unpack(const LiveEntry& e) const;
   void release_handle_if_unused(uint64_t handle);
   void saw_event(uint64_t time_ns);
   DeviceSummary& device(int ordinal);
