@@ -2,6 +2,7 @@
 
 #include <sched.h>
 
+#include <system_error>
 #include <utility>
 
 namespace gmt::analyzer {
@@ -24,7 +25,12 @@ RecordPipeline::RecordPipeline(format::TraceReader& reader, Mode mode, std::size
   const bool thread = mode == Mode::kThread || (mode == Mode::kAuto && usable_cpus() >= 2);
   if (!thread) return;
   for (std::size_t i = 0; i + 1 < kBatches; ++i) empty_.emplace_back();
-  thread_ = std::thread([this] { read_batches(); });
+  try {
+    thread_ = std::thread([this] { read_batches(); });
+  } catch (const std::system_error&) {
+    // No thread to be had (a process or thread limit): read on the caller's thread.
+    empty_.clear();
+  }
 }
 
 RecordPipeline::~RecordPipeline() {
