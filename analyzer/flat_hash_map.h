@@ -67,11 +67,10 @@ class FlatHashMap {
   // `key` must not be in the map.
   Entry* insert(const K& key, const V& value) {
     if (2 * (size_ + 1) > entries_.size()) grow();  // at most half full: short probe runs
-    std::size_t i = home(key);
-    while (entries_[i].used()) i = (i + 1) & mask_;
-    entries_[i].set(key, value);
+    Entry& e = free_slot_for(key);
+    e.set(key, value);
     ++size_;
-    return &entries_[i];
+    return &e;
   }
 
   // Removes `entry` (from find or insert) and moves the entries after it that would no longer
@@ -106,6 +105,13 @@ class FlatHashMap {
  private:
   std::size_t home(const K& key) const { return Hash()(key) & mask_; }
 
+  // The first unused slot of the probe run that starts at `key`'s home.
+  Entry& free_slot_for(const K& key) {
+    std::size_t i = home(key);
+    while (entries_[i].used()) i = (i + 1) & mask_;
+    return entries_[i];
+  }
+
   void grow() {
     std::vector<Entry> old = std::move(entries_);
     entries_.assign(old.empty() ? 16 : 2 * old.size(), Entry{});
@@ -113,9 +119,7 @@ class FlatHashMap {
     size_ = 0;
     for (const Entry& e : old) {
       if (!e.used()) continue;
-      std::size_t i = home(e.entry_key());
-      while (entries_[i].used()) i = (i + 1) & mask_;
-      entries_[i] = e;
+      free_slot_for(e.entry_key()) = e;
       ++size_;
     }
   }

@@ -56,6 +56,20 @@ free_kib() { df -Pk "$scratch" | awk 'NR == 2 { print $4 }'; }
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
+# time_report TRACE [PREFIX...]: runs `report --json` on TRACE $reps times under PREFIX (a
+# taskset command); prints the median wall time in seconds and the largest peak RSS in KiB.
+time_report() {
+  local trace=$1 walls=() rss=0 m r i
+  shift
+  for ((i = 0; i < reps; ++i)); do
+    m=$(python3 tests/bench/measure_run.py "$@" "$dir/bin/gpumemtrace" report --json "$trace")
+    walls+=("$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["wall_s"])' "$m")")
+    r=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["max_rss_kib"])' "$m")
+    if ((r > rss)); then rss=$r; fi
+  done
+  echo "$(printf '%s\n' "${walls[@]}" | median) $rss"
+}
+
 rows=()
 declare -A rss_of wall_of wall2_of
 for c in "${cases[@]}"; do
@@ -75,24 +89,9 @@ for c in "${cases[@]}"; do
   file_mib=$(($(stat -c %s "$trace") / 1048576))
   # Warm the page cache first: the figure is the analyzer's, not the disk's.
   cat "$trace" >/dev/null
-  walls=()
-  rss=0
-  for ((i = 0; i < reps; ++i)); do
-    m=$(python3 tests/bench/measure_run.py "${pin[@]}" "$dir/bin/gpumemtrace" report --json "$trace")
-    walls+=("$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["wall_s"])' "$m")")
-    r=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["max_rss_kib"])' "$m")
-    ((r > rss)) && rss=$r
-  done
-  wall=$(printf '%s\n' "${walls[@]}" | median)
+  read -r wall rss <<<"$(time_report "$trace" "${pin[@]}")"
   wall2="-"
-  if [ "${#pin2[@]}" -gt 0 ]; then
-    walls2=()
-    for ((i = 0; i < reps; ++i)); do
-      m=$(python3 tests/bench/measure_run.py "${pin2[@]}" "$dir/bin/gpumemtrace" report --json "$trace")
-      walls2+=("$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["wall_s"])' "$m")")
-    done
-    wall2=$(printf '%s\n' "${walls2[@]}" | median)
-  fi
+  if [ "${#pin2[@]}" -gt 0 ]; then read -r wall2 _ <<<"$(time_report "$trace" "${pin2[@]}")"; fi
   passes=$("${pin[@]}" "$dir/bin/analyzer_passes" "$trace")
   read -r read_s first_s <<<"$(python3 -c 'import json,sys; p=json.loads(sys.argv[1]); print(p["read_s"], p["read_replay_s"])' "$passes")"
   rate=$(python3 -c "print(f'{$events / $wall / 1e6:.1f}')")

@@ -12,24 +12,16 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-${OUT:-gpu-validate-output}}"
 mkdir -p "$out"
-failures=0
-check() {  # check NAME EXPECTED ACTUAL
-  if [ "$2" = "$3" ]; then echo "PASS $1: $3"; else echo "FAIL $1: expected $2, got $3"; failures=$((failures + 1)); fi
-}
-json_field() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 
 . scripts/gpu-build.sh
+. scripts/gpu-checks.sh
 export NCCL_NVLS_ENABLE=0
 nvidia-smi --query-gpu=index,name,pci.bus_id,memory.total --format=csv,noheader
 count=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
 if [ "$count" -lt 2 ]; then echo "FAIL this machine has $count GPU(s); two are needed"; exit 1; fi
 
 echo "--- 1. torchrun, two ranks, NCCL, one GPU each"
-rm -rf "$out/ddp" && mkdir -p "$out/ddp"
-"$gmt" run -o "$out/ddp/rank%r.%p.gmt" -- torchrun --nproc_per_node=2 --master_port=29551 tests/gpu/ranks.py nccl own \
-  >"$out/ddp.log" 2>&1 || { echo "FAIL torchrun (see ddp.log)"; tail -5 "$out/ddp.log"; failures=$((failures + 1)); }
-"$gmt" report "$out/ddp" | sed -n '/^run of/,$p'
-"$gmt" report --json "$out/ddp" >"$out/ddp.report.json"
+traced_torchrun ddp 29551 nccl own
 for rank in 0 1; do
   q="[t for t in d['traces'] if t['rank'] == $rank][0]['pid']"
   check "rank $rank: its memory is on its own device only" "[$rank]" \

@@ -17,16 +17,11 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-${OUT:-gpu-validate-output}}"
 mkdir -p "$out"
-failures=0
-check() {  # check NAME EXPECTED ACTUAL
-  if [ "$2" = "$3" ]; then echo "PASS $1: $3"; else echo "FAIL $1: expected $2, got $3"; failures=$((failures + 1)); fi
-}
 
 . scripts/gpu-build.sh
+. scripts/gpu-checks.sh
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
-
-json_field() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 
 echo "--- 1. PyTorch default allocator"
 for variant in plain matmul; do
@@ -152,11 +147,7 @@ check "the planted leak's bytes: whole 16 MiB tensors, 8 to 10 of them" True "$(
 
 
 echo "--- 7. torchrun, two ranks (gloo) on one GPU: one trace per rank"
-rm -rf "$out/ranks" && mkdir -p "$out/ranks"
-"$gmt" run -o "$out/ranks/rank%r.%p.gmt" -- torchrun --nproc_per_node=2 --master_port=29541 tests/gpu/ranks.py gloo shared \
-  >"$out/ranks.log" 2>&1 || { echo "FAIL torchrun (see ranks.log)"; tail -5 "$out/ranks.log"; failures=$((failures + 1)); }
-"$gmt" report "$out/ranks" | sed -n '/^run of/,$p'
-"$gmt" report --json "$out/ranks" >"$out/ranks.report.json"
+traced_torchrun ranks 29541 gloo shared
 check "ranks traced" "[0, 1]" "$(json_field "$out/ranks.report.json" 'sorted(t["rank"] for t in d["traces"] if t["rank"] is not None)')"
 
 echo "gpu-validate: $failures failure(s)"
