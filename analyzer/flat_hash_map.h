@@ -73,6 +73,19 @@ class FlatHashMap {
     return &e;
   }
 
+  // Inserts `key` unless it is already in the map, in one probe run: the entry and true when
+  // it was added, the entry already there (unchanged) and false when not.
+  std::pair<Entry*, bool> try_insert(const K& key, const V& value) {
+    if (2 * (size_ + 1) > entries_.size()) grow();
+    std::size_t i = home(key);
+    for (; entries_[i].used(); i = (i + 1) & mask_) {
+      if (entries_[i].entry_key() == key) return {&entries_[i], false};
+    }
+    entries_[i].set(key, value);
+    ++size_;
+    return {&entries_[i], true};
+  }
+
   // Removes `entry` (from find or insert) and moves the entries after it that would no longer
   // be reachable back into the hole, so that no tombstones slow later lookups.
   void erase(Entry* entry) {

@@ -44,27 +44,17 @@ bool Replay::per_device(MemoryKind kind) {
   return !format::host_memory(kind) && kind != MemoryKind::kVmmReservation;
 }
 
-namespace {
-// Devices with an ordinal below this have their summary cached (a process sees a few GPUs).
-constexpr int kCachedDevices = 64;
-}  // namespace
-
-DeviceSummary& Replay::device(int ordinal) {
-  if (ordinal >= 0 && ordinal < kCachedDevices) {
-    if (device_slots_.empty()) device_slots_.resize(kCachedDevices);
-    DeviceSlot& slot = device_slots_[static_cast<std::size_t>(ordinal)];
-    if (slot.summary == nullptr) {
-      slot.summary = &summary_.devices[ordinal];
-      slot.summary->device = ordinal;
-    }
-    return *slot.summary;
-  }
+DeviceSummary& Replay::device_slowly(int ordinal) {
   DeviceSummary& d = summary_.devices[ordinal];
   d.device = ordinal;
+  if (ordinal >= 0 && ordinal < kCachedDevices) {
+    device_slots_[static_cast<std::size_t>(ordinal)].summary = &d;  // std::map: it stays put
+  }
   return d;
 }
 
-KindUsage& Replay::usage(int ordinal, MemoryKind kind) {
+// Fills the slot the inline usage() looks in.
+KindUsage& Replay::usage_slowly(int ordinal, MemoryKind kind) {
   const auto k = static_cast<std::size_t>(kind);
   if (k >= format::kMemoryKindCount) {
     return per_device(kind) ? device(ordinal).by_kind[kind] : summary_.process_kinds[kind];
@@ -73,11 +63,11 @@ KindUsage& Replay::usage(int ordinal, MemoryKind kind) {
     if (process_kinds_[k] == nullptr) process_kinds_[k] = &summary_.process_kinds[kind];
     return *process_kinds_[k];
   }
-  if (ordinal < 0 || ordinal >= kCachedDevices) return device(ordinal).by_kind[kind];
-  DeviceSummary& d = device(ordinal);  // fills the slot
-  KindUsage*& cached = device_slots_[static_cast<std::size_t>(ordinal)].kinds[k];
-  if (cached == nullptr) cached = &d.by_kind[kind];
-  return *cached;
+  KindUsage& u = device(ordinal).by_kind[kind];
+  if (ordinal >= 0 && ordinal < kCachedDevices) {
+    device_slots_[static_cast<std::size_t>(ordinal)].kinds[k] = &u;
+  }
+  return u;
 }
 
 void Replay::apply(const format::Record& record) {
@@ -322,9 +312,14 @@ Replay::LiveAllocation Replay::unpack(const LiveEntry& e) const {
 }
 
 void Replay::end_allocation(LiveMap::Entry* entry, bool by_teardown) {
-  const LiveAllocation a = unpack(*entry);
-  const Key key = entry->entry_key();
+  account_end(*entry, by_teardown);
   live_.erase(entry);
+}
+
+// Everything an allocation's end changes but the live map.
+void Replay::account_end(const LiveEntry& entry, bool by_teardown) {
+  const LiveAllocation a = unpack(entry);
+  const Key key = entry.entry_key();
   if (per_device(a.kind)) {
     DeviceSummary& d = device(a.device);
     ++(by_teardown ? d.teardown_free_count : d.free_count);
@@ -348,12 +343,14 @@ void Replay::on(const format::ProcessInfoRecord& r) {
 void Replay::on(const format::AllocRecord& r) {
   saw_event(r.time_ns);
   const Key key{space_of(r.kind), r.address};
-  // The same key live twice means we missed a free (one made before tracing, or by an API not
-  // hooked): the old allocation is gone, or the driver could not have reused its address.
-  if (auto* e = live_.find(key)) end_allocation(e, false);
   const LiveAllocation a{r.device, r.kind, r.size, r.context, site_index(r.device, r.stack),
                          r.time_ns};
-  live_.insert(key, a);
+  // The same key live twice means we missed a free (one made before tracing, or by an API not
+  // hooked): the old allocation is gone, or the driver could not have reused its address.
+  if (auto [e, added] = live_.try_insert(key, a); !added) {
+    account_end(*e, false);
+    e->set(key, a);
+  }
   site_allocated(a);
   if (const auto k = static_cast<std::size_t>(r.kind); k < summary_.allocs_by_kind.size())
     ++summary_.allocs_by_kind[k];

@@ -173,14 +173,33 @@ class Replay {
   static Space space_freed_by(format::Api api);
   static bool per_device(format::MemoryKind kind);
 
-  KindUsage& usage(int device, format::MemoryKind kind);
+  // Every allocation and free asks for its device's figures, several times: the first 64
+  // ordinals (a process sees a few GPUs) are answered from slots, inline.
+  static constexpr int kCachedDevices = 64;
+  KindUsage& usage(int device, format::MemoryKind kind) {
+    const auto k = static_cast<std::size_t>(kind);
+    if (static_cast<unsigned>(device) < kCachedDevices && k < format::kMemoryKindCount) {
+      if (KindUsage* u = device_slots_[static_cast<std::size_t>(device)].kinds[k]) [[likely]]
+        return *u;
+    }
+    return usage_slowly(device, kind);
+  }
+  KindUsage& usage_slowly(int device, format::MemoryKind kind);
   void add_usage(int device, format::MemoryKind kind, uint64_t bytes, uint64_t time_ns);
   void remove_usage(int device, format::MemoryKind kind, uint64_t bytes);
   void end_allocation(LiveMap::Entry* entry, bool by_teardown);
+  void account_end(const LiveEntry& entry, bool by_teardown);
   LiveAllocation unpack(const LiveEntry& e) const;
   void release_handle_if_unused(uint64_t handle);
   void saw_event(uint64_t time_ns);
-  DeviceSummary& device(int ordinal);
+  DeviceSummary& device(int ordinal) {
+    if (static_cast<unsigned>(ordinal) < kCachedDevices) {
+      if (DeviceSummary* d = device_slots_[static_cast<std::size_t>(ordinal)].summary) [[likely]]
+        return *d;
+    }
+    return device_slowly(ordinal);
+  }
+  DeviceSummary& device_slowly(int ordinal);
 
   TraceSummary summary_;
   uint64_t now_ns_ = 0;
@@ -196,7 +215,8 @@ class Replay {
   std::vector<uint64_t> size_log_;  // site << 8 | bucket
   static constexpr std::size_t kSizeLogEntries = 4096;
   FlatHashMap<uint64_t, uint32_t, SiteKeyHash> site_indices_;
-  std::vector<DeviceSlot> device_slots_;  // by ordinal, for the ordinals 0 to kCachedDevices - 1
+  // By ordinal, for the ordinals 0 to kCachedDevices - 1.
+  std::vector<DeviceSlot> device_slots_ = std::vector<DeviceSlot>(kCachedDevices);
   std::array<KindUsage*, format::kMemoryKindCount> process_kinds_{};
   // By device index: how many records took the device to a new peak.
   std::vector<uint64_t> peak_epochs_;

@@ -87,10 +87,7 @@ void ViewsReplay::on(const format::SampleRecord& r) {
   }
 }
 
-void ViewsReplay::usage_changed(int ordinal, uint64_t live, uint64_t time_ns, bool new_peak) {
-  DeviceState& d = device(ordinal);
-  d.live = live;
-  d.last_change_ns = time_ns;
+void ViewsReplay::note_growth(int ordinal, uint64_t live) {
   for (auto& open : phases_.open_runs()) {
     OpenPhase& p = open.value;
     // Once per device and phase the slow way (its bytes when the phase opened, or none).
@@ -101,6 +98,15 @@ void ViewsReplay::usage_changed(int ordinal, uint64_t live, uint64_t time_ns, bo
     }
     max->second = std::max(max->second, live);
   }
+}
+
+void ViewsReplay::usage_changed(int ordinal, uint64_t live, uint64_t time_ns, bool new_peak) {
+  DeviceState& d = device(ordinal);
+  const bool grew = live > d.live;
+  d.live = live;
+  d.last_change_ns = time_ns;
+  // Only growth can raise a phase's maximum (a device first seen inside a phase starts at 0).
+  if (grew) note_growth(ordinal, live);
   if (new_peak) {
     // The path of phases open on the thread of the innermost one: "trainer::step > backward".
     std::string path;

@@ -72,6 +72,7 @@ class ViewsReplay {
   void close(const OpenPhase& phase, uint64_t time_ns,
              std::map<std::pair<std::string, int>, PhaseStats>& into) const;
   ViewValues values_of(const format::SampleRecord& r, const DeviceState& d) const;
+  void note_growth(int device, uint64_t live);
   // Every allocation and free asks: the last device asked for is kept (std::map nodes stay put).
   DeviceState& device(int ordinal) {
     if (last_device_ == nullptr || last_ordinal_ != ordinal) {

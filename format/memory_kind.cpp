@@ -34,36 +34,6 @@ std::string_view memory_kind_name(MemoryKind kind) {
   return "unknown";
 }
 
-bool counts_toward_device_usage(MemoryKind kind) {
-  switch (kind) {
-    case MemoryKind::kDevice:
-    case MemoryKind::kPitched:
-    case MemoryKind::kStreamOrdered:
-    case MemoryKind::kVmmPhysical:
-    case MemoryKind::kArray:
-    case MemoryKind::kGraphMemory:
-      return true;
-    case MemoryKind::kManaged:  // migrates between host and device: reported on its own
-    case MemoryKind::kHostPinned:
-    case MemoryKind::kHostRegistered:
-    case MemoryKind::kVmmReservation:
-    case MemoryKind::kVmmMapping:
-    case MemoryKind::kIpcImport:
-    case MemoryKind::kHostVmm:
-      return false;
-  }
-  return false;
-}
-
-}  // namespace gmt::format
-
-namespace gmt::format {
-
-bool host_memory(MemoryKind kind) {
-  return kind == MemoryKind::kHostPinned || kind == MemoryKind::kHostRegistered ||
-         kind == MemoryKind::kHostVmm;
-}
-
 bool owned_by_context(MemoryKind kind) {
   switch (kind) {
     case MemoryKind::kDevice:

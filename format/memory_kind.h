@@ -37,11 +37,34 @@ inline std::optional<MemoryKind> memory_kind_from_raw(uint64_t raw) {
 
 // True for kinds whose bytes occupy the device's physical memory on behalf of this process:
 // device, pitched, stream-ordered, VMM physical, arrays and graph memory. Managed memory
-// migrates and is reported as its own kind.
-bool counts_toward_device_usage(MemoryKind kind);
+// migrates and is reported as its own kind. Inline, like host_memory(): the replay asks for
+// every allocation and free.
+inline bool counts_toward_device_usage(MemoryKind kind) {
+  switch (kind) {
+    case MemoryKind::kDevice:
+    case MemoryKind::kPitched:
+    case MemoryKind::kStreamOrdered:
+    case MemoryKind::kVmmPhysical:
+    case MemoryKind::kArray:
+    case MemoryKind::kGraphMemory:
+      return true;
+    case MemoryKind::kManaged:  // migrates between host and device: reported on its own
+    case MemoryKind::kHostPinned:
+    case MemoryKind::kHostRegistered:
+    case MemoryKind::kVmmReservation:
+    case MemoryKind::kVmmMapping:
+    case MemoryKind::kIpcImport:
+    case MemoryKind::kHostVmm:
+      return false;
+  }
+  return false;
+}
 
 // Pinned or registered host memory: reported per process, not per device.
-bool host_memory(MemoryKind kind);
+inline bool host_memory(MemoryKind kind) {
+  return kind == MemoryKind::kHostPinned || kind == MemoryKind::kHostRegistered ||
+         kind == MemoryKind::kHostVmm;
+}
 
 // Kinds that a context owns and that go when it is destroyed.
 bool owned_by_context(MemoryKind kind);

@@ -102,11 +102,16 @@ class FieldReader {
   const std::string& error() const { return error_; }
 
  private:
-  // Nearly every field is a varint of at most 8 bytes with 8 bytes readable after it: one load
-  // and no branch on its length (a byte-at-a-time loop mispredicts as lengths vary).
+  // Most fields are one byte (kinds, ids, small deltas); nearly all the others are at most 8
+  // bytes with 8 bytes readable after them: one load and no branch on their length (a
+  // byte-at-a-time loop mispredicts as lengths vary).
   bool varint(uint64_t& v, const char* what) {
     if (failed_) [[unlikely]]
       return false;
+    if (pos_ != end_ && *pos_ < 0x80) {
+      v = *pos_++;
+      return true;
+    }
     if (limit_ - pos_ >= 8) [[likely]] {
       const std::size_t n = get_short_varint(pos_, &v);
       if (n != 0 && n <= static_cast<std::size_t>(end_ - pos_)) [[likely]] {
