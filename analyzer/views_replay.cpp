@@ -87,16 +87,23 @@ void ViewsReplay::on(const format::SampleRecord& r) {
   }
 }
 
+ViewsReplay::DeviceState& ViewsReplay::device_slowly(int ordinal) {
+  DeviceState& d = devices_[ordinal];
+  if (ordinal >= 0 && ordinal < kDeviceSlots) device_slots_[static_cast<std::size_t>(ordinal)] = &d;
+  return d;
+}
+
 void ViewsReplay::note_growth(int ordinal, uint64_t live) {
   for (auto& open : phases_.open_runs()) {
     OpenPhase& p = open.value;
-    // Once per device and phase the slow way (its bytes when the phase opened, or none).
-    auto max = p.max_live.find(ordinal);
-    if (max == p.max_live.end()) [[unlikely]] {
+    uint64_t* max = p.max_of(ordinal);
+    if (max == nullptr) [[unlikely]] {
+      // Once per device and phase: its bytes when the phase opened, or none.
       const auto start = p.start_live.find(ordinal);
-      max = p.max_live.emplace(ordinal, start == p.start_live.end() ? 0 : start->second).first;
+      p.max_live.emplace_back(ordinal, start == p.start_live.end() ? 0 : start->second);
+      max = &p.max_live.back().second;
     }
-    max->second = std::max(max->second, live);
+    *max = std::max(*max, live);
   }
 }
 
@@ -213,7 +220,7 @@ void ViewsReplay::on(const format::PhaseRecord& r) {
     p.start_ns = r.time_ns;
     for (const auto& [ordinal, d] : devices_) {
       p.start_live[ordinal] = d.live;
-      p.max_live[ordinal] = d.live;
+      p.max_live.emplace_back(ordinal, d.live);
     }
     return;
   }
@@ -232,8 +239,7 @@ void ViewsReplay::close(const OpenPhase& p, uint64_t,
     ++s.calls;
     const auto start = p.start_live.find(ordinal);
     const uint64_t start_live = start == p.start_live.end() ? 0 : start->second;
-    const auto max = p.max_live.find(ordinal);
-    s.peak_bytes = std::max(s.peak_bytes, max == p.max_live.end() ? start_live : max->second);
+    s.peak_bytes = std::max(s.peak_bytes, p.max_of(ordinal, start_live));
     s.growth_bytes += static_cast<int64_t>(d.live) - static_cast<int64_t>(start_live);
   }
 }

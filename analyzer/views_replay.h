@@ -3,6 +3,7 @@
 // tracked bytes of its own moment, and each phase with the bytes live while it ran.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -66,26 +67,42 @@ class ViewsReplay {
     std::string name;
     uint64_t start_ns = 0;
     std::map<int, uint64_t> start_live;  // per device, when it opened
-    std::map<int, uint64_t> max_live;
+    // Per device, the most since it opened: looked through on every allocation, and a process
+    // has a few devices, so a short list.
+    std::vector<std::pair<int, uint64_t>> max_live;
+    uint64_t* max_of(int ordinal) {
+      for (auto& [o, max] : max_live) {
+        if (o == ordinal) return &max;
+      }
+      return nullptr;
+    }
+    uint64_t max_of(int ordinal, uint64_t otherwise) const {
+      for (const auto& [o, max] : max_live) {
+        if (o == ordinal) return max;
+      }
+      return otherwise;
+    }
   };
 
   void close(const OpenPhase& phase, uint64_t time_ns,
              std::map<std::pair<std::string, int>, PhaseStats>& into) const;
   ViewValues values_of(const format::SampleRecord& r, const DeviceState& d) const;
   void note_growth(int device, uint64_t live);
-  // Every allocation and free asks: the last device asked for is kept (std::map nodes stay put).
+  // Every allocation and free asks: the states of the first ordinals are kept in slots
+  // (std::map nodes stay put).
+  static constexpr int kDeviceSlots = 64;
   DeviceState& device(int ordinal) {
-    if (last_device_ == nullptr || last_ordinal_ != ordinal) {
-      last_device_ = &devices_[ordinal];
-      last_ordinal_ = ordinal;
+    if (static_cast<unsigned>(ordinal) < kDeviceSlots) {
+      if (DeviceState* d = device_slots_[static_cast<std::size_t>(ordinal)]) [[likely]]
+        return *d;
     }
-    return *last_device_;
+    return device_slowly(ordinal);
   }
+  DeviceState& device_slowly(int ordinal);
 
   std::map<int, DeviceIdentity> identities_;
   std::map<int, DeviceState> devices_;
-  DeviceState* last_device_ = nullptr;
-  int last_ordinal_ = 0;
+  std::array<DeviceState*, kDeviceSlots> device_slots_{};
   PhaseMatcher<OpenPhase> phases_;
   std::map<std::pair<std::string, int>, PhaseStats> closed_;
   std::vector<PhaseMark> marks_;
