@@ -32,6 +32,9 @@ class Replay {
   void record_timeline(uint64_t resolution_ns) { timeline_.emplace(resolution_ns); }
 
   void apply(const format::Record& record);
+  // `record` is to be applied soon: the live allocation it looks up is asked of the memory
+  // now (with many allocations live, that lookup is a cache miss).
+  void prefetch(const format::Record& record) const;
   // After the last record: each device's peak sites, the timeline's buckets up to the end.
   void finish();
   // The summary so far; `summary.end` and friends are the reader's to fill. Its sites' figures

@@ -38,6 +38,7 @@ TraceSummary summarize_trace_bytes(std::span<const uint8_t> bytes, const std::st
     RecordPipeline records(reader, pipeline_mode);
     while (const format::Record* record = records.next()) {
       described = described || std::holds_alternative<format::ProcessInfoRecord>(*record);
+      if (const format::Record* later = records.soon()) replay.prefetch(*later);
       replay.apply(*record);
       progress.advance();
     }
@@ -57,7 +58,10 @@ TraceSummary summarize_trace_bytes(std::span<const uint8_t> bytes, const std::st
         second.record_timeline(timeline_resolution(options.timeline_resolution_ns, duration));
       format::TraceReader again(bytes, header.header, pages);
       RecordPipeline records(again, pipeline_mode);
-      while (const format::Record* record = records.next()) second.apply(*record);
+      while (const format::Record* record = records.next()) {
+        if (const format::Record* later = records.soon()) second.prefetch(*later);
+        second.apply(*record);
+      }
       second.finish();
       TraceSummary& first = replay.summary();
       first.sample_times = second.summary().sample_times;

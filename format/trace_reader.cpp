@@ -109,6 +109,7 @@ struct TraceReader::State {
   // accident of the merge's internals.
   std::vector<uint32_t> losers;  // by node, 1 .. leaves - 1
   uint32_t winner = 0;
+  uint32_t last_given = UINT32_MAX;  // the writer of the record next_record() gave last
   std::size_t leaves = 1;  // a power of two: writers and unused leaves (never winners)
   bool earlier(uint32_t a, uint32_t b) const { return keys[a] < keys[b]; }
   uint32_t play(std::size_t node);
@@ -290,9 +291,17 @@ const Record* TraceReader::next_record() {
   Cursor& c = state_->cursors[writer];
   const Record* record = &c.slots[c.head_slot];
   c.head_slot ^= 1;  // the next head goes to the other slot
+  state_->last_given = writer;
   state_->advance(writer);
   state_->replay_from(writer);
   return record;
+}
+
+const Record* TraceReader::newest() const {
+  const uint32_t writer = state_->last_given;
+  if (writer >= state_->cursors.size() || !state_->cursors[writer].has_head) return nullptr;
+  const Cursor& c = state_->cursors[writer];
+  return &c.slots[c.head_slot];
 }
 
 std::optional<Record> TraceReader::next() {

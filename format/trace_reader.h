@@ -51,6 +51,10 @@ class TraceReader {
   std::optional<Record> next();
   // The same without copying: the record stays valid until the next call (of either).
   const Record* next_record();
+  // The record the last next_record() decoded ahead, to be given by a later call: the next
+  // one of the writer whose record it gave (nullptr when that writer has none). Valid until
+  // then. For looking at records before their turn, each once.
+  const Record* newest() const;
 
   // How many records the reader gives if every record's fields decode, known before the first:
   // the number of framed records of known types in the chunks kept.

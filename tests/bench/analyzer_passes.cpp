@@ -52,7 +52,10 @@ int main(int argc, char** argv) {
     const double replay_s = seconds([&] {
       gmt::format::TraceReader reader(file.bytes(), header.header);
       gmt::analyzer::Replay replay;
-      while (const auto* record = reader.next_record()) replay.apply(*record);
+      while (const auto* record = reader.next_record()) {
+        if (const auto* later = reader.newest()) replay.prefetch(*later);  // as report does
+        replay.apply(*record);
+      }
       replay.finish();
       events = replay.summary().events;
     });

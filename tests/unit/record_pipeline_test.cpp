@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "format/file_header.h"
@@ -63,6 +64,32 @@ TEST(RecordPipeline, GivesTheReadersRecordsInItsOrderWhateverTheBatch) {
       EXPECT_EQ(sizes, expected) << "batch " << batch;
       EXPECT_EQ(records.next(), nullptr);  // and stays at the end
     }
+  }
+}
+
+// soon() names records still to come, already read: each of them is given by next() later.
+// On a thread it looks a few records ahead within the batch; inline it is the reader's newest.
+TEST(RecordPipeline, SoonIsARecordStillToCome) {
+  test::ChunkedFile file = three_writers();
+  const std::vector<uint64_t> expected = sizes_read_directly(file);
+  for (const auto mode : {RecordPipeline::Mode::kThread, RecordPipeline::Mode::kInline}) {
+    TraceReader reader(file.bytes(), format::check_header(file.bytes()).header);
+    RecordPipeline records(reader, mode, 64);
+    std::size_t given = 0;
+    std::size_t named = 0;
+    while (records.next() != nullptr) {
+      ++given;
+      const Record* later = records.soon();
+      if (later == nullptr) continue;
+      ++named;
+      const uint64_t size = std::get<format::AllocRecord>(*later).size;
+      const auto at = std::find(expected.begin() + static_cast<std::ptrdiff_t>(given),
+                                expected.end(), size);
+      EXPECT_NE(at, expected.end()) << "record " << size << " was already given";
+    }
+    EXPECT_EQ(given, expected.size());
+    // Most records are named ahead: all but the first few of each batch, or of each writer.
+    EXPECT_GT(named, expected.size() / 2);
   }
 }
 
