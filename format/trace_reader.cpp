@@ -110,7 +110,7 @@ struct TraceReader::State {
   std::vector<uint32_t> losers;  // by node, 1 .. leaves - 1
   uint32_t winner = 0;
   uint32_t last_given = UINT32_MAX;  // the writer of the record next_record() gave last
-  std::size_t leaves = 1;  // a power of two: writers and unused leaves (never winners)
+  std::size_t leaves = 1;            // a power of two: writers and unused leaves (never winners)
   bool earlier(uint32_t a, uint32_t b) const { return keys[a] < keys[b]; }
   uint32_t play(std::size_t node);
   void build_tree();

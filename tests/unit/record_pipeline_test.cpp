@@ -83,8 +83,8 @@ TEST(RecordPipeline, SoonIsARecordStillToCome) {
       if (later == nullptr) continue;
       ++named;
       const uint64_t size = std::get<format::AllocRecord>(*later).size;
-      const auto at = std::find(expected.begin() + static_cast<std::ptrdiff_t>(given),
-                                expected.end(), size);
+      const auto at =
+          std::find(expected.begin() + static_cast<std::ptrdiff_t>(given), expected.end(), size);
       EXPECT_NE(at, expected.end()) << "record " << size << " was already given";
     }
     EXPECT_EQ(given, expected.size());
