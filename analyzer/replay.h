@@ -123,7 +123,12 @@ class Replay {
   struct DeviceSlot {
     DeviceSummary* summary = nullptr;
     std::array<KindUsage*, format::kMemoryKindCount> kinds{};
+    // Stack ids are numbered from 1 as they are interned: the device's sites by stack id, for
+    // the ids below kDirectStacks (kNoSite where not seen yet), without hashing.
+    std::vector<uint32_t> sites_by_stack;
   };
+  static constexpr uint32_t kDirectStacks = 1u << 20;
+  static constexpr uint32_t kNoSite = UINT32_MAX;
   // A physical VMM allocation stays until it is released (once per reference) and unmapped.
   struct HandleState {
     uint32_t references = 1;
@@ -168,7 +173,17 @@ class Replay {
   void take_sample(uint64_t time_ns);
   void note_failure(const format::AllocFailedRecord& r);
   std::vector<PeakSite> sites_live_on(int device) const;
-  uint32_t site_index(int device, uint32_t stack);
+  uint32_t site_index(int device, uint32_t stack) {
+    if (static_cast<unsigned>(device) < kCachedDevices) {
+      const std::vector<uint32_t>& sites =
+          device_slots_[static_cast<std::size_t>(device)].sites_by_stack;
+      if (stack < sites.size() && sites[stack] != kNoSite) [[likely]]
+        return sites[stack];
+    }
+    return site_index_slowly(device, stack);
+  }
+  uint32_t site_index_slowly(int device, uint32_t stack);
+  uint32_t site_index_by_key(int device, uint32_t stack);
   uint32_t device_index(int device);
   void site_allocated(const LiveAllocation& a);
   void site_ended(const LiveAllocation& a, bool by_teardown);
