@@ -201,6 +201,42 @@ TEST(Replay, AnAddressAllocatedTwiceReplacesTheMissedAllocation) {
   EXPECT_EQ(d.peak_bytes, 100u);
 }
 
+// Sites are (device, stack): looked up by stack id directly for small ids on the first
+// devices, through the map for the rest (huge ids, high ordinals, host memory's -1). The same
+// figures either way, and each pair its own site.
+TEST(Replay, SitesAreKeptApartByDeviceAndStackWhateverTheirIds) {
+  struct Case {
+    int device;
+    uint32_t stack;
+  };
+  const Case cases[] = {{0, 0},  {0, 3}, {1, 3}, {70, 3}, {0, 1u << 21}, {1, (1u << 21) + 1},
+                        {-1, 3}, {0, 2}};
+  Replay replay;
+  uint64_t t = 0;
+  uint64_t address = 0x10000;
+  for (int round = 0; round < 3; ++round) {
+    for (std::size_t i = 0; i < std::size(cases); ++i) {
+      auto a = alloc_at(++t, cases[i].device, address += 0x1000, 100 * (i + 1),
+                        cases[i].device < 0 ? MemoryKind::kHostPinned : MemoryKind::kDevice);
+      a.stack = cases[i].stack;
+      replay.apply(a);
+    }
+  }
+  replay.apply(free_at(++t, address));  // the last one: device 0, stack 2
+  replay.finish();
+  const auto& sites = replay.summary().sites;
+  ASSERT_EQ(sites.size(), std::size(cases));
+  for (std::size_t i = 0; i < std::size(cases); ++i) {
+    const SiteStats& site = sites.at(site_key(cases[i].device, cases[i].stack));
+    EXPECT_EQ(site.device, cases[i].device) << i;
+    EXPECT_EQ(site.stack, cases[i].stack) << i;
+    EXPECT_EQ(site.allocations, 3u) << i;
+    const uint64_t live = i + 1 == std::size(cases) ? 2 : 3;
+    EXPECT_EQ(site.live_count, live) << i;
+    EXPECT_EQ(site.live_bytes, live * 100 * (i + 1)) << i;
+  }
+}
+
 TEST(Replay, FailedAllocationsAreCountedPerDevice) {
   Replay replay;
   format::AllocFailedRecord failed;
