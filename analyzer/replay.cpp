@@ -210,8 +210,11 @@ uint32_t Replay::site_index_slowly(int device, uint32_t stack) {
   const uint32_t index = site_index_by_key(device, stack);
   if (static_cast<unsigned>(device) < kCachedDevices && stack < kDirectStacks) {
     std::vector<uint32_t>& sites = device_slots_[static_cast<std::size_t>(device)].sites_by_stack;
-    if (stack >= sites.size())
-      sites.resize(std::max<std::size_t>(stack + 1, 2 * sites.size()), kNoSite);
+    if (stack >= sites.size()) {
+      // Doubling, but never past kDirectStacks: at most 1 MiB per device.
+      const std::size_t size = std::max<std::size_t>(stack + 1, 2 * sites.size());
+      sites.resize(std::min<std::size_t>(size, kDirectStacks), kNoSite);
+    }
     sites[stack] = index;
   }
   return index;

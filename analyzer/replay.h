@@ -127,7 +127,7 @@ class Replay {
     // the ids below kDirectStacks (kNoSite where not seen yet), without hashing.
     std::vector<uint32_t> sites_by_stack;
   };
-  static constexpr uint32_t kDirectStacks = 1u << 20;
+  static constexpr uint32_t kDirectStacks = 1u << 18;
   static constexpr uint32_t kNoSite = UINT32_MAX;
   // A physical VMM allocation stays until it is released (once per reference) and unmapped.
   struct HandleState {

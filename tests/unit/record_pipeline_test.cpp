@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 #include <vector>
 
 #include "format/file_header.h"
@@ -77,12 +78,14 @@ TEST(RecordPipeline, SoonIsARecordStillToCome) {
     RecordPipeline records(reader, mode, 64);
     std::size_t given = 0;
     std::size_t named = 0;
+    std::set<uint64_t> seen;  // sizes are unique: each record is named once at most
     while (records.next() != nullptr) {
       ++given;
       const Record* later = records.soon();
       if (later == nullptr) continue;
       ++named;
       const uint64_t size = std::get<format::AllocRecord>(*later).size;
+      EXPECT_TRUE(seen.insert(size).second) << "record " << size << " named twice";
       const auto at =
           std::find(expected.begin() + static_cast<std::ptrdiff_t>(given), expected.end(), size);
       EXPECT_NE(at, expected.end()) << "record " << size << " was already given";

@@ -209,8 +209,16 @@ TEST(Replay, SitesAreKeptApartByDeviceAndStackWhateverTheirIds) {
     int device;
     uint32_t stack;
   };
-  const Case cases[] = {{0, 0},  {0, 3}, {1, 3}, {70, 3}, {0, 1u << 21}, {1, (1u << 21) + 1},
-                        {-1, 3}, {0, 2}};
+  const Case cases[] = {{0, 0},
+                        {0, 3},
+                        {1, 3},
+                        {70, 3},
+                        {0, 1u << 21},
+                        {1, (1u << 21) + 1},
+                        {1, (1u << 18) - 1},
+                        {1, 1u << 18},
+                        {-1, 3},
+                        {0, 2}};
   Replay replay;
   uint64_t t = 0;
   uint64_t address = 0x10000;
@@ -235,6 +243,55 @@ TEST(Replay, SitesAreKeptApartByDeviceAndStackWhateverTheirIds) {
     EXPECT_EQ(site.live_count, live) << i;
     EXPECT_EQ(site.live_bytes, live * 100 * (i + 1)) << i;
   }
+}
+
+format::PhaseRecord phase_at(uint64_t t, format::PhaseAction action, uint32_t name) {
+  format::PhaseRecord r;
+  r.time_ns = t;
+  r.tid = 100;
+  r.action = static_cast<uint32_t>(action);
+  r.name = name;
+  return r;
+}
+
+// A phase's peak is the most a device held while it ran: what it held when the phase opened,
+// raised by growth only (frees inside it lower nothing), for a device first seen inside it from
+// zero; growth is the bytes at its end minus at its start, summed over its runs.
+TEST(Replay, PhasesKeepEachDevicesMostAndGrowth) {
+  using format::PhaseAction;
+  Replay replay;
+  format::NameRecord name;
+  name.id = 1;
+  name.text = "step";
+  replay.apply(name);
+  replay.apply(alloc_at(1, 0, 0x1000, 500));         // before: device 0 at 500
+  replay.apply(phase_at(2, PhaseAction::kPush, 1));  // run 1 opens at 500
+  replay.apply(free_at(3, 0x1000));                  // 0: a free first, the most stays 500
+  replay.apply(alloc_at(4, 0, 0x2000, 300));         // 300
+  replay.apply(alloc_at(5, 1, 0x3000, 700));         // device 1 first seen: 700
+  replay.apply(free_at(6, 0x3000));                  // 0
+  replay.apply(phase_at(7, PhaseAction::kPop, 0));   // run 1 closes: 0 at 300, 1 at 0
+  replay.apply(phase_at(8, PhaseAction::kPush, 1));  // run 2 opens: 0 at 300, 1 at 0
+  replay.apply(alloc_at(9, 0, 0x4000, 900));         // 1200: above run 1's most
+  replay.apply(free_at(10, 0x4000));                 // 300
+  replay.apply(alloc_at(11, 1, 0x5000, 100));        // 100
+  replay.apply(phase_at(12, PhaseAction::kPop, 0));  // run 2 closes: 0 at 300, 1 at 100
+  replay.finish();
+  const auto& phases = replay.summary().phases;
+  ASSERT_EQ(phases.size(), 2u);
+  for (const PhaseStats& p : phases) {
+    EXPECT_EQ(p.name, "step");
+    EXPECT_EQ(p.calls, 2u) << p.device;
+    EXPECT_EQ(p.first_start_ns, 2u) << p.device;
+  }
+  const PhaseStats& d0 = phases[0].device == 0 ? phases[0] : phases[1];
+  const PhaseStats& d1 = phases[0].device == 0 ? phases[1] : phases[0];
+  EXPECT_EQ(d0.device, 0);
+  EXPECT_EQ(d0.peak_bytes, 1200u);
+  EXPECT_EQ(d0.growth_bytes, (300 - 500) + (300 - 300));
+  EXPECT_EQ(d1.device, 1);
+  EXPECT_EQ(d1.peak_bytes, 700u);
+  EXPECT_EQ(d1.growth_bytes, (0 - 0) + (100 - 0));
 }
 
 TEST(Replay, FailedAllocationsAreCountedPerDevice) {
