@@ -1,5 +1,6 @@
 #include "format/record_decoder.h"
 
+#include <array>
 #include <utility>
 #include <variant>
 
@@ -178,6 +179,15 @@ bool known_type(uint64_t type) {
   return type >= 1 && type <= std::variant_size_v<Record>;
 }
 
+// decode_as<R> by record type (RecordType numbers the variant's alternatives from 1).
+using Decode = bool (*)(const uint8_t*, const uint8_t*, const uint8_t*, CodecState&, uint64_t,
+                        uint64_t&, std::string&, Record&);
+template <std::size_t... I>
+constexpr std::array<Decode, sizeof...(I) + 1> decoders(std::index_sequence<I...>) {
+  return {nullptr, &decode_as<std::variant_alternative_t<I, Record>>...};
+}
+constexpr auto kDecoders = decoders(std::make_index_sequence<std::variant_size_v<Record>>());
+
 }  // namespace
 
 RecordDecoder::RecordDecoder(std::span<const uint8_t> payload, uint64_t file_offset,
@@ -193,78 +203,10 @@ void RecordDecoder::stop(StreamEnd end, uint64_t offset, std::string reason) {
 RecordDecoder::Decoded RecordDecoder::decode_payload(uint64_t type, const uint8_t* begin,
                                                      const uint8_t* end, uint64_t frame_offset,
                                                      Record& out) {
+  if (!known_type(type)) return Decoded::kUnknownType;  // the caller skips it
   std::string error;
-  bool record = false;
   const uint8_t* const limit = bytes_.data() + bytes_.size();
-  switch (static_cast<RecordType>(type)) {
-    case RecordType::kProcessInfo:
-      record =
-          decode_as<ProcessInfoRecord>(begin, end, limit, state_, thread_, last_time_, error, out);
-      break;
-    case RecordType::kAlloc:
-      record = decode_as<AllocRecord>(begin, end, limit, state_, thread_, last_time_, error, out);
-      break;
-    case RecordType::kFree:
-      record = decode_as<FreeRecord>(begin, end, limit, state_, thread_, last_time_, error, out);
-      break;
-    case RecordType::kAllocFailed:
-      record =
-          decode_as<AllocFailedRecord>(begin, end, limit, state_, thread_, last_time_, error, out);
-      break;
-    case RecordType::kEnd:
-      record = decode_as<EndRecord>(begin, end, limit, state_, thread_, last_time_, error, out);
-      break;
-    case RecordType::kContext:
-      record = decode_as<ContextRecord>(begin, end, limit, state_, thread_, last_time_, error, out);
-      break;
-    case RecordType::kContextDestroyed:
-      record = decode_as<ContextDestroyedRecord>(begin, end, limit, state_, thread_, last_time_,
-                                                 error, out);
-      break;
-    case RecordType::kMap:
-      record = decode_as<MapRecord>(begin, end, limit, state_, thread_, last_time_, error, out);
-      break;
-    case RecordType::kUnmap:
-      record = decode_as<UnmapRecord>(begin, end, limit, state_, thread_, last_time_, error, out);
-      break;
-    case RecordType::kRetainHandle:
-      record =
-          decode_as<RetainHandleRecord>(begin, end, limit, state_, thread_, last_time_, error, out);
-      break;
-    case RecordType::kStack:
-      record = decode_as<StackRecord>(begin, end, limit, state_, thread_, last_time_, error, out);
-      break;
-    case RecordType::kModule:
-      record = decode_as<ModuleRecord>(begin, end, limit, state_, thread_, last_time_, error, out);
-      break;
-    case RecordType::kPythonCode:
-      record =
-          decode_as<PythonCodeRecord>(begin, end, limit, state_, thread_, last_time_, error, out);
-      break;
-    case RecordType::kThread:
-      record = decode_as<ThreadRecord>(begin, end, limit, state_, thread_, last_time_, error, out);
-      break;
-    case RecordType::kDevice:
-      record = decode_as<DeviceRecord>(begin, end, limit, state_, thread_, last_time_, error, out);
-      break;
-    case RecordType::kSample:
-      record = decode_as<SampleRecord>(begin, end, limit, state_, thread_, last_time_, error, out);
-      break;
-    case RecordType::kName:
-      record = decode_as<NameRecord>(begin, end, limit, state_, thread_, last_time_, error, out);
-      break;
-    case RecordType::kPhase:
-      record = decode_as<PhaseRecord>(begin, end, limit, state_, thread_, last_time_, error, out);
-      break;
-    case RecordType::kNote:
-      record = decode_as<NoteRecord>(begin, end, limit, state_, thread_, last_time_, error, out);
-      break;
-    case RecordType::kPool:
-      record = decode_as<PoolRecord>(begin, end, limit, state_, thread_, last_time_, error, out);
-      break;
-    default:
-      return Decoded::kUnknownType;  // the caller skips it
-  }
+  const bool record = kDecoders[type](begin, end, limit, state_, thread_, last_time_, error, out);
   last_type_ = static_cast<RecordType>(type);
   if (!record) {
     stop(StreamEnd::kCorrupt, frame_offset,
