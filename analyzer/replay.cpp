@@ -207,7 +207,9 @@ void Replay::finish() {
 // The site's index from the map of every site, creating it the first time; remembered by stack
 // id for the inline site_index().
 uint32_t Replay::site_index_slowly(int device, uint32_t stack) {
-  const uint32_t index = site_index_by_key(device, stack);
+  const uint64_t key = site_key(device, stack);
+  const auto* e = site_indices_.find(key);
+  const uint32_t index = e != nullptr ? e->value : new_site(key, device, stack);
   if (static_cast<unsigned>(device) < kCachedDevices && stack < kDirectStacks) {
     std::vector<uint32_t>& sites = device_slots_[static_cast<std::size_t>(device)].sites_by_stack;
     if (stack >= sites.size()) {
@@ -220,9 +222,8 @@ uint32_t Replay::site_index_slowly(int device, uint32_t stack) {
   return index;
 }
 
-uint32_t Replay::site_index_by_key(int device, uint32_t stack) {
-  const uint64_t key = site_key(device, stack);
-  if (auto* e = site_indices_.find(key)) return e->value;
+// A site seen for the first time: its slot and its SiteStats.
+uint32_t Replay::new_site(uint64_t key, int device, uint32_t stack) {
   SiteStats& site = summary_.sites[key];  // unordered_map: the address stays
   site.device = device;
   site.stack = stack;

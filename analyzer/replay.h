@@ -183,7 +183,7 @@ class Replay {
     return site_index_slowly(device, stack);
   }
   uint32_t site_index_slowly(int device, uint32_t stack);
-  uint32_t site_index_by_key(int device, uint32_t stack);
+  uint32_t new_site(uint64_t key, int device, uint32_t stack);
   uint32_t device_index(int device);
   void site_allocated(const LiveAllocation& a);
   void site_ended(const LiveAllocation& a, bool by_teardown);
