@@ -45,10 +45,11 @@ HeaderCheck check_header(std::span<const uint8_t> bytes) {
   }
   check.header.major = get_u16le(bytes.data() + 8);
   check.header.minor = get_u16le(bytes.data() + 10);
-  if (check.header.major != kVersionMajor) {
+  if (check.header.major < kOldestReadableMajor || check.header.major > kVersionMajor) {
     check.error = "unsupported trace format version " + std::to_string(check.header.major) + "." +
-                  std::to_string(check.header.minor) + " (this build reads version " +
-                  std::to_string(kVersionMajor) + ".x)";
+                  std::to_string(check.header.minor) + " (this build reads versions " +
+                  std::to_string(kOldestReadableMajor) + ".x to " + std::to_string(kVersionMajor) +
+                  ".x)";
     return check;
   }
   check.header.chunk_size = static_cast<uint32_t>(get_u16le(bytes.data() + 12)) |

@@ -117,6 +117,7 @@ struct TraceReader::State {
   void replay_from(uint32_t writer);
   PageAccess pages;
   uint32_t chunk_size = 0;
+  ChunkChecksum checksum = ChunkChecksum::kCrc32c;
   std::vector<uint8_t> scratch;  // the chunk being checked, when pages.copy reads it
   // Chunks read to their end, not yet released: given back in batches, as runs of adjacent
   // chunks, because one release per chunk costs more than the pages are worth.
@@ -168,7 +169,7 @@ void TraceReader::State::scan(uint32_t chunk_size) {
                               " bytes missing); its records are lost"});
       continue;
     }
-    if (extend_crc(0, h + kChunkHeaderSize, length) != published_crc(published)) {
+    if (extend_checksum(checksum, 0, h + kChunkHeaderSize, length) != published_crc(published)) {
       problems.push_back({ReadProblem::Kind::kCorrupt, off,
                           "checksum mismatch in a chunk of thread " + std::to_string(thread) +
                               "; its records are lost"});
@@ -277,6 +278,7 @@ TraceReader::TraceReader(std::span<const uint8_t> file, const FileHeader& header
     : state_(std::make_unique<State>()) {
   state_->file = file;
   state_->pages = std::move(pages);
+  state_->checksum = chunk_checksum(header.major);
   state_->scan(header.chunk_size);
 }
 

@@ -219,7 +219,7 @@ void TraceWriter::append(ThreadChunk& chunk, const uint8_t* bytes, std::size_t s
 }
 
 void TraceWriter::publish(ThreadChunk& chunk, const uint8_t* bytes, std::size_t size) {
-  chunk.crc = format::extend_crc(chunk.crc, bytes, size);
+  chunk.crc = format::extend_crc32c(chunk.crc, bytes, size);
   chunk.used += static_cast<uint32_t>(size);
   // One 8-byte store makes length and checksum visible together, after the bytes.
   __atomic_store_n(reinterpret_cast<uint64_t*>(chunk.base + format::ChunkHeaderLayout::kPublished),

@@ -156,8 +156,8 @@ class Writer {
     put<uint32_t>(L::kWriter, id_);
     put<uint32_t>(L::kSequence, sequence_);
     put<uint32_t>(L::kThread, tid_);
-    put<uint64_t>(L::kPublished,
-                  gmt::format::published_word(used_, gmt::format::extend_crc(0, payload, used_)));
+    put<uint64_t>(L::kPublished, gmt::format::published_word(
+                                     used_, gmt::format::extend_crc32c(0, payload, used_)));
     file_.write_at(chunk_.data(), chunk_.size(), offset_);
     open_ = false;
     ++sequence_;

@@ -41,7 +41,10 @@ void summarize(std::span<const uint8_t> bytes) {
 }
 
 // The bytes with the checksum of every chunk whose published length fits made right.
-std::vector<uint8_t> with_checksums_fixed(std::span<const uint8_t> bytes, uint32_t chunk_size) {
+std::vector<uint8_t> with_checksums_fixed(std::span<const uint8_t> bytes,
+                                          const gmt::format::FileHeader& header) {
+  const uint32_t chunk_size = header.chunk_size;
+  const gmt::format::ChunkChecksum checksum = gmt::format::chunk_checksum(header.major);
   std::vector<uint8_t> fixed(bytes.begin(), bytes.end());
   using L = gmt::format::ChunkHeaderLayout;
   for (std::size_t off = gmt::format::kFirstChunkOffset;
@@ -54,7 +57,8 @@ std::vector<uint8_t> with_checksums_fixed(std::span<const uint8_t> bytes, uint32
         length > fixed.size() - off - gmt::format::kChunkHeaderSize) {
       continue;
     }
-    const uint32_t crc = gmt::format::extend_crc(0, h + gmt::format::kChunkHeaderSize, length);
+    const uint32_t crc =
+        gmt::format::extend_checksum(checksum, 0, h + gmt::format::kChunkHeaderSize, length);
     published = gmt::format::published_word(length, crc);
     std::memcpy(h + L::kPublished, &published, sizeof published);
   }
@@ -69,7 +73,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   summarize(bytes);
   const gmt::format::HeaderCheck header = gmt::format::check_header(bytes);
   if (header.ok) {
-    const std::vector<uint8_t> fixed = with_checksums_fixed(bytes, header.header.chunk_size);
+    const std::vector<uint8_t> fixed = with_checksums_fixed(bytes, header.header);
     read_all(fixed);
     summarize(fixed);
   }

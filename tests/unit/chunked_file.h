@@ -14,9 +14,13 @@ namespace gmt::test {
 
 class ChunkedFile {
  public:
-  explicit ChunkedFile(uint32_t chunk_size = 4096) : chunk_size_(chunk_size) {
+  // `major`: the format version the header names, whose checksum the chunks get (format 3's
+  // files are still read).
+  explicit ChunkedFile(uint32_t chunk_size = 4096, uint16_t major = format::kVersionMajor)
+      : chunk_size_(chunk_size), checksum_(format::chunk_checksum(major)) {
     bytes_.resize(format::kFirstChunkOffset);
     format::write_header(bytes_.data(), chunk_size);
+    put<uint16_t>(bytes_.data() + 8, major);
   }
 
   // Appends one chunk holding `records`, published as a writer would; returns its offset.
@@ -36,7 +40,8 @@ class ChunkedFile {
     std::memcpy(chunk + format::kChunkHeaderSize, payload.data(), payload.size());
     const uint32_t length = static_cast<uint32_t>(payload.size());
     put<uint64_t>(chunk + L::kPublished,
-                  format::published_word(length, format::extend_crc(0, payload.data(), length)));
+                  format::published_word(
+                      length, format::extend_checksum(checksum_, 0, payload.data(), length)));
     return offset;
   }
 
@@ -52,6 +57,7 @@ class ChunkedFile {
   }
 
   uint32_t chunk_size_;
+  format::ChunkChecksum checksum_;
   std::vector<uint8_t> bytes_;
 };
 

@@ -45,7 +45,22 @@ TEST(FileHeader, RejectsAnotherMajorVersionButAcceptsNewerMinors) {
   header[8] = 9;  // major 9
   const HeaderCheck check = check_header(header);
   EXPECT_FALSE(check.ok);
-  EXPECT_EQ(check.error, "unsupported trace format version 9.7 (this build reads version 3.x)");
+  EXPECT_EQ(check.error,
+            "unsupported trace format version 9.7 (this build reads versions 3.x to 4.x)");
+  header[8] = 2;
+  EXPECT_EQ(check_header(header).error,
+            "unsupported trace format version 2.7 (this build reads versions 3.x to 4.x)");
+}
+
+TEST(FileHeader, StillReadsFormatThree) {
+  uint8_t header[kHeaderSize];
+  write_header(header, 65536);
+  header[8] = 3;
+  header[10] = 1;
+  const HeaderCheck check = check_header(header);
+  EXPECT_TRUE(check.ok) << check.error;
+  EXPECT_EQ(check.header.major, 3);
+  EXPECT_EQ(check.header.minor, 1);
 }
 
 }  // namespace

@@ -212,6 +212,27 @@ TEST(TraceReader, AFlippedByteLosesOnlyItsChunkAndSaysWhere) {
             "checksum mismatch in a chunk of thread 200; its records are lost");
 }
 
+// Format 3 files (zlib's CRC-32 per chunk) are still read; the checksum goes by the header's
+// version, so the same chunks under the other version's header are all found damaged.
+TEST(TraceReader, ReadsFormatThreeByItsOwnChecksum) {
+  for (const uint16_t major : {uint16_t{3}, kVersionMajor}) {
+    ChunkedFile file(4096, major);
+    file.add_chunk(0, 0, 100, process(), alloc_at(10, 0, 0xa000, 64));
+    file.add_chunk(1, 0, 200, alloc_at(20, 0, 0xb000, 8));
+    TraceReader reader(file.bytes(), header_of(file.bytes()));
+    EXPECT_EQ(read_all(reader).size(), 3u) << major;
+    EXPECT_TRUE(reader.problems().empty()) << major;
+
+    FileHeader other = header_of(file.bytes());
+    other.major = major == 3 ? kVersionMajor : 3;
+    TraceReader mismatched(file.bytes(), other);
+    EXPECT_EQ(read_all(mismatched).size(), 0u) << major;
+    ASSERT_EQ(mismatched.problems().size(), 2u) << major;
+    EXPECT_EQ(mismatched.problems()[1].reason,
+              "checksum mismatch in a chunk of thread 200; its records are lost");
+  }
+}
+
 TEST(TraceReader, ACutFileKeepsEveryCompleteChunk) {
   ChunkedFile file;
   file.add_chunk(0, 0, 100, process(), alloc_at(10, 0, 0xa000, 64));
