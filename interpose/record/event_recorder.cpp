@@ -66,7 +66,6 @@ void EventRecorder::allocation(uint32_t error, int device, uint64_t context,
     rec.kind = kind;
     rec.api = api;
     rec.public_api = PublicApiScope::current();
-    rec.public_api = PublicApiScope::current();
     rec.size = size;
     rec.error = error;
     rec.stack = stack_here();
