@@ -55,8 +55,13 @@ nlohmann::ordered_json api_counts_json(const std::array<uint64_t, N>& n) {
   return counts;
 }
 
+std::string format_version(const TraceSummary& t) {
+  return std::to_string(t.format_major) + "." + std::to_string(t.format_minor);
+}
+
 nlohmann::ordered_json info_json(const TraceSummary& t) {
   nlohmann::ordered_json info = {{"path", t.path},
+                                 {"format", format_version(t)},
                                  {"pid", t.pid},
                                  {"ppid", t.ppid},
                                  {"host", t.host},
@@ -95,7 +100,7 @@ void write_counts(const nlohmann::ordered_json& counts, std::ostream& out) {
 void write_info_text(const TraceSummary& t, std::ostream& out) {
   std::string command;
   for (const std::string& arg : t.argv) command += (command.empty() ? "" : " ") + arg;
-  out << "trace        " << t.path << "\n";
+  out << "trace        " << t.path << " (format " << format_version(t) << ")\n";
   out << "process      pid " << t.pid << " (parent " << t.ppid << ") on " << t.host << ": "
       << command << "\n";
   out << "duration     " << human_duration(t.duration_ns) << "\n";

@@ -76,6 +76,8 @@ TraceSummary summarize_trace_bytes(std::span<const uint8_t> bytes, const std::st
 
   TraceSummary& summary = replay.summary();
   summary.path = path;
+  summary.format_major = header.header.major;
+  summary.format_minor = header.header.minor;
   // The first thing left out is what the report names; all of them go to `problems`.
   for (const format::ReadProblem& problem : reader.problems()) {
     if (!summary.truncated()) {

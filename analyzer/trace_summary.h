@@ -186,6 +186,8 @@ inline const char* end_name(TraceEnd end) {
 
 struct TraceSummary {
   std::string path;
+  uint16_t format_major = 0;  // the trace format version its header names
+  uint16_t format_minor = 0;
   uint64_t pid = 0;
   uint64_t ppid = 0;
   std::string host;

@@ -9,7 +9,7 @@ kind of damage each, as the reader must survive them: an empty file, a short one
 the header page alone, a wrong major version, a bad chunk size, a file cut inside a chunk, a
 checksum mismatch, a damaged chunk magic, a published length past the chunk. The files are
 committed in tests/fuzz/corpus; run this again when the format changes. format3-four-threads.gmt
-is not made here: it is four-threads.gmt as format 3 wrote it (zlib's CRC-32 per chunk), kept
+is not made here: it is four-threads.gmt as format 3.0 wrote it (zlib's CRC-32 per chunk), kept
 because the reader still reads format 3.
 """
 import os
