@@ -46,7 +46,10 @@ def main():
             step()
         torch.cuda.synchronize()
         times.append((time.perf_counter() - t0) / 40 * 1e3)
-    result = {"ms_per_step": statistics.median(times), "samples": times}
+    # "native" (the caching allocator, or none with PYTORCH_NO_CUDA_MEMORY_CACHING=1) or
+    # "cudaMallocAsync": which one the run measured.
+    result = {"ms_per_step": statistics.median(times), "samples": times,
+              "allocator_backend": torch.cuda.get_allocator_backend()}
     print(json.dumps(result))
     with open(out_path, "w") as f:
         json.dump(result, f)
