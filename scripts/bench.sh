@@ -22,7 +22,8 @@ fi
 # time this takes.
 echo "bench: building in $dir (Release)" >&2
 cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "${cuda_args[@]}" >/dev/null
-cmake --build "$dir" -j "$(nproc)" --target hook_overhead_bench trace_bytes gpumemtrace_preload >/dev/null
+cmake --build "$dir" -j "$(nproc)" --target hook_overhead_bench recorder_bench trace_bytes \
+  gpumemtrace_preload >/dev/null
 
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
@@ -52,6 +53,19 @@ for mode in "${modes[@]}"; do
 done
 
 python3 tests/bench/overhead_table.py "${table_args[@]}" >"$scratch/table.md"
+
+# The recorder alone, no driver under it: whether its own shared state holds threads back.
+recorder_args=()
+for mode in "${modes[@]}"; do
+  echo "bench: running recorder_bench with GPUMEMTRACE_STACKS=$mode" >&2
+  GPUMEMTRACE_STACKS="$mode" GPUMEMTRACE_OUTPUT="$scratch/recorder.$mode.%p.gmt" \
+    "$dir/bin/recorder_bench" --benchmark_repetitions=9 --benchmark_min_time=0.1 \
+    --benchmark_enable_random_interleaving=true --benchmark_format=json \
+    >"$scratch/recorder.$mode.json"
+  rm -f "$scratch/recorder.$mode".*.gmt
+  recorder_args+=("$mode" "$scratch/recorder.$mode.json")
+done
+python3 tests/bench/recorder_table.py "${recorder_args[@]}" >>"$scratch/table.md"
 
 # Python frames: a Python program through ctypes, untraced and with each stack mode, one after
 # the other in this run (target: at most 1.5 us added per event with Python frames).

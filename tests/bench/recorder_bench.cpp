@@ -1,0 +1,118 @@
+// The recorder alone: what the in-process side costs per event, without any driver under it.
+//
+// hook_overhead_bench times the hooks around the simulated driver, whose every allocation and
+// free takes one process-wide mutex: with 4 and 16 threads its figures are mostly that lock's.
+// Here the threads call the recorder's allocation and free entry points directly (what a hook
+// calls after and before the real driver call), each on addresses of its own, with the sampler
+// and the in-process high-water count on as in a traced program. What shared state the recorder
+// has (the high-water count's shards and per-device totals, the trace file's chunk hand-out)
+// shows as time per event growing with the threads. Wall time per event per thread is what a
+// thread feels; on a machine with fewer cores than threads it includes waiting for a core, so
+// the CPU time per event is reported too (a counter: cpu_ns_per_event).
+//
+//   recorder_bench [google-benchmark flags]     (GPUMEMTRACE_STACKS and _OUTPUT as for the
+//                                                 preload; scripts/bench.sh sets them)
+#include <benchmark/benchmark.h>
+#include <time.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "format/api.h"
+#include "format/memory_kind.h"
+#include "format/records.h"
+#include "interpose/config.h"
+#include "interpose/record/driver_views.h"
+#include "interpose/record/event_recorder.h"
+#include "interpose/record/phase_recorder.h"
+#include "interpose/record/sampler.h"
+#include "interpose/record/trace_writer.h"
+
+namespace {
+
+using gmt::interpose::Config;
+
+// A driver that answers the sampler at once: the views are not what is measured.
+class StubDriverViews final : public gmt::interpose::DriverViews {
+ public:
+  std::string pci_bus_id(int device) override {
+    return "0000:" + std::to_string(10 * (device + 1)) + ":00.0";
+  }
+  uint64_t total_bytes(int) override { return 16ull << 30; }
+  void read(int, bool, bool, gmt::format::SampleRecord& sample) override {
+    sample.driver_total = 16ull << 30;
+    sample.driver_free = 4ull << 30;
+    sample.present |=
+        gmt::format::SampleField::kDriverFree | gmt::format::SampleField::kDriverTotal;
+  }
+  void lock_teardown() override {}
+  void unlock_teardown() override {}
+};
+
+// As the runtime holds it: made once, never destroyed (the sampler registers an exit handler).
+struct Recorder {
+  Config config;
+  gmt::interpose::TraceWriter* writer;
+  StubDriverViews* views;
+  gmt::interpose::Sampler* sampler;
+  gmt::interpose::PhaseRecorder* phases;
+  gmt::interpose::EventRecorder* events;
+
+  Recorder() {
+    config = Config::from_environment([](const std::string&) {});
+    writer = new gmt::interpose::TraceWriter(config);
+    views = new StubDriverViews;
+    sampler = new gmt::interpose::Sampler(*writer, config, *views);
+    phases = new gmt::interpose::PhaseRecorder(*writer);
+    events = new gmt::interpose::EventRecorder(*writer, config, *sampler, *phases);
+  }
+};
+
+Recorder& recorder() {
+  static Recorder* r = new Recorder;
+  return *r;
+}
+
+uint64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// One iteration: an allocation of 1 MiB and its free, as a caching allocator's blocks come and
+// go; each thread cycles through 64 addresses of its own.
+void allocate_and_free(benchmark::State& state) {
+  gmt::interpose::EventRecorder& events = *recorder().events;
+  constexpr uint64_t kBytes = 1 << 20;
+  constexpr uint64_t kContext = 0x5500000000ull;
+  const uint64_t base = 0x7f0000000000ull + (static_cast<uint64_t>(state.thread_index()) << 32);
+  uint64_t i = 0;
+  const uint64_t cpu_start = thread_cpu_ns();
+  for (auto _ : state) {
+    const uint64_t address = base + (i++ & 63) * kBytes;
+    events.allocation(0, 0, kContext, gmt::format::MemoryKind::kDevice,
+                      gmt::format::Api::kCuMemAlloc, address, kBytes);
+    events.freeing(gmt::format::Api::kCuMemFree, address);
+  }
+  const double events_done = 2.0 * static_cast<double>(state.iterations());
+  state.SetItemsProcessed(static_cast<int64_t>(events_done));
+  // Averaged over the threads by the library: each thread's CPU time per event.
+  state.counters["cpu_ns_per_event"] = benchmark::Counter(
+      static_cast<double>(thread_cpu_ns() - cpu_start) / events_done, benchmark::Counter::kAvgThreads);
+}
+
+BENCHMARK(allocate_and_free)->UseRealTime()->Threads(1)->Threads(4)->Threads(16);
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+  const char* stacks = std::getenv("GPUMEMTRACE_STACKS");
+  benchmark::AddCustomContext("gpumemtrace_stacks", stacks != nullptr ? stacks : "all");
+  recorder();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
