@@ -98,8 +98,9 @@ void allocate_and_free(benchmark::State& state) {
   const double events_done = 2.0 * static_cast<double>(state.iterations());
   state.SetItemsProcessed(static_cast<int64_t>(events_done));
   // Averaged over the threads by the library: each thread's CPU time per event.
-  state.counters["cpu_ns_per_event"] = benchmark::Counter(
-      static_cast<double>(thread_cpu_ns() - cpu_start) / events_done, benchmark::Counter::kAvgThreads);
+  state.counters["cpu_ns_per_event"] =
+      benchmark::Counter(static_cast<double>(thread_cpu_ns() - cpu_start) / events_done,
+                         benchmark::Counter::kAvgThreads);
 }
 
 BENCHMARK(allocate_and_free)->UseRealTime()->Threads(1)->Threads(4)->Threads(16);
