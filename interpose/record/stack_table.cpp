@@ -3,6 +3,44 @@
 #include <algorithm>
 
 namespace gmt::interpose {
+namespace {
+
+thread_local void* my_cache __attribute__((tls_model("initial-exec"))) = nullptr;
+std::atomic<uint64_t> last_table_id{0};
+
+}  // namespace
+
+StackTable::StackTable(TraceWriter& writer) : writer_(writer), id_(last_table_id.fetch_add(1) + 1) {
+  have_cache_key_ = pthread_key_create(&cache_key_, &StackTable::free_thread_cache) == 0;
+}
+
+StackTable::~StackTable() {
+  if (have_cache_key_) pthread_key_delete(cache_key_);
+}
+
+void StackTable::free_thread_cache(void* cache) {
+  if (my_cache == cache) my_cache = nullptr;
+  delete static_cast<ThreadCache*>(cache);
+}
+
+StackTable::ThreadCache* StackTable::thread_cache() {
+  auto* cache = static_cast<ThreadCache*>(my_cache);
+  const uint64_t epoch = epoch_.load(std::memory_order_acquire);
+  if (cache != nullptr && cache->owner == id_ && cache->epoch == epoch) [[likely]]
+    return cache;
+  if (!have_cache_key_) return nullptr;
+  if (cache == nullptr) {
+    // One per thread: freed when the thread ends, by the table that made it (a thread that
+    // uses a second table, in tests only, reuses it).
+    cache = new ThreadCache;
+    my_cache = cache;
+    pthread_setspecific(cache_key_, cache);
+  }
+  for (auto& e : cache->entries) e.id = 0;
+  cache->owner = id_;
+  cache->epoch = epoch;
+  return cache;
+}
 
 uint64_t StackTable::hash_of(const uint64_t* frames, int count) {
   uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a over whole words: stacks are short
@@ -52,6 +90,7 @@ void StackTable::after_fork_in_parent() {
 
 void StackTable::after_fork_in_child() {
   next_id_ = 1;
+  epoch_.fetch_add(1, std::memory_order_release);  // the ids this thread has cached are gone
   id_mutex_.unlock();
   for (Shard& shard : shards_) {
     shard.entries.clear();
