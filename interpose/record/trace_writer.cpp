@@ -53,9 +53,17 @@ void store_le(uint8_t* p, T v) {
   std::memcpy(p, &v, sizeof v);
 }
 
+// Generations are numbered across every TraceWriter of the process: a thread's chunk cursor is
+// one thread_local for all of them, and a process has one writer, but a test process has
+// several, whose generations must never match.
+std::atomic<uint32_t> last_generation{0};
+uint32_t new_generation() {
+  return last_generation.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
 }  // namespace
 
-TraceWriter::TraceWriter(const Config& config) : config_(config) {
+TraceWriter::TraceWriter(const Config& config) : config_(config), generation_(new_generation()) {
   have_thread_exit_key_ = pthread_key_create(&thread_exit_key_, &TraceWriter::on_thread_exit) == 0;
 }
 
@@ -91,7 +99,7 @@ void TraceWriter::give_up_locked(const std::string& why) {
   if (fd_ >= 0) close(fd_);
   fd_ = -1;
   disabled_ = true;
-  generation_.fetch_add(1, std::memory_order_release);  // no thread keeps writing
+  generation_.store(new_generation(), std::memory_order_release);  // no thread keeps writing
 }
 
 // O_EXCL and O_NOFOLLOW: never overwrite a trace, never write through a planted symlink. A
@@ -134,7 +142,7 @@ bool TraceWriter::ensure_open_locked() {
   }
   file_size_ = next_offset_ = format::kFirstChunkOffset;
   next_writer_ = 0;
-  generation_.fetch_add(1, std::memory_order_release);
+  generation_.store(new_generation(), std::memory_order_release);
   return true;
 }
 
@@ -249,7 +257,7 @@ void TraceWriter::after_fork_in_child() {
   disabled_ = false;
   started_.store(false, std::memory_order_release);
   path_.clear();
-  generation_.fetch_add(1, std::memory_order_release);
+  generation_.store(new_generation(), std::memory_order_release);
   thread_chunk() = ThreadChunk{};
   mutex_.unlock();
 }

@@ -119,7 +119,7 @@ class TraceWriter {
 
   const Config& config_;
   mutable std::mutex mutex_;
-  std::atomic<uint32_t> generation_{1};
+  std::atomic<uint32_t> generation_;
   std::atomic<bool> started_{false};
   int fd_ = -1;
   bool disabled_ = false;  // creating or growing the file failed: the program runs on untraced

@@ -104,6 +104,11 @@ TEST(StackTable, SameFramesSameIdFromEveryThreadDifferentFramesNever) {
 }
 
 TEST(StackTable, AForkedChildStartsAgainWithItsCacheForgotten) {
+#if defined(__SANITIZE_THREAD__)
+  // before_fork() holds every shard's lock at once, more than ThreadSanitizer's deadlock
+  // detector can follow (64): it aborts. The normal and ASan builds run this.
+  GTEST_SKIP() << "ThreadSanitizer cannot follow 65 locks held at once";
+#endif
   const std::vector<uint64_t> frames = stack_of(500, 6);
   const uint32_t parent_id = intern(frames, 6);
   EXPECT_EQ(intern(frames, 6), parent_id);  // now in this thread's cache
