@@ -110,6 +110,9 @@ void DeviceHighWater::on_thread_exit(void* opaque) {
     const int64_t bytes = slot->unpublished[d].exchange(0, std::memory_order_relaxed);
     if (bytes != 0) slot->owner->published_[d].fetch_add(bytes, std::memory_order_relaxed);
   }
+  // Whatever this thread records from here on (another exit handler's allocation) claims a
+  // slot again: this one may be another thread's by then.
+  my_slot_cache = {};
   slot->taken.store(false, std::memory_order_release);
 }
 
