@@ -2,6 +2,8 @@
 
 #include <sched.h>
 
+#include "interpose/record/instance_id.h"
+
 namespace gmt::interpose {
 
 void DeviceHighWater::SpinLock::lock() {
@@ -29,7 +31,6 @@ struct MySlot {
   void* slot = nullptr;
 };
 thread_local MySlot my_slot_cache __attribute__((tls_model("initial-exec")));
-std::atomic<uint64_t> last_instance_id{0};
 
 // Frees that cannot end a device-resident allocation: no table needs looking into.
 bool frees_host_memory(Api api) {
@@ -38,7 +39,7 @@ bool frees_host_memory(Api api) {
 
 }  // namespace
 
-DeviceHighWater::DeviceHighWater() : id_(last_instance_id.fetch_add(1) + 1) {
+DeviceHighWater::DeviceHighWater() : id_(new_instance_id()) {
   have_exit_key_ = pthread_key_create(&exit_key_, &DeviceHighWater::on_thread_exit) == 0;
 }
 

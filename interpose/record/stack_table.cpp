@@ -2,15 +2,16 @@
 
 #include <algorithm>
 
+#include "interpose/record/instance_id.h"
+
 namespace gmt::interpose {
 namespace {
 
 thread_local void* my_cache __attribute__((tls_model("initial-exec"))) = nullptr;
-std::atomic<uint64_t> last_table_id{0};
 
 }  // namespace
 
-StackTable::StackTable(TraceWriter& writer) : writer_(writer), id_(last_table_id.fetch_add(1) + 1) {
+StackTable::StackTable(TraceWriter& writer) : writer_(writer), id_(new_instance_id()) {
   have_cache_key_ = pthread_key_create(&cache_key_, &StackTable::free_thread_cache) == 0;
 }
 
@@ -25,8 +26,8 @@ void StackTable::free_thread_cache(void* cache) {
 
 StackTable::ThreadCache* StackTable::thread_cache() {
   auto* cache = static_cast<ThreadCache*>(my_cache);
-  const uint64_t epoch = epoch_.load(std::memory_order_acquire);
-  if (cache != nullptr && cache->owner == id_ && cache->epoch == epoch) [[likely]]
+  const uint64_t id = id_.load(std::memory_order_acquire);
+  if (cache != nullptr && cache->owner == id) [[likely]]
     return cache;
   if (!have_cache_key_) return nullptr;
   if (cache == nullptr) {
@@ -37,8 +38,7 @@ StackTable::ThreadCache* StackTable::thread_cache() {
     pthread_setspecific(cache_key_, cache);
   }
   for (auto& e : cache->entries) e.id = 0;
-  cache->owner = id_;
-  cache->epoch = epoch;
+  cache->owner = id;
   return cache;
 }
 
@@ -90,7 +90,8 @@ void StackTable::after_fork_in_parent() {
 
 void StackTable::after_fork_in_child() {
   next_id_ = 1;
-  epoch_.fetch_add(1, std::memory_order_release);  // the ids this thread has cached are gone
+  // A table of its own: the ids this thread has cached are gone.
+  id_.store(new_instance_id(), std::memory_order_release);
   id_mutex_.unlock();
   for (Shard& shard : shards_) {
     shard.entries.clear();

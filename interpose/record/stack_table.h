@@ -62,8 +62,7 @@ class StackTable {
       int count = 0;
       uint64_t frames[kFrames];
     };
-    uint64_t owner = 0;  // the StackTable's id, and its epoch, when filled
-    uint64_t epoch = 0;
+    uint64_t owner = 0;  // the StackTable's id when filled
     Entry entries[kEntries];
 
     uint32_t find(uint64_t hash, const uint64_t* frames, int native, int count) const {
@@ -83,8 +82,8 @@ class StackTable {
       std::memcpy(e.frames, frames, sizeof(uint64_t) * static_cast<std::size_t>(count));
     }
   };
-  // The calling thread's cache, emptied if it was filled for another table or before a fork;
-  // nullptr where one cannot be made.
+  // The calling thread's cache, emptied if it was filled for another table (or this one before a
+  // fork); nullptr where one cannot be made.
   ThreadCache* thread_cache();
   static void free_thread_cache(void* cache);
 
@@ -123,9 +122,10 @@ class StackTable {
   Shard shards_[kShards];
   std::mutex id_mutex_;
   uint32_t next_id_ = 1;
-  const uint64_t id_;               // which table a thread's cache was filled for
-  std::atomic<uint64_t> epoch_{0};  // moves when the child of a fork forgets every stack
-  pthread_key_t cache_key_{};       // frees a thread's cache when it ends
+  // Which table a thread's cache was filled for; the child of a fork, which forgets every
+  // stack, takes a new one.
+  std::atomic<uint64_t> id_;
+  pthread_key_t cache_key_{};  // frees a thread's cache when it ends
   bool have_cache_key_ = false;
 };
 

@@ -15,6 +15,7 @@
 #include "format/file_header.h"
 #include "interpose/output_path.h"
 #include "interpose/record/diagnostic.h"
+#include "interpose/record/instance_id.h"
 #include "interpose/record/process_info.h"
 #include "interpose/record/thread_id.h"
 
@@ -54,11 +55,10 @@ void store_le(uint8_t* p, T v) {
 }
 
 // Generations are numbered across every TraceWriter of the process: a thread's chunk cursor is
-// one thread_local for all of them, and a process has one writer, but a test process has
-// several, whose generations must never match.
-std::atomic<uint32_t> last_generation{0};
+// one thread_local for all of them, and a test process has several writers, whose generations
+// must never match.
 uint32_t new_generation() {
-  return last_generation.fetch_add(1, std::memory_order_relaxed) + 1;
+  return static_cast<uint32_t>(new_instance_id());
 }
 
 }  // namespace
