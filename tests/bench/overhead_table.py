@@ -34,16 +34,22 @@ class Failure(Exception):
     pass
 
 
+def iterations(doc, path):
+    """A Google Benchmark JSON document's runs (not its aggregates); Failure if one failed."""
+    for b in doc.get("benchmarks", []):
+        if b.get("run_type") != "iteration":
+            continue
+        if b.get("error_occurred"):
+            raise Failure(f"{path}: {b['name']}: {b.get('error_message', 'failed')}")
+        yield b
+
+
 def load_runs(path):
     """{(variant, depth, threads): [ns per pair, one per repetition]} and the run's context."""
     with open(path) as f:
         doc = json.load(f)
     runs = {}
-    for b in doc["benchmarks"]:
-        if b.get("run_type") != "iteration":
-            continue
-        if b.get("error_occurred"):
-            raise Failure(f"{path}: {b['name']}: {b.get('error_message', 'failed')}")
+    for b in iterations(doc, path):
         m = NAME.match(b["run_name"])
         if not m:
             continue

@@ -19,12 +19,9 @@ import re
 import statistics
 import sys
 
-COLLAPSE_FACTOR = 1.5  # as overhead_table.py
+from overhead_table import COLLAPSE_FACTOR, Failure, iterations
+
 NAME = re.compile(r"^allocate_and_free/real_time/threads:(?P<threads>\d+)$")
-
-
-class Failure(Exception):
-    pass
 
 
 def load(path):
@@ -32,11 +29,7 @@ def load(path):
     with open(path) as f:
         doc = json.load(f)
     runs = {}
-    for b in doc.get("benchmarks", []):
-        if b.get("run_type") != "iteration":
-            continue
-        if b.get("error_occurred"):
-            raise Failure(f"{path}: {b['name']}: {b.get('error_message', 'failed')}")
+    for b in iterations(doc, path):
         m = NAME.match(b["name"])
         if not m:
             continue
