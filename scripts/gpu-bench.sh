@@ -16,7 +16,10 @@ mkdir -p "$out"
 measure() {  # measure ALLOCATOR MODE ROUND
   local allocator=$1 mode=$2 name="$1.$2.$3" env=()
   # PyTorch refuses: "cudaMallocAsync does not yet support recordHistory".
-  if [ "$allocator" = async ] && [ "${mode#torch_history}" != "$mode" ]; then return; fi
+  if [ "$allocator" = async ] && [ "${mode#torch_history}" != "$mode" ]; then
+    echo "PyTorch's history does not support cudaMallocAsync" >"$out/$1.$2.not_run"
+    return
+  fi
   [ "$allocator" = nocache ] && env+=(PYTORCH_NO_CUDA_MEMORY_CACHING=1)
   [ "$allocator" = async ] && env+=(PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync)
   case $mode in
@@ -51,8 +54,9 @@ for allocator in allocators:
             path = os.path.join(out, f"{allocator}.{mode}.{r}.json")
             if os.path.exists(path):
                 runs.append(json.load(open(path))["ms_per_step"])
-        if not runs and allocator == "async" and mode.startswith("torch_history"):
-            print(f"{allocator:10} {mode:22} {'n/a':>9}   (PyTorch's history does not support cudaMallocAsync)")
+        not_run = os.path.join(out, f"{allocator}.{mode}.not_run")
+        if not runs and os.path.exists(not_run):
+            print(f"{allocator:10} {mode:22} {'n/a':>9}   ({open(not_run).read().strip()})")
             continue
         if not runs:
             print(f"{allocator:10} {mode:22} {'failed':>9}   (see {allocator}.{mode}.*.log)")
