@@ -238,7 +238,7 @@ uint64_t RecordDecoder::count_records(std::span<const uint8_t> payload) {
   return records;
 }
 
-bool RecordDecoder::next_into(Record& out) {
+bool RecordDecoder::next_into_checked(Record& out) {
   while (status_.end == StreamEnd::kNotYet) {
     const uint8_t* const file_begin = bytes_.data();
     const uint8_t* const file_end = file_begin + bytes_.size();
@@ -248,10 +248,9 @@ bool RecordDecoder::next_into(Record& out) {
       break;
     }
     const uint8_t* p = file_begin + pos_;
-    // The chunk's bytes come from memory: asking for them a few records ahead measurably
-    // speeds the reader and the replay behind it (the hardware's own prefetch does not see the
-    // writers' streams through the interleaved decoding).
-    if (file_end - p > 512) __builtin_prefetch(p + 512);
+    if (file_end - p > static_cast<std::ptrdiff_t>(kPrefetchAhead)) {
+      __builtin_prefetch(p + kPrefetchAhead);
+    }
     uint64_t type = 0;
     uint64_t length = 0;
     if (!get_varint(&p, file_end, &type) || !get_varint(&p, file_end, &length)) {

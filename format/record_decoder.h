@@ -3,6 +3,7 @@
 // and why, keeping everything before that point.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -12,6 +13,7 @@
 #include "format/file_header.h"
 #include "format/record_encoder.h"
 #include "format/records.h"
+#include "format/unchecked_fields.h"
 
 namespace gmt::format {
 
@@ -40,7 +42,20 @@ class RecordDecoder {
   std::optional<Record> next();
   // The same, decoded into `out`, whose strings and lists are reused when it already holds a
   // record of the same type (most records are allocations and frees): false at the end.
-  bool next_into(Record& out);
+  // Inline, with the decoding of allocations and frees: it runs for every record of a trace.
+  bool next_into(Record& out) {
+    if (next_quickly(out)) [[likely]]
+      return true;
+    return next_into_checked(out);
+  }
+
+  // The first byte of the record next_into() would decode: its type (every type is numbered
+  // below 128, a one-byte varint), or 0 at the end. For choosing where to decode it.
+  uint8_t peek_type() const { return pos_ < bytes_.size() ? bytes_[pos_] : 0; }
+
+  // next_into() without its fast path: every field of every record checked one by one. The
+  // two give the same records and stop at the same place for the same reason.
+  bool next_into_checked(Record& out);
 
   // How many records next() would give for `payload` if every record's fields decode: the
   // framing alone is walked (lengths skip the fields), so this is cheap.
@@ -57,6 +72,36 @@ class RecordDecoder {
  private:
   // Result of decoding one frame's payload.
   enum class Decoded { kRecord, kUnknownType, kCorrupt };
+  // next_into() for an allocation or a free with room after it (nearly every record): false,
+  // having changed nothing but `out`, for anything else.
+  bool next_quickly(Record& out) {
+    // One-byte type and length, and every byte the record's widest encoding could take readable.
+    constexpr std::size_t kRoom =
+        2 + std::max(unchecked_read_bytes<AllocRecord>(), unchecked_read_bytes<FreeRecord>());
+    const std::size_t left = bytes_.size() - pos_;
+    if (status_.end != StreamEnd::kNotYet || left < kRoom) return false;
+    const uint8_t* const p = bytes_.data() + pos_;
+    const uint8_t type = p[0];
+    const uint8_t length = p[1];
+    if (length >= 0x80 || length > left - 2) return false;
+    if (left > kPrefetchAhead) __builtin_prefetch(p + kPrefetchAhead);
+    bool decoded = false;
+    if (type == static_cast<uint8_t>(RecordType::kAlloc)) {
+      decoded =
+          decode_quickly_as<AllocRecord>(p + 2, p + 2 + length, state_, thread_, last_time_, out);
+    } else if (type == static_cast<uint8_t>(RecordType::kFree)) {
+      decoded =
+          decode_quickly_as<FreeRecord>(p + 2, p + 2 + length, state_, thread_, last_time_, out);
+    }
+    if (!decoded) return false;
+    last_type_ = static_cast<RecordType>(type);
+    pos_ += 2 + length;
+    return true;
+  }
+  // The chunk's bytes come from memory: asking for them a few records ahead measurably
+  // speeds the reader and the replay behind it (the hardware's own prefetch does not see the
+  // writers' streams through the interleaved decoding).
+  static constexpr std::size_t kPrefetchAhead = 512;
   Decoded decode_payload(uint64_t type, const uint8_t* begin, const uint8_t* end,
                          uint64_t frame_offset, Record& out);
   void stop(StreamEnd end, uint64_t offset, std::string reason);

@@ -68,15 +68,28 @@ uint64_t record_time(const Record& record) {
 
 namespace {
 
-// One writer's chunks, read in sequence, one record ahead. Records are decoded into two slots
-// in turn, reused: the head, and the record last handed out (valid until the next call).
+// Where a record of each type is decoded: allocations and frees, nearly every record, each in
+// a slot of their own, the rest in a third. Decoding a record into a slot that held another type
+// would destroy the one there and build the other (variant::emplace), at every switch between an
+// allocation and a free.
+constexpr std::size_t kSlotsPerSet = 3;
+std::size_t slot_for(uint8_t type) {
+  return type == static_cast<uint8_t>(RecordType::kAlloc)  ? 0
+         : type == static_cast<uint8_t>(RecordType::kFree) ? 1
+                                                           : 2;
+}
+
+// One writer's chunks, read in sequence, one record ahead. Records are decoded into two sets of
+// slots in turn, reused: the head's, and that of the record last handed out (valid until the
+// next call).
 struct Cursor {
   std::vector<ChunkRef> chunks;
   std::size_t next_chunk = 0;
   std::optional<RecordDecoder> decoder;
-  Record slots[2];
-  int head_slot = 0;
-  bool has_head = false;
+  Record slots[2][kSlotsPerSet] = {{AllocRecord{}, FreeRecord{}, Record{}},
+                                   {AllocRecord{}, FreeRecord{}, Record{}}};
+  int head_set = 0;
+  Record* head = nullptr;  // null when the writer has no record left
 };
 
 // What the merge orders a writer's head by, kept apart from the records: its time, then its tie
@@ -229,16 +242,16 @@ void TraceReader::State::replay_from(uint32_t writer) {
 // goes past every real head.
 void TraceReader::State::advance(std::size_t writer) {
   Cursor& c = cursors[writer];
-  c.has_head = false;
+  c.head = nullptr;
   keys[writer] = head_key(UINT64_MAX, kNoHead, writer);
   while (true) {
     if (c.decoder) {
-      Record& record = c.slots[c.head_slot];
+      Record& record = c.slots[c.head_set][slot_for(c.decoder->peek_type())];
       if (c.decoder->next_into(record)) {
         keys[writer] =
             head_key(c.decoder->last_time(),
                      kTieRanks[static_cast<std::size_t>(c.decoder->last_type())], writer);
-        c.has_head = true;
+        c.head = &record;
         return;
       }
       const StreamStatus& status = c.decoder->status();
@@ -286,13 +299,13 @@ TraceReader::~TraceReader() = default;
 
 const Record* TraceReader::next_record() {
   const uint32_t writer = state_->winner;
-  if (writer >= state_->cursors.size() || !state_->cursors[writer].has_head) {
+  if (writer >= state_->cursors.size() || state_->cursors[writer].head == nullptr) {
     if (!state_->done_chunks.empty()) state_->release_done();
     return nullptr;
   }
   Cursor& c = state_->cursors[writer];
-  const Record* record = &c.slots[c.head_slot];
-  c.head_slot ^= 1;  // the next head goes to the other slot
+  const Record* record = c.head;
+  c.head_set ^= 1;  // the next head goes to the other set
   state_->last_given = writer;
   state_->advance(writer);
   state_->replay_from(writer);
@@ -301,9 +314,7 @@ const Record* TraceReader::next_record() {
 
 const Record* TraceReader::newest() const {
   const uint32_t writer = state_->last_given;
-  if (writer >= state_->cursors.size() || !state_->cursors[writer].has_head) return nullptr;
-  const Cursor& c = state_->cursors[writer];
-  return &c.slots[c.head_slot];
+  return writer < state_->cursors.size() ? state_->cursors[writer].head : nullptr;
 }
 
 std::optional<Record> TraceReader::next() {
