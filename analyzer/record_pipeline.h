@@ -37,14 +37,18 @@ class RecordPipeline {
   // Rethrows what the reading thread threw.
   const format::Record* next();
 
-  // A record next() will give soon, already read, for asking the memory early for what it
-  // will touch: a few places ahead in a batch read on the thread; without a thread, the one
-  // the reader decoded last (TraceReader::newest()). Each record is given once this way, or
-  // not at all; nullptr when none is known.
-  const format::Record* soon() const {
-    if (!thread_.joinable()) return reader_.newest();
+  // The address of an allocation or a free that next() will give soon, already read, for
+  // asking the memory early for the live allocation it will touch: a few places ahead in a
+  // batch read on the thread; without a thread, the one the reader decoded last
+  // (TraceReader::newest_address(), which may name an earlier record's address instead).
+  // 0 when none is known.
+  uint64_t soon_address() const {
+    if (!thread_.joinable()) return reader_.newest_address();
     const std::size_t i = position_ + kSoon - 1;
-    return i < current_.size() ? &current_[i] : nullptr;
+    if (i >= current_.size()) return 0;
+    if (const auto* a = std::get_if<format::AllocRecord>(&current_[i])) return a->address;
+    if (const auto* f = std::get_if<format::FreeRecord>(&current_[i])) return f->address;
+    return 0;
   }
 
   // Whether records are read on a second thread.
@@ -52,7 +56,7 @@ class RecordPipeline {
 
  private:
   using Batch = std::vector<format::Record>;
-  // How far ahead soon() looks in a batch: enough for a miss to memory to be served before
+  // How far ahead soon_address() looks in a batch: enough for a miss to memory to be served before
   // the record is replayed (measured: 8 places hide it, 2 half of it).
   static constexpr std::size_t kSoon = 8;
   void read_batches();

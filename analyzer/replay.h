@@ -28,13 +28,16 @@ class Replay {
   // on the trace's length: the reader counts its records up front), and a timeline built.
   void sample_sites_after(std::vector<uint64_t> record_indices) {
     sample_positions_ = std::move(record_indices);
+    next_sample_at_ = sample_positions_.empty() ? UINT64_MAX : sample_positions_.front();
   }
   void record_timeline(uint64_t resolution_ns) { timeline_.emplace(resolution_ns); }
 
   void apply(const format::Record& record);
-  // `record` is to be applied soon: the live allocation it looks up is asked of the memory
-  // now (with many allocations live, that lookup is a cache miss).
-  void prefetch(const format::Record& record) const;
+  // An allocation or a free of `address` is to be applied soon: the live allocation it looks
+  // up is asked of the memory now (with many allocations live, that lookup is a cache miss).
+  // Any address will do (a wrong one costs a useless load), which spares the caller a look
+  // at the record's type.
+  void prefetch(uint64_t address) const;
   // After the last record: each device's peak sites, the timeline's buckets up to the end.
   void finish();
   // The summary so far; `summary.end` and friends are the reader's to fill. Its sites' figures
@@ -171,6 +174,9 @@ class Replay {
   // Copies the views, devices, phases and notes into the summary (replay_views.cpp).
   void finish_views();
   void take_sample(uint64_t time_ns);
+  // The samples due after the record at record_index_.
+  void take_samples(uint64_t time_ns);
+  void start_peak_epochs();
   void note_failure(const format::AllocFailedRecord& r);
   std::vector<PeakSite> sites_live_on(int device) const;
   uint32_t site_index(int device, uint32_t stack) {
@@ -245,6 +251,7 @@ class Replay {
   std::map<uint64_t, Mapping> mappings_;  // by address, for range unmaps
   std::vector<uint64_t> sample_positions_;
   std::size_t samples_taken_ = 0;
+  uint64_t next_sample_at_ = UINT64_MAX;  // sample_positions_[samples_taken_], or none
   std::optional<TimelineBuilder> timeline_;
   ViewsReplay views_;
 };

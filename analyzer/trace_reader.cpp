@@ -38,7 +38,7 @@ TraceSummary summarize_trace_bytes(std::span<const uint8_t> bytes, const std::st
     RecordPipeline records(reader, pipeline_mode);
     while (const format::Record* record = records.next()) {
       described = described || std::holds_alternative<format::ProcessInfoRecord>(*record);
-      if (const format::Record* later = records.soon()) replay.prefetch(*later);
+      replay.prefetch(records.soon_address());
       replay.apply(*record);
       progress.advance();
     }
@@ -59,7 +59,7 @@ TraceSummary summarize_trace_bytes(std::span<const uint8_t> bytes, const std::st
       format::TraceReader again(bytes, header.header, pages);
       RecordPipeline records(again, pipeline_mode);
       while (const format::Record* record = records.next()) {
-        if (const format::Record* later = records.soon()) second.prefetch(*later);
+        second.prefetch(records.soon_address());
         second.apply(*record);
       }
       second.finish();

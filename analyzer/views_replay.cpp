@@ -93,40 +93,35 @@ ViewsReplay::DeviceState& ViewsReplay::device_slowly(int ordinal) {
   return d;
 }
 
-void ViewsReplay::note_growth(int ordinal, uint64_t live) {
-  for (auto& open : phases_.open_runs()) {
-    OpenPhase& p = open.value;
-    uint64_t* max = p.max_of(ordinal);
-    if (max == nullptr) [[unlikely]] {
-      // Once per device and phase: its bytes when the phase opened, or none.
-      const auto start = p.start_live.find(ordinal);
-      p.max_live.emplace_back(ordinal, start == p.start_live.end() ? 0 : start->second);
-      max = &p.max_live.back().second;
+void ViewsReplay::fold_segments() {
+  for (auto& [ordinal, d] : devices_) {
+    for (auto& open : phases_.open_runs()) {
+      OpenPhase& p = open.value;
+      if (uint64_t* max = p.max_of(ordinal)) {
+        *max = std::max(*max, d.segment_max);
+      } else {
+        // A device first seen inside the phase: from its bytes when the phase opened, or none.
+        const auto start = p.start_live.find(ordinal);
+        const uint64_t from = start == p.start_live.end() ? 0 : start->second;
+        p.max_live.emplace_back(ordinal, std::max(from, d.segment_max));
+      }
     }
-    *max = std::max(*max, live);
+    d.segment_max = d.live;
   }
 }
 
-void ViewsReplay::usage_changed(int ordinal, uint64_t live, uint64_t time_ns, bool new_peak) {
-  DeviceState& d = device(ordinal);
-  const bool grew = live > d.live;
-  d.live = live;
-  d.last_change_ns = time_ns;
-  // Only growth can raise a phase's maximum (a device first seen inside a phase starts at 0).
-  if (grew) note_growth(ordinal, live);
-  if (new_peak) {
-    // The path of phases open on the thread of the innermost one: "trainer::step > backward".
-    std::string path;
-    const auto& open = phases_.open_runs();
-    if (!open.empty()) {
-      const uint64_t thread = open.back().thread;
-      for (const auto& p : open) {
-        if (p.thread != thread) continue;
-        path += (path.empty() ? "" : " > ") + p.value.name;
-      }
+void ViewsReplay::name_peak_phase(DeviceState& d) {
+  // The path of phases open on the thread of the innermost one: "trainer::step > backward".
+  std::string path;
+  const auto& open = phases_.open_runs();
+  if (!open.empty()) {
+    const uint64_t thread = open.back().thread;
+    for (const auto& p : open) {
+      if (p.thread != thread) continue;
+      path += (path.empty() ? "" : " > ") + p.value.name;
     }
-    d.peak_phase = path;
   }
+  d.peak_phase = path;
 }
 
 void ViewsReplay::at_peak(int ordinal) {
@@ -215,6 +210,7 @@ void ViewsReplay::on(const format::PhaseRecord& r) {
     return;
   }
   if (action == PhaseAction::kPush || action == PhaseAction::kStart) {
+    fold_segments();
     OpenPhase& p = phases_.open(r);
     p.name = phases_.name(r);
     p.start_ns = r.time_ns;
@@ -239,7 +235,8 @@ void ViewsReplay::close(const OpenPhase& p, uint64_t,
     ++s.calls;
     const auto start = p.start_live.find(ordinal);
     const uint64_t start_live = start == p.start_live.end() ? 0 : start->second;
-    s.peak_bytes = std::max(s.peak_bytes, p.max_of(ordinal, start_live));
+    // The phase has been open since the last segment started (fold_segments()).
+    s.peak_bytes = std::max({s.peak_bytes, p.max_of(ordinal, start_live), d.segment_max});
     s.growth_bytes += static_cast<int64_t>(d.live) - static_cast<int64_t>(start_live);
   }
 }

@@ -3,6 +3,7 @@
 // tracked bytes of its own moment, and each phase with the bytes live while it ran.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <map>
@@ -32,7 +33,15 @@ class ViewsReplay {
   void on(const format::PhaseRecord& r);
 
   // A device's tracked bytes changed to `live` at `time_ns`; `new_peak` when that is its highest.
-  void usage_changed(int device, uint64_t live, uint64_t time_ns, bool new_peak);
+  // Inline, without a branch on whether they grew: every allocation and free calls it.
+  void usage_changed(int ordinal, uint64_t live, uint64_t time_ns, bool new_peak) {
+    DeviceState& d = device(ordinal);
+    d.live = live;
+    d.last_change_ns = time_ns;
+    d.segment_max = std::max(d.segment_max, live);
+    if (new_peak) [[unlikely]]
+      name_peak_phase(d);
+  }
   // A record took `device` to a new peak: the next samples describe it (until a higher one).
   void at_peak(int device);
 
@@ -51,6 +60,11 @@ class ViewsReplay {
   struct DeviceState {
     uint64_t live = 0;
     uint64_t last_change_ns = 0;
+    // The most since the last phase opened. Every phase open now was open all that time: a
+    // phase's maximum is the most of these over the stretches between the phases opening in
+    // it, folded into it when the next phase opens (fold_segments()) and when it closes. Kept
+    // per device rather than per open phase, it costs an allocation one comparison.
+    uint64_t segment_max = 0;
     bool waiting_for_peak = false;          // at the peak record, and no sample of it yet
     uint64_t peak_live = 0;                 // the tracked bytes of the latest peak
     std::optional<ViewValues> before_peak;  // the last sample before the peak record
@@ -87,7 +101,10 @@ class ViewsReplay {
   void close(const OpenPhase& phase, uint64_t time_ns,
              std::map<std::pair<std::string, int>, PhaseStats>& into) const;
   ViewValues values_of(const format::SampleRecord& r, const DeviceState& d) const;
-  void note_growth(int device, uint64_t live);
+  // Folds each device's segment_max into every open phase, and starts new segments.
+  void fold_segments();
+  // Notes the phases open at a device's new peak.
+  void name_peak_phase(DeviceState& d);
   // Every allocation and free asks: the states of the first ordinals are kept in slots
   // (std::map nodes stay put).
   static constexpr int kDeviceSlots = 64;

@@ -65,6 +65,8 @@ class RecordDecoder {
   // known without looking into the variant.
   RecordType last_type() const { return last_type_; }
   uint64_t last_time() const { return last_time_; }
+  // The address field decoded last (allocations, frees and mappings have one), 0 before any.
+  uint64_t last_address() const { return state_.last_address; }
 
   const StreamStatus& status() const { return status_; }
   uint64_t unknown_records_skipped() const { return unknown_skipped_; }

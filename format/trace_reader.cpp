@@ -317,6 +317,13 @@ const Record* TraceReader::newest() const {
   return writer < state_->cursors.size() ? state_->cursors[writer].head : nullptr;
 }
 
+uint64_t TraceReader::newest_address() const {
+  const uint32_t writer = state_->last_given;
+  if (writer >= state_->cursors.size()) return 0;
+  const Cursor& c = state_->cursors[writer];
+  return c.decoder ? c.decoder->last_address() : 0;
+}
+
 std::optional<Record> TraceReader::next() {
   const Record* record = next_record();
   if (record == nullptr) return std::nullopt;

@@ -55,6 +55,10 @@ class TraceReader {
   // one of the writer whose record it gave (nullptr when that writer has none). Valid until
   // then. For looking at records before their turn, each once.
   const Record* newest() const;
+  // For asking the memory early for what newest() will touch, without looking at its type:
+  // its address when it is an allocation or a free; otherwise one that its writer's records
+  // named before it (or 0).
+  uint64_t newest_address() const;
 
   // How many records the reader gives if every record's fields decode, known before the first:
   // the number of framed records of known types in the chunks kept.

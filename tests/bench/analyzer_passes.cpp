@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
       gmt::format::TraceReader reader(file.bytes(), header.header);
       gmt::analyzer::Replay replay;
       while (const auto* record = reader.next_record()) {
-        if (const auto* later = reader.newest()) replay.prefetch(*later);  // as report does
+        replay.prefetch(reader.newest_address());  // as report does
         replay.apply(*record);
       }
       replay.finish();

@@ -112,7 +112,7 @@ TEST(TraceReader, MergesManyWritersLikeASort) {
 
 // newest() is the record the last next_record() decoded ahead: the same writer's next one,
 // given by a later call. Every record but each writer's first (decoded before any call) is
-// newest exactly once, and always before its turn.
+// newest exactly once, and always before its turn. newest_address() is its address.
 TEST(TraceReader, NewestIsEachRecordOnceBeforeItIsGiven) {
   ChunkedFile file;
   file.add_chunk(0, 0, 100, alloc_at(10, 0, 0x1000, 1), alloc_at(40, 0, 0x1100, 2));
@@ -122,17 +122,21 @@ TEST(TraceReader, NewestIsEachRecordOnceBeforeItIsGiven) {
   file.add_chunk(2, 0, 300, alloc_at(35, 0, 0x3000, 7));
   TraceReader reader(file.bytes(), header_of(file.bytes()));
   EXPECT_EQ(reader.newest(), nullptr);  // nothing given yet
+  EXPECT_EQ(reader.newest_address(), 0u);
   std::vector<uint64_t> given;
   std::vector<uint64_t> newest;  // 0 where there was none
+  std::vector<uint64_t> addresses;
   while (const Record* r = reader.next_record()) {
     given.push_back(std::get<AllocRecord>(*r).size);
     const Record* n = reader.newest();
     newest.push_back(n == nullptr ? 0 : std::get<AllocRecord>(*n).size);
+    addresses.push_back(reader.newest_address());
   }
   EXPECT_EQ(given, (std::vector<uint64_t>{1, 3, 4, 7, 2, 5, 6}));
   // After 1 (writer 0): its next, 2. After 3: 4. After 4: 5. After 7: writer 2 has no more.
   // After 2: 6, from writer 0's second chunk. After 5 and 6: none left.
   EXPECT_EQ(newest, (std::vector<uint64_t>{2, 4, 5, 0, 6, 0, 0}));
+  EXPECT_EQ(addresses, (std::vector<uint64_t>{0x1100, 0x2100, 0x2200, 0, 0x1200, 0, 0}));
 }
 
 // With a file mapping's PageAccess, the up-front check reads copies of the chunks, and the chunks
