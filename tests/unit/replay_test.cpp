@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
 #include "tests/unit/trace_bytes.h"
 
 namespace gmt::analyzer {
@@ -292,6 +295,50 @@ TEST(Replay, PhasesKeepEachDevicesMostAndGrowth) {
   EXPECT_EQ(d1.device, 1);
   EXPECT_EQ(d1.peak_bytes, 700u);
   EXPECT_EQ(d1.growth_bytes, (0 - 0) + (100 - 0));
+}
+
+// Phases nest: each keeps the most of every stretch it was open for, across the phases that
+// open and close inside it, and a device first seen in an inner phase counts in the outer one.
+TEST(Replay, NestedPhasesKeepTheMostOfTheirWholeRun) {
+  using format::PhaseAction;
+  Replay replay;
+  for (const auto& [id, text] : {std::pair{1u, "outer"}, std::pair{2u, "inner"}}) {
+    format::NameRecord name;
+    name.id = id;
+    name.text = text;
+    replay.apply(name);
+  }
+  replay.apply(alloc_at(1, 0, 0x1000, 1000));         // device 0 at 1000
+  replay.apply(phase_at(2, PhaseAction::kPush, 1));   // outer opens at 1000
+  replay.apply(alloc_at(3, 0, 0x2000, 500));          // 1500: outer's most so far
+  replay.apply(free_at(4, 0x2000));                   // 1000
+  replay.apply(phase_at(5, PhaseAction::kPush, 2));   // inner opens at 1000
+  replay.apply(alloc_at(6, 0, 0x3000, 200));          // 1200
+  replay.apply(alloc_at(7, 1, 0x4000, 50));           // device 1 first seen, in both
+  replay.apply(phase_at(8, PhaseAction::kPop, 0));    // inner closes: 0 at 1200, 1 at 50
+  replay.apply(alloc_at(9, 0, 0x5000, 2000));         // 3200, in outer only
+  replay.apply(free_at(10, 0x5000));                  // 1200
+  replay.apply(free_at(11, 0x1000));                  // 200
+  replay.apply(phase_at(12, PhaseAction::kPop, 0));   // outer closes: 0 at 200, 1 at 50
+  replay.apply(phase_at(13, PhaseAction::kPush, 2));  // inner again, at 200 and 50
+  replay.apply(free_at(14, 0x4000));                  // device 1 only shrinks: its most is 50
+  replay.finish();                                    // inner still open: closed at the end
+  std::map<std::pair<std::string, int>, PhaseStats> by;
+  for (const PhaseStats& p : replay.summary().phases) by[{p.name, p.device}] = p;
+  ASSERT_EQ(by.size(), 4u);
+  const PhaseStats& outer0 = by[{"outer", 0}];
+  const PhaseStats& outer1 = by[{"outer", 1}];
+  const PhaseStats& inner0 = by[{"inner", 0}];
+  const PhaseStats& inner1 = by[{"inner", 1}];
+  EXPECT_EQ(outer0.peak_bytes, 3200u);
+  EXPECT_EQ(outer0.growth_bytes, 200 - 1000);
+  EXPECT_EQ(outer1.peak_bytes, 50u);
+  EXPECT_EQ(outer1.growth_bytes, 50);
+  EXPECT_EQ(inner0.peak_bytes, 1200u);
+  EXPECT_EQ(inner0.growth_bytes, (1200 - 1000) + (200 - 200));
+  EXPECT_EQ(inner0.calls, 2u);
+  EXPECT_EQ(inner1.peak_bytes, 50u);
+  EXPECT_EQ(inner1.growth_bytes, (50 - 0) + (0 - 50));
 }
 
 TEST(Replay, FailedAllocationsAreCountedPerDevice) {
