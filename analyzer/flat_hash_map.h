@@ -6,11 +6,16 @@
 // Entry pointers stay valid until the next insert (which may grow the array) or erase (which
 // may move entries back into the hole).
 //
+// A slot is the top bits of the hash times a 64-bit odd constant (Fibonacci hashing): one
+// multiplication spreads keys that differ only in a few bits (aligned addresses) over the
+// whole array, so a hash can be as cheap as the key itself.
+//
 // An entry's layout is a parameter: by default the key, the value and a flag side by side
 // (PlainEntry); a map whose entries can be packed tighter gives its own type, with the same
 // used(), entry_key(), set() and clear().
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -140,7 +145,9 @@ class FlatHashMap {
   }
 
  private:
-  std::size_t home(const K& key) const { return Hash()(key) & mask_; }
+  std::size_t home(const K& key) const {
+    return static_cast<std::size_t>((Hash()(key) * 0x9e3779b97f4a7c15ull) >> shift_);
+  }
 
   // The first unused slot of the probe run that starts at `key`'s home.
   Entry& free_slot_for(const K& key) {
@@ -153,6 +160,7 @@ class FlatHashMap {
     std::vector<Entry> old = std::move(entries_);
     entries_.assign(old.empty() ? 16 : 2 * old.size(), Entry{});
     mask_ = entries_.size() - 1;
+    shift_ = 64 - std::countr_zero(entries_.size());
     size_ = 0;
     for (const Entry& e : old) {
       if (!e.used()) continue;
@@ -163,6 +171,7 @@ class FlatHashMap {
 
   std::vector<Entry> entries_;
   std::size_t mask_ = 0;
+  int shift_ = 64;
   std::size_t size_ = 0;
 };
 

@@ -140,7 +140,7 @@ std::vector<PeakSite> Replay::sites_live_on(int ordinal) const {
   return sites;
 }
 
-void Replay::save_for_peak(uint32_t site) {
+[[gnu::always_inline]] inline void Replay::save_for_peak(uint32_t site) {
   SiteSlot& slot = sites_[site];
   const uint64_t epoch = peak_epochs_[slot.device_index];
   if (slot.saved_epoch == epoch) return;
@@ -253,7 +253,7 @@ uint32_t Replay::new_site(uint64_t key, int device, uint32_t stack) {
   return index;
 }
 
-void Replay::site_allocated(const LiveAllocation& a) {
+[[gnu::always_inline]] inline void Replay::site_allocated(const LiveAllocation& a) {
   SiteSlot& slot = sites_[a.site];
   ++slot.allocations;
   size_log_.push_back(static_cast<uint64_t>(a.site) << 8 | std::bit_width(a.size));
@@ -268,7 +268,7 @@ void Replay::site_allocated(const LiveAllocation& a) {
   }
 }
 
-void Replay::site_ended(const LiveAllocation& a, bool by_teardown) {
+[[gnu::always_inline]] inline void Replay::site_ended(const LiveAllocation& a, bool by_teardown) {
   SiteSlot& slot = sites_[a.site];
   slot.live_bytes -= a.size;
   --slot.live_count;
@@ -310,7 +310,7 @@ void Replay::note_failure(const format::AllocFailedRecord& r) {
   summary_.failures.push_back(std::move(f));
 }
 
-void Replay::saw_event(uint64_t time_ns) {
+[[gnu::always_inline]] inline void Replay::saw_event(uint64_t time_ns) {
   ++summary_.events;
   // The latest time, not the last one: a damaged chunk can go back in time, and the second
   // pass sizes the timeline by the duration, so no record may lie past it.
@@ -318,7 +318,8 @@ void Replay::saw_event(uint64_t time_ns) {
   now_ns_ = time_ns;
 }
 
-void Replay::add_usage(int ordinal, MemoryKind kind, uint64_t bytes, uint64_t time_ns) {
+[[gnu::always_inline]] inline void Replay::add_usage(int ordinal, MemoryKind kind, uint64_t bytes,
+                                                     uint64_t time_ns) {
   KindUsage& u = usage(ordinal, kind);
   u.live_bytes += bytes;
   u.peak_bytes = std::max(u.peak_bytes, u.live_bytes);
@@ -337,7 +338,8 @@ void Replay::add_usage(int ordinal, MemoryKind kind, uint64_t bytes, uint64_t ti
   views_.usage_changed(ordinal, d.live_bytes, time_ns, new_peak);
 }
 
-void Replay::remove_usage(int ordinal, MemoryKind kind, uint64_t bytes) {
+[[gnu::always_inline]] inline void Replay::remove_usage(int ordinal, MemoryKind kind,
+                                                        uint64_t bytes) {
   KindUsage& u = usage(ordinal, kind);
   u.live_bytes -= bytes;
   if (timeline_ && per_device(kind)) timeline_->set(ordinal, kind, u.live_bytes, now_ns_);
@@ -359,17 +361,17 @@ void Replay::LiveEntry::set(const Key& key, const LiveAllocation& a) {
   context = a.context;
 }
 
-Replay::LiveAllocation Replay::unpack(const LiveEntry& e) const {
+[[gnu::always_inline]] inline Replay::LiveAllocation Replay::unpack(const LiveEntry& e) const {
   return LiveAllocation{sites_[e.site].device, e.kind(), e.size, e.context, e.site, e.time_ns()};
 }
 
-void Replay::end_allocation(LiveMap::Entry* entry, bool by_teardown) {
+[[gnu::always_inline]] inline void Replay::end_allocation(LiveMap::Entry* entry, bool by_teardown) {
   account_end(*entry, by_teardown);
   live_.erase(entry);
 }
 
 // Everything an allocation's end changes but the live map.
-void Replay::account_end(const LiveEntry& entry, bool by_teardown) {
+[[gnu::always_inline]] inline void Replay::account_end(const LiveEntry& entry, bool by_teardown) {
   const LiveAllocation a = unpack(entry);
   const Key key = entry.entry_key();
   if (per_device(a.kind)) {
