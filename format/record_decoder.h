@@ -44,9 +44,40 @@ class RecordDecoder {
   // record of the same type (most records are allocations and frees): false at the end.
   // Inline, with the decoding of allocations and frees: it runs for every record of a trace.
   bool next_into(Record& out) {
-    if (next_quickly(out)) [[likely]]
+    if (next_event(out, out) != nullptr) [[likely]]
       return true;
     return next_into_checked(out);
+  }
+
+  // next_into() for an allocation or a free with room after it (nearly every record), decoded
+  // into `alloc` or `free` (best holding a record of that type already, to be reused): the one
+  // decoded into, or nullptr, having changed nothing but them, for anything else.
+  Record* next_event(Record& alloc, Record& free) {
+    // One-byte type and length, and every byte the record's widest encoding could take readable.
+    constexpr std::size_t kRoom =
+        2 + std::max(unchecked_read_bytes<AllocRecord>(), unchecked_read_bytes<FreeRecord>());
+    const std::size_t left = bytes_.size() - pos_;
+    if (status_.end != StreamEnd::kNotYet || left < kRoom) return nullptr;
+    const uint8_t* const p = bytes_.data() + pos_;
+    const uint8_t type = p[0];
+    const uint8_t length = p[1];
+    if (length >= 0x80 || length > left - 2) return nullptr;
+    if (left > kPrefetchAhead) __builtin_prefetch(p + kPrefetchAhead);
+    Record* out = nullptr;
+    if (type == static_cast<uint8_t>(RecordType::kAlloc)) {
+      if (decode_quickly_as<AllocRecord>(p + 2, p + 2 + length, state_, thread_, last_time_,
+                                         alloc)) {
+        out = &alloc;
+      }
+    } else if (type == static_cast<uint8_t>(RecordType::kFree)) {
+      if (decode_quickly_as<FreeRecord>(p + 2, p + 2 + length, state_, thread_, last_time_, free)) {
+        out = &free;
+      }
+    }
+    if (out == nullptr) return nullptr;
+    last_type_ = static_cast<RecordType>(type);
+    pos_ += 2 + length;
+    return out;
   }
 
   // The first byte of the record next_into() would decode: its type (every type is numbered
@@ -74,32 +105,6 @@ class RecordDecoder {
  private:
   // Result of decoding one frame's payload.
   enum class Decoded { kRecord, kUnknownType, kCorrupt };
-  // next_into() for an allocation or a free with room after it (nearly every record): false,
-  // having changed nothing but `out`, for anything else.
-  bool next_quickly(Record& out) {
-    // One-byte type and length, and every byte the record's widest encoding could take readable.
-    constexpr std::size_t kRoom =
-        2 + std::max(unchecked_read_bytes<AllocRecord>(), unchecked_read_bytes<FreeRecord>());
-    const std::size_t left = bytes_.size() - pos_;
-    if (status_.end != StreamEnd::kNotYet || left < kRoom) return false;
-    const uint8_t* const p = bytes_.data() + pos_;
-    const uint8_t type = p[0];
-    const uint8_t length = p[1];
-    if (length >= 0x80 || length > left - 2) return false;
-    if (left > kPrefetchAhead) __builtin_prefetch(p + kPrefetchAhead);
-    bool decoded = false;
-    if (type == static_cast<uint8_t>(RecordType::kAlloc)) {
-      decoded =
-          decode_quickly_as<AllocRecord>(p + 2, p + 2 + length, state_, thread_, last_time_, out);
-    } else if (type == static_cast<uint8_t>(RecordType::kFree)) {
-      decoded =
-          decode_quickly_as<FreeRecord>(p + 2, p + 2 + length, state_, thread_, last_time_, out);
-    }
-    if (!decoded) return false;
-    last_type_ = static_cast<RecordType>(type);
-    pos_ += 2 + length;
-    return true;
-  }
   // The chunk's bytes come from memory: asking for them a few records ahead measurably
   // speeds the reader and the replay behind it (the hardware's own prefetch does not see the
   // writers' streams through the interleaved decoding).

@@ -141,6 +141,8 @@ struct TraceReader::State {
 
   void scan(uint32_t chunk_size);
   void advance(std::size_t writer);
+  void advance_slowly(std::size_t writer);
+  uint64_t newest_address = 0;  // TraceReader::newest_address()
 };
 
 void TraceReader::State::scan(uint32_t chunk_size) {
@@ -202,6 +204,7 @@ void TraceReader::State::scan(uint32_t chunk_size) {
   }
   keys.resize(cursors.size());
   for (std::size_t i = 0; i < cursors.size(); ++i) advance(i);
+  newest_address = 0;  // no record given yet
   build_tree();
 }
 
@@ -242,6 +245,23 @@ void TraceReader::State::replay_from(uint32_t writer) {
 // goes past every real head.
 void TraceReader::State::advance(std::size_t writer) {
   Cursor& c = cursors[writer];
+  if (c.decoder) [[likely]] {
+    Record* set = c.slots[c.head_set];
+    if (Record* record = c.decoder->next_event(set[0], set[1])) [[likely]] {
+      keys[writer] = head_key(c.decoder->last_time(),
+                              kTieRanks[static_cast<std::size_t>(c.decoder->last_type())], writer);
+      c.head = record;
+      newest_address = c.decoder->last_address();
+      return;
+    }
+  }
+  advance_slowly(writer);
+}
+
+// advance() for any record, across chunks.
+void TraceReader::State::advance_slowly(std::size_t writer) {
+  Cursor& c = cursors[writer];
+  newest_address = 0;
   c.head = nullptr;
   keys[writer] = head_key(UINT64_MAX, kNoHead, writer);
   while (true) {
@@ -252,6 +272,7 @@ void TraceReader::State::advance(std::size_t writer) {
             head_key(c.decoder->last_time(),
                      kTieRanks[static_cast<std::size_t>(c.decoder->last_type())], writer);
         c.head = &record;
+        newest_address = c.decoder->last_address();
         return;
       }
       const StreamStatus& status = c.decoder->status();
@@ -318,10 +339,7 @@ const Record* TraceReader::newest() const {
 }
 
 uint64_t TraceReader::newest_address() const {
-  const uint32_t writer = state_->last_given;
-  if (writer >= state_->cursors.size()) return 0;
-  const Cursor& c = state_->cursors[writer];
-  return c.decoder ? c.decoder->last_address() : 0;
+  return state_->newest_address;
 }
 
 std::optional<Record> TraceReader::next() {
