@@ -125,18 +125,21 @@ uint64_t Replay::site_resident_bytes(uint64_t key) const {
   return e != nullptr ? sites_[e->value].live_resident_bytes : 0;
 }
 
-std::vector<PeakSite> Replay::sites_live_on(int ordinal) const {
+std::vector<PeakSite> Replay::top_sites_live_on(int ordinal, std::size_t most) const {
   std::vector<PeakSite> sites;
   for (std::size_t i = 0; i < sites_.size(); ++i) {
     const SiteSlot& slot = sites_[i];
-    const SiteStats& site = *site_rest_[i].stats;
-    if (site.device != ordinal || slot.live_resident_bytes == 0) continue;
+    if (slot.device != ordinal || slot.live_resident_bytes == 0) continue;
     // The count is of device-resident allocations only, like the bytes.
-    sites.push_back(PeakSite{site.stack, slot.live_resident_bytes, slot.live_resident_count});
+    sites.push_back(
+        PeakSite{site_rest_[i].stats->stack, slot.live_resident_bytes, slot.live_resident_count});
   }
-  std::sort(sites.begin(), sites.end(), [](const PeakSite& a, const PeakSite& b) {
+  // Only the first few in order: a trace with many failures asks at every one of them.
+  const auto end = sites.begin() + static_cast<std::ptrdiff_t>(std::min(most, sites.size()));
+  std::partial_sort(sites.begin(), end, sites.end(), [](const PeakSite& a, const PeakSite& b) {
     return a.bytes != b.bytes ? a.bytes > b.bytes : a.stack < b.stack;
   });
+  sites.erase(end, sites.end());
   return sites;
 }
 
@@ -178,7 +181,8 @@ void Replay::sync_sites() {
   }
 }
 
-// What sites_live_on() said at the record that first reached the device's peak.
+// What top_sites_live_on() would have said, of every site, at the record that first reached the
+// device's peak.
 std::vector<PeakSite> Replay::sites_at_peak(int ordinal) const {
   std::vector<PeakSite> sites;
   const auto index = device_indices_.find(ordinal);
@@ -304,8 +308,7 @@ void Replay::note_failure(const format::AllocFailedRecord& r) {
   f.stack = r.stack;
   if (per_device(r.kind)) {
     f.live_bytes = device(r.device).live_bytes;
-    f.holders = sites_live_on(r.device);
-    if (f.holders.size() > kHolders) f.holders.resize(kHolders);
+    f.holders = top_sites_live_on(r.device, kHolders);
   }
   summary_.failures.push_back(std::move(f));
 }

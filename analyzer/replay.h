@@ -179,7 +179,8 @@ class Replay {
   void take_samples(uint64_t time_ns);
   void start_peak_epochs();
   void note_failure(const format::AllocFailedRecord& r);
-  std::vector<PeakSite> sites_live_on(int device) const;
+  // The `most` sites holding the most device-resident bytes on the device now, most first.
+  std::vector<PeakSite> top_sites_live_on(int device, std::size_t most) const;
   uint32_t site_index(int device, uint32_t stack) {
     if (static_cast<unsigned>(device) < kCachedDevices) {
       const std::vector<uint32_t>& sites =
