@@ -33,6 +33,8 @@
 #include <utility>
 #include <vector>
 
+#include "analyzer/huge_page_allocator.h"
+
 namespace gmt::analyzer {
 
 // Murmur3's 64-bit finalizer: every input bit moves every output bit, so keys that differ only
@@ -233,8 +235,8 @@ class FlatHashMap {
   }
 
   void rebuild(std::size_t slots) {
-    std::vector<Entry> old_entries = std::move(entries_);
-    std::vector<uint64_t> old_control = std::move(control_);
+    auto old_entries = std::move(entries_);
+    auto old_control = std::move(control_);
     entries_.assign(slots, Entry{});
     control_.assign(slots / kGroup, kLows * kEmpty);
     group_mask_ = slots / kGroup - 1;
@@ -254,8 +256,9 @@ class FlatHashMap {
     }
   }
 
-  std::vector<Entry> entries_;
-  std::vector<uint64_t> control_;  // a word of control bytes per group of 8 slots
+  std::vector<Entry, HugePageAllocator<Entry>> entries_;
+  std::vector<uint64_t, HugePageAllocator<uint64_t>>
+      control_;  // a word of control bytes per group of 8 slots
   std::size_t group_mask_ = 0;
   int group_shift_ = 64;
   std::size_t size_ = 0;
