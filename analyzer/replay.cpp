@@ -359,7 +359,7 @@ void Replay::LiveEntry::set(const Key& key, const LiveAllocation& a) {
   address = key.value;
   size = a.size;
   time_tags = std::min(a.time_ns, kMaxTime) << 8 | static_cast<uint64_t>(a.kind) << 3 |
-              static_cast<uint64_t>(key.space) << 1 | 1;
+              static_cast<uint64_t>(key.space) << 1;
   site = a.site;
   context = a.context;
 }

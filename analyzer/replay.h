@@ -70,19 +70,19 @@ class Replay {
     uint32_t site;  // index in sites_
     uint64_t time_ns;
   };
-  // A live allocation as the map keeps it, in 32 bytes, so that a probe reads one cache line
+  // A live allocation as the map keeps it, in 32 bytes, so that a lookup reads one cache line
   // (the map is many times what the caches hold; a 56-byte entry straddled two lines most of the
-  // time). The kind, the key's name space and the used flag share a word with the time, which
-  // keeps 56 bits: 2.28 years, past which a time saturates. The device is the site's.
+  // time). The kind and the key's name space share a word with the time, which keeps 56 bits:
+  // 2.28 years, past which a time saturates. The device is the site's. Whether a slot is taken
+  // is the map's to know (its control bytes).
   // Aligned to 32 bytes so that no entry straddles two cache lines (a lookup costs one miss).
   struct alignas(32) LiveEntry {
     uint64_t address = 0;
     uint64_t size = 0;
-    uint64_t time_tags = 0;  // time << 8 | kind << 3 | space << 1 | used
+    uint64_t time_tags = 0;  // time << 8 | kind << 3 | space << 1
     uint32_t site = 0;
     uint32_t context = 0;
 
-    bool used() const { return (time_tags & 1) != 0; }
     Key entry_key() const { return Key{static_cast<Space>((time_tags >> 1) & 3), address}; }
     void set(const Key& key, const LiveAllocation& a);
     void clear() { time_tags = 0; }
