@@ -44,15 +44,19 @@ def iterations(doc, path):
         yield b
 
 
-def load_runs(path):
-    """{(variant, depth, threads): [ns per pair, one per repetition]} and the run's context."""
+def matching_runs(path, pattern, field):
+    """The Google Benchmark document at `path`, and its runs whose `field` matches `pattern`,
+    each with its match."""
     with open(path) as f:
         doc = json.load(f)
+    return doc, [(b, m) for b in iterations(doc, path) if (m := pattern.match(b[field]))]
+
+
+def load_runs(path):
+    """{(variant, depth, threads): [ns per pair, one per repetition]} and the run's context."""
+    doc, matched = matching_runs(path, NAME, "run_name")
     runs = {}
-    for b in iterations(doc, path):
-        m = NAME.match(b["run_name"])
-        if not m:
-            continue
+    for b, m in matched:
         key = (m["variant"], int(m["depth"]), int(b["threads"]))
         runs.setdefault(key, []).append(b["real_time"] * NS_PER_UNIT[b["time_unit"]])
     return runs, doc["context"]

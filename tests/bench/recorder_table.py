@@ -14,25 +14,20 @@ cache lines moving between cores) costs CPU time whatever the number of cores, w
 for a core does not.
 """
 
-import json
 import re
 import statistics
 import sys
 
-from overhead_table import COLLAPSE_FACTOR, Failure, iterations
+from overhead_table import COLLAPSE_FACTOR, Failure, matching_runs
 
 NAME = re.compile(r"^allocate_and_free/real_time/threads:(?P<threads>\d+)$")
 
 
 def load(path):
     """{threads: ([wall ns per event per thread], [cpu ns per event])}"""
-    with open(path) as f:
-        doc = json.load(f)
+    _, matched = matching_runs(path, NAME, "name")
     runs = {}
-    for b in iterations(doc, path):
-        m = NAME.match(b["name"])
-        if not m:
-            continue
+    for b, m in matched:
         threads = int(m["threads"])
         wall = threads / b["items_per_second"] * 1e9
         wall_list, cpu_list = runs.setdefault(threads, ([], []))
