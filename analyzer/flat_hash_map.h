@@ -192,9 +192,11 @@ class FlatHashMap {
     return group * kGroup + static_cast<std::size_t>(std::countr_zero(high_bits)) / 8;
   }
 
-  uint8_t control_byte(std::size_t slot) const {
-    return static_cast<uint8_t>(control_[slot / kGroup] >> (slot % kGroup * 8));
+  using ControlWords = std::vector<uint64_t, HugePageAllocator<uint64_t>>;
+  static uint8_t byte_at(const ControlWords& control, std::size_t slot) {
+    return static_cast<uint8_t>(control[slot / kGroup] >> (slot % kGroup * 8));
   }
+  uint8_t control_byte(std::size_t slot) const { return byte_at(control_, slot); }
   void set_control(std::size_t slot, uint8_t byte) {
     uint64_t& word = control_[slot / kGroup];
     const unsigned shift = slot % kGroup * 8;
@@ -216,14 +218,20 @@ class FlatHashMap {
     return group * kGroup + (first + start) / 8 % kGroup;
   }
 
-  // The key's entry, in free_slot(). The caller has made room.
-  Entry& place(const Probe& probe, const K& key, const V& value) {
+  // Takes free_slot() for the probe's key: its entry is the caller's to fill.
+  std::size_t claim(const Probe& probe) {
     const std::size_t slot = free_slot(probe);
     if (control_byte(slot) == kDeleted) --deleted_;
     set_control(slot, probe.tag);
-    entries_[slot].set(key, value);
     ++size_;
-    return entries_[slot];
+    return slot;
+  }
+
+  // The key's entry, in free_slot(). The caller has made room.
+  Entry& place(const Probe& probe, const K& key, const V& value) {
+    Entry& e = entries_[claim(probe)];
+    e.set(key, value);
+    return e;
   }
 
   // At most half the slots taken (entries and deleted ones together): short probes. When the
@@ -244,21 +252,14 @@ class FlatHashMap {
     size_ = 0;
     deleted_ = 0;
     for (std::size_t slot = 0; slot < old_entries.size(); ++slot) {
-      if (!full(static_cast<uint8_t>(old_control[slot / kGroup] >> (slot % kGroup * 8)))) {
-        continue;
-      }
+      if (!full(byte_at(old_control, slot))) continue;
       const Entry& e = old_entries[slot];
-      const Probe probe = probe_of(e.entry_key());
-      const std::size_t to = free_slot(probe);
-      set_control(to, probe.tag);
-      entries_[to] = e;
-      ++size_;
+      entries_[claim(probe_of(e.entry_key()))] = e;
     }
   }
 
   std::vector<Entry, HugePageAllocator<Entry>> entries_;
-  std::vector<uint64_t, HugePageAllocator<uint64_t>>
-      control_;  // a word of control bytes per group of 8 slots
+  ControlWords control_;  // a word of control bytes per group of 8 slots
   std::size_t group_mask_ = 0;
   int group_shift_ = 64;
   std::size_t size_ = 0;
