@@ -142,6 +142,7 @@ struct TraceReader::State {
   void scan(uint32_t chunk_size);
   void advance(std::size_t writer);
   void advance_slowly(std::size_t writer);
+  void take_head(std::size_t writer, Record* record);
   uint64_t newest_address = 0;  // TraceReader::newest_address()
 };
 
@@ -248,14 +249,20 @@ void TraceReader::State::advance(std::size_t writer) {
   if (c.decoder) [[likely]] {
     Record* set = c.slots[c.head_set];
     if (Record* record = c.decoder->next_event(set[0], set[1])) [[likely]] {
-      keys[writer] = head_key(c.decoder->last_time(),
-                              kTieRanks[static_cast<std::size_t>(c.decoder->last_type())], writer);
-      c.head = record;
-      newest_address = c.decoder->last_address();
+      take_head(writer, record);
       return;
     }
   }
   advance_slowly(writer);
+}
+
+// The record the writer's decoder gave last becomes its head.
+void TraceReader::State::take_head(std::size_t writer, Record* record) {
+  Cursor& c = cursors[writer];
+  keys[writer] = head_key(c.decoder->last_time(),
+                          kTieRanks[static_cast<std::size_t>(c.decoder->last_type())], writer);
+  c.head = record;
+  newest_address = c.decoder->last_address();
 }
 
 // advance() for any record, across chunks.
@@ -268,11 +275,7 @@ void TraceReader::State::advance_slowly(std::size_t writer) {
     if (c.decoder) {
       Record& record = c.slots[c.head_set][slot_for(c.decoder->peek_type())];
       if (c.decoder->next_into(record)) {
-        keys[writer] =
-            head_key(c.decoder->last_time(),
-                     kTieRanks[static_cast<std::size_t>(c.decoder->last_type())], writer);
-        c.head = &record;
-        newest_address = c.decoder->last_address();
+        take_head(writer, &record);
         return;
       }
       const StreamStatus& status = c.decoder->status();
