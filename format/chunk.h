@@ -3,6 +3,8 @@
 // appends a record's bytes, then publishes the new length together with the checksum of all the
 // bytes so far in one 8-byte store: a reader trusts exactly the published bytes, so a process
 // killed mid-record loses only that unfinished record, and a damaged chunk is detected.
+// From format 4.1 the writer also keeps the number of records in those bytes in the header, so
+// that a reader knows how many records a trace holds without reading every chunk twice.
 #pragma once
 
 #include <cstddef>
@@ -20,7 +22,9 @@ struct ChunkHeaderLayout {
   static constexpr std::size_t kSequence = 8;    // u32: the writer's chunk number, from 0
   static constexpr std::size_t kThread = 12;     // u32: the kernel thread id of the writer
   static constexpr std::size_t kPublished = 16;  // u64: payload length (low half), CRC (high)
-  static constexpr std::size_t kReserved = 24;   // u64: zero
+  // u64 (format 4.1): records (high half) in the first `length` (low half) payload bytes; a
+  // count is valid for the published bytes only when the two lengths agree. Zero before 4.1.
+  static constexpr std::size_t kCounted = 24;
 };
 
 inline uint64_t published_word(uint32_t used, uint32_t crc) {
@@ -30,6 +34,19 @@ inline uint32_t published_length(uint64_t word) {
   return static_cast<uint32_t>(word);
 }
 inline uint32_t published_crc(uint64_t word) {
+  return static_cast<uint32_t>(word >> 32);
+}
+
+// The writer stores this word before the published one. A process killed between the two
+// stores leaves a count of one record more than the published bytes hold, with a length that
+// does not match them: the reader then counts that chunk's records itself.
+inline uint64_t counted_word(uint32_t used, uint32_t records) {
+  return static_cast<uint64_t>(records) << 32 | used;
+}
+inline uint32_t counted_length(uint64_t word) {
+  return static_cast<uint32_t>(word);
+}
+inline uint32_t counted_records(uint64_t word) {
   return static_cast<uint32_t>(word >> 32);
 }
 

@@ -15,7 +15,7 @@ inline constexpr std::size_t kFirstChunkOffset = 4096;
 // What this build writes. It reads every minor of the majors from kOldestReadableMajor on:
 // format 3 differs only in its chunk checksum (format/chunk.h).
 inline constexpr uint16_t kVersionMajor = 4;
-inline constexpr uint16_t kVersionMinor = 0;
+inline constexpr uint16_t kVersionMinor = 1;
 inline constexpr uint16_t kOldestReadableMajor = 3;
 inline constexpr uint32_t kMinChunkSize = 4096;
 inline constexpr uint32_t kMaxChunkSize = 16u << 20;
@@ -25,6 +25,13 @@ struct FileHeader {
   uint16_t minor = kVersionMinor;
   uint32_t chunk_size = 0;
 };
+
+// Whether the chunks' headers count their records (format 4.1, chunk.h) in a way this build can
+// use: a count includes records of every type, so only a file whose types this build knows
+// (a minor no newer than its own) has counts that match the records it reads.
+inline bool chunks_count_records(const FileHeader& header) {
+  return header.major == 4 && header.minor >= 1 && header.minor <= kVersionMinor;
+}
 
 // Fills `out` (kHeaderSize bytes) with the header of this build's format version.
 void write_header(uint8_t* out, uint32_t chunk_size);

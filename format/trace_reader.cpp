@@ -25,6 +25,9 @@ struct ChunkRef {
   uint64_t offset;  // of the chunk header
   uint32_t length;  // published payload bytes
   uint32_t thread;
+  // The checksum of the published bytes, when the up-front pass has not checked it (it read
+  // only the header): checked as the chunk is opened for decoding, while its bytes are at hand.
+  std::optional<uint32_t> unchecked_crc;
 };
 
 // Records at the same nanosecond: what defines an id first, then what ends an allocation, then
@@ -131,7 +134,14 @@ struct TraceReader::State {
   PageAccess pages;
   uint32_t chunk_size = 0;
   ChunkChecksum checksum = ChunkChecksum::kCrc32c;
+  // The chunks' headers count their records (chunks_count_records()): the up-front pass reads
+  // only the headers, and each chunk's checksum is checked when it is decoded.
+  bool counted = false;
   std::vector<uint8_t> scratch;  // the chunk being checked, when pages.copy reads it
+  const uint8_t* read_chunk(uint64_t offset, std::size_t n);
+  bool checksum_matches(const uint8_t* payload, uint32_t length, uint32_t crc) const;
+  static std::string checksum_mismatch(uint32_t thread);
+  void add_problem(ReadProblem problem);
   // Chunks read to their end, not yet released: given back in batches, as runs of adjacent
   // chunks, because one release per chunk costs more than the pages are worth.
   std::vector<uint64_t> done_chunks;
@@ -146,27 +156,49 @@ struct TraceReader::State {
   uint64_t newest_address = 0;  // TraceReader::newest_address()
 };
 
+// The `n` bytes at `offset` (n at most what the file has there): copied when the file is a
+// mapping, so that this pass leaves no pages behind.
+const uint8_t* TraceReader::State::read_chunk(uint64_t offset, std::size_t n) {
+  if (!pages.copy) return file.data() + offset;
+  scratch.resize(n);
+  return pages.copy(offset, scratch.data(), n) ? scratch.data() : file.data() + offset;
+}
+
+bool TraceReader::State::checksum_matches(const uint8_t* payload, uint32_t length,
+                                          uint32_t crc) const {
+  return extend_checksum(checksum, 0, payload, length) == crc;
+}
+
+std::string TraceReader::State::checksum_mismatch(uint32_t thread) {
+  return "checksum mismatch in a chunk of thread " + std::to_string(thread) +
+         "; its records are lost";
+}
+
+// In the order of their offsets, whichever pass found them: a chunk whose checksum is checked
+// only when it is decoded comes out in the merge's order, not the file's.
+void TraceReader::State::add_problem(ReadProblem problem) {
+  auto at =
+      std::upper_bound(problems.begin(), problems.end(), problem.offset,
+                       [](uint64_t offset, const ReadProblem& p) { return offset < p.offset; });
+  problems.insert(at, std::move(problem));
+}
+
 void TraceReader::State::scan(uint32_t chunk_size) {
   this->chunk_size = chunk_size;
   std::map<uint32_t, std::vector<ChunkRef>> by_writer;
   const uint64_t size = file.size();
   for (uint64_t off = kFirstChunkOffset; off < size; off += chunk_size) {
     if (size - off < kChunkHeaderSize) {
-      problems.push_back(
-          {ReadProblem::Kind::kTruncated, off, "the file ends inside a chunk header"});
+      add_problem({ReadProblem::Kind::kTruncated, off, "the file ends inside a chunk header"});
       break;
     }
-    const uint8_t* h = file.data() + off;
-    if (pages.copy) {
-      const uint64_t n = std::min<uint64_t>(chunk_size, size - off);
-      scratch.resize(n);
-      if (pages.copy(off, scratch.data(), n)) h = scratch.data();
-    }
+    const uint8_t* h =
+        read_chunk(off, counted ? kChunkHeaderSize : std::min<uint64_t>(chunk_size, size - off));
     const uint32_t magic = load_le<uint32_t>(h + ChunkHeaderLayout::kMagic);
     if (magic == 0) continue;  // space reserved for a chunk that was never handed out
     if (magic != kChunkMagic) {
-      problems.push_back({ReadProblem::Kind::kCorrupt, off,
-                          "damaged chunk header (bad magic); its records are lost"});
+      add_problem({ReadProblem::Kind::kCorrupt, off,
+                   "damaged chunk header (bad magic); its records are lost"});
       continue;
     }
     ++chunks;
@@ -174,27 +206,32 @@ void TraceReader::State::scan(uint32_t chunk_size) {
     const uint32_t length = published_length(published);
     const uint32_t thread = load_le<uint32_t>(h + ChunkHeaderLayout::kThread);
     if (length > chunk_size - kChunkHeaderSize) {
-      problems.push_back(
+      add_problem(
           {ReadProblem::Kind::kCorrupt, off, "damaged chunk header (length past the chunk)"});
       continue;
     }
     if (length > size - off - kChunkHeaderSize) {
-      problems.push_back({ReadProblem::Kind::kTruncated, off,
-                          "the file ends inside a chunk of thread " + std::to_string(thread) +
-                              " (" + std::to_string(off + kChunkHeaderSize + length - size) +
-                              " bytes missing); its records are lost"});
+      add_problem({ReadProblem::Kind::kTruncated, off,
+                   "the file ends inside a chunk of thread " + std::to_string(thread) + " (" +
+                       std::to_string(off + kChunkHeaderSize + length - size) +
+                       " bytes missing); its records are lost"});
       continue;
     }
-    if (extend_checksum(checksum, 0, h + kChunkHeaderSize, length) != published_crc(published)) {
-      problems.push_back({ReadProblem::Kind::kCorrupt, off,
-                          "checksum mismatch in a chunk of thread " + std::to_string(thread) +
-                              "; its records are lost"});
-      continue;
+    ChunkRef ref{load_le<uint32_t>(h + ChunkHeaderLayout::kSequence), off, length, thread, {}};
+    const uint64_t count = load_le<uint64_t>(h + ChunkHeaderLayout::kCounted);
+    if (counted && counted_length(count) == length) {
+      ref.unchecked_crc = published_crc(published);
+      expected_records += counted_records(count);
+    } else {
+      // No count for these bytes: read them here, checking and counting them at once.
+      if (counted) h = read_chunk(off, std::min<uint64_t>(chunk_size, size - off));
+      if (!checksum_matches(h + kChunkHeaderSize, length, published_crc(published))) {
+        add_problem({ReadProblem::Kind::kCorrupt, off, checksum_mismatch(thread)});
+        continue;
+      }
+      expected_records += RecordDecoder::count_records({h + kChunkHeaderSize, length});
     }
-    by_writer[load_le<uint32_t>(h + ChunkHeaderLayout::kWriter)].push_back(
-        {load_le<uint32_t>(h + ChunkHeaderLayout::kSequence), off, length, thread});
-    // While the bytes are in the cache.
-    expected_records += RecordDecoder::count_records({h + kChunkHeaderSize, length});
+    by_writer[load_le<uint32_t>(h + ChunkHeaderLayout::kWriter)].push_back(ref);
   }
   for (auto& [writer, list] : by_writer) {
     std::sort(list.begin(), list.end(),
@@ -282,15 +319,22 @@ void TraceReader::State::advance_slowly(std::size_t writer) {
       unknown_skipped += c.decoder->unknown_records_skipped();
       if (status.end != StreamEnd::kClean) {
         // A chunk whose checksum is right but whose records are not: a writer bug, not damage.
-        problems.push_back({ReadProblem::Kind::kCorrupt, status.offset, status.reason});
+        add_problem({ReadProblem::Kind::kCorrupt, status.offset, status.reason});
       }
       c.decoder.reset();
       if (pages.release) chunk_done(c.chunks[c.next_chunk - 1].offset);
     }
     if (c.next_chunk == c.chunks.size()) return;
     const ChunkRef& chunk = c.chunks[c.next_chunk++];
-    c.decoder.emplace(file.subspan(chunk.offset + kChunkHeaderSize, chunk.length),
-                      chunk.offset + kChunkHeaderSize, chunk.thread);
+    const std::span<const uint8_t> payload =
+        file.subspan(chunk.offset + kChunkHeaderSize, chunk.length);
+    if (chunk.unchecked_crc &&
+        !checksum_matches(payload.data(), chunk.length, *chunk.unchecked_crc)) {
+      add_problem({ReadProblem::Kind::kCorrupt, chunk.offset, checksum_mismatch(chunk.thread)});
+      if (pages.release) chunk_done(chunk.offset);
+      continue;
+    }
+    c.decoder.emplace(payload, chunk.offset + kChunkHeaderSize, chunk.thread);
   }
 }
 
@@ -316,6 +360,7 @@ TraceReader::TraceReader(std::span<const uint8_t> file, const FileHeader& header
   state_->file = file;
   state_->pages = std::move(pages);
   state_->checksum = chunk_checksum(header.major);
+  state_->counted = chunks_count_records(header);
   state_->scan(header.chunk_size);
 }
 

@@ -179,6 +179,7 @@ bool TraceWriter::new_chunk_locked(ThreadChunk& chunk) {
   chunk.base = static_cast<uint8_t*>(map);
   chunk.used = 0;
   chunk.crc = 0;
+  chunk.records = 0;
   chunk.generation = generation;
   chunk.codec = format::CodecState{};
   using L = format::ChunkHeaderLayout;
@@ -229,6 +230,9 @@ void TraceWriter::append(ThreadChunk& chunk, const uint8_t* bytes, std::size_t s
 void TraceWriter::publish(ThreadChunk& chunk, const uint8_t* bytes, std::size_t size) {
   chunk.crc = format::extend_crc32c(chunk.crc, bytes, size);
   chunk.used += static_cast<uint32_t>(size);
+  ++chunk.records;  // every publish is one record
+  __atomic_store_n(reinterpret_cast<uint64_t*>(chunk.base + format::ChunkHeaderLayout::kCounted),
+                   format::counted_word(chunk.used, chunk.records), __ATOMIC_RELAXED);
   // One 8-byte store makes length and checksum visible together, after the bytes.
   __atomic_store_n(reinterpret_cast<uint64_t*>(chunk.base + format::ChunkHeaderLayout::kPublished),
                    format::published_word(chunk.used, chunk.crc), __ATOMIC_RELEASE);

@@ -29,6 +29,7 @@ struct TraceChunkCursor {
   uint8_t* base = nullptr;  // the chunk's first byte (its header)
   uint32_t used = 0;        // payload bytes published
   uint32_t crc = 0;         // CRC-32 of those bytes
+  uint32_t records = 0;     // records in those bytes
   uint32_t generation = 0;  // the file it belongs to; stale after fork or a new file
   uint32_t sequence = 0;    // this writer's chunk number
   uint32_t writer = 0;

@@ -158,6 +158,7 @@ class Writer {
     put<uint32_t>(L::kThread, tid_);
     put<uint64_t>(L::kPublished, gmt::format::published_word(
                                      used_, gmt::format::extend_crc32c(0, payload, used_)));
+    put<uint64_t>(L::kCounted, gmt::format::counted_word(used_, records_));
     file_.write_at(chunk_.data(), chunk_.size(), offset_);
     open_ = false;
     ++sequence_;
@@ -171,6 +172,7 @@ class Writer {
     offset_ = file_.take_chunk_slot();
     std::fill(chunk_.begin(), chunk_.end(), 0);
     used_ = 0;
+    records_ = 0;
     codec_ = gmt::format::CodecState{};
     open_ = true;
     if (sequence_ == 0) {
@@ -185,6 +187,7 @@ class Writer {
   void append(const uint8_t* bytes, std::size_t size) {
     std::memcpy(chunk_.data() + gmt::format::kChunkHeaderSize + used_, bytes, size);
     used_ += static_cast<uint32_t>(size);
+    ++records_;  // one record per append, as the preload library publishes them
   }
   template <class T>
   void put(std::size_t at, T v) {
@@ -198,6 +201,7 @@ class Writer {
   std::vector<uint8_t> chunk_;
   uint64_t offset_ = 0;
   uint32_t used_ = 0;
+  uint32_t records_ = 0;
   uint32_t sequence_ = 0;
   bool open_ = false;
   gmt::format::CodecState codec_;

@@ -8,9 +8,10 @@ chunks, so that the seeds stay small; the damaged ones are made from the smalles
 kind of damage each, as the reader must survive them: an empty file, a short one, a text file,
 the header page alone, a wrong major version, a bad chunk size, a file cut inside a chunk, a
 checksum mismatch, a damaged chunk magic, a published length past the chunk. The files are
-committed in tests/fuzz/corpus; run this again when the format changes. format3-four-threads.gmt
-is not made here: it is four-threads.gmt as format 3.0 wrote it (zlib's CRC-32 per chunk), kept
-because the reader still reads format 3.
+committed in tests/fuzz/corpus; run this again when the format changes. Two seeds are not made
+here, kept because the reader still reads their versions: format3-four-threads.gmt is
+four-threads.gmt as format 3.0 wrote it (zlib's CRC-32 per chunk), format40-four-threads.gmt as
+format 4.0 wrote it (no record counts in the chunk headers).
 """
 import os
 import struct
@@ -66,6 +67,9 @@ def main():
     length = bytearray(tiny)
     struct.pack_into("<I", length, FIRST_CHUNK + 16, CHUNK)  # published length past the chunk
     seeds["length-past-chunk.gmt"] = bytes(length)
+    counted = bytearray(tiny)
+    struct.pack_into("<I", counted, FIRST_CHUNK + 28, 1000)  # a record count that is wrong
+    seeds["wrong-record-count.gmt"] = bytes(counted)
     for name, data in seeds.items():
         with open(os.path.join(out, name), "wb") as f:
             f.write(data)

@@ -136,7 +136,7 @@ TEST_F(AnalysisCommands, EveryFigureReconcilesWithTheRecords) {
   EXPECT_EQ(info["records"]["alloc"], expected.allocs);
   EXPECT_EQ(info["records"]["alloc_failed"], expected.failed);
   EXPECT_EQ(info["integrity"], "complete");
-  EXPECT_EQ(info["format"], "4.0");
+  EXPECT_EQ(info["format"], "4.1");
 
   // check: the limits are exact, one line either way.
   const std::string at_peak = std::to_string(expected.peak);
@@ -165,30 +165,35 @@ TEST_F(AnalysisCommands, DiffMatchesSitesByFramesAcrossTraces) {
   EXPECT_EQ(diff["sites"][0]["peak_change"], change);
 }
 
-// The fuzzer's seed corpus keeps one trace as format 3 wrote it (zlib's CRC-32 per chunk) beside
-// the same trace written now (format 4, CRC-32C): the same generator and seed, so the same
-// records. Both are read whole, record for record the same.
-TEST_F(AnalysisCommands, FormatThreeTracesReadAsBefore) {
+// The fuzzer's seed corpus keeps one trace as format 3 wrote it (zlib's CRC-32 per chunk) and
+// as format 4.0 wrote it (no record counts in the chunk headers) beside the same trace written
+// now (4.1): the same generator and seed, so the same records. All are read whole, record for
+// record the same.
+TEST_F(AnalysisCommands, OlderFormatsReadAsBefore) {
   const std::string corpus = std::string(GMT_TEST_DATA_DIR) + "/../fuzz/corpus/";
-  const std::string old_trace = corpus + "format3-four-threads.gmt";
   const std::string new_trace = corpus + "four-threads.gmt";
-  json old_info = command_json({"info", old_trace, "--json"});
   json new_info = command_json({"info", new_trace, "--json"});
-  EXPECT_EQ(old_info["format"], "3.0");
-  EXPECT_EQ(new_info["format"], "4.0");
-  EXPECT_EQ(old_info["integrity"], "complete");
-  EXPECT_TRUE(old_info["problems"].empty()) << old_info.dump(1);
-  EXPECT_GT(old_info["events"].get<uint64_t>(), 1000u);
-  for (json* info : {&old_info, &new_info}) {
-    info->erase("path");
-    info->erase("format");
-  }
-  EXPECT_EQ(old_info, new_info);
-  const ProcessResult old_dump = cli({"dump", old_trace});
+  EXPECT_EQ(new_info["format"], "4.1");
+  EXPECT_EQ(new_info["integrity"], "complete");
+  EXPECT_TRUE(new_info["problems"].empty()) << new_info.dump(1);
+  EXPECT_GT(new_info["events"].get<uint64_t>(), 1000u);
+  new_info.erase("path");
+  new_info.erase("format");
   const ProcessResult new_dump = cli({"dump", new_trace});
-  ASSERT_EQ(old_dump.exit_code, 0) << old_dump.err;
-  EXPECT_EQ(old_dump.out, new_dump.out);
-  EXPECT_EQ(old_dump.out.find("left_out"), std::string::npos);
+  ASSERT_EQ(new_dump.exit_code, 0) << new_dump.err;
+  EXPECT_EQ(new_dump.out.find("left_out"), std::string::npos);
+  for (const auto& [name, version] : {std::pair{"format3-four-threads.gmt", "3.0"},
+                                      std::pair{"format40-four-threads.gmt", "4.0"}}) {
+    const std::string old_trace = corpus + name;
+    json old_info = command_json({"info", old_trace, "--json"});
+    EXPECT_EQ(old_info["format"], version);
+    old_info.erase("path");
+    old_info.erase("format");
+    EXPECT_EQ(old_info, new_info) << name;
+    const ProcessResult old_dump = cli({"dump", old_trace});
+    ASSERT_EQ(old_dump.exit_code, 0) << old_dump.err;
+    EXPECT_EQ(old_dump.out, new_dump.out) << name;
+  }
 }
 
 TEST_F(AnalysisCommands, UnreadableFilesAreNamed) {

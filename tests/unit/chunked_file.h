@@ -14,13 +14,17 @@ namespace gmt::test {
 
 class ChunkedFile {
  public:
-  // `major`: the format version the header names, whose checksum the chunks get (format 3's
-  // files are still read).
-  explicit ChunkedFile(uint32_t chunk_size = 4096, uint16_t major = format::kVersionMajor)
-      : chunk_size_(chunk_size), checksum_(format::chunk_checksum(major)) {
+  // `major`, `minor`: the format version the header names, whose checksum the chunks get
+  // (format 3's files are still read), and whose chunk headers count their records (4.1).
+  explicit ChunkedFile(uint32_t chunk_size = 4096, uint16_t major = format::kVersionMajor,
+                       uint16_t minor = format::kVersionMinor)
+      : chunk_size_(chunk_size),
+        checksum_(format::chunk_checksum(major)),
+        counted_(format::chunks_count_records({major, minor, chunk_size})) {
     bytes_.resize(format::kFirstChunkOffset);
     format::write_header(bytes_.data(), chunk_size);
     put<uint16_t>(bytes_.data() + 8, major);
+    put<uint16_t>(bytes_.data() + 10, minor);
   }
 
   // Appends one chunk holding `records`, published as a writer would; returns its offset.
@@ -42,6 +46,10 @@ class ChunkedFile {
     put<uint64_t>(chunk + L::kPublished,
                   format::published_word(
                       length, format::extend_checksum(checksum_, 0, payload.data(), length)));
+    if (counted_) {
+      put<uint64_t>(chunk + L::kCounted,
+                    format::counted_word(length, static_cast<uint32_t>(sizeof...(records))));
+    }
     return offset;
   }
 
@@ -58,6 +66,7 @@ class ChunkedFile {
 
   uint32_t chunk_size_;
   format::ChunkChecksum checksum_;
+  bool counted_;
   std::vector<uint8_t> bytes_;
 };
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -11,7 +12,9 @@
 #include <vector>
 
 #include "analyzer/mapped_file.h"
+#include "format/chunk.h"
 #include "format/file_header.h"
+#include "format/record_decoder.h"
 #include "format/trace_reader.h"
 #include "interpose/config.h"
 #include "interpose/record/driver_views.h"
@@ -70,7 +73,9 @@ std::map<std::size_t, uint64_t> count_records(const std::string& path, uint64_t&
   EXPECT_TRUE(header.ok) << header.error;
   format::TraceReader reader(file.bytes(), header.header);
   std::map<std::size_t, uint64_t> counts;
+  uint64_t records = 0;
   while (auto record = reader.next()) {
+    ++records;
     ++counts[record->index()];
     if (const auto* p = std::get_if<format::PhaseRecord>(&*record)) {
       const auto action = static_cast<format::PhaseAction>(p->action);
@@ -79,7 +84,34 @@ std::map<std::size_t, uint64_t> count_records(const std::string& path, uint64_t&
     }
   }
   EXPECT_TRUE(reader.problems().empty());
+  EXPECT_EQ(reader.expected_records(), records);  // from the chunks' headers
   return counts;
+}
+
+// Every chunk's header counts the records in its published bytes (format 4.1): checked against
+// a count of the records themselves. Returns how many chunks were checked.
+std::size_t check_chunk_counts(const std::string& path) {
+  analyzer::MappedFile file(path);
+  const std::span<const uint8_t> bytes = file.bytes();
+  const uint32_t chunk_size = format::check_header(bytes).header.chunk_size;
+  using L = format::ChunkHeaderLayout;
+  std::size_t chunks = 0;
+  for (uint64_t off = format::kFirstChunkOffset; off + chunk_size <= bytes.size();
+       off += chunk_size) {
+    uint32_t magic;
+    uint64_t published, counted;
+    std::memcpy(&magic, bytes.data() + off + L::kMagic, sizeof magic);
+    std::memcpy(&published, bytes.data() + off + L::kPublished, sizeof published);
+    std::memcpy(&counted, bytes.data() + off + L::kCounted, sizeof counted);
+    if (magic != format::kChunkMagic) continue;
+    ++chunks;
+    const uint32_t length = format::published_length(published);
+    EXPECT_EQ(format::counted_length(counted), length) << "chunk at " << off;
+    EXPECT_EQ(format::counted_records(counted), format::RecordDecoder::count_records(bytes.subspan(
+                                                    off + format::kChunkHeaderSize, length)))
+        << "chunk at " << off;
+  }
+  return chunks;
 }
 
 template <class R>
@@ -135,6 +167,7 @@ TEST(RecorderConcurrency, EightThreadsAndTheSamplerLoseNothing) {
   EXPECT_EQ(pushes, uint64_t{kThreads} * kPairs / 100);
   EXPECT_EQ(pops, pushes);
   EXPECT_EQ(counts[index_of<format::EndRecord>()], 1u);
+  EXPECT_GT(check_chunk_counts(path), uint64_t{kThreads});  // each thread filled several
   fs::remove_all(dir);
 }
 
