@@ -27,10 +27,66 @@ constexpr CrcTables make_crc_tables(uint32_t polynomial) {
 constexpr CrcTables kCastagnoli = make_crc_tables(0x82F63B78u);
 
 #if defined(__x86_64__)
-// SSE4.2's crc32 instruction computes CRC-32C: 8 bytes in 3 cycles, with no tables to load.
+// Three runs of bytes checksummed at once, then joined (a reader checks whole chunks).
+//
+// A CRC register r that goes on through n zero bytes becomes r times x^(8n) modulo the
+// polynomial, and the register is linear in the bytes: the checksum of A B C from r equals
+// that of A from r, shifted by the lengths of B and C, plus (xor) that of B from 0 shifted by
+// the length of C, plus that of C from 0. A shift by a fixed length is a linear map of the
+// register's 32 bits: four tables of 256, one per byte of the register.
+constexpr std::size_t kStripe = 1024;  // bytes per run
+
+// a times b modulo the polynomial, in the reflected order (bit 31 is x^0).
+constexpr uint32_t multiply_mod(uint32_t a, uint32_t b, uint32_t polynomial) {
+  uint32_t product = 0;
+  for (int power = 0; power < 32; ++power) {
+    if (a & (0x80000000u >> power)) product ^= b;
+    b = (b & 1) ? (b >> 1) ^ polynomial : b >> 1;  // b times x
+  }
+  return product;
+}
+
+using ShiftTable = std::array<std::array<uint32_t, 256>, 4>;
+
+constexpr ShiftTable make_shift_table(std::size_t zero_bytes, uint32_t polynomial) {
+  uint32_t factor = 0x80000000u;  // x^0, then x^(8 * zero_bytes)
+  for (std::size_t bit = 0; bit < 8 * zero_bytes; ++bit) {
+    factor = (factor & 1) ? (factor >> 1) ^ polynomial : factor >> 1;
+  }
+  ShiftTable t{};
+  for (std::size_t k = 0; k < 4; ++k) {
+    for (uint32_t i = 0; i < 256; ++i) t[k][i] = multiply_mod(i << (8 * k), factor, polynomial);
+  }
+  return t;
+}
+
+constexpr ShiftTable kShiftOneStripe = make_shift_table(kStripe, 0x82F63B78u);
+constexpr ShiftTable kShiftTwoStripes = make_shift_table(2 * kStripe, 0x82F63B78u);
+
+uint32_t shift(const ShiftTable& t, uint64_t crc) {
+  return t[0][crc & 0xff] ^ t[1][(crc >> 8) & 0xff] ^ t[2][(crc >> 16) & 0xff] ^
+         t[3][(crc >> 24) & 0xff];
+}
+
+// SSE4.2's crc32 instruction computes CRC-32C: 8 bytes in 3 cycles, with no tables to load, and
+// one a cycle when three are independent.
 __attribute__((target("sse4.2"))) uint32_t extend_crc32c_sse42(uint32_t crc, const uint8_t* bytes,
                                                                std::size_t size) {
   uint64_t c = ~crc;
+  for (; size >= 3 * kStripe; bytes += 3 * kStripe, size -= 3 * kStripe) {
+    uint64_t second = 0;
+    uint64_t third = 0;
+    for (std::size_t i = 0; i < kStripe; i += 8) {
+      uint64_t v[3];
+      std::memcpy(&v[0], bytes + i, 8);
+      std::memcpy(&v[1], bytes + kStripe + i, 8);
+      std::memcpy(&v[2], bytes + 2 * kStripe + i, 8);
+      c = __builtin_ia32_crc32di(c, v[0]);
+      second = __builtin_ia32_crc32di(second, v[1]);
+      third = __builtin_ia32_crc32di(third, v[2]);
+    }
+    c = shift(kShiftTwoStripes, c) ^ shift(kShiftOneStripe, second) ^ third;
+  }
   for (; size >= 8; bytes += 8, size -= 8) {
     uint64_t v;
     std::memcpy(&v, bytes, 8);

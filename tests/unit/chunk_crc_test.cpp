@@ -59,6 +59,21 @@ TEST(ChunkCrc, EveryWayAgreesWithTheDefinitionAtEverySizeAndAlignment) {
   }
 }
 
+// A whole chunk is checksummed in three runs at once, joined (chunk.cpp): around and past every
+// multiple of the runs' length, from any register, the same as the tables and the definition.
+TEST(ChunkCrc, WholeChunksAgreeAcrossTheRunsTheyAreSplitInto) {
+  const std::vector<uint8_t> bytes = random_bytes(70000, 4);
+  std::mt19937 rng(5);
+  std::vector<std::size_t> sizes = {3071, 3072, 3073, 3080, 6143, 6144, 6151, 65504, 70000 - 3};
+  for (int i = 0; i < 40; ++i) sizes.push_back(rng() % (bytes.size() - 3));
+  for (const std::size_t n : sizes) {
+    const uint8_t* p = bytes.data() + n % 4;
+    const uint32_t from = static_cast<uint32_t>(rng());
+    ASSERT_EQ(extend_crc32c(from, p, n), extend_crc32c_portable(from, p, n)) << n;
+    ASSERT_EQ(extend_crc32c(0, p, n), crc_bitwise(kCastagnoli, p, n)) << n;
+  }
+}
+
 TEST(ChunkCrc, ExtendingRecordByRecordEqualsTheWholeRun) {
   const std::vector<uint8_t> bytes = random_bytes(4096, 2);
   std::mt19937 rng(3);
