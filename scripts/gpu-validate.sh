@@ -9,7 +9,8 @@
 #   4. Python without CUDA under the preload leaves no trace;
 #   5. a PyTorch training loop with NVTX ranges, NCCL and a planted OOM: views, phases, exports;
 #   6. a planted leak, found as the top probable leak at its Python line;
-#   7. torchrun with two ranks: one trace per rank.
+#   7. torchrun with two ranks: one trace per rank;
+#   8. every trace's chunk headers count its records (format 4.1), checked apart from the reader.
 # Exits non-zero when any check failed.
 # Usage: scripts/gpu-validate.sh [OUTPUT_DIR]   (default: $OUT, else gpu-validate-output)
 # Uses build-gpu/ if it holds a build (carried from elsewhere), else builds one (no tests).
@@ -149,6 +150,11 @@ check "the planted leak's bytes: whole 16 MiB tensors, 8 to 10 of them" True "$(
 echo "--- 7. torchrun, two ranks (gloo) on one GPU: one trace per rank"
 traced_torchrun ranks 29541 gloo shared
 check "ranks traced" "[0, 1]" "$(json_field "$out/ranks.report.json" 'sorted(t["rank"] for t in d["traces"] if t["rank"] is not None)')"
+
+echo "--- 8. format 4.1: every trace's chunk headers count their records"
+counts=$(python3 tests/gpu/chunk_counts.py $(find "$out" -name '*.gmt' | sort) | tail -1)
+echo "$counts"
+check "chunks whose header's record count is wrong, in every trace of this run" 0 "${counts##*mismatched }"
 
 echo "gpu-validate: $failures failure(s)"
 exit $((failures > 0))
