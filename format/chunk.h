@@ -3,8 +3,9 @@
 // appends a record's bytes, then publishes the new length together with the checksum of all the
 // bytes so far in one 8-byte store: a reader trusts exactly the published bytes, so a process
 // killed mid-record loses only that unfinished record, and a damaged chunk is detected.
-// From format 4.1 the writer also keeps the number of records in those bytes in the header, so
-// that a reader knows how many records a trace holds without reading every chunk twice.
+// From format 4.1 the writer also writes the number of records in the header as it leaves the
+// chunk, so that a reader knows how many records a trace holds without reading every chunk
+// twice.
 #pragma once
 
 #include <cstddef>
@@ -37,9 +38,10 @@ inline uint32_t published_crc(uint64_t word) {
   return static_cast<uint32_t>(word >> 32);
 }
 
-// The writer stores this word before the published one. A process killed between the two
-// stores leaves a count of one record more than the published bytes hold, with a length that
-// does not match them: the reader then counts that chunk's records itself.
+// Written once, when the writer leaves the chunk (its next chunk, its thread's end, the process's
+// exit). A chunk never left (its thread still running, its process killed) keeps a zero word,
+// one written to after it a word with a shorter length: the reader counts such a chunk's records
+// itself.
 inline uint64_t counted_word(uint32_t used, uint32_t records) {
   return static_cast<uint64_t>(records) << 32 | used;
 }

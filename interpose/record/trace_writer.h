@@ -98,6 +98,8 @@ class TraceWriter {
   bool new_chunk_locked(ThreadChunk& chunk);
   void write_process_info_locked(ThreadChunk& chunk);
   void write_thread_locked(ThreadChunk& chunk);
+  // Writes the chunk's record count into its header (format 4.1): when its thread leaves it.
+  static void seal(ThreadChunk& chunk);
   void unmap_locked(uint8_t* base);
   // A thread that ends gives its chunk's mapping back (its records stay in the file).
   static void on_thread_exit(void* writer);

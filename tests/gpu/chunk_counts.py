@@ -3,11 +3,13 @@
 
 Usage: chunk_counts.py TRACE...
 
-For every chunk: its header's count word (bytes 24-31: length in the low half, records in the
-high half) must name the chunk's published length and the number of framed records in those
-bytes, walked here from the framing alone (varint type, varint length), apart from the C++
-reader. Prints one line per trace and a total line "chunks C, records R, mismatched M"; exits
-non-zero when a trace is not 4.1 or any chunk's count is wrong.
+A writer seals a chunk as it leaves it: its header's count word (bytes 24-31: length in the
+low half, records in the high half) then names the chunk's published length. A sealed chunk's
+count must equal the number of framed records in those bytes, walked here from the framing alone
+(varint type, varint length), apart from the C++ reader. A chunk whose thread was still running
+at exit is not sealed (or was sealed before exit-time frees were added): counted, not checked.
+Prints one line per trace and a total line "chunks C, sealed S, records R, mismatched M"; exits
+non-zero when a trace is not 4.1 or a sealed chunk's count is wrong.
 """
 import struct
 import sys
@@ -44,8 +46,8 @@ def check(path):
     data = open(path, "rb").read()
     major, minor, chunk_size = struct.unpack_from("<HHI", data, 8)
     if (major, minor) != (4, 1):
-        return 0, 0, 0, f"format {major}.{minor}, not 4.1"
-    chunks = records = mismatched = 0
+        return 0, 0, 0, 0, f"format {major}.{minor}, not 4.1"
+    chunks = sealed = records = mismatched = 0
     for off in range(FIRST_CHUNK, len(data) - CHUNK_HEADER + 1, chunk_size):
         magic, = struct.unpack_from("<I", data, off)
         if magic != CHUNK_MAGIC:
@@ -56,24 +58,25 @@ def check(path):
         chunks += 1
         actual = framed_records(payload)
         records += actual
-        if counted & 0xFFFFFFFF != length or counted >> 32 != actual:
-            mismatched += 1
-    return chunks, records, mismatched, None
+        if counted & 0xFFFFFFFF == length:
+            sealed += 1
+            mismatched += counted >> 32 != actual
+    return chunks, sealed, records, mismatched, None
 
 
 def main():
-    total = [0, 0, 0]
+    total = [0, 0, 0, 0]
     bad = False
     for path in sys.argv[1:]:
-        chunks, records, mismatched, error = check(path)
+        *figures, error = check(path)
         if error:
             print(f"{path}: {error}")
             bad = True
             continue
-        print(f"{path}: chunks {chunks}, records {records}, mismatched {mismatched}")
-        total = [total[0] + chunks, total[1] + records, total[2] + mismatched]
-        bad = bad or mismatched > 0
-    print(f"chunks {total[0]}, records {total[1]}, mismatched {total[2]}")
+        print("%s: chunks %d, sealed %d, records %d, mismatched %d" % (path, *figures))
+        total = [t + f for t, f in zip(total, figures)]
+        bad = bad or figures[3] > 0
+    print("chunks %d, sealed %d, records %d, mismatched %d" % tuple(total))
     return 1 if bad else 0
 
 

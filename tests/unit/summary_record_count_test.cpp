@@ -1,7 +1,7 @@
 // summarize_trace takes its leak samples at fractions of the records, counted before the first
-// is read: from format 4.1, by the chunks' headers. A count that is wrong (a damaged header, a
-// process killed between storing a count and publishing its record) must change no figure: the
-// records read then differ from the count, and a second pass takes the samples again.
+// is read: from format 4.1, by the chunks' headers. A count that is wrong (a damaged header: the
+// checksum covers only the payload) must change no figure: the records read then differ from
+// the count, and a second pass takes the samples again.
 #include <gtest/gtest.h>
 
 #include <cstring>
