@@ -249,6 +249,32 @@ TEST(TraceReader, ACountIsUsedOnlyForTheBytesItNamesAndTheVersionsThatHaveIt) {
   }
 }
 
+// A long trace is given back as it is read, 256 chunks at a time, not all at the end.
+TEST(TraceReader, ReleasesLongTracesAsItGoes) {
+  ChunkedFile file;
+  uint64_t first = 0;
+  for (uint32_t i = 0; i < 300; ++i) {
+    const uint64_t at = i == 0 ? file.add_chunk(0, 0, 100, process(), alloc_at(1, 0, 0x1000, 8))
+                               : file.add_chunk(0, i, 100, alloc_at(1 + i, 0, 0x1000 + i, 8));
+    if (i == 0) first = at;
+  }
+  const uint64_t chunk = header_of(file.bytes()).chunk_size;
+  std::vector<std::pair<uint64_t, uint64_t>> released;
+  PageAccess pages;
+  pages.release = [&](uint64_t offset, uint64_t length) { released.emplace_back(offset, length); };
+  TraceReader reader(file.bytes(), header_of(file.bytes()), pages);
+  uint64_t records = 0;
+  while (reader.next_record() != nullptr) {
+    ++records;
+    if (records == 258) {  // the process record, then one allocation per chunk
+      EXPECT_EQ(released, (std::vector<std::pair<uint64_t, uint64_t>>{{first, 256 * chunk}}));
+    }
+  }
+  EXPECT_EQ(records, 301u);
+  EXPECT_EQ(released, (std::vector<std::pair<uint64_t, uint64_t>>{
+                          {first, 256 * chunk}, {first + 256 * chunk, 44 * chunk}}));
+}
+
 // Before format 4.1 the up-front pass finds the damage; from 4.1, the chunk's decoding.
 TEST(TraceReader, AFlippedByteLosesOnlyItsChunkAndSaysWhere) {
   for (const uint16_t minor : {uint16_t{0}, uint16_t{1}}) {
