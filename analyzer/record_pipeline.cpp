@@ -103,10 +103,4 @@ bool RecordPipeline::take_full_batch() {
   return true;
 }
 
-const format::Record* RecordPipeline::next() {
-  if (!thread_.joinable()) return reader_.next_record();
-  if (position_ == current_.size() && !take_full_batch()) return nullptr;
-  return &current_[position_++];
-}
-
 }  // namespace gmt::analyzer

@@ -35,7 +35,11 @@ class RecordPipeline {
 
   // The next record in the reader's order, or nullptr at the end; valid until the next call.
   // Rethrows what the reading thread threw.
-  const format::Record* next();
+  const format::Record* next() {
+    if (!thread_.joinable()) return reader_.next_record();
+    if (position_ == current_.size() && !take_full_batch()) return nullptr;
+    return &current_[position_++];
+  }
 
   // The address of an allocation or a free that next() will give soon, already read, for
   // asking the memory early for the live allocation it will touch: a few places ahead in a

@@ -70,13 +70,6 @@ KindUsage& Replay::usage_slowly(int ordinal, MemoryKind kind) {
   return u;
 }
 
-void Replay::prefetch(uint64_t address) const {
-  // While the live map fits in the L2 cache of today's cores, asking costs more than it saves.
-  constexpr std::size_t kPrefetchFrom = std::size_t{1} << 20;
-  if (live_.footprint() < kPrefetchFrom) return;
-  live_.prefetch(Key{Space::kAddress, address});  // VMM handles and arrays are few
-}
-
 void Replay::apply(const format::Record& record) {
   ++summary_.record_counts[record.index()];
   // Allocations and frees first, by hand: std::visit's jump through a table is a branch the

@@ -356,7 +356,7 @@ void TraceReader::State::release_done() {
 }
 
 TraceReader::TraceReader(std::span<const uint8_t> file, const FileHeader& header, PageAccess pages)
-    : state_(std::make_unique<State>()) {
+    : state_(std::make_unique<State>()), newest_address_(&state_->newest_address) {
   state_->file = file;
   state_->pages = std::move(pages);
   state_->checksum = chunk_checksum(header.major);
@@ -384,10 +384,6 @@ const Record* TraceReader::next_record() {
 const Record* TraceReader::newest() const {
   const uint32_t writer = state_->last_given;
   return writer < state_->cursors.size() ? state_->cursors[writer].head : nullptr;
-}
-
-uint64_t TraceReader::newest_address() const {
-  return state_->newest_address;
 }
 
 std::optional<Record> TraceReader::next() {

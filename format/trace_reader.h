@@ -58,7 +58,7 @@ class TraceReader {
   // For asking the memory early for what newest() will touch, without looking at its type:
   // its address when it is an allocation or a free; otherwise one that its writer's records
   // named before it (or 0).
-  uint64_t newest_address() const;
+  uint64_t newest_address() const { return *newest_address_; }
 
   // How many records the reader gives if every record's fields decode, known before the first:
   // the number of framed records of known types in the chunks kept.
@@ -71,6 +71,7 @@ class TraceReader {
  private:
   struct State;
   std::unique_ptr<State> state_;
+  const uint64_t* newest_address_;  // in state_: read inline, for every record
 };
 
 }  // namespace gmt::format
