@@ -28,9 +28,10 @@ struct ReadProblem {
 uint64_t record_time(const Record& record);
 
 // For a file mapping, how the reader keeps few of its pages resident, whatever the trace's size:
-// the up-front check of every chunk reads copies (`copy`: n bytes at offset into out, false on
-// failure), and each chunk's pages are dropped once it has been decoded (`release`; they come
-// back from the page cache if read again). Neither may be used on memory that must keep its
+// the up-front pass reads copies (`copy`: n bytes at offset into out, false on failure: of every
+// chunk before format 4.1, of the headers and the chunks without a record count from 4.1), and
+// each chunk's pages are dropped once it has been decoded (`release`; they come back from the
+// page cache if read again). Neither may be used on memory that must keep its
 // contents.
 struct PageAccess {
   std::function<bool(uint64_t offset, uint8_t* out, std::size_t n)> copy;
@@ -61,7 +62,9 @@ class TraceReader {
   uint64_t newest_address() const { return *newest_address_; }
 
   // How many records the reader gives if every record's fields decode, known before the first:
-  // the number of framed records of known types in the chunks kept.
+  // the number of framed records of known types in the chunks kept; from format 4.1, as the
+  // chunk headers count them (a chunk whose checksum turns out wrong when it is decoded, or a
+  // damaged count, makes it differ from the records given).
   uint64_t expected_records() const;
 
   const std::vector<ReadProblem>& problems() const;
