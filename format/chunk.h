@@ -28,14 +28,25 @@ struct ChunkHeaderLayout {
   static constexpr std::size_t kCounted = 24;
 };
 
-inline uint64_t published_word(uint32_t used, uint32_t crc) {
-  return static_cast<uint64_t>(crc) << 32 | used;
+// The published and the count words each pack two 32-bit fields, the length in the low half.
+inline uint64_t halves_word(uint32_t low, uint32_t high) {
+  return static_cast<uint64_t>(high) << 32 | low;
 }
-inline uint32_t published_length(uint64_t word) {
+inline uint32_t low_half(uint64_t word) {
   return static_cast<uint32_t>(word);
 }
-inline uint32_t published_crc(uint64_t word) {
+inline uint32_t high_half(uint64_t word) {
   return static_cast<uint32_t>(word >> 32);
+}
+
+inline uint64_t published_word(uint32_t used, uint32_t crc) {
+  return halves_word(used, crc);
+}
+inline uint32_t published_length(uint64_t word) {
+  return low_half(word);
+}
+inline uint32_t published_crc(uint64_t word) {
+  return high_half(word);
 }
 
 // Written once, when the writer leaves the chunk (its next chunk, its thread's end, the process's
@@ -43,13 +54,13 @@ inline uint32_t published_crc(uint64_t word) {
 // one written to after it a word with a shorter length: the reader counts such a chunk's records
 // itself.
 inline uint64_t counted_word(uint32_t used, uint32_t records) {
-  return static_cast<uint64_t>(records) << 32 | used;
+  return halves_word(used, records);
 }
 inline uint32_t counted_length(uint64_t word) {
-  return static_cast<uint32_t>(word);
+  return low_half(word);
 }
 inline uint32_t counted_records(uint64_t word) {
-  return static_cast<uint32_t>(word >> 32);
+  return high_half(word);
 }
 
 // The checksum of a chunk's published bytes. The traced process extends it by every record it
