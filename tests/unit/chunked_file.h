@@ -53,6 +53,17 @@ class ChunkedFile {
     return offset;
   }
 
+  // The published length of the chunk at `chunk`.
+  uint32_t published_length(uint64_t chunk) const {
+    uint64_t word;
+    std::memcpy(&word, bytes_.data() + chunk + format::ChunkHeaderLayout::kPublished, sizeof word);
+    return format::published_length(word);
+  }
+  // Replaces the count word (format 4.1) of the chunk at `chunk`.
+  void set_counted(uint64_t chunk, uint64_t word) {
+    put<uint64_t>(bytes_.data() + chunk + format::ChunkHeaderLayout::kCounted, word);
+  }
+
   // A chunk's worth of zeros: space reserved but never handed out.
   void add_empty_chunk() { bytes_.resize(bytes_.size() + chunk_size_, 0); }
 

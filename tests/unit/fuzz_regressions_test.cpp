@@ -14,19 +14,14 @@ namespace {
 using test::alloc_at;
 using test::ChunkedFile;
 using test::free_at;
-
-format::ProcessInfoRecord process() {
-  format::ProcessInfoRecord p;
-  p.pid = 7;
-  return p;
-}
+using test::process_record;
 
 // A chunk whose times go back (a delta decoded from damaged bytes): the duration was the last
 // record's time, smaller than an earlier one's, and the second pass sized the timeline by it, so
 // the earlier record's bucket was far past its end: a vector of ~10^12 entries was asked for.
 TEST(FuzzRegressions, TimesThatGoBackDoNotOverrunTheTimeline) {
   ChunkedFile file;
-  file.add_chunk(0, 0, 100, process(), alloc_at(4'000'000'000'000, 0, 0x1000, 64),
+  file.add_chunk(0, 0, 100, process_record(), alloc_at(4'000'000'000'000, 0, 0x1000, 64),
                  free_at(5'000, 0x1000), alloc_at(6'000, 0, 0x2000, 32));
   SummaryOptions options;
   options.timeline_resolution_ns = 1'000'000;

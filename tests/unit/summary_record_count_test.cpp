@@ -4,8 +4,6 @@
 // the count, and a second pass takes the samples again.
 #include <gtest/gtest.h>
 
-#include <cstring>
-
 #include "analyzer/trace_reader.h"
 #include "analyzer/trace_summary.h"
 #include "format/chunk.h"
@@ -17,12 +15,7 @@ namespace {
 
 using test::alloc_at;
 using test::ChunkedFile;
-
-format::ProcessInfoRecord process() {
-  format::ProcessInfoRecord p;
-  p.pid = 7;
-  return p;
-}
+using test::process_record;
 
 format::AllocRecord leaked(uint64_t step) {
   format::AllocRecord r = alloc_at(1'000'000 * step, 0, 0x10000 + 0x100 * step, 64);
@@ -34,22 +27,17 @@ format::AllocRecord leaked(uint64_t step) {
 // millisecond. `counted_as` replaces the first chunk's record count (its header's) when not 0.
 std::vector<uint8_t> growing_trace(uint32_t counted_as) {
   ChunkedFile file;
-  const uint64_t first =
-      file.add_chunk(0, 0, 100, process(), leaked(0), leaked(1), leaked(2), leaked(3), leaked(4));
+  const uint64_t first = file.add_chunk(0, 0, 100, process_record(), leaked(0), leaked(1),
+                                        leaked(2), leaked(3), leaked(4));
   for (uint32_t c = 1; c < 4; ++c) {
     const uint64_t s = 5 * c;
     file.add_chunk(0, c, 100, leaked(s), leaked(s + 1), leaked(s + 2), leaked(s + 3),
                    leaked(s + 4));
   }
-  std::vector<uint8_t> bytes = file.bytes();
   if (counted_as != 0) {
-    using L = format::ChunkHeaderLayout;
-    uint64_t word;
-    std::memcpy(&word, bytes.data() + first + L::kCounted, sizeof word);
-    word = format::counted_word(format::counted_length(word), counted_as);
-    std::memcpy(bytes.data() + first + L::kCounted, &word, sizeof word);
+    file.set_counted(first, format::counted_word(file.published_length(first), counted_as));
   }
-  return bytes;
+  return file.bytes();
 }
 
 TEST(SummaryRecordCount, AWrongCountInAChunkHeaderChangesNoFigure) {

@@ -27,6 +27,13 @@ class TraceBytes {
   format::CodecState state_;
 };
 
+// The process description a trace starts with, all but its pid left empty.
+inline format::ProcessInfoRecord process_record(uint32_t pid = 7) {
+  format::ProcessInfoRecord p;
+  p.pid = pid;
+  return p;
+}
+
 inline format::AllocRecord alloc_at(uint64_t t, int device, uint64_t address, uint64_t size,
                                     format::MemoryKind kind = format::MemoryKind::kDevice) {
   format::AllocRecord r;

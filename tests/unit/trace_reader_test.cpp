@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstring>
 #include <tuple>
 #include <utility>
 
@@ -16,12 +15,7 @@ namespace {
 using test::alloc_at;
 using test::ChunkedFile;
 using test::free_at;
-
-ProcessInfoRecord process() {
-  ProcessInfoRecord p;
-  p.pid = 7;
-  return p;
-}
+using test::process_record;
 
 std::vector<Record> read_all(TraceReader& reader) {
   std::vector<Record> out;
@@ -36,7 +30,7 @@ FileHeader header_of(const std::vector<uint8_t>& bytes) {
 TEST(TraceReader, MergesWritersInTimeOrderAndTagsEachRecordWithItsThread) {
   ChunkedFile file;
   // Writer 0 (thread 100) frees at 30 what writer 1 (thread 200) reuses at 30: the free first.
-  file.add_chunk(0, 0, 100, process(), alloc_at(10, 0, 0xa000, 64), free_at(30, 0xa000));
+  file.add_chunk(0, 0, 100, process_record(), alloc_at(10, 0, 0xa000, 64), free_at(30, 0xa000));
   file.add_chunk(1, 0, 200, alloc_at(20, 0, 0xb000, 8), alloc_at(30, 0, 0xa000, 16));
   file.add_chunk(0, 1, 100, alloc_at(40, 0, 0xc000, 1));  // writer 0's second chunk
   TraceReader reader(file.bytes(), header_of(file.bytes()));
@@ -60,7 +54,8 @@ TEST(TraceReader, MergesWritersInTimeOrderAndTagsEachRecordWithItsThread) {
 TEST(TraceReader, TiesBetweenWritersComeOutInWriterOrder) {
   ChunkedFile file;
   file.add_chunk(3, 0, 300, alloc_at(50, 0, 0x3000, 3));
-  file.add_chunk(0, 0, 100, process(), alloc_at(50, 0, 0x1000, 1), alloc_at(60, 0, 0x1100, 11));
+  file.add_chunk(0, 0, 100, process_record(), alloc_at(50, 0, 0x1000, 1),
+                 alloc_at(60, 0, 0x1100, 11));
   file.add_chunk(4, 0, 400, free_at(50, 0x1000), alloc_at(50, 0, 0x4000, 4));
   file.add_chunk(1, 0, 150, alloc_at(50, 0, 0x2000, 2));
   file.add_chunk(2, 0, 200, alloc_at(60, 0, 0x2100, 12));
@@ -147,7 +142,7 @@ TEST(TraceReader, NewestIsEachRecordOnceBeforeItIsGiven) {
 TEST(TraceReader, ChecksCopiesAndReleasesEachChunkOnceRead) {
   for (const uint16_t minor : {uint16_t{0}, uint16_t{1}}) {
     ChunkedFile file(4096, 4, minor);
-    const uint64_t a = file.add_chunk(0, 0, 100, process(), alloc_at(10, 0, 0xa000, 64));
+    const uint64_t a = file.add_chunk(0, 0, 100, process_record(), alloc_at(10, 0, 0xa000, 64));
     const uint64_t b = file.add_chunk(1, 0, 200, alloc_at(20, 0, 0xb000, 8));
     const uint64_t c = file.add_chunk(0, 1, 100, alloc_at(40, 0, 0xc000, 1));
     const uint64_t chunk = header_of(file.bytes()).chunk_size;
@@ -179,24 +174,14 @@ TEST(TraceReader, ChecksCopiesAndReleasesEachChunkOnceRead) {
   }
 }
 
-void put_counted(std::vector<uint8_t>& bytes, uint64_t chunk, uint64_t word) {
-  std::memcpy(bytes.data() + chunk + ChunkHeaderLayout::kCounted, &word, sizeof word);
-}
-
-uint32_t published_length_at(const std::vector<uint8_t>& bytes, uint64_t chunk) {
-  uint64_t word;
-  std::memcpy(&word, bytes.data() + chunk + ChunkHeaderLayout::kPublished, sizeof word);
-  return published_length(word);
-}
-
 // From format 4.1 the number of records comes from the chunks' headers. A header that says 7
 // where there are 2 shows where the figure came from; the records read are still the real ones.
 TEST(TraceReader, ExpectedRecordsComeFromTheChunkHeadersFromFormat41) {
   ChunkedFile file;
   ASSERT_EQ(header_of(file.bytes()).minor, 1);
-  const uint64_t a = file.add_chunk(0, 0, 100, process(), alloc_at(10, 0, 0xa000, 64));
+  const uint64_t a = file.add_chunk(0, 0, 100, process_record(), alloc_at(10, 0, 0xa000, 64));
   file.add_chunk(1, 0, 200, alloc_at(20, 0, 0xb000, 8));
-  put_counted(file.bytes(), a, counted_word(published_length_at(file.bytes(), a), 7));
+  file.set_counted(a, counted_word(file.published_length(a), 7));
   TraceReader reader(file.bytes(), header_of(file.bytes()));
   EXPECT_EQ(reader.expected_records(), 8u);
   EXPECT_EQ(read_all(reader).size(), 3u);
@@ -218,14 +203,13 @@ TEST(TraceReader, ACountIsUsedOnlyForTheBytesItNamesAndTheVersionsThatHaveIt) {
   for (const Case& c : {Case{1, Word::kZero}, Case{1, Word::kShort}, Case{0, Word::kMatching},
                         Case{kVersionMinor + 1, Word::kMatching}}) {
     ChunkedFile file(4096, 4, c.minor);
-    const uint64_t a = file.add_chunk(0, 0, 100, process(), alloc_at(10, 0, 0xa000, 64));
+    const uint64_t a = file.add_chunk(0, 0, 100, process_record(), alloc_at(10, 0, 0xa000, 64));
     const uint64_t b = file.add_chunk(1, 0, 200, alloc_at(20, 0, 0xb000, 8));
-    const uint32_t length = published_length_at(file.bytes(), a);
-    put_counted(file.bytes(), a,
-                c.word == Word::kZero    ? 0
-                : c.word == Word::kShort ? counted_word(length - 1, 3)
-                                         : counted_word(length, 3));
-    put_counted(file.bytes(), b, counted_word(published_length_at(file.bytes(), b), 5));
+    const uint32_t length = file.published_length(a);
+    file.set_counted(a, c.word == Word::kZero    ? 0
+                        : c.word == Word::kShort ? counted_word(length - 1, 3)
+                                                 : counted_word(length, 3));
+    file.set_counted(b, counted_word(file.published_length(b), 5));
     std::vector<std::pair<uint64_t, std::size_t>> copied;
     PageAccess pages;
     pages.copy = [&](uint64_t offset, uint8_t* out, std::size_t n) {
@@ -254,8 +238,9 @@ TEST(TraceReader, ReleasesLongTracesAsItGoes) {
   ChunkedFile file;
   uint64_t first = 0;
   for (uint32_t i = 0; i < 300; ++i) {
-    const uint64_t at = i == 0 ? file.add_chunk(0, 0, 100, process(), alloc_at(1, 0, 0x1000, 8))
-                               : file.add_chunk(0, i, 100, alloc_at(1 + i, 0, 0x1000 + i, 8));
+    const uint64_t at = i == 0
+                            ? file.add_chunk(0, 0, 100, process_record(), alloc_at(1, 0, 0x1000, 8))
+                            : file.add_chunk(0, i, 100, alloc_at(1 + i, 0, 0x1000 + i, 8));
     if (i == 0) first = at;
   }
   const uint64_t chunk = header_of(file.bytes()).chunk_size;
@@ -279,7 +264,7 @@ TEST(TraceReader, ReleasesLongTracesAsItGoes) {
 TEST(TraceReader, AFlippedByteLosesOnlyItsChunkAndSaysWhere) {
   for (const uint16_t minor : {uint16_t{0}, uint16_t{1}}) {
     ChunkedFile file(4096, 4, minor);
-    file.add_chunk(0, 0, 100, process(), alloc_at(10, 0, 0xa000, 64));
+    file.add_chunk(0, 0, 100, process_record(), alloc_at(10, 0, 0xa000, 64));
     const uint64_t damaged = file.add_chunk(1, 0, 200, alloc_at(20, 0, 0xb000, 8));
     file.bytes()[damaged + kChunkHeaderSize + 3] ^= 0x40;
     std::vector<std::pair<uint64_t, uint64_t>> released;
@@ -308,7 +293,7 @@ TEST(TraceReader, AFlippedByteLosesOnlyItsChunkAndSaysWhere) {
 // found wrong as its chunk is decoded, before a bad magic that the up-front pass found.
 TEST(TraceReader, ProblemsAreInFileOrder) {
   ChunkedFile file;
-  file.add_chunk(0, 0, 100, process(), alloc_at(10, 0, 0xa000, 64));
+  file.add_chunk(0, 0, 100, process_record(), alloc_at(10, 0, 0xa000, 64));
   const uint64_t flipped = file.add_chunk(1, 0, 200, alloc_at(20, 0, 0xb000, 8));
   const uint64_t bad_magic = file.add_chunk(2, 0, 300, alloc_at(30, 0, 0xc000, 8));
   file.bytes()[flipped + kChunkHeaderSize + 3] ^= 0x40;
@@ -325,7 +310,7 @@ TEST(TraceReader, ProblemsAreInFileOrder) {
 TEST(TraceReader, ReadsFormatThreeByItsOwnChecksum) {
   for (const uint16_t major : {uint16_t{3}, kVersionMajor}) {
     ChunkedFile file(4096, major);
-    file.add_chunk(0, 0, 100, process(), alloc_at(10, 0, 0xa000, 64));
+    file.add_chunk(0, 0, 100, process_record(), alloc_at(10, 0, 0xa000, 64));
     file.add_chunk(1, 0, 200, alloc_at(20, 0, 0xb000, 8));
     TraceReader reader(file.bytes(), header_of(file.bytes()));
     EXPECT_EQ(read_all(reader).size(), 3u) << major;
@@ -343,7 +328,7 @@ TEST(TraceReader, ReadsFormatThreeByItsOwnChecksum) {
 
 TEST(TraceReader, ACutFileKeepsEveryCompleteChunk) {
   ChunkedFile file;
-  file.add_chunk(0, 0, 100, process(), alloc_at(10, 0, 0xa000, 64));
+  file.add_chunk(0, 0, 100, process_record(), alloc_at(10, 0, 0xa000, 64));
   const uint64_t last = file.add_chunk(1, 0, 200, alloc_at(20, 0, 0xb000, 8));
   file.bytes().resize(last + kChunkHeaderSize + 2);  // inside the last chunk's payload
   TraceReader reader(file.bytes(), header_of(file.bytes()));
@@ -355,7 +340,7 @@ TEST(TraceReader, ACutFileKeepsEveryCompleteChunk) {
 
 TEST(TraceReader, UnusedChunksAndUnpublishedBytesAreNotRecords) {
   ChunkedFile file;
-  const uint64_t first = file.add_chunk(0, 0, 100, process(), alloc_at(10, 0, 0xa000, 64));
+  const uint64_t first = file.add_chunk(0, 0, 100, process_record(), alloc_at(10, 0, 0xa000, 64));
   file.add_empty_chunk();
   // Bytes written past the published length (a record being written when the process died).
   file.bytes()[first + kChunkHeaderSize + 200] = 0x02;
@@ -368,7 +353,7 @@ TEST(TraceReader, UnusedChunksAndUnpublishedBytesAreNotRecords) {
 
 TEST(TraceReader, ADamagedChunkHeaderIsSkipped) {
   ChunkedFile file;
-  file.add_chunk(0, 0, 100, process());
+  file.add_chunk(0, 0, 100, process_record());
   const uint64_t bad = file.add_chunk(1, 0, 200, alloc_at(20, 0, 0xb000, 8));
   file.bytes()[bad] = 'X';
   TraceReader reader(file.bytes(), header_of(file.bytes()));
