@@ -37,10 +37,10 @@ class Replay {
   // up is asked of the memory now (with many allocations live, that lookup is a cache miss).
   // Any address will do (a wrong one costs a useless load), which spares the caller a look
   // at the record's type.
+  // Asked whatever the map's size: from the second-level cache too, an early request saves more
+  // than it costs (10 M events with 5 000 allocations live, a 512 KiB map: 0.53 s against 0.54;
+  // with 500 live, 0.50 against 0.51).
   void prefetch(uint64_t address) const {
-    // While the live map fits in the L2 cache of today's cores, asking costs more than it saves.
-    constexpr std::size_t kPrefetchFrom = std::size_t{1} << 20;
-    if (live_.footprint() < kPrefetchFrom) return;
     live_.prefetch(Key{Space::kAddress, address});  // VMM handles and arrays are few
   }
   // After the last record: each device's peak sites, the timeline's buckets up to the end.
