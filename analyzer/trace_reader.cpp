@@ -1,7 +1,5 @@
 #include "analyzer/trace_reader.h"
 
-#include <utility>
-
 #include "analyzer/leak_classes.h"
 #include "analyzer/mapped_file.h"
 #include "analyzer/progress_bar.h"
@@ -94,7 +92,7 @@ TraceSummary summarize_trace_bytes(std::span<const uint8_t> bytes, const std::st
     throw TraceError(path + ": no process description in the trace" +
                      (summary.end_reason.empty() ? "" : " (" + summary.end_reason + ")"));
   }
-  return std::move(summary);  // the replay goes: no copy of every site
+  return summary;
 }
 
 }  // namespace gmt::analyzer
