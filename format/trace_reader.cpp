@@ -137,7 +137,8 @@ struct TraceReader::State {
   // The chunks' headers count their records (chunks_count_records()): the up-front pass reads
   // only the headers, and each chunk's checksum is checked when it is decoded.
   bool counted = false;
-  std::vector<uint8_t> scratch;  // the chunk being checked, when pages.copy reads it
+  // The header or chunk being read up front, when pages.copy reads it.
+  std::vector<uint8_t> scratch;
   const uint8_t* read_chunk(uint64_t offset, std::size_t n);
   bool checksum_matches(const uint8_t* payload, uint32_t length, uint32_t crc) const;
   static std::string checksum_mismatch(uint32_t thread);
