@@ -21,9 +21,12 @@ class ProgressBar {
   ProgressBar(const ProgressBar&) = delete;
   ProgressBar& operator=(const ProgressBar&) = delete;
 
-  // Cheap enough to call per record: the clock is read once every kStride calls.
-  void advance() {
-    if (out_ != nullptr && ++done_ % kStride == 0) draw();
+  // Cheap enough to call per record: the clock is read once every kStride records or so.
+  void advance(uint64_t records = 1) {
+    if (out_ == nullptr) return;
+    const uint64_t before = done_;
+    done_ += records;
+    if (done_ / kStride != before / kStride) draw();
   }
   // Clears the bar if it was drawn.
   void finish();

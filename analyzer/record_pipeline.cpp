@@ -2,6 +2,8 @@
 
 #include <sched.h>
 
+#include <algorithm>
+#include <array>
 #include <system_error>
 #include <utility>
 
@@ -43,6 +45,32 @@ RecordPipeline::~RecordPipeline() {
   thread_.join();
 }
 
+// Reads up to batch_records_ records (events and others) into `batch`, reusing its buffers;
+// `last` once the reader has given its last record.
+void RecordPipeline::fill(Batch& batch, bool& last) {
+  batch.events.clear();
+  batch.other_count = 0;
+  std::array<const format::MemoryEvent*, format::TraceReader::kBatchEvents> events;
+  while (batch.events.size() + batch.other_count < batch_records_) {
+    const std::size_t room = batch_records_ - batch.events.size() - batch.other_count;
+    const format::TraceReader::Batch read =
+        reader_.next_batch(std::span(events).first(std::min(room, events.size())));
+    if (read.events == 0 && read.other == nullptr) {
+      last = true;
+      return;
+    }
+    for (std::size_t i = 0; i < read.events; ++i) batch.events.push_back(*events[i]);
+    if (read.other == nullptr) continue;
+    // Copy-assigning into the records of a used batch reuses their strings and lists.
+    if (batch.other_count < batch.others.size()) {
+      batch.others[batch.other_count] = {batch.events.size(), *read.other};
+    } else {
+      batch.others.emplace_back(batch.events.size(), *read.other);
+    }
+    ++batch.other_count;
+  }
+}
+
 void RecordPipeline::read_batches() {
   try {
     while (true) {
@@ -54,23 +82,11 @@ void RecordPipeline::read_batches() {
         batch = std::move(empty_.front());
         empty_.pop_front();
       }
-      // Copy-assigning into the records of a used batch reuses their strings and lists.
-      std::size_t n = 0;
-      while (n < batch_records_) {
-        const format::Record* record = reader_.next_record();
-        if (record == nullptr) break;
-        if (n < batch.size()) {
-          batch[n] = *record;
-        } else {
-          batch.push_back(*record);
-        }
-        ++n;
-      }
-      batch.resize(n);
-      const bool last = n < batch_records_;
+      bool last = false;
+      fill(batch, last);
       {
         std::lock_guard<std::mutex> lock(mutex_);
-        if (n > 0) full_.push_back(std::move(batch));
+        if (!batch.events.empty() || batch.other_count > 0) full_.push_back(std::move(batch));
         done_ = last;
       }
       changed_.notify_all();
@@ -86,20 +102,39 @@ void RecordPipeline::read_batches() {
   }
 }
 
+format::TraceReader::Batch RecordPipeline::next_handed_over(
+    std::span<const format::MemoryEvent*> out) {
+  const std::size_t most = std::min(out.size(), format::TraceReader::kBatchEvents);
+  while (true) {
+    const bool other_left = other_pos_ < current_.other_count;
+    // The events up to the next record of another type, or to the batch's end.
+    const std::size_t stop =
+        other_left ? current_.others[other_pos_].first : current_.events.size();
+    const std::size_t n = std::min(stop - event_pos_, most);
+    if (n > 0 || other_left) {
+      for (std::size_t i = 0; i < n; ++i) out[i] = &current_.events[event_pos_ + i];
+      event_pos_ += n;
+      if (event_pos_ < stop || !other_left) return {n, nullptr};
+      return {n, &current_.others[other_pos_++].second};
+    }
+    if (!take_full_batch()) return {};
+  }
+}
+
 bool RecordPipeline::take_full_batch() {
   std::unique_lock<std::mutex> lock(mutex_);
   empty_.push_back(std::move(current_));
   changed_.notify_all();
   changed_.wait(lock, [this] { return !full_.empty() || done_; });
+  event_pos_ = 0;
+  other_pos_ = 0;
   if (full_.empty()) {
     if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
-    current_.clear();
-    position_ = 0;
+    current_ = Batch{};
     return false;
   }
   current_ = std::move(full_.front());
   full_.pop_front();
-  position_ = 0;
   return true;
 }
 

@@ -10,7 +10,9 @@
 #include <deque>
 #include <exception>
 #include <mutex>
+#include <span>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "format/trace_reader.h"
@@ -26,50 +28,42 @@ class RecordPipeline {
   };
 
   // `reader` must outlive the pipeline, and is not to be used by the caller until the pipeline
-  // is gone (its thread reads it).
+  // is gone (its thread reads it). The thread hands over batches of about `batch_records`.
   explicit RecordPipeline(format::TraceReader& reader, Mode mode = Mode::kAuto,
                           std::size_t batch_records = 4096);
   ~RecordPipeline();
   RecordPipeline(const RecordPipeline&) = delete;
   RecordPipeline& operator=(const RecordPipeline&) = delete;
 
-  // The next record in the reader's order, or nullptr at the end; valid until the next call.
-  // Rethrows what the reading thread threw.
-  const format::Record* next() {
-    if (!thread_.joinable()) return reader_.next_record();
-    if (position_ == current_.size() && !take_full_batch()) return nullptr;
-    return &current_[position_++];
-  }
-
-  // The address of an allocation or a free that next() will give soon, already read, for
-  // asking the memory early for the live allocation it will touch: a few places ahead in a
-  // batch read on the thread; without a thread, the one the reader decoded last
-  // (TraceReader::newest_address(), which may name an earlier record's address instead).
-  // 0 when none is known.
-  uint64_t soon_address() const {
-    if (!thread_.joinable()) return reader_.newest_address();
-    const std::size_t i = position_ + kSoon - 1;
-    if (i >= current_.size()) return 0;
-    if (const auto* a = std::get_if<format::AllocRecord>(&current_[i])) return a->address;
-    if (const auto* f = std::get_if<format::FreeRecord>(&current_[i])) return f->address;
-    return 0;
+  // The reader's records, as TraceReader::next_batch() gives them (the same records in the same
+  // order, though not necessarily cut at the same places), valid until the next call. Rethrows
+  // what the reading thread threw.
+  format::TraceReader::Batch next_batch(std::span<const format::MemoryEvent*> out) {
+    if (!thread_.joinable()) return reader_.next_batch(out);
+    return next_handed_over(out);
   }
 
   // Whether records are read on a second thread.
   bool threaded() const { return thread_.joinable(); }
 
  private:
-  using Batch = std::vector<format::Record>;
-  // How far ahead soon_address() looks in a batch: enough for a miss to memory to be served before
-  // the record is replayed (measured: 8 places hide it, 2 half of it).
-  static constexpr std::size_t kSoon = 8;
+  // What the thread hands over: the events copied out of the reader, and the records of other
+  // types, each with the number of events before it in the batch.
+  struct Batch {
+    std::vector<format::MemoryEvent> events;
+    std::vector<std::pair<std::size_t, format::Record>> others;  // the first `other_count`
+    std::size_t other_count = 0;
+  };
   void read_batches();
+  void fill(Batch& batch, bool& last);
+  format::TraceReader::Batch next_handed_over(std::span<const format::MemoryEvent*> out);
   bool take_full_batch();
 
   format::TraceReader& reader_;
   std::size_t batch_records_;
   Batch current_;  // the consumer's batch
-  std::size_t position_ = 0;
+  std::size_t event_pos_ = 0;
+  std::size_t other_pos_ = 0;
 
   std::mutex mutex_;
   std::condition_variable changed_;

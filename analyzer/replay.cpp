@@ -81,11 +81,31 @@ void Replay::apply(const format::Record& record) {
   } else {
     std::visit([this](const auto& r) { on(r); }, record);
   }
-  if (!peaked_.empty()) [[unlikely]]
-    start_peak_epochs();
-  if (record_index_ == next_sample_at_) [[unlikely]]
-    take_samples(format::record_time(record));
-  ++record_index_;
+  applied([&record] { return format::record_time(record); });
+}
+
+void Replay::apply_events(std::span<const format::MemoryEvent* const> events) {
+  // Far enough ahead for a miss to memory to be served before the event is replayed (8 events
+  // hide it; the lookup of 10 M events with 500 000 allocations live, 0.74 s with the line asked
+  // for one record ahead, takes 0.65).
+  constexpr std::size_t kAhead = 8;
+  const std::size_t n = events.size();
+  for (std::size_t i = 0; i < std::min(n, kAhead); ++i) prefetch(events[i]->record.address);
+  // Record counts by the variant's index: RecordType numbers its alternatives from 1.
+  constexpr std::size_t kAllocIndex = static_cast<std::size_t>(format::RecordType::kAlloc) - 1;
+  constexpr std::size_t kFreeIndex = static_cast<std::size_t>(format::RecordType::kFree) - 1;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i + kAhead < n) prefetch(events[i + kAhead]->record.address);
+    const format::MemoryEvent& e = *events[i];
+    if (e.type == format::RecordType::kAlloc) {
+      ++summary_.record_counts[kAllocIndex];
+      on(e.record);
+    } else {
+      ++summary_.record_counts[kFreeIndex];
+      on_free(e.record);
+    }
+    applied([&e] { return e.record.time_ns; });
+  }
 }
 
 // A new peak is the state after the whole record: a new epoch starts after it.
@@ -420,7 +440,8 @@ void Replay::release_handle_if_unused(uint64_t handle) {
   if (auto* e = live_.find(Key{Space::kHandle, handle})) end_allocation(e, false);
 }
 
-void Replay::on(const format::FreeRecord& r) {
+template <class R>
+void Replay::on_free(const R& r) {
   saw_event(r.time_ns);
   ++summary_.frees_by_api[static_cast<std::size_t>(format::called_api(r.api, r.public_api))];
   const Space space = space_freed_by(r.api);

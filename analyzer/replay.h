@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "analyzer/timeline_builder.h"
 #include "analyzer/trace_summary.h"
 #include "analyzer/views_replay.h"
+#include "format/memory_event.h"
 #include "format/records.h"
 
 namespace gmt::analyzer {
@@ -33,16 +35,10 @@ class Replay {
   void record_timeline(uint64_t resolution_ns) { timeline_.emplace(resolution_ns); }
 
   void apply(const format::Record& record);
-  // An allocation or a free of `address` is to be applied soon: the live allocation it looks
-  // up is asked of the memory now (with many allocations live, that lookup is a cache miss).
-  // Any address will do (a wrong one costs a useless load), which spares the caller a look
-  // at the record's type.
-  // Asked whatever the map's size: from the second-level cache too, an early request saves more
-  // than it costs (10 M events with 5 000 allocations live, a 512 KiB map: 0.53 s against 0.54;
-  // with 500 live, 0.50 against 0.51).
-  void prefetch(uint64_t address) const {
-    live_.prefetch(Key{Space::kAddress, address});  // VMM handles and arrays are few
-  }
+  // The same for allocations and frees in a batch (TraceReader::next_batch()): what apply()
+  // would do with each as a record, in order. The live allocations they look up are asked of
+  // the memory a few events ahead (with many allocations live, each lookup is a cache miss).
+  void apply_events(std::span<const format::MemoryEvent* const> events);
   // After the last record: each device's peak sites, the timeline's buckets up to the end.
   void finish();
   // The summary so far; `summary.end` and friends are the reader's to fill. Its sites' figures
@@ -152,7 +148,10 @@ class Replay {
 
   void on(const format::ProcessInfoRecord& r);
   void on(const format::AllocRecord& r);
-  void on(const format::FreeRecord& r);
+  void on(const format::FreeRecord& r) { on_free(r); }
+  // A free's fields, of a FreeRecord or of a MemoryEvent's record.
+  template <class R>
+  void on_free(const R& r);
   void on(const format::AllocFailedRecord& r);
   void on(const format::EndRecord& r);
   void on(const format::ContextRecord& r);
@@ -171,6 +170,21 @@ class Replay {
   void on(const format::PhaseRecord& r);
   void on(const format::NoteRecord& r);
   void on(const format::PoolRecord& r);
+  // Asks the memory for the live allocation an allocation or a free of `address` looks up. Any
+  // address will do (a wrong one costs a useless load).
+  void prefetch(uint64_t address) const {
+    live_.prefetch(Key{Space::kAddress, address});  // VMM handles and arrays are few
+  }
+  // After each record: the epochs of new peaks, the samples due (at the record's time, asked of
+  // `time` only then).
+  template <class Time>
+  [[gnu::always_inline]] void applied(Time time) {
+    if (!peaked_.empty()) [[unlikely]]
+      start_peak_epochs();
+    if (record_index_ == next_sample_at_) [[unlikely]]
+      take_samples(time());
+    ++record_index_;
+  }
   void save_for_peak(uint32_t site);
   // Adds the logged sizes to their sites' histograms.
   void flush_sizes();

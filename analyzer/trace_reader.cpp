@@ -1,5 +1,8 @@
 #include "analyzer/trace_reader.h"
 
+#include <array>
+#include <span>
+
 #include "analyzer/leak_classes.h"
 #include "analyzer/mapped_file.h"
 #include "analyzer/progress_bar.h"
@@ -11,6 +14,26 @@
 #include "format/trace_reader.h"
 
 namespace gmt::analyzer {
+
+namespace {
+
+// Replays every record the pipeline gives; true when one of them described the process.
+bool replay_all(RecordPipeline& records, Replay& replay, ProgressBar& progress) {
+  bool described = false;
+  std::array<const format::MemoryEvent*, format::TraceReader::kBatchEvents> events;
+  while (true) {
+    const format::TraceReader::Batch batch = records.next_batch(events);
+    if (batch.events == 0 && batch.other == nullptr) return described;
+    replay.apply_events(std::span(events).first(batch.events));
+    if (batch.other != nullptr) {
+      described = described || std::holds_alternative<format::ProcessInfoRecord>(*batch.other);
+      replay.apply(*batch.other);
+    }
+    progress.advance(batch.events + (batch.other != nullptr ? 1 : 0));
+  }
+}
+
+}  // namespace
 
 TraceSummary summarize_trace(const std::string& path, const SummaryOptions& options) {
   MappedFile file(path);
@@ -32,16 +55,11 @@ TraceSummary summarize_trace_bytes(std::span<const uint8_t> bytes, const std::st
   if (!timeline) replay.sample_sites_after(leak_sample_positions(expected));
   const auto pipeline_mode =
       options.read_ahead ? RecordPipeline::Mode::kAuto : RecordPipeline::Mode::kInline;
-  bool described = false;
   ProgressBar progress(options.progress, path, expected);
+  bool described = false;
   {
     RecordPipeline records(reader, pipeline_mode);
-    while (const format::Record* record = records.next()) {
-      described = described || std::holds_alternative<format::ProcessInfoRecord>(*record);
-      replay.prefetch(records.soon_address());
-      replay.apply(*record);
-      progress.advance();
-    }
+    described = replay_all(records, replay, progress);
   }
   progress.finish();
   replay.finish();
@@ -58,10 +76,8 @@ TraceSummary summarize_trace_bytes(std::span<const uint8_t> bytes, const std::st
         second.record_timeline(timeline_resolution(options.timeline_resolution_ns, duration));
       format::TraceReader again(bytes, header.header, pages);
       RecordPipeline records(again, pipeline_mode);
-      while (const format::Record* record = records.next()) {
-        second.prefetch(records.soon_address());
-        second.apply(*record);
-      }
+      ProgressBar no_progress(nullptr, path, 0);
+      replay_all(records, second, no_progress);
       second.finish();
       TraceSummary& first = replay.summary();
       first.sample_times = second.summary().sample_times;

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "format/file_header.h"
+#include "format/memory_event.h"
 #include "format/record_encoder.h"
 #include "format/records.h"
 #include "format/unchecked_fields.h"
@@ -41,43 +42,42 @@ class RecordDecoder {
   // The next record, or nullopt once the stream has ended; status() then says how.
   std::optional<Record> next();
   // The same, decoded into `out`, whose strings and lists are reused when it already holds a
-  // record of the same type (most records are allocations and frees): false at the end.
-  // Inline, with the decoding of allocations and frees: it runs for every record of a trace.
+  // record of the same type: false at the end.
   bool next_into(Record& out) {
-    if (next_event(out, out) != nullptr) [[likely]]
+    MemoryEvent event;
+    if (next_memory_event(event)) {
+      to_record(event, out);
       return true;
+    }
     return next_into_checked(out);
   }
 
-  // next_into() for an allocation or a free with room after it (nearly every record), decoded
-  // into `alloc` or `free` (best holding a record of that type already, to be reused): the one
-  // decoded into, or nullptr, having changed nothing but them, for anything else.
-  Record* next_event(Record& alloc, Record& free) {
+  // The next record when it is an allocation or a free with room after it (nearly every record),
+  // into `out`; otherwise false, having changed nothing but `out`. Inline, without a check per
+  // field (format/unchecked_fields.h): it runs for every record of a trace.
+  bool next_memory_event(MemoryEvent& out) {
     // One-byte type and length, and every byte the record's widest encoding could take readable.
     constexpr std::size_t kRoom =
         2 + std::max(unchecked_read_bytes<AllocRecord>(), unchecked_read_bytes<FreeRecord>());
     const std::size_t left = bytes_.size() - pos_;
-    if (status_.end != StreamEnd::kNotYet || left < kRoom) return nullptr;
+    if (status_.end != StreamEnd::kNotYet || left < kRoom) return false;
     const uint8_t* const p = bytes_.data() + pos_;
     const uint8_t type = p[0];
     const uint8_t length = p[1];
-    if (length >= 0x80 || length > left - 2) return nullptr;
+    if (length >= 0x80 || length > left - 2) return false;
     if (left > kPrefetchAhead) __builtin_prefetch(p + kPrefetchAhead);
-    Record* out = nullptr;
+    bool decoded = false;
     if (type == static_cast<uint8_t>(RecordType::kAlloc)) {
-      if (decode_quickly_as<AllocRecord>(p + 2, p + 2 + length, state_, thread_, last_time_,
-                                         alloc)) {
-        out = &alloc;
-      }
+      decoded = decode_event_as<AllocRecord>(p + 2, p + 2 + length, state_, thread_, out.record);
     } else if (type == static_cast<uint8_t>(RecordType::kFree)) {
-      if (decode_quickly_as<FreeRecord>(p + 2, p + 2 + length, state_, thread_, last_time_, free)) {
-        out = &free;
-      }
+      decoded = decode_event_as<FreeRecord>(p + 2, p + 2 + length, state_, thread_, out.record);
     }
-    if (out == nullptr) return nullptr;
-    last_type_ = static_cast<RecordType>(type);
+    if (!decoded) return false;
+    out.type = static_cast<RecordType>(type);
+    last_type_ = out.type;
+    last_time_ = out.record.time_ns;
     pos_ += 2 + length;
-    return out;
+    return true;
   }
 
   // The first byte of the record next_into() would decode: its type (every type is numbered
@@ -96,8 +96,6 @@ class RecordDecoder {
   // known without looking into the variant.
   RecordType last_type() const { return last_type_; }
   uint64_t last_time() const { return last_time_; }
-  // The address field decoded last (allocations, frees and mappings have one), 0 before any.
-  uint64_t last_address() const { return state_.last_address; }
 
   const StreamStatus& status() const { return status_; }
   uint64_t unknown_records_skipped() const { return unknown_skipped_; }

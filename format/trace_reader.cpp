@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 #include <type_traits>
+#include <utility>
 #include <variant>
 
 #include "format/chunk.h"
@@ -71,66 +72,77 @@ uint64_t record_time(const Record& record) {
 
 namespace {
 
-// Where a record of each type is decoded: allocations and frees, nearly every record, each in
-// a slot of their own, the rest in a third. Decoding a record into a slot that held another type
-// would destroy the one there and build the other (variant::emplace), at every switch between an
-// allocation and a free.
-constexpr std::size_t kSlotsPerSet = 3;
-std::size_t slot_for(uint8_t type) {
-  return type == static_cast<uint8_t>(RecordType::kAlloc)  ? 0
-         : type == static_cast<uint8_t>(RecordType::kFree) ? 1
-                                                           : 2;
+// A writer's head in the merge, as one integer: its time, then its tie rank, so that one
+// comparison orders two heads; ties between writers go to the lower writer index (see
+// State::replay()). Times from kLatest on count as kLatest.
+constexpr uint64_t kLatest = (uint64_t{1} << 62) - 2;
+constexpr uint64_t head_key(uint64_t time, uint8_t rank) {
+  return std::min(time, kLatest) << 2 | rank;
 }
+// The key of a writer with no record left: after every real head's, and one below the largest
+// value (replay() adds one to a key).
+constexpr uint64_t kNoHead = UINT64_MAX - 1;
+static_assert(head_key(UINT64_MAX, 3) < kNoHead);
+constexpr std::size_t kLaneEvents = TraceReader::kBatchEvents;
+static_assert(kTieRanks[static_cast<std::size_t>(RecordType::kFree)] == 1 &&
+              kTieRanks[static_cast<std::size_t>(RecordType::kAlloc)] == 2);
 
-// One writer's chunks, read in sequence, one record ahead. Records are decoded into two sets of
-// slots in turn, reused: the head's, and that of the record last handed out (valid until the
-// next call).
+// One writer's chunks, read in sequence: its next allocations and frees decoded ahead into a
+// lane, then the record after them when it is of another type (`pending`). Lanes come in two
+// buffers, filled in turn, so that the events a batch names stay where they are while their
+// writer's next lane is decoded (a batch takes at most one lane's worth: one refill per writer).
 struct Cursor {
   std::vector<ChunkRef> chunks;
   std::size_t next_chunk = 0;
   std::optional<RecordDecoder> decoder;
-  Record slots[2][kSlotsPerSet] = {{AllocRecord{}, FreeRecord{}, Record{}},
-                                   {AllocRecord{}, FreeRecord{}, Record{}}};
-  int head_set = 0;
-  Record* head = nullptr;  // null when the writer has no record left
+  std::array<std::vector<MemoryEvent>, 2> lanes{std::vector<MemoryEvent>(kLaneEvents),
+                                                std::vector<MemoryEvent>(kLaneEvents)};
+  int lane = 0;  // the buffer being given
+  Record slot;   // the pending record, or one decoded by the checked path
+  const Record* pending = nullptr;
+  uint64_t pending_key = kNoHead;
 };
-
-// What the merge orders a writer's head by, kept apart from the records: its time, then its tie
-// rank, then the writer's index, packed in one integer so that a comparison is one compare
-// (no branch to mispredict: which writer is ahead changes from record to record).
-using HeadKey = unsigned __int128;
-HeadKey head_key(uint64_t time, int rank, std::size_t writer) {
-  return static_cast<HeadKey>(time) << 64 | static_cast<HeadKey>(rank) << 32 | writer;
-}
-// The rank of a writer with no record left: after every tie rank of a real record, so that
-// such a writer wins only when no writer has a head.
-constexpr int kNoHead = 3;
 
 }  // namespace
 
 struct TraceReader::State {
   std::span<const uint8_t> file;
   std::vector<Cursor> cursors;
-  std::vector<HeadKey> keys;  // by writer: its head's
+  // By writer: the events of its lane not given yet. Apart from the cursors, small: the merge
+  // reads them for every record.
+  struct LaneRange {
+    const MemoryEvent* next = nullptr;
+    const MemoryEvent* end = nullptr;
+  };
+  std::vector<LaneRange> ranges;
   std::vector<ReadProblem> problems;
   uint64_t unknown_skipped = 0;
   std::size_t chunks = 0;
   uint64_t expected_records = 0;
 
   // The merge: a tournament (loser) tree over the writers. Each inner node keeps the writer
-  // that lost the match played there, the root's winner has the earliest head; after the
-  // winner moves on, only the matches on its path are replayed: log2(writers) comparisons per
-  // record, where a binary heap's pop and push make twice as many and move entries.
-  // Heads that tie in time and rank come out by writer index: the order is defined, not an
-  // accident of the merge's internals.
-  std::vector<uint32_t> losers;  // by node, 1 .. leaves - 1
+  // that lost the match played there, with its key; the root's winner has the earliest head.
+  // After the winner moves on, only the matches on its path are replayed: log2(writers)
+  // comparisons per record, where a binary heap's pop and push make twice as many and move
+  // entries.
+  std::vector<uint32_t> losers;      // by node, 1 .. leaves - 1
+  std::vector<uint64_t> loser_keys;  // by node
   uint32_t winner = 0;
-  uint32_t last_given = UINT32_MAX;  // the writer of the record next_record() gave last
-  std::size_t leaves = 1;            // a power of two: writers and unused leaves (never winners)
-  bool earlier(uint32_t a, uint32_t b) const { return keys[a] < keys[b]; }
-  uint32_t play(std::size_t node);
+  uint64_t winner_key = kNoHead;
+  std::size_t leaves = 1;               // a power of two: writers and unused leaves (never winners)
+  uint32_t pending_given = UINT32_MAX;  // the writer whose pending record the last batch gave
+  uint64_t key_of(std::size_t writer) const;
+  uint32_t play(std::size_t node, uint64_t& key);
   void build_tree();
-  void replay_from(uint32_t writer);
+  void replay(uint32_t& writer, uint64_t& key);
+  Batch next_batch(std::span<const MemoryEvent*> out);
+
+  // next_record()'s batch, and the record it gave last when that was an event.
+  std::array<const MemoryEvent*, kBatchEvents> given{};
+  std::size_t given_pos = 0;
+  Batch given_batch;
+  Record record_out;
+
   PageAccess pages;
   uint32_t chunk_size = 0;
   ChunkChecksum checksum = ChunkChecksum::kCrc32c;
@@ -151,10 +163,9 @@ struct TraceReader::State {
   void release_done();
 
   void scan(uint32_t chunk_size);
-  void advance(std::size_t writer);
-  void advance_slowly(std::size_t writer);
-  void take_head(std::size_t writer, Record* record);
-  uint64_t newest_address = 0;  // TraceReader::newest_address()
+  void refill(std::size_t writer);
+  bool open_next_chunk(Cursor& c);
+  void end_chunk(Cursor& c);
 };
 
 // The `n` bytes at `offset` (n at most what the file has there): copied when the file is a
@@ -241,91 +252,75 @@ void TraceReader::State::scan(uint32_t chunk_size) {
     cursor.chunks = std::move(list);
     cursors.push_back(std::move(cursor));
   }
-  keys.resize(cursors.size());
-  for (std::size_t i = 0; i < cursors.size(); ++i) advance(i);
-  newest_address = 0;  // no record given yet
+  ranges.resize(cursors.size());
+  for (std::size_t i = 0; i < cursors.size(); ++i) refill(i);
   build_tree();
 }
 
-// The winner of the subtree under `node`, recording each match's loser on the way.
-uint32_t TraceReader::State::play(std::size_t node) {
-  if (node >= leaves) return static_cast<uint32_t>(node - leaves);
-  const uint32_t left = play(2 * node);
-  const uint32_t right = play(2 * node + 1);
-  const bool left_wins = earlier(left, right);
+// The key of the writer's head: its lane's next event, else its pending record, else none.
+uint64_t TraceReader::State::key_of(std::size_t writer) const {
+  const LaneRange& r = ranges[writer];
+  if (r.next != r.end) [[likely]]
+    return head_key(r.next->record.time_ns, r.next->type == RecordType::kFree ? 1 : 2);
+  return cursors[writer].pending_key;
+}
+
+// The winner of the subtree under `node`, and its key in `key`, recording each match's loser on
+// the way. A tie goes to the left (the lower writer indexes).
+uint32_t TraceReader::State::play(std::size_t node, uint64_t& key) {
+  if (node >= leaves) {
+    const std::size_t writer = node - leaves;
+    key = writer < cursors.size() ? key_of(writer) : kNoHead;
+    return static_cast<uint32_t>(writer);
+  }
+  uint64_t left_key = 0;
+  uint64_t right_key = 0;
+  const uint32_t left = play(2 * node, left_key);
+  const uint32_t right = play(2 * node + 1, right_key);
+  const bool left_wins = left_key <= right_key;
   losers[node] = left_wins ? right : left;
+  loser_keys[node] = left_wins ? right_key : left_key;
+  key = left_wins ? left_key : right_key;
   return left_wins ? left : right;
 }
 
 void TraceReader::State::build_tree() {
   leaves = 1;
   while (leaves < cursors.size()) leaves *= 2;
-  // Unused leaves are writers past the last one, whose heads are past every real head.
-  keys.resize(leaves);
-  for (std::size_t i = cursors.size(); i < leaves; ++i) keys[i] = head_key(UINT64_MAX, kNoHead, i);
   losers.assign(leaves, 0);
-  winner = play(1);
+  loser_keys.assign(leaves, kNoHead);
+  winner = play(1, winner_key);
 }
 
-void TraceReader::State::replay_from(uint32_t writer) {
-  uint32_t candidate = writer;
-  for (std::size_t node = (leaves + writer) / 2; node >= 1; node /= 2) {
+// Replays the matches on the path of `writer`, whose head's key is now `key`: the new winner and
+// its key come back in them. At each node the candidate comes from the subtree that holds
+// `writer`, and the loser kept there from the other one (the winner before came up this path),
+// so a tie goes to the candidate when it comes from the left: the loser takes its place when its
+// key is below the candidate's, or equal to it from the right (below the candidate's plus one;
+// no key is the largest value).
+[[gnu::always_inline]] inline void TraceReader::State::replay(uint32_t& writer, uint64_t& key) {
+  uint32_t* const node_writers = losers.data();
+  uint64_t* const node_keys = loser_keys.data();
+  std::size_t child = leaves + writer;
+  for (std::size_t node = child / 2; node >= 1; child = node, node /= 2) {
     // Swapped by masks: a conditional swap compiles to a branch, mispredicted half the time.
-    const uint32_t loser = losers[node];
-    const uint32_t mask = 0u - static_cast<uint32_t>(earlier(loser, candidate));
-    const uint32_t diff = (loser ^ candidate) & mask;
-    losers[node] = loser ^ diff;
-    candidate ^= diff;
+    const uint64_t other = node_keys[node];
+    const uint32_t other_writer = node_writers[node];
+    const uint64_t mask = 0 - static_cast<uint64_t>(other < key + (child & 1));
+    const uint64_t key_diff = (other ^ key) & mask;
+    const uint32_t writer_diff = (other_writer ^ writer) & static_cast<uint32_t>(mask);
+    node_keys[node] = other ^ key_diff;
+    node_writers[node] = other_writer ^ writer_diff;
+    key ^= key_diff;
+    writer ^= writer_diff;
   }
-  winner = candidate;
+  winner = writer;
+  winner_key = key;
 }
 
-// Loads the writer's next record into its head, moving through its chunks; at the end its key
-// goes past every real head.
-void TraceReader::State::advance(std::size_t writer) {
-  Cursor& c = cursors[writer];
-  if (c.decoder) [[likely]] {
-    Record* set = c.slots[c.head_set];
-    if (Record* record = c.decoder->next_event(set[0], set[1])) [[likely]] {
-      take_head(writer, record);
-      return;
-    }
-  }
-  advance_slowly(writer);
-}
-
-// The record the writer's decoder gave last becomes its head.
-void TraceReader::State::take_head(std::size_t writer, Record* record) {
-  Cursor& c = cursors[writer];
-  keys[writer] = head_key(c.decoder->last_time(),
-                          kTieRanks[static_cast<std::size_t>(c.decoder->last_type())], writer);
-  c.head = record;
-  newest_address = c.decoder->last_address();
-}
-
-// advance() for any record, across chunks.
-void TraceReader::State::advance_slowly(std::size_t writer) {
-  Cursor& c = cursors[writer];
-  newest_address = 0;
-  c.head = nullptr;
-  keys[writer] = head_key(UINT64_MAX, kNoHead, writer);
-  while (true) {
-    if (c.decoder) {
-      Record& record = c.slots[c.head_set][slot_for(c.decoder->peek_type())];
-      if (c.decoder->next_into(record)) {
-        take_head(writer, &record);
-        return;
-      }
-      const StreamStatus& status = c.decoder->status();
-      unknown_skipped += c.decoder->unknown_records_skipped();
-      if (status.end != StreamEnd::kClean) {
-        // A chunk whose checksum is right but whose records are not: a writer bug, not damage.
-        add_problem({ReadProblem::Kind::kCorrupt, status.offset, status.reason});
-      }
-      c.decoder.reset();
-      if (pages.release) chunk_done(c.chunks[c.next_chunk - 1].offset);
-    }
-    if (c.next_chunk == c.chunks.size()) return;
+// The writer's next chunk whose checksum is right, opened for decoding; false when none is left.
+bool TraceReader::State::open_next_chunk(Cursor& c) {
+  while (c.next_chunk < c.chunks.size()) {
     const ChunkRef& chunk = c.chunks[c.next_chunk++];
     const std::span<const uint8_t> payload =
         file.subspan(chunk.offset + kChunkHeaderSize, chunk.length);
@@ -336,7 +331,54 @@ void TraceReader::State::advance_slowly(std::size_t writer) {
       continue;
     }
     c.decoder.emplace(payload, chunk.offset + kChunkHeaderSize, chunk.thread);
+    return true;
   }
+  return false;
+}
+
+// The chunk being decoded has given its last record.
+void TraceReader::State::end_chunk(Cursor& c) {
+  const StreamStatus& status = c.decoder->status();
+  unknown_skipped += c.decoder->unknown_records_skipped();
+  if (status.end != StreamEnd::kClean) {
+    // A chunk whose checksum is right but whose records are not: a writer bug, not damage.
+    add_problem({ReadProblem::Kind::kCorrupt, status.offset, status.reason});
+  }
+  c.decoder.reset();
+  if (pages.release) chunk_done(c.chunks[c.next_chunk - 1].offset);
+}
+
+// Decodes the writer's next allocations and frees into its other lane, up to the first record
+// of another type (its pending record) or the end of its chunks.
+void TraceReader::State::refill(std::size_t writer) {
+  Cursor& c = cursors[writer];
+  c.lane ^= 1;
+  MemoryEvent* const events = c.lanes[c.lane].data();
+  std::size_t n = 0;
+  c.pending = nullptr;
+  c.pending_key = kNoHead;
+  while (n < kLaneEvents) {
+    if (c.decoder) [[likely]] {
+      if (c.decoder->next_memory_event(events[n])) [[likely]] {
+        ++n;
+        continue;
+      }
+      // Another type, the end of the chunk, or a record the fast path leaves to the checks.
+      if (c.decoder->next_into_checked(c.slot)) {
+        if (as_memory_event(c.slot, events[n])) {
+          ++n;
+          continue;
+        }
+        c.pending = &c.slot;
+        c.pending_key = head_key(c.decoder->last_time(),
+                                 kTieRanks[static_cast<std::size_t>(c.decoder->last_type())]);
+        break;
+      }
+      end_chunk(c);
+    }
+    if (!open_next_chunk(c)) break;
+  }
+  ranges[writer] = {events, events + n};
 }
 
 void TraceReader::State::chunk_done(uint64_t offset) {
@@ -357,7 +399,7 @@ void TraceReader::State::release_done() {
 }
 
 TraceReader::TraceReader(std::span<const uint8_t> file, const FileHeader& header, PageAccess pages)
-    : state_(std::make_unique<State>()), newest_address_(&state_->newest_address) {
+    : state_(std::make_unique<State>()) {
   state_->file = file;
   state_->pages = std::move(pages);
   state_->checksum = chunk_checksum(header.major);
@@ -367,24 +409,53 @@ TraceReader::TraceReader(std::span<const uint8_t> file, const FileHeader& header
 
 TraceReader::~TraceReader() = default;
 
-const Record* TraceReader::next_record() {
-  const uint32_t writer = state_->winner;
-  if (writer >= state_->cursors.size() || state_->cursors[writer].head == nullptr) {
-    if (!state_->done_chunks.empty()) state_->release_done();
-    return nullptr;
-  }
-  Cursor& c = state_->cursors[writer];
-  const Record* record = c.head;
-  c.head_set ^= 1;  // the next head goes to the other set
-  state_->last_given = writer;
-  state_->advance(writer);
-  state_->replay_from(writer);
-  return record;
+TraceReader::Batch TraceReader::next_batch(std::span<const MemoryEvent*> out) {
+  return state_->next_batch(out);
 }
 
-const Record* TraceReader::newest() const {
-  const uint32_t writer = state_->last_given;
-  return writer < state_->cursors.size() ? state_->cursors[writer].head : nullptr;
+TraceReader::Batch TraceReader::State::next_batch(std::span<const MemoryEvent*> out) {
+  uint32_t writer = winner;
+  uint64_t key = winner_key;
+  if (pending_given != UINT32_MAX) {
+    // The winner's pending record was given last time: its next events come after it.
+    pending_given = UINT32_MAX;
+    refill(writer);
+    key = key_of(writer);
+    replay(writer, key);
+  }
+  const std::size_t most = std::min(out.size(), kBatchEvents);
+  const std::size_t writers = cursors.size();
+  std::size_t n = 0;
+  while (n < most && writer < writers) {
+    LaneRange& r = ranges[writer];
+    if (r.next == r.end) [[unlikely]] {
+      const Cursor& c = cursors[writer];
+      if (c.pending == nullptr) break;  // the earliest writer has nothing left: none has
+      pending_given = writer;
+      return {n, c.pending};
+    }
+    out[n++] = r.next++;
+    if (r.next == r.end && cursors[writer].pending == nullptr) [[unlikely]]
+      refill(writer);
+    key = key_of(writer);
+    replay(writer, key);
+  }
+  if (n == 0 && !done_chunks.empty()) release_done();
+  return {n, nullptr};
+}
+
+const Record* TraceReader::next_record() {
+  State& s = *state_;
+  while (true) {
+    if (s.given_pos < s.given_batch.events) {
+      to_record(*s.given[s.given_pos++], s.record_out);
+      return &s.record_out;
+    }
+    if (const Record* other = std::exchange(s.given_batch.other, nullptr)) return other;
+    s.given_pos = 0;
+    s.given_batch = s.next_batch(s.given);
+    if (s.given_batch.events == 0 && s.given_batch.other == nullptr) return nullptr;
+  }
 }
 
 std::optional<Record> TraceReader::next() {

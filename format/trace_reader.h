@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "format/file_header.h"
+#include "format/memory_event.h"
 #include "format/records.h"
 
 namespace gmt::format {
@@ -48,18 +49,24 @@ class TraceReader {
 
   // The next record in time order (ties: definitions, then frees, then allocations, so that an
   // address freed and reused in the same nanosecond stays consistent; then by writer id), or
-  // nullopt at the end.
+  // nullopt at the end. Times from 2^62 - 2 ns on (146 years after the process started: only a
+  // damaged record has one) count as equal.
   std::optional<Record> next();
   // The same without copying: the record stays valid until the next call (of either).
   const Record* next_record();
-  // The record the last next_record() decoded ahead, to be given by a later call: the next
-  // one of the writer whose record it gave (nullptr when that writer has none). Valid until
-  // then. For looking at records before their turn, each once.
-  const Record* newest() const;
-  // For asking the memory early for what newest() will touch, without looking at its type:
-  // its address when it is an allocation or a free; otherwise one that its writer's records
-  // named before it (or 0).
-  uint64_t newest_address() const { return *newest_address_; }
+
+  // The records in the same order, in batches, for going through a whole trace quickly: the
+  // allocations and frees that come next, at most kBatchEvents of them and out.size(), into
+  // `out` (events), then, when the record after them is of another type, that record (other).
+  // Both are valid until the next call. At the end: no events and no record. A reader is read
+  // either in batches or a record at a time (next_record() and next() read batches of their
+  // own), not both.
+  struct Batch {
+    std::size_t events = 0;
+    const Record* other = nullptr;
+  };
+  static constexpr std::size_t kBatchEvents = 64;
+  Batch next_batch(std::span<const MemoryEvent*> out);
 
   // How many records the reader gives if every record's fields decode, known before the first:
   // the number of framed records of known types in the chunks kept; from format 4.1, as the
@@ -74,7 +81,6 @@ class TraceReader {
  private:
   struct State;
   std::unique_ptr<State> state_;
-  const uint64_t* newest_address_;  // in state_: read inline, for every record
 };
 
 }  // namespace gmt::format

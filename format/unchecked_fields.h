@@ -4,7 +4,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <variant>
 
 #include "format/record_encoder.h"
 #include "format/records.h"
@@ -97,21 +96,19 @@ constexpr std::size_t unchecked_read_bytes() {
   return max_payload_bytes<R>() / 10 * 8 + 8;
 }
 
-// decode_as<R> without a check per field, for a record of integer fields whose
-// unchecked_read_bytes<R>() from `begin` are readable: false when FieldReader must decode it.
+// An allocation's or a free's fields (R), without a check per field, into `out` (a free's are
+// a subset of an allocation's, by the same names), for a record whose
+// unchecked_read_bytes<R>() from `begin` are readable: false, the codec state unchanged, when
+// FieldReader must decode it.
 template <class R>
-inline bool decode_quickly_as(const uint8_t* begin, const uint8_t* end, CodecState& state,
-                              uint64_t thread, uint64_t& time, Record& out) {
-  R* record = std::get_if<R>(&out);
-  if (record == nullptr) [[unlikely]]
-    record = &out.emplace<R>();
+inline bool decode_event_as(const uint8_t* begin, const uint8_t* end, CodecState& state,
+                            uint64_t thread, AllocRecord& out) {
   UncheckedFieldReader reader(begin, end, state);
-  R::fields(*record, reader);
+  R::fields(out, reader);
   if (!reader.ok()) [[unlikely]]
     return false;
   reader.commit(state);
-  record->thread = thread;
-  time = record->time_ns;
+  out.thread = thread;
   return true;
 }
 

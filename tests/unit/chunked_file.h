@@ -4,11 +4,13 @@
 
 #include <cstdint>
 #include <cstring>
+#include <variant>
 #include <vector>
 
 #include "format/chunk.h"
 #include "format/file_header.h"
 #include "format/record_encoder.h"
+#include "format/records.h"
 
 namespace gmt::test {
 
@@ -33,24 +35,17 @@ class ChunkedFile {
     format::GrowableBuffer payload;
     format::CodecState state;
     (format::encode_record(records, state, payload), ...);
-    const uint64_t offset = bytes_.size();
-    bytes_.resize(offset + chunk_size_, 0);
-    uint8_t* chunk = bytes_.data() + offset;
-    using L = format::ChunkHeaderLayout;
-    put<uint32_t>(chunk + L::kMagic, format::kChunkMagic);
-    put<uint32_t>(chunk + L::kWriter, writer);
-    put<uint32_t>(chunk + L::kSequence, sequence);
-    put<uint32_t>(chunk + L::kThread, thread);
-    std::memcpy(chunk + format::kChunkHeaderSize, payload.data(), payload.size());
-    const uint32_t length = static_cast<uint32_t>(payload.size());
-    put<uint64_t>(chunk + L::kPublished,
-                  format::published_word(
-                      length, format::extend_checksum(checksum_, 0, payload.data(), length)));
-    if (counted_) {
-      put<uint64_t>(chunk + L::kCounted,
-                    format::counted_word(length, static_cast<uint32_t>(sizeof...(records))));
+    return add_payload(writer, sequence, thread, payload, sizeof...(records));
+  }
+  // The same for records of any types, in a list.
+  uint64_t add_chunk_of(uint32_t writer, uint32_t sequence, uint32_t thread,
+                        const std::vector<format::Record>& records) {
+    format::GrowableBuffer payload;
+    format::CodecState state;
+    for (const format::Record& record : records) {
+      std::visit([&](const auto& r) { format::encode_record(r, state, payload); }, record);
     }
-    return offset;
+    return add_payload(writer, sequence, thread, payload, records.size());
   }
 
   // The published length of the chunk at `chunk`.
@@ -70,6 +65,28 @@ class ChunkedFile {
   std::vector<uint8_t>& bytes() { return bytes_; }
 
  private:
+  uint64_t add_payload(uint32_t writer, uint32_t sequence, uint32_t thread,
+                       const format::GrowableBuffer& payload, std::size_t records) {
+    const uint64_t offset = bytes_.size();
+    bytes_.resize(offset + chunk_size_, 0);
+    uint8_t* chunk = bytes_.data() + offset;
+    using L = format::ChunkHeaderLayout;
+    put<uint32_t>(chunk + L::kMagic, format::kChunkMagic);
+    put<uint32_t>(chunk + L::kWriter, writer);
+    put<uint32_t>(chunk + L::kSequence, sequence);
+    put<uint32_t>(chunk + L::kThread, thread);
+    std::memcpy(chunk + format::kChunkHeaderSize, payload.data(), payload.size());
+    const uint32_t length = static_cast<uint32_t>(payload.size());
+    put<uint64_t>(chunk + L::kPublished,
+                  format::published_word(
+                      length, format::extend_checksum(checksum_, 0, payload.data(), length)));
+    if (counted_) {
+      put<uint64_t>(chunk + L::kCounted,
+                    format::counted_word(length, static_cast<uint32_t>(records)));
+    }
+    return offset;
+  }
+
   template <class T>
   static void put(uint8_t* p, T v) {
     std::memcpy(p, &v, sizeof v);

@@ -3,7 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <set>
+#include <array>
+#include <string>
 #include <vector>
 
 #include "format/file_header.h"
@@ -16,85 +17,89 @@ namespace {
 using format::Record;
 using format::TraceReader;
 
-// Three writers, several chunks each, interleaved times: 3 x 4 x 25 allocations.
+// Three writers, several chunks each, interleaved times: per chunk, 25 allocations, each but
+// the first few freed again, and a thread's name among them: 3 x 4 x (25 + 22 + 1) records.
 test::ChunkedFile three_writers() {
   test::ChunkedFile file(1 << 12);
   for (uint32_t w = 0; w < 3; ++w) {
     for (uint32_t chunk = 0; chunk < 4; ++chunk) {
-      std::vector<format::AllocRecord> allocs;
+      std::vector<format::Record> records;
       for (uint64_t i = 0; i < 25; ++i) {
         const uint64_t n = chunk * 25 + i;
-        allocs.push_back(
-            test::alloc_at(n * 3 + w, 0, 0x100000 * (w + 1) + n * 0x100, w * 1000 + n));
+        const uint64_t address = 0x100000 * (w + 1) + n * 0x100;
+        records.push_back(test::alloc_at(n * 6 + w, 0, address, w * 1000 + n));
+        if (i >= 3) records.push_back(test::free_at(n * 6 + 3 + w, address - 3 * 0x100));
+        if (i == 12) records.push_back(format::ThreadRecord{n * 6 + w, 100 + w, "t"});
       }
-      [&]<std::size_t... I>(std::index_sequence<I...>) {
-        file.add_chunk(w, chunk, 100 + w, allocs[I]...);
-      }
-      (std::make_index_sequence<25>());
+      file.add_chunk_of(w, chunk, 100 + w, records);
     }
   }
   return file;
 }
 
-std::vector<uint64_t> sizes_read_directly(test::ChunkedFile& file) {
-  TraceReader reader(file.bytes(), format::check_header(file.bytes()).header);
-  std::vector<uint64_t> sizes;
-  while (const Record* r = reader.next_record())
-    sizes.push_back(std::get<format::AllocRecord>(*r).size);
-  return sizes;
+// What tells two records apart here: their type, and their size, address or name.
+std::string signature(const Record& r) {
+  if (const auto* a = std::get_if<format::AllocRecord>(&r)) {
+    return "alloc " + std::to_string(a->size) + " thread " + std::to_string(a->thread);
+  }
+  if (const auto* f = std::get_if<format::FreeRecord>(&r)) {
+    return "free " + std::to_string(f->address) + " thread " + std::to_string(f->thread);
+  }
+  if (const auto* t = std::get_if<format::ThreadRecord>(&r)) {
+    return "thread " + std::to_string(t->tid) + " " + t->name;
+  }
+  return "record of type " + std::to_string(r.index() + 1);
 }
 
-// Through a second thread, in batches of any size (one record, a few, more than the trace), the
-// records come in the reader's own order, each exactly once, with their fields.
+std::vector<std::string> read_directly(test::ChunkedFile& file) {
+  TraceReader reader(file.bytes(), format::check_header(file.bytes()).header);
+  std::vector<std::string> records;
+  while (const Record* r = reader.next_record()) records.push_back(signature(*r));
+  return records;
+}
+
+// Every record the pipeline gives, `out` events at most at a time. The events of a batch are
+// looked at only once the whole batch is in: they stay valid until the next call.
+std::vector<std::string> read_through(RecordPipeline& records, std::size_t out) {
+  std::vector<const format::MemoryEvent*> events(out);
+  std::vector<std::string> given;
+  while (true) {
+    const TraceReader::Batch batch = records.next_batch(events);
+    EXPECT_LE(batch.events, std::min(out, TraceReader::kBatchEvents));
+    if (batch.events == 0 && batch.other == nullptr) break;
+    for (std::size_t i = 0; i < batch.events; ++i) {
+      Record record;
+      format::to_record(*events[i], record);
+      given.push_back(signature(record));
+    }
+    if (batch.other != nullptr) given.push_back(signature(*batch.other));
+  }
+  return given;
+}
+
+// Through a second thread or not, handed over in batches of any size (one record, a few, more
+// than the trace) and taken a few or many at a time, the records come in the reader's own
+// order, each exactly once, with their fields.
 TEST(RecordPipeline, GivesTheReadersRecordsInItsOrderWhateverTheBatch) {
   test::ChunkedFile file = three_writers();
-  const std::vector<uint64_t> expected = sizes_read_directly(file);
-  ASSERT_EQ(expected.size(), 300u);
+  const std::vector<std::string> expected = read_directly(file);
+  ASSERT_EQ(expected.size(), 3u * 4 * (25 + 22 + 1));
+  EXPECT_EQ(expected.front(), "alloc 0 thread 100");
+  EXPECT_EQ(expected.back(), "free " + std::to_string(0x300000 + 96 * 0x100) + " thread 102");
   for (const auto mode : {RecordPipeline::Mode::kThread, RecordPipeline::Mode::kInline}) {
     for (const std::size_t batch :
          {std::size_t{1}, std::size_t{7}, std::size_t{300}, std::size_t{4096}}) {
-      TraceReader reader(file.bytes(), format::check_header(file.bytes()).header);
-      RecordPipeline records(reader, mode, batch);
-      EXPECT_EQ(records.threaded(), mode == RecordPipeline::Mode::kThread);
-      std::vector<uint64_t> sizes;
-      while (const Record* r = records.next()) {
-        const auto& a = std::get<format::AllocRecord>(*r);
-        EXPECT_EQ(a.thread, 100 + a.size / 1000);
-        sizes.push_back(a.size);
+      for (const std::size_t out : {std::size_t{1}, std::size_t{5}, std::size_t{200}}) {
+        TraceReader reader(file.bytes(), format::check_header(file.bytes()).header);
+        RecordPipeline records(reader, mode, batch);
+        EXPECT_EQ(records.threaded(), mode == RecordPipeline::Mode::kThread);
+        EXPECT_EQ(read_through(records, out), expected) << "batch " << batch << ", out " << out;
+        std::array<const format::MemoryEvent*, 4> events;
+        const TraceReader::Batch after = records.next_batch(events);  // and stays at the end
+        EXPECT_EQ(after.events, 0u);
+        EXPECT_EQ(after.other, nullptr);
       }
-      EXPECT_EQ(sizes, expected) << "batch " << batch;
-      EXPECT_EQ(records.next(), nullptr);  // and stays at the end
     }
-  }
-}
-
-// soon_address() names records still to come, already read: each of them is given by next()
-// later. On a thread it looks a few records ahead within the batch; inline it is the address of
-// the reader's newest.
-TEST(RecordPipeline, SoonAddressIsThatOfARecordStillToCome) {
-  test::ChunkedFile file = three_writers();
-  const std::vector<uint64_t> expected = sizes_read_directly(file);
-  for (const auto mode : {RecordPipeline::Mode::kThread, RecordPipeline::Mode::kInline}) {
-    TraceReader reader(file.bytes(), format::check_header(file.bytes()).header);
-    RecordPipeline records(reader, mode, 64);
-    std::size_t given = 0;
-    std::size_t named = 0;
-    std::set<uint64_t> seen;  // sizes are unique: each record is named once at most
-    while (records.next() != nullptr) {
-      ++given;
-      const uint64_t address = records.soon_address();
-      if (address == 0) continue;
-      ++named;
-      // three_writers() gives size w * 1000 + n the address 0x100000 * (w + 1) + n * 0x100.
-      const uint64_t size = (address / 0x100000 - 1) * 1000 + address % 0x100000 / 0x100;
-      EXPECT_TRUE(seen.insert(size).second) << "record " << size << " named twice";
-      const auto at =
-          std::find(expected.begin() + static_cast<std::ptrdiff_t>(given), expected.end(), size);
-      EXPECT_NE(at, expected.end()) << "record " << size << " was already given";
-    }
-    EXPECT_EQ(given, expected.size());
-    // Most records are named ahead: all but the first few of each batch, or of each writer.
-    EXPECT_GT(named, expected.size() / 2);
   }
 }
 
@@ -105,7 +110,11 @@ TEST(RecordPipeline, StopsWhenTheConsumerLeavesEarly) {
   for (int taken : {0, 1, 5, 150}) {
     TraceReader reader(file.bytes(), format::check_header(file.bytes()).header);
     RecordPipeline records(reader, RecordPipeline::Mode::kThread, 2);
-    for (int i = 0; i < taken; ++i) ASSERT_NE(records.next(), nullptr);
+    std::array<const format::MemoryEvent*, 1> events;
+    for (int i = 0; i < taken; ++i) {
+      const TraceReader::Batch batch = records.next_batch(events);
+      ASSERT_TRUE(batch.events == 1 || batch.other != nullptr);
+    }
   }
 }
 
@@ -113,8 +122,12 @@ TEST(RecordPipeline, AnEmptyTraceEndsAtOnce) {
   test::ChunkedFile file;
   TraceReader reader(file.bytes(), format::check_header(file.bytes()).header);
   RecordPipeline records(reader, RecordPipeline::Mode::kThread);
-  EXPECT_EQ(records.next(), nullptr);
-  EXPECT_EQ(records.next(), nullptr);
+  std::array<const format::MemoryEvent*, 8> events;
+  for (int i = 0; i < 2; ++i) {
+    const TraceReader::Batch batch = records.next_batch(events);
+    EXPECT_EQ(batch.events, 0u);
+    EXPECT_EQ(batch.other, nullptr);
+  }
 }
 
 TEST(RecordPipeline, UsableCpusIsAtLeastOne) {

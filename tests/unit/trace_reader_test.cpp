@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
+#include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "tests/unit/chunked_file.h"
 #include "tests/unit/trace_bytes.h"
@@ -106,33 +109,117 @@ TEST(TraceReader, MergesManyWritersLikeASort) {
   }
 }
 
-// newest() is the record the last next_record() decoded ahead: the same writer's next one,
-// given by a later call. Every record but each writer's first (decoded before any call) is
-// newest exactly once, and always before its turn. newest_address() is its address.
-TEST(TraceReader, NewestIsEachRecordOnceBeforeItIsGiven) {
-  ChunkedFile file;
-  file.add_chunk(0, 0, 100, alloc_at(10, 0, 0x1000, 1), alloc_at(40, 0, 0x1100, 2));
-  file.add_chunk(1, 0, 200, alloc_at(20, 0, 0x2000, 3), alloc_at(30, 0, 0x2100, 4),
-                 alloc_at(50, 0, 0x2200, 5));
-  file.add_chunk(0, 1, 100, alloc_at(60, 0, 0x1200, 6));  // writer 0's second chunk
-  file.add_chunk(2, 0, 300, alloc_at(35, 0, 0x3000, 7));
-  TraceReader reader(file.bytes(), header_of(file.bytes()));
-  EXPECT_EQ(reader.newest(), nullptr);  // nothing given yet
-  EXPECT_EQ(reader.newest_address(), 0u);
-  std::vector<uint64_t> given;
-  std::vector<uint64_t> newest;  // 0 where there was none
-  std::vector<uint64_t> addresses;
-  while (const Record* r = reader.next_record()) {
-    given.push_back(std::get<AllocRecord>(*r).size);
-    const Record* n = reader.newest();
-    newest.push_back(n == nullptr ? 0 : std::get<AllocRecord>(*n).size);
-    addresses.push_back(reader.newest_address());
+// What tells two records apart here: their type, time and size or address.
+std::string signature(const Record& r) {
+  if (const auto* a = std::get_if<AllocRecord>(&r)) {
+    return "alloc " + std::to_string(a->time_ns) + " " + std::to_string(a->size) + " thread " +
+           std::to_string(a->thread);
   }
-  EXPECT_EQ(given, (std::vector<uint64_t>{1, 3, 4, 7, 2, 5, 6}));
-  // After 1 (writer 0): its next, 2. After 3: 4. After 4: 5. After 7: writer 2 has no more.
-  // After 2: 6, from writer 0's second chunk. After 5 and 6: none left.
-  EXPECT_EQ(newest, (std::vector<uint64_t>{2, 4, 5, 0, 6, 0, 0}));
-  EXPECT_EQ(addresses, (std::vector<uint64_t>{0x1100, 0x2100, 0x2200, 0, 0x1200, 0, 0}));
+  if (const auto* f = std::get_if<FreeRecord>(&r)) {
+    return "free " + std::to_string(f->time_ns) + " " + std::to_string(f->address);
+  }
+  return "record of type " + std::to_string(r.index() + 1) + " at " +
+         std::to_string(record_time(r));
+}
+
+// Every record, in batches of at most `out` events, as signatures; each batch's events looked
+// at only once the whole batch is in (they stay valid until the next call). The batches' shapes
+// go to `shapes` when given: "3+" for three events then a record of another type.
+std::vector<std::string> read_in_batches(TraceReader& reader, std::size_t out,
+                                         std::vector<std::string>* shapes = nullptr) {
+  std::vector<const MemoryEvent*> events(out);
+  std::vector<std::string> given;
+  while (true) {
+    const TraceReader::Batch batch = reader.next_batch(events);
+    if (batch.events == 0 && batch.other == nullptr) break;
+    if (shapes != nullptr) {
+      shapes->push_back(std::to_string(batch.events) + (batch.other != nullptr ? "+" : ""));
+    }
+    for (std::size_t i = 0; i < batch.events; ++i) {
+      Record record;
+      to_record(*events[i], record);
+      given.push_back(signature(record));
+    }
+    if (batch.other != nullptr) given.push_back(signature(*batch.other));
+  }
+  return given;
+}
+
+std::vector<std::string> read_one_at_a_time(TraceReader& reader) {
+  std::vector<std::string> given;
+  while (const Record* r = reader.next_record()) given.push_back(signature(*r));
+  return given;
+}
+
+// A batch is the allocations and frees up to the next record of another type, which comes with
+// it, and no more events than asked for (a full batch leaves that record to the next).
+TEST(TraceReader, ABatchEndsAtARecordOfAnotherTypeOrWhenFull) {
+  ChunkedFile file;
+  file.add_chunk(0, 0, 100, process_record(), alloc_at(10, 0, 0x1000, 1),
+                 alloc_at(20, 0, 0x1100, 2), ThreadRecord{25, 100, "main"}, free_at(30, 0x1000));
+  file.add_chunk(1, 0, 200, alloc_at(15, 0, 0x2000, 3), free_at(40, 0x2000));
+  const std::vector<std::string> expected = {
+      "record of type 1 at 0", "alloc 10 1 thread 100",   "alloc 15 3 thread 200",
+      "alloc 20 2 thread 100", "record of type 14 at 25", "free 30 4096",
+      "free 40 8192"};
+  for (const auto& [out, shapes_expected] :
+       std::vector<std::pair<std::size_t, std::vector<std::string>>>{
+           {64, {"0+", "3+", "2"}},
+           {2, {"0+", "2", "1+", "2"}},
+           {1, {"0+", "1", "1", "1", "0+", "1", "1"}}}) {
+    TraceReader reader(file.bytes(), header_of(file.bytes()));
+    std::vector<std::string> shapes;
+    EXPECT_EQ(read_in_batches(reader, out, &shapes), expected) << out;
+    EXPECT_EQ(shapes, shapes_expected) << out;
+    std::array<const MemoryEvent*, 4> events;
+    const TraceReader::Batch after = reader.next_batch(events);  // and stays at the end
+    EXPECT_EQ(after.events, 0u);
+    EXPECT_EQ(after.other, nullptr);
+  }
+}
+
+// Three writers of many records each (their lanes are decoded ahead many times over, within
+// batches too), with ties, frees and records of other types among them: the batches, of any
+// size, give what next_record() gives, in its order.
+TEST(TraceReader, BatchesGiveTheRecordsOfNextRecordInItsOrder) {
+  ChunkedFile file(1 << 12);
+  uint64_t seed = 99;
+  for (uint32_t w = 0; w < 3; ++w) {
+    uint64_t t = 0;
+    for (uint32_t chunk = 0; chunk < 6; ++chunk) {
+      std::vector<Record> records;
+      for (int i = 0; i < 60; ++i) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        t += (seed >> 60) % 3;  // ties within and across writers
+        const uint64_t address = 0x100000ull * (w + 1) + 0x100ull * (chunk * 60 + i);
+        records.push_back(alloc_at(t, 0, address, w * 10000 + chunk * 60 + i));
+        if ((seed >> 40) % 2 == 0) records.push_back(free_at(t, address));
+        if (i % 25 == 7) records.push_back(ThreadRecord{t, w, "w"});
+      }
+      file.add_chunk_of(w, chunk, 100 + w, records);
+    }
+  }
+  TraceReader one_at_a_time(file.bytes(), header_of(file.bytes()));
+  const std::vector<std::string> expected = read_one_at_a_time(one_at_a_time);
+  ASSERT_GT(expected.size(), 3u * 6 * 60);
+  for (std::size_t out : {std::size_t{1}, std::size_t{7}, std::size_t{64}, std::size_t{500}}) {
+    TraceReader reader(file.bytes(), header_of(file.bytes()));
+    EXPECT_EQ(read_in_batches(reader, out), expected) << out;
+    EXPECT_TRUE(reader.problems().empty());
+  }
+}
+
+// Times from 2^62 - 2 ns on (146 years into a process: only a damaged record has one) count as
+// equal: they come out by writer, after every earlier time, and none is lost.
+TEST(TraceReader, TimesFrom2To62CountAsEqual) {
+  ChunkedFile file;
+  const uint64_t far = (uint64_t{1} << 62) - 2;
+  file.add_chunk(0, 0, 100, alloc_at(far + 5, 0, 0x1000, 1));
+  file.add_chunk(1, 0, 200, alloc_at(7, 0, 0x2000, 2), alloc_at(far + 1, 0, 0x2100, 3));
+  TraceReader reader(file.bytes(), header_of(file.bytes()));
+  std::vector<uint64_t> sizes;
+  for (const Record& r : read_all(reader)) sizes.push_back(std::get<AllocRecord>(r).size);
+  EXPECT_EQ(sizes, (std::vector<uint64_t>{2, 1, 3}));
 }
 
 // With a file mapping's PageAccess, the up-front check reads copies, and the chunks are given
