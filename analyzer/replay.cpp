@@ -139,21 +139,25 @@ uint64_t Replay::site_resident_bytes(uint64_t key) const {
 }
 
 std::vector<PeakSite> Replay::top_sites_live_on(int ordinal, std::size_t most) const {
-  std::vector<PeakSite> sites;
+  // Kept in order as the sites go by, the first `most` only: a trace with many failures asks at
+  // every one of them, and most sites hold less than the last one kept.
+  const auto before = [](const PeakSite& a, const PeakSite& b) {
+    return a.bytes != b.bytes ? a.bytes > b.bytes : a.stack < b.stack;
+  };
+  std::vector<PeakSite> top;
+  if (most == 0) return top;
+  top.reserve(most + 1);
   for (std::size_t i = 0; i < sites_.size(); ++i) {
     const SiteSlot& slot = sites_[i];
     if (slot.device != ordinal || slot.live_resident_bytes == 0) continue;
     // The count is of device-resident allocations only, like the bytes.
-    sites.push_back(
-        PeakSite{site_rest_[i].stats->stack, slot.live_resident_bytes, slot.live_resident_count});
+    const PeakSite site{site_rest_[i].stats->stack, slot.live_resident_bytes,
+                        slot.live_resident_count};
+    if (top.size() == most && !before(site, top.back())) continue;
+    top.insert(std::upper_bound(top.begin(), top.end(), site, before), site);
+    if (top.size() > most) top.pop_back();
   }
-  // Only the first few in order: a trace with many failures asks at every one of them.
-  const auto end = sites.begin() + static_cast<std::ptrdiff_t>(std::min(most, sites.size()));
-  std::partial_sort(sites.begin(), end, sites.end(), [](const PeakSite& a, const PeakSite& b) {
-    return a.bytes != b.bytes ? a.bytes > b.bytes : a.stack < b.stack;
-  });
-  sites.erase(end, sites.end());
-  return sites;
+  return top;
 }
 
 [[gnu::always_inline]] inline void Replay::save_for_peak(uint32_t site) {

@@ -53,31 +53,47 @@ class RecordDecoder {
   }
 
   // The next record when it is an allocation or a free with room after it (nearly every record),
-  // into `out`; otherwise false, having changed nothing but `out`. Inline, without a check per
-  // field (format/unchecked_fields.h): it runs for every record of a trace.
-  bool next_memory_event(MemoryEvent& out) {
+  // into `out`; otherwise false, having changed nothing but `out`.
+  bool next_memory_event(MemoryEvent& out) { return next_memory_events(&out, 1) == 1; }
+
+  // The same for as many records as come so, up to `most`, into out[0], out[1]...: how many.
+  // Inline, without a check per field (format/unchecked_fields.h), the decoder's position and
+  // codec state in locals: it runs for every record of a trace.
+  std::size_t next_memory_events(MemoryEvent* out, std::size_t most) {
     // One-byte type and length, and every byte the record's widest encoding could take readable.
     constexpr std::size_t kRoom =
         2 + std::max(unchecked_read_bytes<AllocRecord>(), unchecked_read_bytes<FreeRecord>());
-    const std::size_t left = bytes_.size() - pos_;
-    if (status_.end != StreamEnd::kNotYet || left < kRoom) return false;
-    const uint8_t* const p = bytes_.data() + pos_;
-    const uint8_t type = p[0];
-    const uint8_t length = p[1];
-    if (length >= 0x80 || length > left - 2) return false;
-    if (left > kPrefetchAhead) __builtin_prefetch(p + kPrefetchAhead);
-    bool decoded = false;
-    if (type == static_cast<uint8_t>(RecordType::kAlloc)) {
-      decoded = decode_event_as<AllocRecord>(p + 2, p + 2 + length, state_, thread_, out.record);
-    } else if (type == static_cast<uint8_t>(RecordType::kFree)) {
-      decoded = decode_event_as<FreeRecord>(p + 2, p + 2 + length, state_, thread_, out.record);
+    if (status_.end != StreamEnd::kNotYet) return 0;
+    const uint8_t* const bytes = bytes_.data();
+    const std::size_t size = bytes_.size();
+    const uint64_t thread = thread_;
+    std::size_t pos = pos_;
+    CodecState state = state_;
+    std::size_t n = 0;
+    while (n < most && size - pos >= kRoom) {
+      const uint8_t* const p = bytes + pos;
+      const uint8_t type = p[0];
+      const uint8_t length = p[1];
+      if (length >= 0x80 || length > size - pos - 2) break;
+      if (size - pos > kPrefetchAhead) __builtin_prefetch(p + kPrefetchAhead);
+      bool decoded = false;
+      if (type == static_cast<uint8_t>(RecordType::kAlloc)) {
+        decoded = decode_event_as<AllocRecord>(p + 2, p + 2 + length, state, thread, out[n].record);
+      } else if (type == static_cast<uint8_t>(RecordType::kFree)) {
+        decoded = decode_event_as<FreeRecord>(p + 2, p + 2 + length, state, thread, out[n].record);
+      }
+      if (!decoded) break;
+      out[n].type = static_cast<RecordType>(type);
+      ++n;
+      pos += 2 + length;
     }
-    if (!decoded) return false;
-    out.type = static_cast<RecordType>(type);
-    last_type_ = out.type;
-    last_time_ = out.record.time_ns;
-    pos_ += 2 + length;
-    return true;
+    if (n > 0) {
+      pos_ = pos;
+      state_ = state;
+      last_type_ = out[n - 1].type;
+      last_time_ = out[n - 1].record.time_ns;
+    }
+    return n;
   }
 
   // The first byte of the record next_into() would decode: its type (every type is numbered

@@ -359,10 +359,8 @@ void TraceReader::State::refill(std::size_t writer) {
   c.pending_key = kNoHead;
   while (n < kLaneEvents) {
     if (c.decoder) [[likely]] {
-      if (c.decoder->next_memory_event(events[n])) [[likely]] {
-        ++n;
-        continue;
-      }
+      n += c.decoder->next_memory_events(events + n, kLaneEvents - n);
+      if (n == kLaneEvents) break;
       // Another type, the end of the chunk, or a record the fast path leaves to the checks.
       if (c.decoder->next_into_checked(c.slot)) {
         if (as_memory_event(c.slot, events[n])) {

@@ -4,6 +4,8 @@
 // views). Bad input must end in a summary that says what was left out, or in a TraceError;
 // anything else (a crash, a sanitizer report, another exception, a hang) is a bug.
 //
+// The reader is read twice, a record at a time and in batches: both must agree.
+//
 // Each input runs twice: as it is, and with every chunk's published checksum recomputed over
 // the payload it claims. Without the second run almost every mutation of a chunk's records
 // would be stopped by its checksum, and the decoder and the replay behind it would hardly be
@@ -12,21 +14,61 @@
 #include <cstdint>
 #include <cstring>
 #include <span>
+#include <variant>
 #include <vector>
 
 #include "analyzer/trace_error.h"
 #include "analyzer/trace_reader.h"
 #include "format/chunk.h"
 #include "format/file_header.h"
+#include "format/memory_event.h"
+#include "format/record_encoder.h"
 #include "format/trace_reader.h"
 
 namespace {
 
-void read_all(std::span<const uint8_t> bytes) {
+// A record's fields as bytes, its thread among them (the encoding leaves it out), appended to
+// `out`: for comparing two ways of reading the same records.
+void append_encoded(const gmt::format::Record& record, gmt::format::CodecState& state,
+                    gmt::format::GrowableBuffer& out) {
+  std::visit(
+      [&](const auto& r) {
+        gmt::format::encode_record(r, state, out);
+        if constexpr (requires { r.thread; }) {
+          out.append(reinterpret_cast<const uint8_t*>(&r.thread), sizeof r.thread);
+        }
+      },
+      record);
+}
+
+// Reads every record one at a time and, with a second reader, in batches of up to `most`
+// events: both must give the same records in the same order.
+void read_all(std::span<const uint8_t> bytes, std::size_t most) {
   const gmt::format::HeaderCheck header = gmt::format::check_header(bytes);
   if (!header.ok) return;
+  gmt::format::CodecState state;
+  gmt::format::GrowableBuffer one_at_a_time;
   gmt::format::TraceReader reader(bytes, header.header);
-  while (reader.next()) {
+  while (const gmt::format::Record* r = reader.next_record()) {
+    append_encoded(*r, state, one_at_a_time);
+  }
+  gmt::format::CodecState batch_state;
+  gmt::format::GrowableBuffer in_batches;
+  gmt::format::TraceReader batches(bytes, header.header);
+  std::vector<const gmt::format::MemoryEvent*> events(most);
+  gmt::format::Record record;
+  while (true) {
+    const gmt::format::TraceReader::Batch batch = batches.next_batch(events);
+    if (batch.events == 0 && batch.other == nullptr) break;
+    for (std::size_t i = 0; i < batch.events; ++i) {
+      gmt::format::to_record(*events[i], record);
+      append_encoded(record, batch_state, in_batches);
+    }
+    if (batch.other != nullptr) append_encoded(*batch.other, batch_state, in_batches);
+  }
+  if (one_at_a_time.size() != in_batches.size() ||
+      std::memcmp(one_at_a_time.data(), in_batches.data(), one_at_a_time.size()) != 0) {
+    __builtin_trap();  // the two ways of reading disagree
   }
 }
 
@@ -69,12 +111,13 @@ std::vector<uint8_t> with_checksums_fixed(std::span<const uint8_t> bytes,
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   const std::span<const uint8_t> bytes(data, size);
-  read_all(bytes);
+  const std::size_t most = 1 + size % 70;  // batches of any size, beyond the reader's most too
+  read_all(bytes, most);
   summarize(bytes);
   const gmt::format::HeaderCheck header = gmt::format::check_header(bytes);
   if (header.ok) {
     const std::vector<uint8_t> fixed = with_checksums_fixed(bytes, header.header);
-    read_all(fixed);
+    read_all(fixed, most);
     summarize(fixed);
   }
   return 0;

@@ -64,6 +64,38 @@ TEST(AnalysisModel, FailedAllocationKeepsTheDeviceStateOfThatInstant) {
   EXPECT_EQ(f.holders[1].count, 2u);
 }
 
+// With more sites than are kept, the holders are the ten holding the most on the failing device,
+// most first, ties by stack id; other devices' and freed sites are not among them.
+TEST(AnalysisModel, FailedAllocationKeepsTheTenLargestHolders) {
+  Replay replay;
+  uint64_t t = 1;
+  uint64_t address = 0x100000;
+  // Stacks 1 to 20 on device 0, holding (stack % 7 + 1) * 100 bytes: ties among them.
+  for (uint32_t stack = 1; stack <= 20; ++stack) {
+    replay.apply(alloc_from(t++, address += 0x1000, (stack % 7 + 1) * 100, stack));
+  }
+  // Device 1 holds more than any, and stack 21 on device 0 held the most but freed it.
+  format::AllocRecord other = alloc_at(t++, 1, address += 0x1000, 10'000);
+  other.stack = 30;
+  replay.apply(other);
+  replay.apply(alloc_from(t++, address += 0x1000, 9'000, 21));
+  replay.apply(free_at(t++, address));
+  format::AllocFailedRecord failed;
+  failed.time_ns = t++;
+  failed.device = 0;
+  failed.size = 1 << 30;
+  replay.apply(failed);
+  ASSERT_EQ(replay.summary().failures.size(), 1u);
+  std::vector<std::pair<uint32_t, uint64_t>> holders;
+  for (const PeakSite& h : replay.summary().failures[0].holders)
+    holders.emplace_back(h.stack, h.bytes);
+  // 700: stacks 6, 13, 20; 600: 5, 12, 19; 500: 4, 11, 18; 400: 3 (10 and 17 left out).
+  const std::vector<std::pair<uint32_t, uint64_t>> expected = {
+      {6, 700},  {13, 700}, {20, 700}, {5, 600},  {12, 600},
+      {19, 600}, {4, 500},  {11, 500}, {18, 500}, {3, 400}};
+  EXPECT_EQ(holders, expected);
+}
+
 TEST(LeakClasses, KeepsGrowingNeedsSteadyGrowth) {
   EXPECT_TRUE(keeps_growing({0, 10, 20, 30, 40}));
   EXPECT_TRUE(keeps_growing({10, 10, 20, 20, 30}));  // up in half the intervals
