@@ -10,6 +10,7 @@
 // the payload it claims. Without the second run almost every mutation of a chunk's records
 // would be stopped by its checksum, and the decoder and the replay behind it would hardly be
 // fuzzed at all.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -66,8 +67,8 @@ void read_all(std::span<const uint8_t> bytes, std::size_t most) {
     }
     if (batch.other != nullptr) append_encoded(*batch.other, batch_state, in_batches);
   }
-  if (one_at_a_time.size() != in_batches.size() ||
-      std::memcmp(one_at_a_time.data(), in_batches.data(), one_at_a_time.size()) != 0) {
+  if (!std::equal(one_at_a_time.data(), one_at_a_time.data() + one_at_a_time.size(),
+                  in_batches.data(), in_batches.data() + in_batches.size())) {
     __builtin_trap();  // the two ways of reading disagree
   }
 }
