@@ -414,7 +414,8 @@ void Replay::on(const format::ProcessInfoRecord& r) {
   summary_.wall_start_ns = r.wall_start_ns;
 }
 
-void Replay::on(const format::AllocRecord& r) {
+// Inline (with on_free()): into apply_events(), for every event, 1 % fewer instructions.
+[[gnu::always_inline]] inline void Replay::on(const format::AllocRecord& r) {
   saw_event(r.time_ns);
   const Key key{space_of(r.kind), r.address};
   const LiveAllocation a{r.device, r.kind, r.size, r.context, site_index(r.device, r.stack),
@@ -445,7 +446,7 @@ void Replay::release_handle_if_unused(uint64_t handle) {
 }
 
 template <class R>
-void Replay::on_free(const R& r) {
+[[gnu::always_inline]] inline void Replay::on_free(const R& r) {
   saw_event(r.time_ns);
   ++summary_.frees_by_api[static_cast<std::size_t>(format::called_api(r.api, r.public_api))];
   const Space space = space_freed_by(r.api);
