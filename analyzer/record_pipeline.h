@@ -11,6 +11,7 @@
 #include <exception>
 #include <mutex>
 #include <span>
+#include <stdexcept>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -40,6 +41,8 @@ class RecordPipeline {
   // what the reading thread threw.
   format::TraceReader::Batch next_batch(std::span<const format::MemoryEvent*> out) {
     if (!thread_.joinable()) return reader_.next_batch(out);
+    if (out.empty())
+      throw std::invalid_argument("RecordPipeline::next_batch: no room for an event");
     return next_handed_over(out);
   }
 

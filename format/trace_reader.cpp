@@ -4,6 +4,7 @@
 #include <array>
 #include <cstring>
 #include <map>
+#include <stdexcept>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -408,6 +409,8 @@ TraceReader::TraceReader(std::span<const uint8_t> file, const FileHeader& header
 TraceReader::~TraceReader() = default;
 
 TraceReader::Batch TraceReader::next_batch(std::span<const MemoryEvent*> out) {
+  // With no room, no events and no record would read as the end.
+  if (out.empty()) throw std::invalid_argument("TraceReader::next_batch: no room for an event");
   return state_->next_batch(out);
 }
 

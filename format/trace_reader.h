@@ -57,7 +57,8 @@ class TraceReader {
 
   // The records in the same order, in batches, for going through a whole trace quickly: the
   // allocations and frees that come next, at most kBatchEvents of them and out.size(), into
-  // `out` (events), then, when the record after them is of another type, that record (other).
+  // `out` (events; it must have room for one at least, else std::invalid_argument), then, when
+  // the record after them is of another type, that record (other).
   // Both are valid until the next call. At the end: no events and no record. A reader is read
   // either in batches or a record at a time (next_record() and next() read batches of their
   // own), not both.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -115,6 +116,16 @@ TEST(RecordPipeline, StopsWhenTheConsumerLeavesEarly) {
       const TraceReader::Batch batch = records.next_batch(events);
       ASSERT_TRUE(batch.events == 1 || batch.other != nullptr);
     }
+  }
+}
+
+// No room for an event is an error in either mode, never a batch that reads as the end.
+TEST(RecordPipeline, NoRoomForAnEventIsAnError) {
+  test::ChunkedFile file = three_writers();
+  for (const auto mode : {RecordPipeline::Mode::kThread, RecordPipeline::Mode::kInline}) {
+    TraceReader reader(file.bytes(), format::check_header(file.bytes()).header);
+    RecordPipeline records(reader, mode);
+    EXPECT_THROW(records.next_batch({}), std::invalid_argument);
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -176,6 +177,9 @@ TEST(TraceReader, ABatchEndsAtARecordOfAnotherTypeOrWhenFull) {
     EXPECT_EQ(after.events, 0u);
     EXPECT_EQ(after.other, nullptr);
   }
+  // No room for an event: an error, not a batch that would read as the end.
+  TraceReader reader(file.bytes(), header_of(file.bytes()));
+  EXPECT_THROW(reader.next_batch({}), std::invalid_argument);
 }
 
 // Three writers of many records each (their lanes are decoded ahead many times over, within
