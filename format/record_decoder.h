@@ -96,10 +96,6 @@ class RecordDecoder {
     return n;
   }
 
-  // The first byte of the record next_into() would decode: its type (every type is numbered
-  // below 128, a one-byte varint), or 0 at the end. For choosing where to decode it.
-  uint8_t peek_type() const { return pos_ < bytes_.size() ? bytes_[pos_] : 0; }
-
   // next_into() without its fast path: every field of every record checked one by one. The
   // two give the same records and stop at the same place for the same reason.
   bool next_into_checked(Record& out);
