@@ -17,6 +17,16 @@ struct MemoryEvent {
   RecordType type = RecordType::kAlloc;  // kAlloc or kFree
 };
 
+// A free's fields, between a FreeRecord and a MemoryEvent's record (either way).
+template <class From, class To>
+void copy_free_fields(const From& from, To& to) {
+  to.time_ns = from.time_ns;
+  to.thread = from.thread;
+  to.api = from.api;
+  to.public_api = from.public_api;
+  to.address = from.address;
+}
+
 // `record` as a MemoryEvent in `out`: false, leaving `out` alone, for anything but an
 // allocation or a free.
 inline bool as_memory_event(const Record& record, MemoryEvent& out) {
@@ -26,11 +36,7 @@ inline bool as_memory_event(const Record& record, MemoryEvent& out) {
     return true;
   }
   if (const auto* f = std::get_if<FreeRecord>(&record)) {
-    out.record.time_ns = f->time_ns;
-    out.record.thread = f->thread;
-    out.record.api = f->api;
-    out.record.public_api = f->public_api;
-    out.record.address = f->address;
+    copy_free_fields(*f, out.record);
     out.type = RecordType::kFree;
     return true;
   }
@@ -43,14 +49,9 @@ inline void to_record(const MemoryEvent& event, Record& out) {
     out = event.record;
     return;
   }
-  const AllocRecord& r = event.record;
   FreeRecord* free = std::get_if<FreeRecord>(&out);
   if (free == nullptr) free = &out.emplace<FreeRecord>();
-  free->time_ns = r.time_ns;
-  free->thread = r.thread;
-  free->api = r.api;
-  free->public_api = r.public_api;
-  free->address = r.address;
+  copy_free_fields(event.record, *free);
 }
 
 }  // namespace gmt::format
