@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The public CUDA API a user (or library) called to allocate or free: kept on every event so a
 // report can say "cudaMallocAsync" rather than the driver entry point it became.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // After the header page, a trace is a sequence of fixed-size chunks. Each chunk belongs to one
 // writer (a thread of the traced process) and holds that writer's records in order. The writer
 // appends a record's bytes, then publishes the new length together with the checksum of all the

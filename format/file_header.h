@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The first bytes of every trace file: a magic that no text file has, the format version, and
 // the size of the chunks the rest of the file is made of. The header owns the whole first page,
 // so that every chunk starts on a page boundary and can be mapped on its own.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An allocation or a free in one fixed shape: the records nearly every trace is made of, as the
 // trace reader decodes them ahead and hands them out in batches (TraceReader::next_batch()), so
 // that decoding, merging and replaying each run as a tight loop of their own, without the Record

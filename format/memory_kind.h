@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What kind of memory an allocation is. Kinds are kept apart because they count differently:
 // only device-resident physical bytes make up a device's usage; reservations, mappings, host
 // memory and imports from other processes are reported but never added to it.

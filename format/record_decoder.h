@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reads framed records back from the bytes of a trace file. It never trusts the input: every
 // length and value is checked, and when the bytes stop making sense it stops and says where
 // and why, keeping everything before that point.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Turns records into framed bytes: [varint type][varint payload length][payload]. The length
 // lets a reader skip record types it does not know and tell a torn tail from a complete record.
 // Header-only and allocation-free for fixed-size buffers, because the traced process uses it.

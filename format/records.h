@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every record of the trace, defined once. Each record lists its fields in `fields()`, a template
 // that the encoder and the decoder both walk, so writer and reader cannot disagree on a layout.
 // The on-disk encoding of each field type is described in format/README.md.

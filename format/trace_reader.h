@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reads a whole trace file: finds its chunks, keeps those whose published bytes check out, and
 // merges the writers' records into one stream in time order. Memory grows with the number of
 // chunks and writers, not with the number of records.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Decoding an allocation or a free, the records nearly every trace is made of, without the
 // per-field checks of the general decoder: RecordDecoder's fast path (record_decoder.h).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LEB128 varints and zigzag: the trace's integer encoding. Small values are common (time deltas,
 // thread ids, kinds), so they cost one byte; 64-bit addresses cost at most ten.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* gpumemtrace.h: phase markers for programs traced by gpumemtrace, without NVTX.
  *
  *   gpumemtrace_push("epoch 3");   ...   gpumemtrace_pop();

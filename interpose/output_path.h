@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Turns the GPUMEMTRACE_OUTPUT pattern into a file name for this process, so that every
 // process and rank of a job writes its own trace.
 #pragma once

@@ -1,11 +1,12 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "interpose/runtime.h"
 
 #include <pthread.h>
 
 #include <new>
 
-#include "interpose/record/diagnostic.h"
-#include "interpose/record/thread_id.h"
+#include "interpose/common/diagnostic.h"
+#include "interpose/common/thread_id.h"
 
 namespace gmt::interpose {
 

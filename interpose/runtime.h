@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The interposer's one piece of process-wide state. Created on first use (which may come before
 // our constructors run) and never destroyed: hooks run during exit and after destructors.
 #pragma once
@@ -6,12 +7,12 @@
 #include <cstdint>
 
 #include "interpose/config.h"
-#include "interpose/hooks/driver_views.h"
+#include "interpose/hooks/driver_views_of_driver.h"
 #include "interpose/hooks/entry_points.h"
 #include "interpose/record/event_recorder.h"
 #include "interpose/record/phase_recorder.h"
-#include "interpose/record/sampler.h"
 #include "interpose/record/trace_writer.h"
+#include "interpose/sampler/sampler.h"
 
 namespace gmt::interpose {
 

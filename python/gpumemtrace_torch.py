@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """PyTorch's own view of GPU memory, for gpumemtrace's views table.
 
 gpumemtrace reconciles what PyTorch says (torch.cuda.memory_allocated / memory_reserved) with what

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Times the analyzer on large synthetic traces: `gpumemtrace report --json` on 10 M and 100 M
 # events with the same live set, and on 10 M events with ten times the live set. Prints a
 # Markdown table (docs/benchmarks.md, "Analyzer speed", explains it).
 # Usage: scripts/bench-analyzer.sh [OUTPUT_FILE]
 #
-# Targets (DESIGN.md): at least 20 M events/s on one core, a 100 M-event trace reported in at
+# Targets (the performance budget, docs/benchmarks.md): at least 20 M events/s on one core, a 100 M-event trace reported in at
 # most 10 s, and peak RSS set by the live allocations and stacks, not by the number of events.
 # The analyzer runs pinned to one CPU (taskset) when it can. Traces go to a temporary folder
 # ($TMPDIR; about 1.5 GB for the 100 M-event one, deleted at the end); the 100 M case is skipped,
@@ -17,11 +18,7 @@ out_file="${1:-}"
 dir=build-analyzer-bench  # apart from the developer's build/ (.gitignore: /build*/)
 reps="${BENCH_REPS:-3}"   # runs of report per trace; the median is shown
 
-cuda_args=()
-if [ -n "${CUDAToolkit_ROOT:-}" ]; then cuda_args+=("-DCUDAToolkit_ROOT=$CUDAToolkit_ROOT"); fi
-if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ] && [ -z "${CUDAToolkit_ROOT:-}" ]; then
-  cuda_args+=("-DCUDAToolkit_ROOT=/usr/local/cuda")
-fi
+source scripts/lib/cuda_args.sh
 
 # Only what is measured: the CLI, the generator and the split of the analyzer's passes.
 # The project's default build type (RelWithDebInfo, -O2), the one scripts/build.sh makes: what
@@ -36,7 +33,7 @@ trap 'rm -rf "$scratch"' EXIT
 pin=()
 if command -v taskset >/dev/null && taskset -c 0 true 2>/dev/null; then pin=(taskset -c 0); fi
 # The same on two CPUs: report then reads the records on a second thread while it replays them
-# (analyzer/record_pipeline.h). Skipped on a machine with one CPU.
+# (analyzer/model/input/record_pipeline.h). Skipped on a machine with one CPU.
 pin2=()
 if command -v taskset >/dev/null && taskset -c 0,1 true 2>/dev/null && [ "$(nproc)" -ge 2 ]; then
   pin2=(taskset -c 0,1)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Measures what gpumemtrace adds to CUDA allocation calls, on the simulated driver: time per
 # event with and without native stacks, with 1, 4 and 16 threads, and trace bytes per event.
 # Prints Markdown tables (docs/benchmarks.md explains them). Usage: scripts/bench.sh [OUTPUT_FILE]
@@ -11,11 +12,7 @@ cd "$(dirname "$0")/.."
 out_file="${1:-}"
 dir=build-bench  # Release, apart from the developer's build/ (covered by .gitignore's /build*/)
 
-cuda_args=()
-if [ -n "${CUDAToolkit_ROOT:-}" ]; then cuda_args+=("-DCUDAToolkit_ROOT=$CUDAToolkit_ROOT"); fi
-if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ] && [ -z "${CUDAToolkit_ROOT:-}" ]; then
-  cuda_args+=("-DCUDAToolkit_ROOT=/usr/local/cuda")
-fi
+source scripts/lib/cuda_args.sh
 
 # Only what the benchmark needs (the preload library, the simulated driver, the benchmark and
 # trace_bytes): the rest of the project is not measured here, and building it would double the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Configures and builds gpumemtrace. Usage: scripts/build.sh [--sanitize] [BUILD_DIR]
 # Default build folder: build/ (build-sanitize/ with --sanitize).
 set -euo pipefail
@@ -13,11 +14,7 @@ if [ "${1:-}" = "--sanitize" ]; then
 fi
 dir="${1:-$dir}"
 
-cuda_args=()
-if [ -n "${CUDAToolkit_ROOT:-}" ]; then cuda_args+=("-DCUDAToolkit_ROOT=$CUDAToolkit_ROOT"); fi
-if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ] && [ -z "${CUDAToolkit_ROOT:-}" ]; then
-  cuda_args+=("-DCUDAToolkit_ROOT=/usr/local/cuda")
-fi
+source scripts/lib/cuda_args.sh
 
 cmake -S . -B "$dir" -DGMT_SANITIZE="$sanitize" "${cuda_args[@]}" >/dev/null
 cmake --build "$dir" -j "$(nproc)"

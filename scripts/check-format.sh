@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Fails when a C++ source is not formatted as .clang-format says.
 set -euo pipefail
 cd "$(dirname "$0")/.."

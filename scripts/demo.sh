@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs what is missing, builds, runs a workload under the profiler and prints the report.
 # On a machine with an NVIDIA GPU and PyTorch: a real PyTorch program. Elsewhere: the demo
 # training loop on the simulated GPU (tests/fakecuda).

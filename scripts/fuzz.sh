@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Fuzzes the trace reader and the analyzer's replay with libFuzzer for a bounded time.
 # Usage: scripts/fuzz.sh [SECONDS]   (default 60)
 #
@@ -19,11 +20,7 @@ if ! command -v clang++ >/dev/null; then
   exit 1
 fi
 
-cuda_args=()
-if [ -n "${CUDAToolkit_ROOT:-}" ]; then cuda_args+=("-DCUDAToolkit_ROOT=$CUDAToolkit_ROOT"); fi
-if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ] && [ -z "${CUDAToolkit_ROOT:-}" ]; then
-  cuda_args+=("-DCUDAToolkit_ROOT=/usr/local/cuda")
-fi
+source scripts/lib/cuda_args.sh
 
 echo "fuzz: building trace_fuzzer in $dir (clang)" >&2
 cmake -S . -B "$dir" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \

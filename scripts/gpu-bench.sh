@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Overhead on a real GPU, in one run: a small PyTorch MLP training step, untraced, traced by
 # gpumemtrace with each stack mode, and with PyTorch's own _record_memory_history for
 # comparison; with the default caching allocator, with PYTORCH_NO_CUDA_MEMORY_CACHING=1 (every
@@ -11,7 +12,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-${OUT:-gpu-bench-output}}"
 mkdir -p "$out"
-. scripts/gpu-build.sh
+. scripts/lib/gpu_build.sh
 
 measure() {  # measure ALLOCATOR MODE ROUND
   local allocator=$1 mode=$2 name="$1.$2.$3" env=()

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Validates gpumemtrace on two GPUs of one host, in one go (a few minutes):
 #   1. torchrun --nproc_per_node=2, NCCL data-parallel, one GPU per rank: one trace per rank,
 #      each rank's memory on its own device, NCCL's buffers owned by libnccl, the run table;
@@ -13,8 +14,8 @@ cd "$(dirname "$0")/.."
 out="${1:-${OUT:-gpu-validate-output}}"
 mkdir -p "$out"
 
-. scripts/gpu-build.sh
-. scripts/gpu-checks.sh
+. scripts/lib/gpu_build.sh
+. scripts/lib/gpu_checks.sh
 export NCCL_NVLS_ENABLE=0
 nvidia-smi --query-gpu=index,name,pci.bus_id,memory.total --format=csv,noheader
 count=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Validates gpumemtrace on a machine with a real NVIDIA GPU, in one go (a few minutes):
 #   1. PyTorch's caching allocator: our peak equals torch.cuda.max_memory_reserved();
 #   2. nvcc programs with the default static cudart, the shared cudart, and cuMemAlloc via
@@ -19,8 +20,8 @@ cd "$(dirname "$0")/.."
 out="${1:-${OUT:-gpu-validate-output}}"
 mkdir -p "$out"
 
-. scripts/gpu-build.sh
-. scripts/gpu-checks.sh
+. scripts/lib/gpu_build.sh
+. scripts/lib/gpu_checks.sh
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs what building and testing gpumemtrace needs, from Debian's packages. Idempotent:
 # installs only what is missing, and touches apt only then.
 set -euo pipefail

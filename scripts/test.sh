@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs what is missing, builds, and runs the whole test suite twice: a normal build, then
 # one with AddressSanitizer and UndefinedBehaviorSanitizer; then fuzzes the trace reader and the
 # replay for GMT_FUZZ_SECONDS (default 60; 0 skips it) with scripts/fuzz.sh.
@@ -8,11 +9,7 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/check-format.sh
 
-cuda_args=()
-if [ -n "${CUDAToolkit_ROOT:-}" ]; then cuda_args+=("-DCUDAToolkit_ROOT=$CUDAToolkit_ROOT"); fi
-if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ] && [ -z "${CUDAToolkit_ROOT:-}" ]; then
-  cuda_args+=("-DCUDAToolkit_ROOT=/usr/local/cuda")
-fi
+source scripts/lib/cuda_args.sh
 
 for mode in normal sanitize; do
   echo "=== $mode build ==="

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Turns the page's style and scripts into a C++ header of two string constants, so that
 # `gpumemtrace html` writes one self-contained file. Run as
 #   cmake -DOUTPUT=header.h -DSTYLE=a.css -DSCRIPTS="a.js;b.js" -P embed_assets.cmake

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The icicle of what was live at a device's peak: the device at the top, each stack from its
 // outermost frame down to the allocating one, widths in bytes. Click a frame to make it the
 // whole width; click the top row to go back up. Nodes are [parent, bytes, label, where], each

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared helpers of the report page: how bytes and times are written (as the text report writes
 // them), and a small element builder. Every other script adds its functions to `gmt`.
 "use strict";

@@ -1,4 +1,5 @@
-// Builds the page from the JSON object in #gmt-data (html_report_data.cpp writes it): per trace
+// SPDX-License-Identifier: Apache-2.0
+// Builds the page from the JSON object in #gmt-data (page_data.cpp writes it): per trace
 // its devices (timeline, the moment clicked, the flame graph of the peak, the views at the peak),
 // phases, failed allocations and leaks; the table of processes for a run of several.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The report's tables: the views at the peak (the rows and meanings of the text report's views
 // table), phases, leaks, failed allocations and the processes of a run.
 

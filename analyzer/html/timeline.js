@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The timeline of one device: device-resident bytes stacked by owning library, the sampled
 // views as lines, phase runs as bands above the plot, the peak and each failed allocation as
 // markers. Wheel: zoom around the pointer; drag: zoom to the selection; shift+drag: pan;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // C++ symbol demangling, shared by the DWARF and symbol-table paths so that a function reads
 // the same whether or not its module has debug info.
 #pragma once

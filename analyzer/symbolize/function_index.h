@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which function of a compilation unit contains an address, and which namespaces and classes
 // a function is declared in, indexed once per unit.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The inline chain at one address of a module: what ran there (an inlined callee, possibly
 // several levels deep) and the function it was inlined into, each with its source location.
 #pragma once

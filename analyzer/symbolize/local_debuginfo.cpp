@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "analyzer/symbolize/local_debuginfo.h"
 
 #include <elfutils/libdwelf.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Finding a module's separate debug info (a -dbgsym / -debuginfo package, or a file named by
 // .gnu_debuglink) on this machine only.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "analyzer/symbolize/module_debug_info.h"
 
 #include <fcntl.h>

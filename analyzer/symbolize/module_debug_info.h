@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One module's ELF file opened with libdwfl, checked against the build-id the traced process
 // recorded. The file is reported at bias 0, so its addresses are the file's own virtual
 // addresses (runtime address - load base): the same opened file serves every place the module

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "analyzer/symbolize/symbol_table.h"
 
 #include <gelf.h>

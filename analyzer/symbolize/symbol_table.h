@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A module's ELF symbol table (.symtab, or .dynsym when stripped, or the MiniDebugInfo
 // .gnu_debugdata one) sorted by address, for naming code that has no DWARF.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Offline symbolization: turns the raw return addresses a traced process recorded into function
 // (demangled), file and line, with inlined frames, from the modules (ELF files) it had loaded.
 // The traced process never symbolizes (too slow, and unsafe in a hook); it records the modules

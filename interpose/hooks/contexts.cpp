@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Context teardown frees everything the context still owns: cuCtxDestroy, a primary context
 // reset (cudaDeviceReset) and the release of a primary context's last reference.
 #include "interpose/hooks/hook.h"

@@ -1,9 +1,10 @@
+// SPDX-License-Identifier: Apache-2.0
 // dlsym with a real handle: how cudart, NCCL, cuBLAS, CuPy and XLA reach the driver
 // (dlopen("libcuda.so.1") then dlsym). A tracked driver entry point comes back wrapped.
 #include <cstring>
 
+#include "interpose/common/real_dlsym.h"
 #include "interpose/hooks/lookup_log.h"
-#include "interpose/hooks/real_dlsym.h"
 #include "interpose/runtime.h"
 
 extern "C" __attribute__((visibility("hidden"))) void* gmt_dlsym_for_handle(void* handle,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // dlsym(handle, name), exported in place of the C library's.
 //
 // dlsym(RTLD_NEXT, ...) and dlsym(RTLD_DEFAULT, ...) resolve relative to their caller, which

@@ -1,8 +1,9 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "interpose/hooks/entry_points.h"
 
 #include <dlfcn.h>
 
-#include "interpose/hooks/real_dlsym.h"
+#include "interpose/common/real_dlsym.h"
 #include "interpose/hooks/wrappers.h"
 
 namespace gmt::interpose {

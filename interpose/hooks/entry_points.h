@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The driver entry points we wrap, each one ABI: `cuMemAlloc` (32-bit, CUDA 2.0) and
 // `cuMemAlloc_v2` are different functions with different arguments, and the wrapper handed
 // out must match the function the driver handed out, exactly. Named by their exported symbols.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "interpose/hooks/hook.h"
 
 namespace gmt::interpose {

@@ -1,9 +1,10 @@
+// SPDX-License-Identifier: Apache-2.0
 // What every wrapper does first: find the runtime and the real function, and mark this thread
 // as inside a hook so that nested driver calls pass straight through unrecorded.
 #pragma once
 
+#include "interpose/common/depth_guard.h"
 #include "interpose/hooks/cuda_api.h"
-#include "interpose/hooks/depth_guard.h"
 #include "interpose/runtime.h"
 
 namespace gmt::interpose {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "interpose/hooks/lookup_log.h"
 
 #include <unistd.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPUMEMTRACE_DEBUG=1: one line on stderr per driver function handed to the program, saying
 // whether we wrapped it. This is how a path into the driver that we miss gets found.
 #pragma once

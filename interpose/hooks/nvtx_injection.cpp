@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NVTX injection: a program's NVTX ranges and marks (nvtxRangePush, torch.cuda.nvtx.range_push,
 // domains, registered strings) become phases. NVTX loads the library named by
 // NVTX_INJECTION64_PATH (`gpumemtrace run` points it here) and calls InitializeInjectionNvtx2,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NVTX's payload extension (nvToolsExtPayload.h): ranges pushed, popped, started or ended with
 // payloads. NCCL closes its own API ranges with nvtxRangePopPayload once it has attached a
 // payload; without these handlers those pops would be lost and NCCL's ranges would stay open.

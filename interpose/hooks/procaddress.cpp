@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cuGetProcAddress, both ABIs. Every cudart (shared and static), NCCL, cuBLAS, cuDNN and XLA
 // fetch the driver through it, starting by asking it for "cuGetProcAddress" itself (at 11030
 // for the 4-argument ABI, at 12000 for the 5-argument one): each answer is passed through

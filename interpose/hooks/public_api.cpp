@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The functions behind include/gpumemtrace.h, which finds them with dlsym: phases without NVTX,
 // and the framework's own view of a device.
 #include <cstdint>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA runtime's allocation APIs, exported so that a program calling cudaMalloc through a
 // shared libcudart binds to us first. They record nothing themselves: they note which public API
 // the program called (PublicApiScope) and forward to the real runtime function, whose driver
@@ -20,8 +21,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "interpose/common/real_dlsym.h"
 #include "interpose/export.h"
-#include "interpose/hooks/real_dlsym.h"
 #include "interpose/record/public_api_scope.h"
 
 using gmt::format::Api;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Our replacement for each driver entry point in GMT_DRIVER_ENTRY_POINTS, declared with the
 // type of the function it stands in for (as cuda.h declares it). Hidden: programs reach them
 // through exported aliases with the driver's names, or through what dlsym and cuGetProcAddress

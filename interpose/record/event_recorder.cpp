@@ -1,7 +1,8 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "interpose/record/event_recorder.h"
 
+#include "interpose/common/thread_id.h"
 #include "interpose/record/public_api_scope.h"
-#include "interpose/record/thread_id.h"
 
 namespace gmt::interpose {
 

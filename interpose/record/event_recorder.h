@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Turns what a hook saw into trace records. Knows nothing of CUDA's types: the hooks translate.
 #pragma once
 
@@ -8,14 +9,14 @@
 
 #include "format/records.h"
 #include "interpose/config.h"
-#include "interpose/record/device_high_water.h"
-#include "interpose/record/module_table.h"
-#include "interpose/record/native_stack.h"
 #include "interpose/record/phase_recorder.h"
-#include "interpose/record/python_stack.h"
-#include "interpose/record/sampler.h"
-#include "interpose/record/stack_table.h"
 #include "interpose/record/trace_writer.h"
+#include "interpose/sampler/device_high_water.h"
+#include "interpose/sampler/sampler.h"
+#include "interpose/stacks/module_table.h"
+#include "interpose/stacks/native_stack.h"
+#include "interpose/stacks/python_stack.h"
+#include "interpose/stacks/stack_table.h"
 
 namespace gmt::interpose {
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "interpose/record/live_size_table.h"
 
 namespace gmt::interpose {

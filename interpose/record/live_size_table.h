@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The allocations DeviceHighWater counts, by key: an open-addressing table that allocates only
 // when it grows, so that an allocation hook does not pay for a heap node per allocation (and a
 // free for giving it back), as a node-based map would.

@@ -1,6 +1,7 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "interpose/record/phase_recorder.h"
 
-#include "interpose/record/thread_id.h"
+#include "interpose/common/thread_id.h"
 
 namespace gmt::interpose {
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Phases: NVTX ranges and marks, and those of gpumemtrace.h, as PhaseRecords. Names are interned
 // (a NameRecord the first time). A process that marks phases but never uses CUDA must leave no
 // file, so phases that come before the trace exists wait in memory and are written as soon as it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "interpose/record/process_info.h"
 
 #include <fcntl.h>
@@ -6,7 +7,7 @@
 #include <climits>
 #include <cstdlib>
 
-#include "interpose/record/clock.h"
+#include "interpose/common/clock.h"
 
 namespace gmt::interpose {
 namespace {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Who this process is, captured when its trace file is created.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "interpose/record/public_api_scope.h"
 
 namespace gmt::interpose {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA runtime call (cudaMalloc, cudaFreeAsync, ...) the calling thread is inside, so that
 // the driver call it becomes is recorded once, under both names. Set by the runtime wrappers
 // (hooks/runtime_api.cpp) for their outermost call only: what the program called is the name

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "interpose/record/trace_writer.h"
 
 #include <fcntl.h>
@@ -13,11 +14,11 @@
 
 #include "format/chunk.h"
 #include "format/file_header.h"
+#include "interpose/common/diagnostic.h"
+#include "interpose/common/instance_id.h"
+#include "interpose/common/thread_id.h"
 #include "interpose/output_path.h"
-#include "interpose/record/diagnostic.h"
-#include "interpose/record/instance_id.h"
 #include "interpose/record/process_info.h"
-#include "interpose/record/thread_id.h"
 
 namespace gmt::interpose {
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Appends records to this process's trace file, created on the first record so that a process
 // that never uses CUDA leaves nothing behind.
 //
@@ -19,8 +20,8 @@
 
 #include "format/record_encoder.h"
 #include "format/records.h"
+#include "interpose/common/clock.h"
 #include "interpose/config.h"
-#include "interpose/record/clock.h"
 
 namespace gmt::interpose {
 

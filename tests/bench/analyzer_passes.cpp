@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // analyzer_passes TRACE: where `gpumemtrace report`'s time goes, as one JSON object on stdout.
 //
 // It times, one after the other on the same mapped file: the reader's up-front scan of the
@@ -15,9 +16,9 @@
 #include <span>
 #include <string>
 
-#include "analyzer/mapped_file.h"
-#include "analyzer/replay.h"
-#include "analyzer/trace_reader.h"
+#include "analyzer/model/input/mapped_file.h"
+#include "analyzer/model/replay.h"
+#include "analyzer/model/summarize_trace.h"
 #include "format/file_header.h"
 #include "format/trace_reader.h"
 

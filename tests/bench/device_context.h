@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Gives the calling thread a current context, as a CUDA program has before it allocates: the
 // benchmark's threads are new threads, and cuMemAlloc fails on a thread without one.
 #pragma once

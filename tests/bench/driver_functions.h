@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The two sets of functions the benchmark compares: the driver's own cuMemAlloc_v2 and
 // cuMemFree_v2, and gpumemtrace's wrappers of them. Both live in this one process, so traced and
 // untraced calls run side by side on the same machine state, a few milliseconds apart.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hook overhead: the time gpumemtrace adds to an allocation and a free through the driver entry
 // points. The same loop runs the driver's functions (untraced) and our wrappers (traced) in one
 // process, with 1, 4 and 16 threads, called directly from the loop and from 32 calls deeper (so

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Runs a command with its stdout discarded and prints, as JSON, its wall time and peak RSS.
 
 Usage: measure_run.py CMD ARGS...

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Turns hook_overhead_bench's JSON and trace_bytes' JSON into the tables of docs/benchmarks.md.
 
 Usage: overhead_table.py MODE BENCH_JSON BYTES_JSON [MODE BENCH_JSON BYTES_JSON ...]
@@ -16,7 +17,7 @@ import re
 import statistics
 import sys
 
-# DESIGN.md, "Performance budget".
+# The performance budget (docs/benchmarks.md).
 TARGET_NS_PER_EVENT = {"none": 100, "native": 1000}
 TARGET_BYTES_PER_EVENT = 16
 # More threads than cores: ideal scaling halves the added time per event on 2 cores, a hook that

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Added time per event with Python frames: a Python program allocating through the simulated
 cudart from 10 nested Python calls, through ctypes.PyDLL (the GIL held: the recorder reads the
 Python stack through the C API) or ctypes.CDLL (the GIL released, as PyTorch does: it reads the

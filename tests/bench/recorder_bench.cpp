@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The recorder alone: what the in-process side costs per event, without any driver under it.
 //
 // hook_overhead_bench times the hooks around the simulated driver, whose every allocation and
@@ -23,11 +24,11 @@
 #include "format/memory_kind.h"
 #include "format/records.h"
 #include "interpose/config.h"
-#include "interpose/record/driver_views.h"
 #include "interpose/record/event_recorder.h"
 #include "interpose/record/phase_recorder.h"
-#include "interpose/record/sampler.h"
 #include "interpose/record/trace_writer.h"
+#include "interpose/sampler/driver_views.h"
+#include "interpose/sampler/sampler.h"
 
 namespace {
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Turns recorder_bench's JSON into the "recorder alone" table of docs/benchmarks.md.
 
 Usage: recorder_table.py MODE BENCH_JSON [MODE BENCH_JSON ...]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // synthetic_trace: writes a large, realistic trace for timing the analyzer (scripts/
 // bench-analyzer.sh), without a GPU and without running a program for minutes.
 //

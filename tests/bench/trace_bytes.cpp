@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // trace_bytes TRACE: what a trace's bytes are spent on, as one JSON object on stdout.
 //
 // A trace's file size says little: chunks are 64 KiB, reserved ahead and handed to each thread,

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes the fuzzer's seed corpus: small synthetic traces and hand-made damaged ones.
 
 Usage: make_corpus.py SYNTHETIC_TRACE_BINARY OUTPUT_DIR

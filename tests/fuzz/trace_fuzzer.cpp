@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: arbitrary bytes as a trace file, through everything `gpumemtrace report`
 // does before symbolizing: the header check, the format reader (chunk scan, checksums, record
 // decoding, the merge by time) and the analyzer's summary (both replay passes, leak classes,
@@ -18,8 +19,8 @@
 #include <variant>
 #include <vector>
 
-#include "analyzer/trace_error.h"
-#include "analyzer/trace_reader.h"
+#include "analyzer/model/input/trace_error.h"
+#include "analyzer/model/summarize_trace.h"
 #include "format/chunk.h"
 #include "format/file_header.h"
 #include "format/memory_event.h"

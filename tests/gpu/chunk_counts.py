@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Checks the record counts in the chunk headers of format 4.1 traces against the records.
 
 Usage: chunk_counts.py TRACE...

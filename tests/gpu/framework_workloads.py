@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Allocation workloads of real frameworks, for scripts/gpu-validate.sh.
 
 Usage: python3 framework_workloads.py WORKLOAD OUT_JSON

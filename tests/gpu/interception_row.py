@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One row of gpu-validate.sh's interception table, and the checks that go with it.
 
 Usage: python3 interception_row.py FIGURES_JSON REPORT_JSON DUMP_JSONL

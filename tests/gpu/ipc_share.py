@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A CUDA tensor shared with another process through torch.multiprocessing (cudaIpcGetMemHandle
 in the parent, cudaIpcOpenMemHandle in the child), for scripts/gpu-validate-multi.sh.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Times a small PyTorch MLP training loop, for scripts/gpu-bench.sh.
 
 Usage: python3 mlp_step_time.py [--history python|all] OUT_JSON

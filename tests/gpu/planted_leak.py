@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A PyTorch training loop that leaks: a list keeps a 16 MiB tensor every 3 steps, at the line
 marked PLANTED LEAK. For scripts/gpu-validate.sh, run with PYTORCH_NO_CUDA_MEMORY_CACHING=1 so
 that every tensor is a driver allocation with its own Python stack (with the caching allocator

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Data-parallel training under torchrun, for the multi-process checks of the GPU scripts.
 
 Usage: torchrun --nproc_per_node=N ranks.py BACKEND DEVICE_MODE

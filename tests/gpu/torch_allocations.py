@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Allocates known tensors with PyTorch's default caching allocator and writes what PyTorch
 itself says, so that scripts/gpu-validate.sh can compare it with gpumemtrace's report.
 

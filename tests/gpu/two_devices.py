@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One process on two GPUs, for scripts/gpu-validate-multi.sh (run it with CUDA_VISIBLE_DEVICES=1,0).
 
 Usage: python3 two_devices.py OUT_JSON

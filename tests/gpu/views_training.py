@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A PyTorch training loop for the views, phases, leak and OOM checks of scripts/gpu-validate.sh.
 
 Usage: python3 views_training.py OUT_JSON

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs a program to completion for a test, with a controlled environment and captured output.
 #pragma once
 

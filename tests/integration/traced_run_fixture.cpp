@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tests/integration/traced_run_fixture.h"
 
 #include <stdlib.h>

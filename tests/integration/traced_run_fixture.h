@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fixture every end-to-end test shares: a scratch folder per test, workloads run on the
 // simulated CUDA stack with or without the preload library, and `gpumemtrace report --json` on
 // the traces they leave.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the symbolizer fixture program and its dlopen'ed library share: how they report the
 // call sites the tests symbolize. Each tested function calls a reporter that passes on its own
 // return address (an address inside the tested function, right after the call) and the

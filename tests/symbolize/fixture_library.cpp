@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The dlopen'ed library of the symbolizer fixture: one function of each kind the symbolizer must
 // name. noipa keeps GCC from cloning them (scale.constprop.0) or folding them into callers, so
 // the names are those in the source; the reporter must be a real call for its return address

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The symbolizer fixture program: runs a function of its own and the tested functions of the
 // library named by argv[1] (dlopen'ed), then prints what the tests need, one record a line:
 //   site <name> <address hex> <line>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tests/symbolize/fixture_modules.h"
 
 #include <elf.h>

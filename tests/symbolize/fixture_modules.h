@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The modules of the running process, computed the way the traced process must record them for
 // the symbolizer (see analyzer/symbolize/symbolizer.h, ModuleInfo).
 #pragma once

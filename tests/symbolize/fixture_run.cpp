@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tests/symbolize/fixture_run.h"
 
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs the symbolizer fixture program and reads what it printed: the real addresses of the
 // tested call sites and the modules they ran in, as the traced process would record them.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The symbolizer against real addresses: the fixture program (tests/symbolize/fixture_main.cpp)
 // runs functions of its own and of a dlopen'ed library, and prints their return addresses with
 // the __LINE__ of each call, and its modules as the traced process records them. Every

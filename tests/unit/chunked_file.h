@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Builds whole trace files (header page and chunks) in memory, laid out as the preload library
 // lays them out, for tests of the reader.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Builds runs of framed records (a chunk's payload) in memory for tests, with the same encoder
 // the preload library uses.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs the allocations and frees named on its command line, through one of the paths real
 // programs take into the driver (chosen at compile time):
 //   GMT_PATH_RUNTIME                    cudaMalloc in libcudart (shared or static)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Allocates and frees forever, reporting each completed call on stdout (one line, written with
 // a single write(2) after the call returned: "a ADDRESS SIZE" or "f ADDRESS") until a test kills
 // it. Whatever it reported must be in its trace, however it dies.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small imitation of a training loop on the simulated GPU, for the README's demo. It plants
 // what gpumemtrace is for: a peak (one step needs a large temporary workspace), a leak (a
 // metrics buffer allocated every step and never freed) and an out-of-memory error that the

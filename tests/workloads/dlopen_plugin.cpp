@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Loads the allocating plugin, allocates through it, unloads it, and does it again: the report's
 // peak sites must name the plugin's function both times, from modules recorded while it was
 // loaded. Usage: workload_dlopen_plugin PATH_TO_PLUGIN

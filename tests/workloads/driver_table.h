@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The driver functions kind_ops calls, and how it got them. driver_table.cpp fills the table by
 // exactly one of the paths real programs take into the driver, chosen at compile time:
 //

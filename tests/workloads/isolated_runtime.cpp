@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Loads the CUDA runtime where an LD_PRELOAD interposer cannot follow it: with RTLD_DEEPBIND
 // (the runtime's own references, dlsym among them, bind inside its dependencies first) or with
 // dlmopen into a new link-map namespace (which has its own C library and no preload). Allocates

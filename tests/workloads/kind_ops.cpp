@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Calls the driver's allocation entry points named on its command line, one operation per
 // argument, through the path this build was compiled for (driver_table.h). Each operation names
 // the API it calls and the slots it allocates into or frees; the tests know what every sequence

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Uses no CUDA at all, but does what ordinary programs do under an inherited LD_PRELOAD:
 // looks symbols up with dlsym (RTLD_NEXT through a wrapping library, RTLD_DEFAULT, a real
 // handle), forks, and exits. Prints what it found so the test can check it.

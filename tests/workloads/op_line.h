@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the operation-driven workloads (kind_ops, runtime_kind_ops) share: splitting an operation
 // into its fields, reading numbers, dying with a message, and printing each call's result.
 //

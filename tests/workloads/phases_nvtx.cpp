@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A training loop marked with NVTX v3 (the toolkit's header-only NVTX, as PyTorch uses it) and
 // with gpumemtrace.h, allocating known sizes in each phase, for the phase and view tests:
 //

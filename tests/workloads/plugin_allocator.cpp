@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A plugin that allocates device memory, loaded and unloaded at run time by dlopen_plugin.cpp:
 // allocations made by a library that is gone by the time of the report must still be named.
 #include <cuda_runtime_api.h>

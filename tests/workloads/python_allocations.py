@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Allocates through the simulated cudart from nested Python functions and prints the line of
 each call (`<site>_line=N`) for the test to compare with the report. Through ctypes.PyDLL the
 GIL is held during the call; through ctypes.CDLL it is released, as PyTorch releases it around

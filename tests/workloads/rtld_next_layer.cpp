@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A library that wraps getpid() the way many tools wrap libc: by asking dlsym(RTLD_NEXT) for
 // the real one. If an interposed dlsym lost track of who called it, RTLD_NEXT would resolve
 // relative to the interposer and find this very function again: endless recursion.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A library that looks symbols up with dlsym(RTLD_NEXT, …) the way wrapping tools do, and prints
 // where each answer lives: "<label> <name> -> <file>:<symbol>". RTLD_NEXT resolves relative to
 // the object that calls dlsym, so under the preload every answer must be the same as without it;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs rtld_next_probe's lookups before CUDA is touched and again after a context and an
 // allocation, when the preload library is fully at work; the test compares the output with
 // that of a run without the preload.

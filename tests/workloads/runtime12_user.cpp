@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A library built against the other runtime (libcudart.so.12), as a plugin built for an older
 // toolkit is, loaded beside a program that uses libcudart.so.13. Its calls must reach its own
 // runtime, which keeps its own last error per thread.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Calls the CUDA runtime's allocation APIs named on its command line, one operation per
 // argument; built against the shared and against the static runtime. The runtime reaches the
 // driver through cuGetProcAddress, as the real one does, so this is how most programs allocate.

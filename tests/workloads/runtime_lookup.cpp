@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Looks the runtime's cudaMalloc up the ways a program probes for CUDA (RTLD_DEFAULT, RTLD_NEXT,
 // dlopen(NULL)) before and after loading libcudart.so.13, first privately then globally, and
 // allocates through what it found. Prints what it saw, so that a traced and an untraced run can

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Allocates from functions with known names at known lines, through the shared runtime, and
 // prints each call's line (`<site>_line=N`) so that a test can check the report's symbolized
 // peak sites against them exactly.

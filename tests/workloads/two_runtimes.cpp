@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Two CUDA runtimes in one process: the program's libcudart.so.13, and libcudart.so.12 under a
 // library it loads with RTLD_LOCAL. Each runtime keeps its own last error, so a failure shows
 // which runtime served the call: the library's failed cudaMalloc must set the library's

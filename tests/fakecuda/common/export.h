@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Symbol visibility for the fake CUDA libraries.
 //
 // Every fake library is compiled with -fvisibility=hidden and linked with -Bsymbolic, so calls

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The simulated machine, read from FAKECUDA_* environment variables.
 //
 // Shared by the fake driver and the fake NVML (each library compiles its own copy), so both see

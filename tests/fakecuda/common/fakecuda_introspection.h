@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Functions the fake driver exports besides the CUDA API, for the fake NVML and for tests.
 //
 // NVML looks them up with dlsym in an already loaded libcuda.so.1 (it never links libcuda);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A first-fit allocator of (fake) address ranges.
 //
 // Device pointers are never dereferenced, so they need no backing; what matters is that live

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CUDA arrays and mipmapped arrays: opaque handles whose bytes count on the device of the
 // context that created them (they have no device pointer).
 #include <set>

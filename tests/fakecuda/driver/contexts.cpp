@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Contexts created by cuCtxCreate, and the per-thread stack of current contexts.
 #include "driver/driver_state.h"
 

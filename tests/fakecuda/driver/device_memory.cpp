@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Linear device memory: cuMemAlloc, cuMemAllocPitch, cuMemAllocManaged, cuMemFree and their
 // legacy 32-bit ABIs, plus cuMemGetAddressRange.
 #include <sys/mman.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Initialization and device queries: cuInit, cuDriverGetVersion, cuDevice*.
 #include <algorithm>
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA driver API as the fake libcuda.so.1 implements it.
 //
 // __CUDA_API_VERSION_INTERNAL makes cuda.h declare the legacy (pre-_v2) entry points and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The simulated driver's process-wide state, and the bookkeeping every module shares.
 //
 // One mutex guards everything: the fake is a test double, so simplicity beats scalability.

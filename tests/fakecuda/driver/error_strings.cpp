@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cuGetErrorName / cuGetErrorString.
 #include "driver/driver_state.h"
 

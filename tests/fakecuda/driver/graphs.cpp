@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CUDA graphs, as far as memory goes: memory allocation and free nodes.
 //
 // As in the real driver, adding an allocation node reserves its address (returned in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Page-locked host memory: cuMemHostAlloc/cuMemAllocHost (real host memory from mmap, since
 // programs touch it) and cuMemHostRegister (the caller's memory). Neither counts on the device.
 #include <sys/mman.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The two non-CUDA exports: what NVML and tests read of this process's simulated usage.
 #include "driver/driver_state.h"
 

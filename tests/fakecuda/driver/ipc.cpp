@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CUDA IPC: exporting device allocations (cuIpcGetMemHandle) and importing them
 // (cuIpcOpenMemHandle/cuIpcCloseMemHandle). An import is a new address range mapping memory
 // another allocation owns, so it never counts on the device. Opens of the same handle share

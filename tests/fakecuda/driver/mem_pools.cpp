@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Stream-ordered memory pools: cuMemPoolCreate/Destroy/TrimTo/Get/SetAttribute and the default
 // and current pool of each device.
 //

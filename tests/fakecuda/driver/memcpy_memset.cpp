@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cuMemcpyHtoD/DtoH/DtoD and cuMemsetD8: device memory has no contents in the fake, so these
 // only check that the device range is live. Where real host memory backs the "device" side
 // (managed, pinned or registered memory), the bytes really move; reads of pure device memory

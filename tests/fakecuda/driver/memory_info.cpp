@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cuMemGetInfo: what the driver says is free on the current context's device.
 //
 // total = capacity; free = capacity - this process (device-resident bytes + context overhead)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cuPointerGetAttribute: what an address is, as the driver sees it through unified addressing.
 #include "driver/driver_state.h"
 

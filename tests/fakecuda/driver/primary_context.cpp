@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The per-device primary context (what the runtime uses): reference counted, and freeing
 // everything it owns when the last reference goes or when it is reset.
 #include "driver/driver_state.h"

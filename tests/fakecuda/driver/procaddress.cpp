@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cuGetProcAddress in both ABIs: the 4-argument one (CUDA 11.3) and cuGetProcAddress_v2
 // (CUDA 12.0, with a status out-parameter). Everything cudart, cuBLAS, NCCL, JAX... call
 // reaches the driver through here, so this is the path an interposer must wrap.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "driver/procaddress_table.h"
 
 #include "driver/driver_api.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The table behind cuGetProcAddress: every driver entry point under its base name, with the
 // CUDA version that introduced each ABI (the suffix of the PFN_*_vNNNNN typedefs in
 // cudaTypedefs.h) and, where one exists, its per-thread-default-stream variant.

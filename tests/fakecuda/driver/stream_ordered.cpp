@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Stream-ordered allocation: cuMemAllocAsync, cuMemAllocFromPoolAsync, cuMemFreeAsync, each in
 // the legacy-stream and per-thread-stream (_ptsz) flavour. Nothing is asynchronous in the fake:
 // the memory exists when the call returns and is gone when the free returns.

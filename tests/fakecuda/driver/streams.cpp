@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Streams: handles that remember their context (stream-ordered allocations need its device).
 #include "driver/driver_state.h"
 

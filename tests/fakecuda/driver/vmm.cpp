@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Virtual memory management: physical handles (cuMemCreate/cuMemRelease) that count on their
 // device, address reservations (cuMemAddressReserve/Free) and mappings (cuMemMap/Unmap) that
 // do not. A handle's memory is freed once it is released and no longer mapped anywhere, as in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The subset of the NVML C API that the fake libnvidia-ml.so.1 implements, declared here
 // because the machine has no nvml.h. Types and values match the real ABI (NVML 12.x).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NVML device enumeration and identity: PCI order, ignoring CUDA_VISIBLE_DEVICES (match with
 // CUDA devices by PCI bus id, as on a real machine).
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Device memory as NVML reports it: device-wide totals that include "other processes", and
 // the per-process list (this process, read from the fake driver, plus one synthetic other
 // process when FAKECUDA_OTHER_PROCESS_MEMORY is set).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "nvml/nvml_state.h"
 
 #include <dlfcn.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fake NVML's view of the machine: the same FAKECUDA_* configuration as the fake driver,
 // devices in PCI order regardless of CUDA_VISIBLE_DEVICES, and this process's usage read from
 // the fake driver when (and only when) it is loaded in the process.

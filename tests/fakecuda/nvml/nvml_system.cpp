@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NVML library lifetime and system queries.
 #include <cstdio>
 #include <cstring>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "runtime/driver_entry_points.h"
 
 #include <dlfcn.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How the runtime reaches the driver, exactly like the real cudart: once, on the first call,
 // dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL), dlsym "cuGetProcAddress_v2", ask it for
 // "cuGetProcAddress" at cudaVersion 11030 (4-argument ABI) and 12000 (5-argument ABI), then

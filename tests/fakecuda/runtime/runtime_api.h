@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA runtime API as the fake libcudart implements it.
 //
 // The runtime header is wrapped in "visibility push(default)" so the declared cuda* API is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CUDA arrays: cudaMallocArray, cudaMalloc3DArray, cudaMallocMipmappedArray and their frees,
 // on cuArrayCreate_v2 / cuArray3DCreate_v2 / cuMipmappedArrayCreate.
 #include "runtime/runtime_state.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Device management and versions.
 #include "runtime/runtime_state.h"
 

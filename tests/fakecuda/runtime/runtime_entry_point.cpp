@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cudaGetDriverEntryPoint (cudaVersion 12000) and cudaGetDriverEntryPointByVersion: forwarded
 // to the driver's cuGetProcAddress_v2, which is how PyTorch and NCCL reach cuMemCreate & co.
 #include "runtime/runtime_state.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Driver-to-runtime error translation, cudaGetErrorName/String, cudaGetLastError.
 #include "runtime/runtime_state.h"
 

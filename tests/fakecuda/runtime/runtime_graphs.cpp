@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Graphs with memory nodes: cudaGraph_t, cudaGraphNode_t and cudaGraphExec_t are the driver's
 // handles; cudaGraphInstantiate maps to the flags ABI ("cuGraphInstantiate" since 12.0).
 #include "runtime/runtime_state.h"

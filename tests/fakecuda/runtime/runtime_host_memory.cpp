@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Page-locked host memory: cudaMallocHost and cudaHostAlloc (both cuMemHostAlloc, as in the
 // real runtime), cudaFreeHost, cudaHostRegister/Unregister, cudaHostGetDevicePointer.
 #include "runtime/runtime_state.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CUDA IPC: cudaIpcMemHandle_t has the driver handle's layout (64 opaque bytes).
 #include <cstring>
 

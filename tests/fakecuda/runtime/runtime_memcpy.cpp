@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cudaMemcpy and cudaMemset (and their per-thread-stream _ptds flavours), on top of the
 // driver's cuMemcpy*/cuMemsetD8, which only validate device ranges.
 #include <cstring>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Linear device memory: cudaMalloc, cudaMallocPitch, cudaMalloc3D, cudaMallocManaged,
 // cudaFree, cudaMemGetInfo, cudaPointerGetAttributes.
 #include "runtime/runtime_state.h"

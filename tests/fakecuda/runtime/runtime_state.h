@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runtime state: the per-thread current device and last error, and the primary contexts the
 // runtime retained (lazily, like the real one).
 #pragma once

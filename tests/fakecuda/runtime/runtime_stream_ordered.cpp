@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Stream-ordered allocation (cudaMallocAsync, cudaMallocFromPoolAsync, cudaFreeAsync, with
 // their _ptsz flavours going to the driver's _ptsz entry points) and memory pools.
 #include "runtime/runtime_state.h"

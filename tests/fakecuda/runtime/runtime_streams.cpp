@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Streams: cudaStream_t is the driver's CUstream.
 #include "runtime/runtime_state.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CUDA arrays count width x height x depth x channels x element size on the device.
 #include "selftest/driver_test_support.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Contexts: per-thread current context, overhead accounting, and teardown freeing allocations.
 #include <thread>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Linear device memory: address reuse, non-overlap, capacity and cuMemGetInfo arithmetic.
 #include <algorithm>
 #include <cstring>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Driver-level tests see the legacy entry points too, as the fake driver declares them.
 #pragma once
 

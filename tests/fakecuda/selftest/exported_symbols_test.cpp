@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every cu* function the fake driver exports must be reachable through cuGetProcAddress under
 // its base name, since that is how real libraries reach the driver (and what an interposer
 // wraps). The exports are read from the ELF dynamic symbol table of libcuda.so.1.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Graph memory nodes: the address exists at node creation, memory from launch to free, and the
 // graph pool keeps its reservation until trimmed.
 #include "selftest/driver_test_support.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // IPC imports: a new address that maps someone else's memory and never counts.
 #include "selftest/driver_test_support.h"
 

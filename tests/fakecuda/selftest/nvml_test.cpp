@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NVML: devices in PCI order, per-process usage read from the fake driver, other processes.
 #include <unistd.h>
 

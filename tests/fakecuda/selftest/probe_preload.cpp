@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Test-only LD_PRELOAD library that watches the runtime reach the driver the way an
 // interposer does: it hooks dlsym, hands out a wrapped cuGetProcAddress_v2, wraps the answers
 // to the requests for "cuGetProcAddress" itself (both ABIs) and logs every request to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs the probe programs: a shared-runtime program under the probe preload (the runtime reaches
 // the driver only through cuGetProcAddress, both ABIs, and the fake's internal calls never hit
 // exported symbols), and a static-runtime program (the driver is dlopened at run time).

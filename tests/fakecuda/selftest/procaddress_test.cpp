@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cuGetProcAddress ABI selection: by version, by stream flags, for unknown names, in both ABIs.
 // cuGetProcAddress needs no cuInit, so these run in the test process itself.
 #include "selftest/driver_test_support.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The shared runtime (libcudart.so.13) in this process: its calls land in the fake driver.
 // cudaGetDriverEntryPoint is deprecated in CUDA 13 but still what many libraries call.
 #define CUDA_ENABLE_DEPRECATED

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs a test scenario in a forked child, so each scenario gets a fresh simulated driver
 // configured by its own environment (the driver reads FAKECUDA_* at the first cuInit, and the
 // parent test process never initializes it). gtest assertions work in the child; their

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A program linked with the shared fake runtime only; run by probes_test.cpp under the probe
 // preload. Exit status 0 when every call succeeded. With --expect-no-driver it checks instead
 // that a runtime which cannot load libcuda.so.1 reports cudaErrorInsufficientDriver.

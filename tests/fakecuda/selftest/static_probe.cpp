@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A program linked with the static fake runtime only (no libcuda at load time); run by
 // probes_test.cpp. Checks that the driver is loaded by dlopen at the first runtime call, and
 // that NVML (dlopened here, as profilers do) sees this process only once it uses the GPU.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Stream-ordered allocation and pools: reserved vs used bytes, release threshold, trimming.
 #include "selftest/driver_test_support.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Virtual memory management: physical handles count, reservations and mappings do not; memory
 // goes when its handle is released and unmapped everywhere.
 #include "selftest/driver_test_support.h"

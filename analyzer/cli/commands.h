@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: Apache-2.0
+// The one place that lists the CLI's commands. Each lives in a file of its own
+// (cli/NAME_command.cpp) that registers its subcommand and options on the app and says how to run
+// it once parsed.
+//
+// The analysis commands each read one or two traces, print to `out` (text for people, or JSON
+// whose keys README.md documents) and name problems on `err`. Each returns the exit status: 0,
+// or 1 when a trace is not readable at all (check: 1 when a limit is exceeded, 2 when the trace
+// is not readable).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace gmt::analyzer {
+
+// A subcommand registered on the app, and what runs it (returning the exit status) once the
+// command line has chosen it.
+struct Command {
+  CLI::App* subcommand;
+  std::function<int()> run;
+};
+
+// Every command, registered on `app` in the order `--help` lists them.
+std::vector<Command> add_commands(CLI::App& app);
+
+Command add_run_command(CLI::App& app);
+Command add_report_command(CLI::App& app);
+Command add_dump_command(CLI::App& app);
+Command add_peak_command(CLI::App& app);
+Command add_leaks_command(CLI::App& app);
+Command add_oom_command(CLI::App& app);
+Command add_info_command(CLI::App& app);
+Command add_check_command(CLI::App& app);
+Command add_timeline_command(CLI::App& app);
+Command add_diff_command(CLI::App& app);
+Command add_export_command(CLI::App& app);
+Command add_html_command(CLI::App& app);
+
+// `run` parses its own arguments (everything from the program's name on belongs to the
+// program, "--" and options included, which CLI11 cannot express): `argv` is what follows
+// "run". Returns the exit status.
+int run_command(int argc, const char* const* argv);
+
+struct PeakOptions {
+  std::string path;
+  std::optional<int> device;
+  std::size_t top = 10;
+  std::string by = "stack";  // "stack" | "library"
+  bool json = false;
+};
+int peak_command(const PeakOptions& options, std::ostream& out, std::ostream& err);
+
+int leaks_command(const std::string& path, bool json, std::ostream& out, std::ostream& err);
+
+int oom_command(const std::string& path, bool json, std::ostream& out, std::ostream& err);
+
+struct CheckOptions {
+  std::string path;
+  std::optional<uint64_t> max_peak;  // bytes, on any one device
+  std::optional<uint64_t> max_leak;  // bytes left as probable leaks or unfreed
+  bool no_oom = false;
+};
+int check_command(const CheckOptions& options, std::ostream& out, std::ostream& err);
+
+int info_command(const std::string& path, bool json, std::ostream& out, std::ostream& err);
+
+struct TimelineOptions {
+  std::string path;
+  std::string format;  // "csv" | "json" | "" (a chart for people)
+  std::optional<int> device;
+  double resolution_ms = 10;
+  bool colour = false;
+};
+int timeline_command(const TimelineOptions& options, std::ostream& out, std::ostream& err);
+
+int diff_command(const std::string& before, const std::string& after, bool json, std::ostream& out,
+                 std::ostream& err);
+
+struct ExportOptions {
+  std::string path;
+  std::string format;         // "perfetto" | "pprof" | "folded" | "speedscope" | "memviz"
+  std::string output;         // a file, or "-" for `out`
+  std::string what = "peak";  // folded: "peak" | "leaks"
+};
+// Writes the trace in a format other tools open (export_formats.h); 1 when the trace is not
+// readable or the output cannot be written.
+int export_command(const ExportOptions& options, std::ostream& out, std::ostream& err);
+
+// Reads the traces (files, or directories of *.gmt files) and writes the HTML page to `output`.
+// Unreadable traces are named on `err` and the page reports the others; returns 1 when one was
+// unreadable or the page could not be written, else 0.
+int html_command(const std::vector<std::string>& paths, const std::string& output,
+                 std::ostream& err);
+
+}  // namespace gmt::analyzer

@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: Apache-2.0
+// `gpumemtrace diff A B`: what a change cost: each device's peak, and per site the bytes live at
+// the peak and never freed, before and after. Sites are matched by their symbolized frames
+// (stack ids are per trace).
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "analyzer/cli/command_support.h"
+#include "analyzer/cli/commands.h"
+#include "analyzer/model/input/trace_error.h"
+#include "analyzer/model/leak_classes.h"
+#include "analyzer/report/byte_size.h"
+#include "analyzer/report/stack_frames.h"
+
+namespace gmt::analyzer {
+namespace {
+
+struct SiteFigures {
+  uint64_t peak = 0;    // bytes live at the peaks of the devices
+  uint64_t leaked = 0;  // probable leaks and unfreed bytes
+};
+
+struct SiteChange {
+  std::vector<SiteFrame> frames;
+  SiteFigures before;
+  SiteFigures after;
+};
+
+std::string frames_key(const std::vector<SiteFrame>& frames) {
+  std::string key;
+  for (const SiteFrame& f : frames) {
+    key += f.function + '\x1f' + f.file.value_or("") + '\x1f' + std::to_string(f.line.value_or(0)) +
+           '\x1f' + f.module.value_or("").substr(f.module.value_or("").find_last_of('/') + 1) +
+           '\x1e';
+  }
+  return key;
+}
+
+// Adds one trace's sites to `changes`, under their frames.
+void add_sites(TraceSummary& trace, bool after, std::map<std::string, SiteChange>& changes) {
+  std::vector<uint32_t> stacks;
+  for (const auto& [ordinal, d] : trace.devices) {
+    for (const PeakSite& s : d.peak_sites) stacks.push_back(s.stack);
+  }
+  for (const LeakGroup& g : trace.leaks) stacks.push_back(g.stack);
+  ResolvedStacks frames = resolve_stacks(trace, stacks, trace.symbolization_warnings);
+  auto figures = [&](uint32_t stack) -> SiteFigures& {
+    SiteChange& change = changes[frames_key(frames[stack])];
+    change.frames = frames[stack];
+    return after ? change.after : change.before;
+  };
+  for (const auto& [ordinal, d] : trace.devices) {
+    for (const PeakSite& s : d.peak_sites) figures(s.stack).peak += s.bytes;
+  }
+  for (const LeakGroup& g : trace.leaks) {
+    if (unintended(g.leak_class)) figures(g.stack).leaked += g.bytes;
+  }
+}
+
+int64_t change_of(uint64_t before, uint64_t after) {
+  return static_cast<int64_t>(after) - static_cast<int64_t>(before);
+}
+
+std::string signed_bytes(int64_t delta) {
+  const uint64_t magnitude = delta < 0 ? static_cast<uint64_t>(-delta) : delta;
+  return (delta < 0 ? "-" : "+") + human_bytes(magnitude);
+}
+
+std::vector<SiteChange> changed_sites(std::map<std::string, SiteChange>& by_key) {
+  std::vector<SiteChange> changes;
+  for (auto& [key, c] : by_key) {
+    if (c.before.peak != c.after.peak || c.before.leaked != c.after.leaked)
+      changes.push_back(std::move(c));
+  }
+  auto size = [](const SiteChange& c) {
+    return std::llabs(change_of(c.before.peak, c.after.peak)) +
+           std::llabs(change_of(c.before.leaked, c.after.leaked));
+  };
+  std::stable_sort(changes.begin(), changes.end(),
+                   [&](const SiteChange& a, const SiteChange& b) { return size(a) > size(b); });
+  return changes;
+}
+
+nlohmann::ordered_json diff_json(const TraceSummary& a, const TraceSummary& b,
+                                 const std::vector<SiteChange>& changes) {
+  using nlohmann::ordered_json;
+  std::set<int> ordinals;
+  for (const auto& [o, d] : a.devices) ordinals.insert(o);
+  for (const auto& [o, d] : b.devices) ordinals.insert(o);
+  ordered_json devices = ordered_json::array();
+  for (int o : ordinals) {
+    const uint64_t before = a.devices.count(o) ? a.devices.at(o).peak_bytes : 0;
+    const uint64_t after = b.devices.count(o) ? b.devices.at(o).peak_bytes : 0;
+    devices.push_back({{"device", o},
+                       {"peak_before", before},
+                       {"peak_after", after},
+                       {"peak_change", change_of(before, after)}});
+  }
+  ordered_json sites = ordered_json::array();
+  for (const SiteChange& c : changes) {
+    sites.push_back({{"peak_before", c.before.peak},
+                     {"peak_after", c.after.peak},
+                     {"peak_change", change_of(c.before.peak, c.after.peak)},
+                     {"leak_before", c.before.leaked},
+                     {"leak_after", c.after.leaked},
+                     {"leak_change", change_of(c.before.leaked, c.after.leaked)},
+                     {"frames", frames_json(c.frames)}});
+  }
+  return {{"before", a.path}, {"after", b.path}, {"devices", devices}, {"sites", sites}};
+}
+
+void write_diff_text(const nlohmann::ordered_json& diff, const std::vector<SiteChange>& changes,
+                     std::ostream& out) {
+  constexpr std::size_t kShown = 10;
+  out << "before " << diff["before"].get<std::string>() << "\nafter  "
+      << diff["after"].get<std::string>() << "\n";
+  for (const auto& d : diff["devices"]) {
+    out << "  " << device_name(d["device"].get<int>()) << " peak "
+        << human_bytes(d["peak_before"].get<uint64_t>()) << " -> "
+        << human_bytes(d["peak_after"].get<uint64_t>()) << " ("
+        << signed_bytes(d["peak_change"].get<int64_t>()) << ")\n";
+  }
+  if (changes.empty()) out << "  no site changed\n";
+  for (std::size_t i = 0; i < changes.size() && i < kShown; ++i) {
+    const SiteChange& c = changes[i];
+    out << "  at peak " << signed_bytes(change_of(c.before.peak, c.after.peak)) << ", never freed "
+        << signed_bytes(change_of(c.before.leaked, c.after.leaked)) << "\n";
+    write_frames(c.frames, 4, "      ", out);
+  }
+  if (changes.size() > kShown) out << "  ... " << changes.size() - kShown << " more sites\n";
+}
+
+}  // namespace
+
+int diff_command(const std::string& before, const std::string& after, bool json, std::ostream& out,
+                 std::ostream& err) {
+  TraceSummary a, b;
+  try {
+    a = load_trace(before, err);
+    b = load_trace(after, err);
+  } catch (const TraceError& e) {
+    err << "gpumemtrace: " << e.what() << "\n";
+    return 1;
+  }
+  std::map<std::string, SiteChange> by_key;
+  add_sites(a, false, by_key);
+  add_sites(b, true, by_key);
+  const std::vector<SiteChange> changes = changed_sites(by_key);
+  const nlohmann::ordered_json diff = diff_json(a, b, changes);
+  if (json) {
+    out << diff.dump(2) << "\n";
+  } else {
+    write_diff_text(diff, changes, out);
+  }
+  return 0;
+}
+
+Command add_diff_command(CLI::App& app) {
+  struct Options {
+    std::string before, after;
+    bool json = false;
+  };
+  auto options = std::make_shared<Options>();
+  CLI::App* diff = app.add_subcommand("diff", "Peak and leak changes by site between two traces");
+  diff->add_option("before", options->before, "Trace before the change")->required();
+  diff->add_option("after", options->after, "Trace after the change")->required();
+  diff->add_flag("--json", options->json, "Machine-readable output (contract in README.md)");
+  return {diff, [options] {
+            return diff_command(options->before, options->after, options->json, std::cout,
+                                std::cerr);
+          }};
+}
+
+}  // namespace gmt::analyzer

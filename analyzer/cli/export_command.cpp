@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: Apache-2.0
+// `gpumemtrace export TRACE --format F -o FILE`: the trace in a format other tools open.
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "analyzer/cli/command_support.h"
+#include "analyzer/cli/commands.h"
+#include "analyzer/export/export_formats.h"
+#include "analyzer/model/input/trace_error.h"
+#include "analyzer/model/timeline_builder.h"
+
+namespace gmt::analyzer {
+namespace {
+
+void write_format(const ExportOptions& options, TraceSummary& trace, std::ostream& out) {
+  if (options.format == "folded") {
+    write_folded(trace, options.what == "leaks" ? ProfileWhat::kLeaks : ProfileWhat::kPeak, out);
+  } else if (options.format == "speedscope") {
+    write_speedscope(trace, out);
+  } else if (options.format == "pprof") {
+    write_pprof(trace, out);
+  } else if (options.format == "perfetto") {
+    write_perfetto(trace, out);
+  } else if (options.format == "memviz") {
+    write_memviz(trace, out);
+  } else {
+    throw std::invalid_argument("unknown export format: " + options.format);
+  }
+}
+
+}  // namespace
+
+int export_command(const ExportOptions& options, std::ostream& out, std::ostream& err) {
+  SummaryOptions summary_options;
+  // The counters' buckets: as fine as the bucket limit allows, whatever the trace's length.
+  if (options.format == "perfetto") summary_options.timeline_resolution_ns = 1;
+  TraceSummary trace;
+  try {
+    trace = load_trace(options.path, err, summary_options);
+  } catch (const TraceError& e) {
+    err << "gpumemtrace: " << e.what() << "\n";
+    return 1;
+  }
+  if (options.output == "-") {
+    write_format(options, trace, out);
+    out.flush();
+    return out ? 0 : 1;
+  }
+  std::ofstream file(options.output, std::ios::binary | std::ios::trunc);
+  if (!file) {
+    err << "gpumemtrace: cannot create " << options.output << ": " << std::strerror(errno) << "\n";
+    return 1;
+  }
+  write_format(options, trace, file);
+  file.close();
+  if (!file) {
+    err << "gpumemtrace: cannot write " << options.output << ": " << std::strerror(errno) << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+Command add_export_command(CLI::App& app) {
+  auto options = std::make_shared<ExportOptions>();
+  CLI::App* export_ = app.add_subcommand(
+      "export", "Write a trace for other viewers: perfetto, pprof, folded, speedscope, memviz");
+  export_->add_option("trace", options->path, "Trace file")->required();
+  export_->add_option("--format", options->format, "Output format")
+      ->required()
+      ->check(CLI::IsMember({"perfetto", "pprof", "folded", "speedscope", "memviz"}));
+  export_->add_option("-o,--output", options->output, "Output file (\"-\": stdout)")->required();
+  export_->add_option("--what", options->what, "folded: the peak or the leaks")
+      ->check(CLI::IsMember({"peak", "leaks"}));
+  return {export_, [options] { return export_command(*options, std::cout, std::cerr); }};
+}
+
+}  // namespace gmt::analyzer

@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+// `gpumemtrace html TRACE... -o report.html`: the traces' summaries as one self-contained page.
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "analyzer/cli/commands.h"
+#include "analyzer/html/html_page.h"
+#include "analyzer/html/page_data.h"
+#include "analyzer/model/input/trace_error.h"
+#include "analyzer/report/report.h"
+
+namespace gmt::analyzer {
+
+int html_command(const std::vector<std::string>& paths, const std::string& output,
+                 std::ostream& err) {
+  ReportInput input = load_traces(paths);
+  for (const UnreadableTrace& u : input.unreadable) err << "gpumemtrace: " << u.error << "\n";
+  for (const TraceSummary& t : input.traces) {
+    for (const std::string& problem : t.problems)
+      err << "gpumemtrace: " << t.path << ": left out at " << problem << "\n";
+  }
+  nlohmann::ordered_json data;
+  try {
+    data = html_report_data(input);
+  } catch (const TraceError& e) {
+    err << "gpumemtrace: " << e.what() << "\n";
+    return 1;
+  }
+  std::ofstream file(output, std::ios::binary | std::ios::trunc);
+  if (!file) {
+    err << "gpumemtrace: cannot create " << output << ": " << std::strerror(errno) << "\n";
+    return 1;
+  }
+  write_html_page(data, file);
+  file.close();
+  if (!file) {
+    err << "gpumemtrace: cannot write " << output << ": " << std::strerror(errno) << "\n";
+    return 1;
+  }
+  return input.unreadable.empty() ? 0 : 1;
+}
+
+Command add_html_command(CLI::App& app) {
+  struct Options {
+    std::vector<std::string> paths;
+    std::string output;
+  };
+  auto options = std::make_shared<Options>();
+  CLI::App* html = app.add_subcommand(
+      "html", "One self-contained HTML page: timelines by library, flame graph of the peak, leaks");
+  html->add_option("traces", options->paths, "Trace files, or directories of them")->required();
+  html->add_option("-o,--output", options->output, "The page to write")->required();
+  return {html, [options] { return html_command(options->paths, options->output, std::cerr); }};
+}
+
+}  // namespace gmt::analyzer

@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: Apache-2.0
+// `gpumemtrace leaks`: allocations never freed, grouped by site and classified (teardown,
+// cached, probable_leak, unfreed).
+#include <iomanip>
+#include <map>
+
+#include "analyzer/cli/command_support.h"
+#include "analyzer/cli/commands.h"
+#include "analyzer/model/input/trace_error.h"
+#include "analyzer/model/leak_classes.h"
+#include "analyzer/model/owner_library.h"
+#include "analyzer/report/byte_size.h"
+#include "analyzer/report/stack_frames.h"
+
+namespace gmt::analyzer {
+namespace {
+
+struct ClassTotal {
+  uint64_t bytes = 0;
+  uint64_t count = 0;
+};
+
+std::map<LeakClass, ClassTotal> totals_by_class(const TraceSummary& trace) {
+  std::map<LeakClass, ClassTotal> totals;
+  for (const LeakGroup& g : trace.leaks) {
+    totals[g.leak_class].bytes += g.bytes;
+    totals[g.leak_class].count += g.count;
+  }
+  return totals;
+}
+
+uint64_t resident_live_at_exit(const TraceSummary& trace) {
+  uint64_t bytes = 0;
+  for (const auto& [ordinal, d] : trace.devices) bytes += d.live_bytes;
+  return bytes;
+}
+
+std::string rate_text(double bytes_per_s) {
+  return "+" + human_bytes(static_cast<uint64_t>(bytes_per_s)) + "/s";
+}
+
+nlohmann::ordered_json leaks_json(const TraceSummary& trace, ResolvedStacks& frames) {
+  using nlohmann::ordered_json;
+  OwnerLibraryCache owners(trace);
+  ordered_json groups = ordered_json::array();
+  for (const LeakGroup& g : trace.leaks) {
+    ordered_json row = {{"bytes", g.bytes},
+                        {"count", g.count},
+                        {"class", leak_class_name(g.leak_class)},
+                        {"frames", frames_json(frames[g.stack])},
+                        {"device", g.device},
+                        {"resident_bytes", g.resident_bytes},
+                        {"stack", g.stack},
+                        {"library", owners.of(g.stack)}};
+    if (g.leak_class == LeakClass::kProbableLeak) {
+      row["growth_bytes_per_s"] = g.growth_bytes_per_s;
+      row["freed_at_exit"] = g.freed_at_exit;
+    }
+    row.update(site_stats_json(site_of(trace, g.device, g.stack)));
+    groups.push_back(std::move(row));
+  }
+  ordered_json by_class = ordered_json::object();
+  for (const auto& [c, total] : totals_by_class(trace)) {
+    by_class[leak_class_name(c)] = {{"bytes", total.bytes}, {"count", total.count}};
+  }
+  return {{"trace", trace.path},
+          {"live_at_exit_bytes", resident_live_at_exit(trace)},
+          {"by_class", by_class},
+          {"leaks", groups}};
+}
+
+void write_leaks_text(const TraceSummary& trace, ResolvedStacks& frames, bool colour,
+                      std::ostream& out) {
+  constexpr std::size_t kGroupsShown = 10;
+  constexpr std::size_t kFramesShown = 4;
+  if (trace.leaks.empty()) {
+    out << trace.path << ": every allocation was freed\n";
+    return;
+  }
+  out << "never freed in " << trace.path << " (" << human_bytes(resident_live_at_exit(trace))
+      << " device-resident live at exit)\n";
+  for (const auto& [c, total] : totals_by_class(trace)) {
+    out << "  " << std::left << std::setw(15) << leak_class_name(c) << std::right << std::setw(10)
+        << human_bytes(total.bytes) << " in " << total.count << "\n";
+  }
+  OwnerLibraryCache owners(trace);
+  for (std::size_t i = 0; i < trace.leaks.size() && i < kGroupsShown; ++i) {
+    const LeakGroup& g = trace.leaks[i];
+    const bool leak = g.leak_class == LeakClass::kProbableLeak;
+    out << "  " << std::setw(10) << human_bytes(g.bytes) << " in " << g.count << "  "
+        << paint(leak_class_name(g.leak_class), leak ? "1;31" : "33", colour);
+    if (leak) out << " (" << rate_text(g.growth_bytes_per_s) << ")";
+    if (g.freed_at_exit) out << " (freed only at exit)";
+    out << "  " << device_name(g.device) << "  " << owners.of(g.stack) << "\n";
+    write_frames(frames[g.stack], kFramesShown, "        ", out);
+  }
+  if (trace.leaks.size() > kGroupsShown) {
+    out << "  ... " << trace.leaks.size() - kGroupsShown << " more groups (--json lists all)\n";
+  }
+}
+
+}  // namespace
+
+int leaks_command(const std::string& path, bool json, std::ostream& out, std::ostream& err) {
+  TraceSummary trace;
+  try {
+    trace = load_trace(path, err);
+  } catch (const TraceError& e) {
+    err << "gpumemtrace: " << e.what() << "\n";
+    return 1;
+  }
+  std::vector<uint32_t> stacks;
+  for (const LeakGroup& g : trace.leaks) stacks.push_back(g.stack);
+  ResolvedStacks frames = resolve_stacks(trace, stacks, trace.symbolization_warnings);
+  if (json) {
+    out << leaks_json(trace, frames).dump(2) << "\n";
+  } else {
+    write_leaks_text(trace, frames, colour_wanted(1), out);
+  }
+  return 0;
+}
+
+Command add_leaks_command(CLI::App& app) {
+  struct Options {
+    std::string path;
+    bool json = false;
+  };
+  auto options = std::make_shared<Options>();
+  CLI::App* leaks = app.add_subcommand("leaks", "Allocations never freed, grouped and classified");
+  leaks->add_option("trace", options->path, "Trace file")->required();
+  leaks->add_flag("--json", options->json, "Machine-readable output (contract in README.md)");
+  return {leaks,
+          [options] { return leaks_command(options->path, options->json, std::cout, std::cerr); }};
+}
+
+}  // namespace gmt::analyzer

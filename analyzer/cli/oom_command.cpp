@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: Apache-2.0
+// `gpumemtrace oom`: every failed allocation with what the device held at that instant.
+#include "analyzer/cli/command_support.h"
+#include "analyzer/cli/commands.h"
+#include "analyzer/model/input/trace_error.h"
+#include "analyzer/report/byte_size.h"
+#include "analyzer/report/stack_frames.h"
+
+namespace gmt::analyzer {
+namespace {
+
+nlohmann::ordered_json oom_json(const TraceSummary& trace, ResolvedStacks& frames) {
+  using nlohmann::ordered_json;
+  ordered_json failures = ordered_json::array();
+  for (const FailedAllocation& f : trace.failures) {
+    ordered_json holders = ordered_json::array();
+    for (const PeakSite& h : f.holders) {
+      holders.push_back(
+          {{"bytes", h.bytes}, {"count", h.count}, {"frames", frames_json(frames[h.stack])}});
+    }
+    ordered_json row = failure_json(f);
+    row["kind"] = format::memory_kind_name(f.kind);
+    row["error"] = f.error;
+    row["frames"] = frames_json(frames[f.stack]);
+    row["holders"] = std::move(holders);
+    failures.push_back(std::move(row));
+  }
+  return {{"trace", trace.path},
+          {"failed_allocations", trace.failures.size() + trace.failures_not_kept},
+          {"not_listed", trace.failures_not_kept},
+          {"ooms", failures}};
+}
+
+void write_oom_text(const TraceSummary& trace, ResolvedStacks& frames, std::ostream& out) {
+  constexpr std::size_t kFailuresShown = 5;
+  constexpr std::size_t kHoldersShown = 5;
+  constexpr std::size_t kFramesShown = 3;
+  const uint64_t total = trace.failures.size() + trace.failures_not_kept;
+  if (total == 0) {
+    out << trace.path << ": no allocation failed\n";
+    return;
+  }
+  out << total << (total == 1 ? " failed allocation" : " failed allocations") << " in "
+      << trace.path << "\n";
+  for (std::size_t i = 0; i < trace.failures.size() && i < kFailuresShown; ++i) {
+    const FailedAllocation& f = trace.failures[i];
+    out << "  at " << human_duration(f.time_ns) << " on " << device_name(f.device) << ": "
+        << format::api_name(f.api) << " of " << human_bytes(f.requested_bytes) << " ("
+        << format::memory_kind_name(f.kind) << ", error " << f.error << ") with "
+        << human_bytes(f.live_bytes) << " live\n";
+    if (const auto free = f.driver_free_bytes()) {
+      out << "    driver free then " << human_bytes(*free);
+      if (const auto others = f.other_processes_bytes()) {
+        out << ", other processes " << human_bytes(*others);
+      }
+      out << "\n";
+    }
+    out << "    failed call\n";
+    write_frames(frames[f.stack], kFramesShown, "      ", out);
+    if (!f.holders.empty()) out << "    held then\n";
+    for (std::size_t h = 0; h < f.holders.size() && h < kHoldersShown; ++h) {
+      out << "      " << human_bytes(f.holders[h].bytes) << " in " << f.holders[h].count << "\n";
+      write_frames(frames[f.holders[h].stack], kFramesShown, "        ", out);
+    }
+  }
+  if (total > kFailuresShown) out << "  ... " << total - kFailuresShown << " more (--json)\n";
+}
+
+}  // namespace
+
+int oom_command(const std::string& path, bool json, std::ostream& out, std::ostream& err) {
+  TraceSummary trace;
+  try {
+    trace = load_trace(path, err);
+  } catch (const TraceError& e) {
+    err << "gpumemtrace: " << e.what() << "\n";
+    return 1;
+  }
+  std::vector<uint32_t> stacks;
+  for (const FailedAllocation& f : trace.failures) {
+    stacks.push_back(f.stack);
+    for (const PeakSite& h : f.holders) stacks.push_back(h.stack);
+  }
+  ResolvedStacks frames = resolve_stacks(trace, stacks, trace.symbolization_warnings);
+  if (json) {
+    out << oom_json(trace, frames).dump(2) << "\n";
+  } else {
+    write_oom_text(trace, frames, out);
+  }
+  return 0;
+}
+
+Command add_oom_command(CLI::App& app) {
+  struct Options {
+    std::string path;
+    bool json = false;
+  };
+  auto options = std::make_shared<Options>();
+  CLI::App* oom = app.add_subcommand("oom", "Every failed allocation and what was held then");
+  oom->add_option("trace", options->path, "Trace file")->required();
+  oom->add_flag("--json", options->json, "Machine-readable output (contract in README.md)");
+  return {oom,
+          [options] { return oom_command(options->path, options->json, std::cout, std::cerr); }};
+}
+
+}  // namespace gmt::analyzer

@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: Apache-2.0
+// `gpumemtrace peak`: everything live at each device's high-water mark, grouped by stack or by
+// owning library; the groups (with the "other" row when --top cuts) add up to the peak exactly.
+#include <algorithm>
+#include <iomanip>
+#include <map>
+
+#include "analyzer/cli/command_support.h"
+#include "analyzer/cli/commands.h"
+#include "analyzer/model/input/trace_error.h"
+#include "analyzer/model/owner_library.h"
+#include "analyzer/report/byte_size.h"
+#include "analyzer/report/stack_frames.h"
+
+namespace gmt::analyzer {
+namespace {
+
+struct Group {
+  uint64_t bytes = 0;
+  uint64_t count = 0;
+  uint32_t stack = 0;      // by stack
+  std::string library;     // by library
+  std::size_t folded = 0;  // the "other" row: how many groups it stands for
+};
+
+std::vector<Group> groups_at_peak(const DeviceSummary& d, const std::string& by,
+                                  OwnerLibraryCache& owners) {
+  std::vector<Group> groups;
+  if (by == "library") {
+    std::map<std::string, Group> by_library;
+    for (const PeakSite& site : d.peak_sites) {
+      Group& g = by_library[owners.of(site.stack)];
+      g.library = owners.of(site.stack);
+      g.bytes += site.bytes;
+      g.count += site.count;
+    }
+    for (auto& [name, g] : by_library) groups.push_back(std::move(g));
+    std::stable_sort(groups.begin(), groups.end(),
+                     [](const Group& a, const Group& b) { return a.bytes > b.bytes; });
+  } else {
+    for (const PeakSite& site : d.peak_sites)
+      groups.push_back({site.bytes, site.count, site.stack, "", 0});
+  }
+  return groups;
+}
+
+// The first `top` groups, and one "other" row for the rest, so that the total is unchanged.
+std::vector<Group> keep_top(std::vector<Group> groups, std::size_t top) {
+  if (groups.size() <= top) return groups;
+  Group other;
+  other.folded = groups.size() - top;
+  for (std::size_t i = top; i < groups.size(); ++i) {
+    other.bytes += groups[i].bytes;
+    other.count += groups[i].count;
+  }
+  groups.resize(top);
+  groups.push_back(other);
+  return groups;
+}
+
+struct DevicePeak {
+  const DeviceSummary* device;
+  std::vector<Group> groups;
+};
+
+nlohmann::ordered_json peak_json(const TraceSummary& trace, const std::vector<DevicePeak>& peaks,
+                                 const std::string& by, ResolvedStacks& frames) {
+  using nlohmann::ordered_json;
+  ordered_json devices = ordered_json::array();
+  for (const DevicePeak& p : peaks) {
+    ordered_json groups = ordered_json::array();
+    for (const Group& g : p.groups) {
+      ordered_json row = {{"bytes", g.bytes}, {"count", g.count}};
+      if (g.folded > 0) {
+        row["other"] = true;
+        row["groups"] = g.folded;
+      } else if (by == "library") {
+        row["library"] = g.library;
+      } else {
+        row["stack"] = g.stack;
+        row["frames"] = frames_json(frames[g.stack]);
+        row.update(site_stats_json(site_of(trace, p.device->device, g.stack)));
+      }
+      groups.push_back(std::move(row));
+    }
+    devices.push_back({{"device", p.device->device},
+                       {"peak_bytes", p.device->peak_bytes},
+                       {"peak_time_ns", p.device->peak_time_ns},
+                       {"groups", groups}});
+  }
+  return {{"trace", trace.path}, {"by", by}, {"devices", devices}};
+}
+
+void write_peak_text(const std::vector<DevicePeak>& peaks, const std::string& by,
+                     ResolvedStacks& frames, OwnerLibraryCache& owners, std::ostream& out) {
+  constexpr std::size_t kFramesShown = 4;
+  for (const DevicePeak& p : peaks) {
+    uint64_t count = 0;
+    for (const Group& g : p.groups) count += g.count;
+    out << "peak of " << device_name(p.device->device) << ": " << human_bytes(p.device->peak_bytes)
+        << " (" << p.device->peak_bytes << " bytes) at " << human_duration(p.device->peak_time_ns)
+        << ", in " << count << (count == 1 ? " allocation" : " allocations") << "\n";
+    for (const Group& g : p.groups) {
+      out << "  " << std::setw(10) << human_bytes(g.bytes) << std::setw(8) << g.count << "  ";
+      if (g.folded > 0) {
+        const char* what = by == "library" ? (g.folded == 1 ? " library" : " libraries")
+                                           : (g.folded == 1 ? " site" : " sites");
+        out << "other (" << g.folded << what << ")\n";
+      } else if (by == "library") {
+        out << g.library << "\n";
+      } else {
+        out << owners.of(g.stack) << "\n";
+        write_frames(frames[g.stack], kFramesShown, "        ", out);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int peak_command(const PeakOptions& options, std::ostream& out, std::ostream& err) {
+  TraceSummary trace;
+  try {
+    trace = load_trace(options.path, err);
+  } catch (const TraceError& e) {
+    err << "gpumemtrace: " << e.what() << "\n";
+    return 1;
+  }
+  OwnerLibraryCache owners(trace);
+  std::vector<DevicePeak> peaks;
+  std::vector<uint32_t> stacks;
+  for (const auto& [ordinal, d] : trace.devices) {
+    if (options.device && *options.device != ordinal) continue;
+    DevicePeak p{&d, keep_top(groups_at_peak(d, options.by, owners), options.top)};
+    for (const Group& g : p.groups) stacks.push_back(g.stack);
+    peaks.push_back(std::move(p));
+  }
+  if (options.device && peaks.empty()) {
+    err << "gpumemtrace: " << options.path << ": no device " << *options.device
+        << " in the trace\n";
+    return 1;
+  }
+  ResolvedStacks frames;
+  if (options.by == "stack") frames = resolve_stacks(trace, stacks, trace.symbolization_warnings);
+  if (options.json) {
+    out << peak_json(trace, peaks, options.by, frames).dump(2) << "\n";
+  } else if (peaks.empty()) {
+    out << options.path << ": no device memory was allocated\n";
+  } else {
+    write_peak_text(peaks, options.by, frames, owners, out);
+  }
+  return 0;
+}
+
+Command add_peak_command(CLI::App& app) {
+  auto options = std::make_shared<PeakOptions>();
+  CLI::App* peak = app.add_subcommand("peak", "Everything live at each device's high-water mark");
+  peak->add_option("trace", options->path, "Trace file")->required();
+  peak->add_option("--device", options->device, "Only this device");
+  peak->add_option("--top", options->top, "Groups shown; the rest make one \"other\" row")
+      ->check(CLI::PositiveNumber);
+  peak->add_option("--by", options->by, "Group by call stack or by owning library")
+      ->check(CLI::IsMember({"stack", "library"}));
+  peak->add_flag("--json", options->json, "Machine-readable output (contract in README.md)");
+  return {peak, [options] { return peak_command(*options, std::cout, std::cerr); }};
+}
+
+}  // namespace gmt::analyzer

@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: Apache-2.0
+// `gpumemtrace report TRACE...`: one section per trace, in text or in JSON.
+#include "analyzer/cli/commands.h"
+#include "analyzer/report/report.h"
+
+namespace gmt::analyzer {
+namespace {
+
+int report_command(const std::vector<std::string>& paths, bool json) {
+  const ReportInput input = load_traces(paths);
+  if (json) {
+    write_report_json(input, std::cout);
+  } else {
+    write_report_text(input, std::cout);
+  }
+  for (const auto& u : input.unreadable) std::cerr << "gpumemtrace: " << u.error << "\n";
+  for (const auto& t : input.traces) {
+    for (const std::string& problem : t.problems) {
+      std::cerr << "gpumemtrace: " << t.path << ": left out at " << problem << "\n";
+    }
+  }
+  return input.unreadable.empty() ? 0 : 1;
+}
+
+}  // namespace
+
+Command add_report_command(CLI::App& app) {
+  struct Options {
+    std::vector<std::string> paths;
+    bool json = false;
+  };
+  auto options = std::make_shared<Options>();
+  CLI::App* report = app.add_subcommand("report", "Summarize one or more traces");
+  report->add_option("traces", options->paths, "Trace files")->required();
+  report->add_flag("--json", options->json, "Machine-readable output (contract in README.md)");
+  return {report, [options] { return report_command(options->paths, options->json); }};
+}
+
+}  // namespace gmt::analyzer

@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: Apache-2.0
+// The writers of `gpumemtrace export`, one file each (export_<format>.cpp). Each reads the
+// model of one trace; those that need more than the model keeps (bytes allocated per site, the
+// views over time, addresses) read it in one more pass over the trace file at `trace.path`.
+#pragma once
+
+#include <ostream>
+
+#include "analyzer/model/trace_summary.h"
+
+namespace gmt::analyzer {
+
+enum class ProfileWhat { kPeak, kLeaks };
+
+// flamegraph.pl's folded stacks: what was live at each device's peak, or never freed.
+void write_folded(TraceSummary& trace, ProfileWhat what, std::ostream& out);
+
+// speedscope's JSON file format: the peak and the leaks as two sampled profiles, in bytes.
+void write_speedscope(TraceSummary& trace, std::ostream& out);
+
+// pprof's profile.proto, gzipped: in use at the peak, allocated over the run.
+void write_pprof(TraceSummary& trace, std::ostream& out);
+
+// Chrome's trace-event JSON, for ui.perfetto.dev: counters, phases, the peak and the OOMs.
+void write_perfetto(TraceSummary& trace, std::ostream& out);
+
+// A pickle that PyTorch's memory viewer (MemoryViz.js, torch.cuda._memory_viz) loads.
+void write_memviz(TraceSummary& trace, std::ostream& out);
+
+}  // namespace gmt::analyzer

@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: Apache-2.0
+// The weighted stacks the profile exports (folded, speedscope, pprof) share: what was live at
+// each device's peak, and what was never freed, one entry per site, under pseudo-frames naming
+// the device (and the leak class), so that one flame graph keeps the devices apart.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analyzer/model/trace_summary.h"
+#include "analyzer/report/stack_frames.h"
+
+namespace gmt::analyzer {
+
+struct WeightedStack {
+  std::vector<std::string> roots;  // pseudo-frames, outermost first: "device 0", "unfreed"
+  int device = -1;
+  uint32_t stack = 0;  // StackRecord id; 0: recorded without a stack
+  uint64_t bytes = 0;
+  uint64_t count = 0;
+};
+
+// "device 0", or "no device" for host memory and allocations of no known device.
+std::string device_root(int device);
+
+// Every site live at each device's peak (device-resident bytes): per device, they add up to its
+// peak exactly.
+std::vector<WeightedStack> peak_stacks(const TraceSummary& trace);
+
+// Every group never freed, of every class but `teardown` (released by its context's end, so not
+// live at the end): they add up to the bytes of every kind live at the end of the trace.
+std::vector<WeightedStack> leak_stacks(const TraceSummary& trace);
+
+// The symbolized frames of every stack in `stacks` (leaf first).
+ResolvedStacks resolve_weighted(TraceSummary& trace, const std::vector<WeightedStack>& stacks);
+
+// A frame's name for a flame graph: the function, with the module's file name when there is no
+// source file to tell apart two unknown functions ("0x1a2b (libfoo.so)").
+std::string frame_label(const SiteFrame& frame);
+
+// The frame that stands for an allocation recorded without a stack.
+inline constexpr const char* kNoStackFrame = "(no stack recorded)";
+
+}  // namespace gmt::analyzer

@@ -1,0 +1,400 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "analyzer/html/page_data.h"
+
+#include <algorithm>
+#include <queue>
+#include <unordered_map>
+
+#include "analyzer/export/export_record_pass.h"
+#include "analyzer/export/export_stacks.h"
+#include "analyzer/model/leak_classes.h"
+#include "analyzer/model/library_timeline.h"
+#include "analyzer/model/owner_library.h"
+#include "analyzer/report/byte_size.h"
+#include "analyzer/report/json_fields.h"
+#include "analyzer/report/stack_frames.h"
+#include "analyzer/report/views_report.h"
+
+namespace gmt::analyzer {
+namespace {
+
+using nlohmann::ordered_json;
+
+// The views the page draws as lines over the stacked bytes (the others are in the views table).
+constexpr const char* kDrawnViews[] = {"nvml_process", "driver_used", "framework_allocated",
+                                       "framework_reserved"};
+
+// Devices the page shows: host memory that names no device is no device of its own.
+bool shown(int ordinal, const DeviceSummary& d) {
+  return ordinal >= 0 || d.peak_bytes > 0;
+}
+
+class DataBuilder {
+ public:
+  explicit DataBuilder(const HtmlLimits& limits) : limits_(limits) {}
+
+  std::string text(const std::string& s) const {
+    return s.size() <= limits_.text ? s : s.substr(0, limits_.text) + "...";
+  }
+
+  // [function, "file:line" | "(module)" | ""]: short, as the page prints one frame per line.
+  ordered_json frame(const SiteFrame& f) const {
+    std::string where;
+    if (f.file) {
+      where = *f.file + (f.line ? ":" + std::to_string(*f.line) : "");
+    } else if (f.module) {
+      where = "(" + f.module->substr(f.module->find_last_of('/') + 1) + ")";
+    }
+    return ordered_json::array({text(f.function), text(where)});
+  }
+
+  // {"stack": index into the trace's table of stacks}: each stack is written once, however many
+  // sites, holders and leaks name it.
+  ordered_json stack(const ResolvedStacks& resolved, uint32_t id) {
+    const auto [at, added] = stack_index_.try_emplace(id, stacks_.size());
+    if (added) {
+      ordered_json frames = ordered_json::array();
+      const auto it = resolved.find(id);
+      const std::size_t size = it == resolved.end() ? 0 : it->second.size();
+      for (std::size_t i = 0; i < size && i < limits_.frames; ++i)
+        frames.push_back(frame(it->second[i]));
+      stacks_.push_back({{"frames", frames}, {"more_frames", size - frames.size()}});
+    }
+    return {{"stack", at->second}};
+  }
+
+  ordered_json site(const TraceSummary& trace, const ResolvedStacks& resolved, const PeakSite& s) {
+    OwnerLibraryCache& owners = owners_of(trace);
+    ordered_json out = {{"bytes", s.bytes}, {"count", s.count}, {"library", owners.of(s.stack)}};
+    out.update(stack(resolved, s.stack));
+    return out;
+  }
+
+  // The icicle of what was live at the device's peak: root = the device, then each stack from
+  // its outermost frame to the allocating one. The largest nodes are kept, expanded greedily, and
+  // what each kept node's hidden children hold is one "other" child, so the bytes still add up.
+  ordered_json flame(int ordinal, const DeviceSummary& d, const ResolvedStacks& resolved) const {
+    struct Node {
+      std::string label, where;
+      uint64_t bytes = 0;
+      std::map<std::pair<std::string, std::string>, std::size_t> children;
+    };
+    std::vector<Node> nodes(1);
+    nodes[0].label = device_root(ordinal);
+    for (const PeakSite& s : d.peak_sites) {
+      nodes[0].bytes += s.bytes;
+      std::vector<std::pair<std::string, std::string>> path;
+      if (const auto it = resolved.find(s.stack); it != resolved.end() && !it->second.empty()) {
+        for (auto f = it->second.rbegin(); f != it->second.rend(); ++f) {
+          const ordered_json shown = frame(*f);
+          path.emplace_back(text(frame_label(*f)), shown[1].get<std::string>());
+        }
+      } else {
+        path.emplace_back(kNoStackFrame, "");
+      }
+      std::size_t at = 0;
+      for (const auto& key : path) {
+        auto child = nodes[at].children.find(key);
+        if (child == nodes[at].children.end()) {
+          child = nodes[at].children.emplace(key, nodes.size()).first;
+          nodes.push_back(Node{key.first, key.second, 0, {}});
+        }
+        at = child->second;
+        nodes[at].bytes += s.bytes;
+      }
+    }
+    ordered_json out = ordered_json::array();
+    std::vector<uint64_t> shown_children_bytes;  // per emitted node
+    std::vector<std::size_t> emitted_index(nodes.size(), 0);
+    using Entry = std::tuple<uint64_t, std::size_t, long>;  // bytes, node, parent's out index
+    std::priority_queue<Entry> queue;
+    queue.emplace(nodes[0].bytes, 0, -1);
+    std::vector<std::size_t> emitted_nodes;
+    while (!queue.empty() && out.size() < limits_.flame_nodes) {
+      const auto [bytes, n, parent] = queue.top();
+      queue.pop();
+      const long index = static_cast<long>(out.size());
+      out.push_back(ordered_json::array({parent, bytes, nodes[n].label, nodes[n].where}));
+      emitted_nodes.push_back(n);
+      shown_children_bytes.push_back(0);
+      if (parent >= 0) shown_children_bytes[static_cast<std::size_t>(parent)] += bytes;
+      for (const auto& [key, child] : nodes[n].children)
+        queue.emplace(nodes[child].bytes, child, index);
+    }
+    // Children never emitted: one "other" node per parent.
+    const std::size_t emitted = out.size();
+    for (std::size_t i = 0; i < emitted; ++i) {
+      uint64_t children = 0;
+      for (const auto& [key, child] : nodes[emitted_nodes[i]].children)
+        children += nodes[child].bytes;
+      if (children > shown_children_bytes[i]) {
+        out.push_back(ordered_json::array(
+            {static_cast<long>(i), children - shown_children_bytes[i], "(smaller stacks)", ""}));
+      }
+    }
+    return out;
+  }
+
+  ordered_json timeline(const LibraryTimeline& libraries, const ExportPass& pass,
+                        int ordinal) const {
+    ordered_json out = {{"resolution_ns", libraries.resolution_ns}};
+    const auto it = libraries.devices.find(ordinal);
+    ordered_json layers = ordered_json::array();
+    if (it != libraries.devices.end()) {
+      out["resident"] = it->second.resident;
+      for (std::size_t i = 0; i < it->second.libraries.size(); ++i)
+        layers.push_back({{"name", it->second.libraries[i]}, {"bytes", it->second.bytes[i]}});
+    } else {
+      out["resident"] = ordered_json::array();
+    }
+    out["libraries"] = layers;
+    ordered_json views = ordered_json::object();
+    if (const auto v = pass.views.find(ordinal); v != pass.views.end()) {
+      for (const char* name : kDrawnViews) {
+        const auto series = v->second.find(name);
+        if (series == v->second.end()) continue;
+        ordered_json points = ordered_json::array();
+        for (const auto& [bucket, value] : series->second)
+          points.push_back(ordered_json::array({bucket, value}));
+        views[name] = points;
+      }
+    }
+    out["views"] = views;
+    return out;
+  }
+
+  ordered_json trace(std::size_t index, TraceSummary& t, const ResolvedStacks& leak_frames,
+                     uint64_t buckets) {
+    stack_index_.clear();
+    stacks_ = ordered_json::array();
+    const uint64_t resolution = std::max<uint64_t>(1, t.duration_ns / buckets + 1);
+    const LibraryTimeline libraries = read_library_timeline(t, resolution, limits_.libraries);
+    const ExportPass pass = read_export_pass(t, resolution);
+    const ResolvedStacks resolved = resolve_stacks(t, shown_stacks(t), t.symbolization_warnings);
+
+    const ordered_json devices = devices_json(t, resolved, libraries, pass);
+    const ordered_json ooms = ooms_json(t, resolved, leak_frames);
+    const ordered_json leaks = leaks_json(t, leak_frames);
+    const ordered_json runs = phase_runs_json(pass);
+    const std::size_t runs_left_out = pass.phases.size() - runs.size() + pass.phases_not_kept;
+    ordered_json argv = ordered_json::array();
+    for (const std::string& arg : t.argv) argv.push_back(text(arg));
+    ordered_json warnings = ordered_json::array();
+    for (std::size_t i = 0; i < t.symbolization_warnings.size() && i < 20; ++i)
+      warnings.push_back(text(t.symbolization_warnings[i]));
+    return {{"index", index},
+            {"path", t.path},
+            {"pid", t.pid},
+            {"ppid", t.ppid},
+            {"host", t.host},
+            {"rank", rank_json(t)},
+            {"argv", argv},
+            {"duration_ns", t.duration_ns},
+            {"events", t.events},
+            {"end", end_name(t.end)},
+            {"end_reason", t.end_reason},
+            {"notes", t.notes},
+            {"symbolization_warnings", warnings},
+            {"devices", devices},
+            {"ooms", ooms},
+            {"ooms_left_out", t.failures.size() - ooms.size() + t.failures_not_kept},
+            {"leaks", leaks},
+            {"leaks_left_out", t.leaks.size() - leaks.size()},
+            {"phases", phase_stats_json(t)},
+            {"phase_runs", runs},
+            {"phase_runs_left_out", runs_left_out},
+            {"stacks", stacks_}};
+  }
+
+ private:
+  // Every stack the page symbolizes: the peak's (all of them, for the flame graph) and the
+  // holders of each failed allocation shown.
+  std::vector<uint32_t> shown_stacks(const TraceSummary& t) const {
+    std::vector<uint32_t> ids;
+    for (const auto& [ordinal, d] : t.devices) {
+      for (const PeakSite& s : d.peak_sites) ids.push_back(s.stack);
+    }
+    for (std::size_t i = 0; i < t.failures.size() && i < limits_.ooms; ++i) {
+      for (std::size_t h = 0; h < t.failures[i].holders.size() && h < limits_.holders; ++h)
+        ids.push_back(t.failures[i].holders[h].stack);
+    }
+    return ids;
+  }
+
+  // "views at the peak (sampled 2 ms after it)": how far the sample is from the peak it stands
+  // for.
+  static std::string views_at_peak_title(const DeviceSummary& d) {
+    if (!d.views_at_peak) return "views at the peak";
+    const bool after = d.views_at_peak->time_ns >= d.peak_time_ns;
+    return "views at the peak (sampled " +
+           human_duration(after ? d.views_at_peak->time_ns - d.peak_time_ns
+                                : d.peak_time_ns - d.views_at_peak->time_ns) +
+           (after ? " after it)" : " before it)");
+  }
+
+  ordered_json devices_json(const TraceSummary& t, const ResolvedStacks& resolved,
+                            const LibraryTimeline& libraries, const ExportPass& pass) {
+    ordered_json devices = ordered_json::array();
+    for (const auto& [ordinal, d] : t.devices) {
+      if (!shown(ordinal, d)) continue;
+      ordered_json sites = ordered_json::array();
+      for (std::size_t i = 0; i < d.peak_sites.size() && i < limits_.peak_sites; ++i)
+        sites.push_back(site(t, resolved, d.peak_sites[i]));
+      ordered_json device = {{"device", ordinal},
+                             {"name", d.identity.name},
+                             {"pci_bus_id", d.identity.pci_bus_id},
+                             {"peak_bytes", d.peak_bytes},
+                             {"peak_time_ns", d.peak_time_ns},
+                             {"peak_phase", d.peak_phase}};
+      device.update(device_counts_json(d));
+      const std::size_t sites_left_out = d.peak_sites.size() - sites.size();
+      device.update(
+          {{"timeline", timeline(libraries, pass, ordinal)},
+           {"peak_sites", std::move(sites)},
+           {"peak_sites_left_out", sites_left_out},
+           {"flame", flame(ordinal, d, resolved)},
+           {"views_at_peak_title", views_at_peak_title(d)},
+           {"views_at_peak", views_json(d.views_at_peak, d.peak_bytes, by_library_at_peak(t, d))}});
+      devices.push_back(std::move(device));
+    }
+    return devices;
+  }
+
+  ordered_json ooms_json(const TraceSummary& t, const ResolvedStacks& resolved,
+                         const ResolvedStacks& leak_frames) {
+    ordered_json ooms = ordered_json::array();
+    for (std::size_t i = 0; i < t.failures.size() && i < limits_.ooms; ++i) {
+      const FailedAllocation& f = t.failures[i];
+      ordered_json holders = ordered_json::array();
+      for (std::size_t h = 0; h < f.holders.size() && h < limits_.holders; ++h)
+        holders.push_back(site(t, resolved, f.holders[h]));
+      ordered_json oom = {{"time_ns", f.time_ns},
+                          {"device", f.device},
+                          {"api", std::string(format::api_name(f.api))},
+                          {"kind", std::string(format::memory_kind_name(f.kind))},
+                          {"requested_bytes", f.requested_bytes},
+                          {"live_bytes", f.live_bytes},
+                          {"error", f.error}};
+      oom.update(stack(leak_frames, f.stack));
+      oom["holders"] = holders;
+      ooms.push_back(std::move(oom));
+    }
+    return ooms;
+  }
+
+  ordered_json leaks_json(const TraceSummary& t, const ResolvedStacks& leak_frames) {
+    ordered_json leaks = ordered_json::array();
+    OwnerLibraryCache& owners = owners_of(t);
+    for (std::size_t i = 0; i < t.leaks.size() && i < limits_.leaks; ++i) {
+      const LeakGroup& g = t.leaks[i];
+      ordered_json leak = {{"class", leak_class_name(g.leak_class)},
+                           {"device", g.device},
+                           {"bytes", g.bytes},
+                           {"resident_bytes", g.resident_bytes},
+                           {"count", g.count},
+                           {"growth_bytes_per_s", g.growth_bytes_per_s},
+                           {"freed_at_exit", g.freed_at_exit},
+                           {"library", owners.of(g.stack)}};
+      leak.update(stack(leak_frames, g.stack));
+      leaks.push_back(std::move(leak));
+    }
+    return leaks;
+  }
+
+  ordered_json phase_runs_json(const ExportPass& pass) const {
+    ordered_json runs = ordered_json::array();
+    for (std::size_t i = 0; i < pass.phases.size() && i < limits_.phase_runs; ++i) {
+      const PhaseRun& p = pass.phases[i];
+      runs.push_back({{"name", text(p.name)},
+                      {"thread", p.thread},
+                      {"start_ns", p.start_ns},
+                      {"end_ns", p.end_ns},
+                      {"ended", p.ended}});
+    }
+    return runs;
+  }
+
+  ordered_json phase_stats_json(const TraceSummary& t) const {
+    ordered_json phase_stats = ordered_json::array();
+    for (const PhaseStats& p : t.phases) {
+      phase_stats.push_back({{"name", text(p.name)},
+                             {"device", p.device},
+                             {"calls", p.calls},
+                             {"peak_bytes", p.peak_bytes},
+                             {"growth_bytes", p.growth_bytes}});
+    }
+    return phase_stats;
+  }
+
+  OwnerLibraryCache& owners_of(const TraceSummary& trace) {
+    auto it = owners_.find(&trace);
+    if (it == owners_.end()) it = owners_.emplace(&trace, OwnerLibraryCache(trace)).first;
+    return it->second;
+  }
+
+  const HtmlLimits& limits_;
+  std::map<const TraceSummary*, OwnerLibraryCache> owners_;
+  // The stacks the trace being built names, by StackRecord id.
+  std::unordered_map<uint32_t, std::size_t> stack_index_;
+  ordered_json stacks_;
+};
+
+// One row per process and device, the highest peak marked: for a run of several processes.
+ordered_json process_rows(const std::vector<TraceSummary>& traces, std::size_t limit) {
+  const DeviceSummary* highest = nullptr;
+  for (const TraceSummary& t : traces) {
+    for (const auto& [ordinal, d] : t.devices) {
+      if (highest == nullptr || d.peak_bytes > highest->peak_bytes) highest = &d;
+    }
+  }
+  ordered_json rows = ordered_json::array();
+  for (std::size_t i = 0; i < traces.size() && rows.size() < limit; ++i) {
+    const TraceSummary& t = traces[i];
+    for (const auto& [ordinal, d] : t.devices) {
+      if (!shown(ordinal, d) || rows.size() >= limit) continue;
+      rows.push_back({{"trace", i},
+                      {"pid", t.pid},
+                      {"rank", rank_json(t)},
+                      {"device", ordinal},
+                      {"peak_bytes", d.peak_bytes},
+                      {"leaked_bytes", leaked_on(t, ordinal)},
+                      {"ooms", d.failed_alloc_count},
+                      {"highest", &d == highest}});
+    }
+  }
+  return rows;
+}
+
+}  // namespace
+
+ordered_json html_report_data(ReportInput& input, const HtmlLimits& limits) {
+  uint64_t device_count = 0;
+  for (const TraceSummary& t : input.traces) {
+    for (const auto& [ordinal, d] : t.devices) device_count += shown(ordinal, d) ? 1 : 0;
+  }
+  const uint64_t buckets =
+      std::clamp<uint64_t>(limits.buckets_in_all / std::max<uint64_t>(device_count, 1),
+                           limits.min_buckets, limits.buckets_per_device);
+  DataBuilder builder(limits);
+  ordered_json traces = ordered_json::array();
+  for (std::size_t i = 0; i < input.traces.size(); ++i)
+    traces.push_back(builder.trace(i, input.traces[i], input.frames[i], buckets));
+  ordered_json unreadable = ordered_json::array();
+  for (const UnreadableTrace& u : input.unreadable)
+    unreadable.push_back({{"path", u.path}, {"error", u.error}});
+  return {{"generator", "gpumemtrace html"},
+          {"limits",
+           {{"buckets_per_device", buckets},
+            {"libraries", limits.libraries},
+            {"flame_nodes", limits.flame_nodes},
+            {"peak_sites", limits.peak_sites},
+            {"ooms", limits.ooms},
+            {"leaks", limits.leaks},
+            {"phase_runs", limits.phase_runs}}},
+          {"traces", traces},
+          {"processes", input.traces.size() > 1 ? process_rows(input.traces, limits.process_rows)
+                                                : ordered_json::array()},
+          {"unreadable", unreadable}};
+}
+
+}  // namespace gmt::analyzer

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "analyzer/model/leak_classes.h"
+
+#include <algorithm>
+
+#include "analyzer/model/owner_library.h"
+
+namespace gmt::analyzer {
+
+std::vector<uint64_t> leak_sample_positions(uint64_t records) {
+  std::vector<uint64_t> positions;
+  for (uint64_t i = 1; i <= kLeakSamples && records > 0; ++i) {
+    const uint64_t at = records * i / kLeakSamples;
+    if (at > 0 && (positions.empty() || positions.back() != at - 1)) positions.push_back(at - 1);
+  }
+  return positions;
+}
+
+bool keeps_growing(const std::vector<uint64_t>& samples) {
+  if (samples.size() < 2 || samples.back() <= samples.front()) return false;
+  std::size_t rises = 0;
+  for (std::size_t i = 1; i < samples.size(); ++i) {
+    if (samples[i] < samples[i - 1]) return false;
+    if (samples[i] > samples[i - 1]) ++rises;
+  }
+  return 2 * rises >= samples.size() - 1;
+}
+
+namespace {
+
+// Growth between the first sample and sample `last`, per second.
+double growth_rate(const TraceSummary& trace, const SiteStats& site, std::size_t last) {
+  const double seconds =
+      static_cast<double>(trace.sample_times[last] - trace.sample_times.front()) / 1e9;
+  const double grown =
+      static_cast<double>(site.live_samples[last]) - static_cast<double>(site.live_samples.front());
+  return seconds > 0 ? grown / seconds : 0;
+}
+
+// A site that kept growing until the trace's last stretch and then gave memory back: a Python
+// program frees what a leak kept when its modules are torn down at exit, after the harm (the
+// growth, the OOM it leads to) was done.
+bool grew_until_exit(const TraceSummary& trace, const SiteStats& site) {
+  const std::size_t n = site.live_samples.size();
+  if (n != trace.sample_times.size() || n < 4 || site.live_count_samples.size() != n) return false;
+  if (site.live_samples[n - 1] >= site.live_samples[n - 2]) return false;
+  const std::vector<uint64_t> before_exit(site.live_samples.begin(), site.live_samples.end() - 1);
+  return keeps_growing(before_exit);
+}
+
+}  // namespace
+
+void classify_leaks(TraceSummary& trace) {
+  OwnerLibraryCache owners(trace);
+  trace.leaks.clear();
+  for (const auto& [key, site] : trace.sites) {
+    if (site.torn_down_count > 0) {
+      trace.leaks.push_back(LeakGroup{site.device, site.stack, LeakClass::kTeardown,
+                                      site.torn_down_bytes, site.torn_down_resident_bytes,
+                                      site.torn_down_count, 0});
+    }
+    if (grew_until_exit(trace, site)) {
+      const std::size_t last = site.live_samples.size() - 2;
+      LeakGroup group{site.device,
+                      site.stack,
+                      LeakClass::kProbableLeak,
+                      site.live_samples[last],
+                      site.device >= 0 ? site.live_samples[last] : 0,
+                      site.live_count_samples[last],
+                      growth_rate(trace, site, last)};
+      group.freed_at_exit = true;
+      trace.leaks.push_back(group);
+      continue;
+    }
+    if (site.live_count == 0) continue;
+    LeakGroup group{
+        site.device,     site.stack, LeakClass::kUnfreed, site.live_bytes, site.live_resident_bytes,
+        site.live_count, 0};
+    // A growing site is reported as a probable leak even inside a caching allocator: growth
+    // without bound is what a leak looks like when a cache sits in between.
+    if (site.live_samples.size() == trace.sample_times.size() && keeps_growing(site.live_samples)) {
+      group.leak_class = LeakClass::kProbableLeak;
+      group.growth_bytes_per_s = growth_rate(trace, site, site.live_samples.size() - 1);
+    } else if (caching_allocator_library(owners.of(site.stack))) {
+      group.leak_class = LeakClass::kCached;
+    }
+    trace.leaks.push_back(group);
+  }
+  std::sort(trace.leaks.begin(), trace.leaks.end(), [](const LeakGroup& a, const LeakGroup& b) {
+    if (a.bytes != b.bytes) return a.bytes > b.bytes;
+    if (a.device != b.device) return a.device < b.device;
+    if (a.stack != b.stack) return a.stack < b.stack;
+    return a.leak_class < b.leak_class;
+  });
+}
+
+uint64_t leaked_on(const TraceSummary& trace, int device) {
+  uint64_t bytes = 0;
+  for (const LeakGroup& g : trace.leaks) {
+    if (g.device == device && unintended(g.leak_class)) bytes += g.resident_bytes;
+  }
+  return bytes;
+}
+
+const char* leak_class_name(LeakClass c) {
+  switch (c) {
+    case LeakClass::kTeardown:
+      return "teardown";
+    case LeakClass::kCached:
+      return "cached";
+    case LeakClass::kProbableLeak:
+      return "probable_leak";
+    case LeakClass::kUnfreed:
+      return "unfreed";
+  }
+  return "unfreed";
+}
+
+}  // namespace gmt::analyzer

@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: Apache-2.0
+// What was never freed, grouped by site and told apart: memory a context's teardown released,
+// memory a framework's caching allocator keeps on purpose, sites that keep growing (probable
+// leaks) and the rest.
+#pragma once
+
+#include "analyzer/model/trace_summary.h"
+
+namespace gmt::analyzer {
+
+// How many points, evenly spaced in the trace's records, a site's live bytes are sampled at.
+// (Spaced by records rather than by time: an idle start or end would flatten a growth.)
+inline constexpr std::size_t kLeakSamples = 10;
+
+// The positions (record indices) to sample after, for a trace of `records` records: the ends of
+// kLeakSamples equal runs of records, the last record last.
+std::vector<uint64_t> leak_sample_positions(uint64_t records);
+
+// True when `samples` never go down, end higher than they begin, and go up in at least half
+// of the intervals: a site that keeps growing, not one that grew once.
+bool keeps_growing(const std::vector<uint64_t>& samples);
+
+// Fills trace.leaks from trace.sites (their live_samples taken at trace.sample_times),
+// largest first.
+void classify_leaks(TraceSummary& trace);
+
+const char* leak_class_name(LeakClass c);
+
+// Memory never freed that nobody meant to keep: probable leaks and the unfreed rest (not what a
+// caching allocator keeps, nor what a context's teardown released).
+inline bool unintended(LeakClass c) {
+  return c == LeakClass::kProbableLeak || c == LeakClass::kUnfreed;
+}
+
+// The device-resident bytes of those on `device`.
+uint64_t leaked_on(const TraceSummary& trace, int device);
+
+}  // namespace gmt::analyzer

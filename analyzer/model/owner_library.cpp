@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "analyzer/model/owner_library.h"
+
+#include <algorithm>
+
+namespace gmt::analyzer {
+namespace {
+
+std::string_view basename_of(std::string_view path) {
+  const std::size_t slash = path.find_last_of('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+bool starts_with_any(std::string_view name, std::initializer_list<std::string_view> prefixes) {
+  for (std::string_view p : prefixes) {
+    if (name.starts_with(p)) return true;
+  }
+  return false;
+}
+
+// "libfoo.so.1.2" -> "libfoo"; "_C.cpython-311-x86_64-linux-gnu.so" -> "_C"; "train" -> "train".
+std::string_view without_suffixes(std::string_view name) {
+  for (std::string_view marker : {".so", ".cpython-"}) {
+    if (const std::size_t at = name.find(marker); at != std::string_view::npos && at > 0)
+      name = name.substr(0, at);
+  }
+  return name;
+}
+
+// The module of `address` among those loaded when the stack was recorded: the latest one that
+// covers it, since a library unloaded and replaced at the same addresses is a new record.
+const format::ModuleRecord* module_of(const TraceSummary& trace, uint64_t address,
+                                      std::size_t epoch) {
+  for (std::size_t i = std::min(epoch, trace.modules.size()); i > 0; --i) {
+    const format::ModuleRecord& m = trace.modules[i - 1];
+    if (address >= m.start && address < m.end) return &m;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::string library_name(std::string_view module_path) {
+  const std::string_view name = basename_of(module_path);
+  if (name.starts_with("libnccl")) return "libnccl";
+  if (name.starts_with("libcublas")) return "libcublas";
+  if (name.starts_with("libcudnn")) return "libcudnn";
+  if (starts_with_any(name, {"libc10", "libtorch"})) return "pytorch";
+  if (module_path.find("/jaxlib/") != std::string_view::npos ||
+      starts_with_any(name, {"libxla", "xla_extension", "jaxlib"}))
+    return "jax";
+  if (module_path.find("/cupy/") != std::string_view::npos ||
+      module_path.find("/cupy_backends/") != std::string_view::npos ||
+      starts_with_any(name, {"cupy", "libcupy"}))
+    return "cupy";
+  return std::string(without_suffixes(name));
+}
+
+bool passes_allocations_on(std::string_view module_path) {
+  const std::string_view name = basename_of(module_path);
+  return starts_with_any(name, {"libcuda.so", "libcudart.so", "libgpumemtrace", "ld-linux",
+                                "ld-musl", "libc.so", "libc-", "libpthread", "libdl.so"});
+}
+
+bool caching_allocator_library(std::string_view library) {
+  return library == "pytorch" || library == "jax" || library == "cupy";
+}
+
+std::string owner_library(const TraceSummary& trace, uint32_t stack_id) {
+  const auto stack = trace.stacks.find(stack_id);
+  if (stack == trace.stacks.end()) return "unknown";
+  const auto epoch = trace.stack_module_epoch.find(stack_id);
+  const std::size_t modules =
+      epoch != trace.stack_module_epoch.end() ? epoch->second : trace.modules.size();
+  for (uint64_t address : stack->second) {
+    // A return address: the call itself is the byte before it.
+    const format::ModuleRecord* m = module_of(trace, address - 1, modules);
+    if (m == nullptr || passes_allocations_on(m->path)) continue;
+    // The main program may be recorded without a path: it is named after its argv[0].
+    if (m->path.empty()) return trace.argv.empty() ? "unknown" : library_name(trace.argv.front());
+    return library_name(m->path);
+  }
+  return "unknown";
+}
+
+const std::string& OwnerLibraryCache::of(uint32_t stack_id) {
+  auto it = owners_.find(stack_id);
+  if (it == owners_.end()) it = owners_.emplace(stack_id, owner_library(trace_, stack_id)).first;
+  return it->second;
+}
+
+}  // namespace gmt::analyzer

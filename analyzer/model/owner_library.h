@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: Apache-2.0
+// The library that owns an allocation: the first module of its native stack that is not CUDA's
+// own plumbing (driver, runtime), this profiler, the loader or libc. Reports group by it ("how
+// much does NCCL hold?") and the leak classes ask it whether a framework's caching allocator
+// made the allocation.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "analyzer/model/trace_summary.h"
+
+namespace gmt::analyzer {
+
+// The short name of a module: "libnccl", "libcublas", "libcudnn", "pytorch" (libc10_cuda,
+// libtorch*), "jax" (jaxlib, libxla, xla_extension), "cupy", else the file's basename without
+// its ".so" and version suffix ("libfoo.so.1.2" -> "libfoo", "/usr/bin/train" -> "train").
+std::string library_name(std::string_view module_path);
+
+// True for modules that only pass an allocation on: the CUDA driver and runtime, libgpumemtrace,
+// the dynamic loader and the C library.
+bool passes_allocations_on(std::string_view module_path);
+
+// True for the libraries whose caching allocators keep freed memory for reuse on purpose.
+bool caching_allocator_library(std::string_view library);
+
+// The owning library of the allocations made at `stack_id` in `trace`; "unknown" when the stack
+// was not recorded or none of its frames lies in a known module.
+std::string owner_library(const TraceSummary& trace, uint32_t stack_id);
+
+// The same, remembered per stack: a report asks for the same stacks many times.
+class OwnerLibraryCache {
+ public:
+  explicit OwnerLibraryCache(const TraceSummary& trace) : trace_(trace) {}
+  const std::string& of(uint32_t stack_id);
+
+ private:
+  const TraceSummary& trace_;
+  std::unordered_map<uint32_t, std::string> owners_;
+};
+
+}  // namespace gmt::analyzer

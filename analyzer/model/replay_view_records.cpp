@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: Apache-2.0
+// The replay of what the sampler and the phase markers recorded: devices, view samples, names,
+// phases and notes (the state is ViewsReplay's).
+#include <cstdlib>
+#include <string_view>
+
+#include "analyzer/model/replay.h"
+
+namespace gmt::analyzer {
+
+void Replay::on(const format::DeviceRecord& r) {
+  views_.on(r);
+}
+
+void Replay::on(const format::SampleRecord& r) {
+  views_.on(r);
+  if (r.reason == static_cast<uint32_t>(format::SampleReason::kFramework)) return;
+  ++summary_.view_samples;
+  // The failures of the device not yet given views are the latest ones.
+  for (auto it = summary_.failures.rbegin(); it != summary_.failures.rend(); ++it) {
+    if (it->views) break;
+    if (it->device == r.device && it->time_ns <= r.time_ns) it->views = views_.latest(r.device);
+  }
+}
+
+void Replay::on(const format::NameRecord& r) {
+  views_.on(r);
+}
+
+void Replay::on(const format::PhaseRecord& r) {
+  views_.on(r);
+}
+
+// Pools are counted (info, report); their memory is in the sampler's pool_reserved/pool_used.
+void Replay::on(const format::PoolRecord& r) {
+  switch (r.api) {
+    case format::Api::kCuMemPoolCreate:
+      ++summary_.pools_created;
+      break;
+    case format::Api::kCuMemPoolDestroy:
+      ++summary_.pools_destroyed;
+      break;
+    default:
+      ++summary_.pool_trims;
+      break;
+  }
+}
+
+void Replay::on(const format::NoteRecord& r) {
+  summary_.notes.push_back(r.text);
+}
+
+void Replay::finish_views() {
+  for (auto& [ordinal, d] : summary_.devices) {
+    if (auto it = views_.identities().find(ordinal); it != views_.identities().end())
+      d.identity = it->second;
+    d.views_at_peak = views_.views_at_peak(ordinal);
+    d.views_at_exit = views_.views_at_exit(ordinal);
+    d.peak_phase = views_.peak_phase(ordinal);
+  }
+  summary_.phases = views_.phases(summary_.duration_ns);
+  summary_.marks = views_.marks();
+}
+
+// The launchers' rank variables, in the order output_path.cpp reads them for %r.
+std::optional<int> rank_of(const std::vector<std::string>& env) {
+  for (std::string_view name :
+       {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"}) {
+    for (const std::string& entry : env) {
+      if (entry.size() > name.size() && entry.compare(0, name.size(), name) == 0 &&
+          entry[name.size()] == '=') {
+        char* end = nullptr;
+        const long value = std::strtol(entry.c_str() + name.size() + 1, &end, 10);
+        if (end != entry.c_str() + name.size() + 1 && *end == '\0') return static_cast<int>(value);
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace gmt::analyzer

@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "analyzer/model/summarize_trace.h"
+
+#include <array>
+#include <span>
+
+#include "analyzer/model/input/mapped_file.h"
+#include "analyzer/model/input/progress_bar.h"
+#include "analyzer/model/input/record_pipeline.h"
+#include "analyzer/model/input/trace_error.h"
+#include "analyzer/model/leak_classes.h"
+#include "analyzer/model/replay.h"
+#include "analyzer/model/timeline_builder.h"
+#include "format/file_header.h"
+#include "format/trace_reader.h"
+
+namespace gmt::analyzer {
+
+namespace {
+
+// Replays every record the pipeline gives; true when one of them described the process.
+bool replay_all(RecordPipeline& records, Replay& replay, ProgressBar& progress) {
+  bool described = false;
+  std::array<const format::MemoryEvent*, format::TraceReader::kBatchEvents> events;
+  while (true) {
+    const format::TraceReader::Batch batch = records.next_batch(events);
+    if (batch.events == 0 && batch.other == nullptr) return described;
+    replay.apply_events(std::span(events).first(batch.events));
+    if (batch.other != nullptr) {
+      described = described || std::holds_alternative<format::ProcessInfoRecord>(*batch.other);
+      replay.apply(*batch.other);
+    }
+    progress.advance(batch.events + (batch.other != nullptr ? 1 : 0));
+  }
+}
+
+}  // namespace
+
+TraceSummary summarize_trace(const std::string& path, const SummaryOptions& options) {
+  MappedFile file(path);
+  return summarize_trace_bytes(file.bytes(), path, options, file.page_access());
+}
+
+TraceSummary summarize_trace_bytes(std::span<const uint8_t> bytes, const std::string& path,
+                                   const SummaryOptions& options, format::PageAccess pages) {
+  const format::HeaderCheck header = format::check_header(bytes);
+  if (!header.ok) throw TraceError(path + ": " + header.error);
+
+  Replay replay;
+  format::TraceReader reader(bytes, header.header, pages);
+  // The leak samples are taken at fractions of the trace's records: the reader counts them up
+  // front, so one pass suffices. The peak sites and the views at the peaks need no second pass
+  // either (Replay keeps what each site held at its device's latest new peak).
+  const uint64_t expected = reader.expected_records();
+  const bool timeline = options.timeline_resolution_ns > 0;
+  if (!timeline) replay.sample_sites_after(leak_sample_positions(expected));
+  const auto pipeline_mode =
+      options.read_ahead ? RecordPipeline::Mode::kAuto : RecordPipeline::Mode::kInline;
+  ProgressBar progress(options.progress, path, expected);
+  bool described = false;
+  {
+    RecordPipeline records(reader, pipeline_mode);
+    described = replay_all(records, replay, progress);
+  }
+  progress.finish();
+  replay.finish();
+  if (described) {
+    uint64_t records = 0;
+    for (uint64_t n : replay.summary().record_counts) records += n;
+    // A second pass when the timeline is asked for (its resolution depends on the duration) or
+    // when some record's fields did not decode (the count up front was too high).
+    if (timeline || records != expected) {
+      const uint64_t duration = replay.summary().duration_ns;
+      Replay second;
+      second.sample_sites_after(leak_sample_positions(records));
+      if (timeline)
+        second.record_timeline(timeline_resolution(options.timeline_resolution_ns, duration));
+      format::TraceReader again(bytes, header.header, pages);
+      RecordPipeline records(again, pipeline_mode);
+      ProgressBar no_progress(nullptr, path, 0);
+      replay_all(records, second, no_progress);
+      second.finish();
+      TraceSummary& first = replay.summary();
+      first.sample_times = second.summary().sample_times;
+      for (auto& [key, site] : first.sites) {
+        site.live_samples = std::move(second.summary().sites[key].live_samples);
+        site.live_count_samples = std::move(second.summary().sites[key].live_count_samples);
+      }
+      first.timeline = std::move(second.summary().timeline);
+    }
+    classify_leaks(replay.summary());
+  }
+
+  TraceSummary& summary = replay.summary();
+  summary.path = path;
+  summary.format_major = header.header.major;
+  summary.format_minor = header.header.minor;
+  // The first thing left out is what the report names; all of them go to `problems`.
+  for (const format::ReadProblem& problem : reader.problems()) {
+    if (!summary.truncated()) {
+      summary.end = problem.kind == format::ReadProblem::Kind::kTruncated ? TraceEnd::kTruncated
+                                                                          : TraceEnd::kCorrupt;
+      summary.end_offset = problem.offset;
+      summary.end_reason = problem.reason;
+    }
+    summary.problems.push_back("byte " + std::to_string(problem.offset) + ": " + problem.reason);
+  }
+  if (!described) {
+    throw TraceError(path + ": no process description in the trace" +
+                     (summary.end_reason.empty() ? "" : " (" + summary.end_reason + ")"));
+  }
+  return summary;
+}
+
+}  // namespace gmt::analyzer

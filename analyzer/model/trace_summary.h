@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: Apache-2.0
+// The model of one trace after replay: what every report prints, and nothing about how.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
+#include "analyzer/model/views_model.h"
+#include "format/api.h"
+#include "format/memory_kind.h"
+#include "format/records.h"
+
+namespace gmt::analyzer {
+
+// Bytes of one kind of memory: live now (at the end of the trace, once replayed) and the most
+// that were ever live at once.
+struct KindUsage {
+  uint64_t live_bytes = 0;
+  uint64_t peak_bytes = 0;
+};
+
+// Allocations live at a device's peak that were made at one call stack.
+struct PeakSite {
+  uint32_t stack = 0;  // StackRecord id; 0 for allocations recorded without a stack
+  uint64_t bytes = 0;
+  uint64_t count = 0;
+};
+
+// One frame of a symbolized stack.
+struct SiteFrame {
+  std::string function;
+  std::optional<std::string> file;
+  std::optional<int> line;
+  std::optional<std::string> module;
+  std::string kind = "native";  // "native" | "python"
+};
+
+// A peak site with its stack symbolized.
+struct ResolvedSite {
+  uint64_t bytes = 0;
+  uint64_t count = 0;
+  std::vector<SiteFrame> frames;  // leaf first; empty when the allocation had no stack
+};
+
+struct DeviceSummary {
+  int device = -1;
+  uint64_t peak_bytes = 0;  // high-water mark of device-resident bytes live on this device
+  uint64_t peak_time_ns = 0;
+  uint64_t live_bytes = 0;  // device-resident bytes live at the end of the trace
+  uint64_t live_count = 0;  // allocations of any kind live at the end of the trace
+  uint64_t alloc_count = 0;
+  uint64_t free_count = 0;           // allocations ended by a free call
+  uint64_t teardown_free_count = 0;  // allocations ended by their context's destruction
+  uint64_t failed_alloc_count = 0;
+  std::map<format::MemoryKind, KindUsage> by_kind;  // every kind seen on this device
+  uint64_t peak_record = 0;  // index of the record that first reached the peak
+  // Device-resident bytes live at the peak, by stack, largest first; the largest, symbolized.
+  std::vector<PeakSite> peak_sites;
+  std::vector<ResolvedSite> top_sites;
+  // What the sampler said about the device: which GPU it is, and the views at the peak and at
+  // the end; the phases open when the peak was first reached ("a > b", "" when none).
+  DeviceIdentity identity;
+  std::optional<ViewValues> views_at_peak;
+  std::optional<ViewValues> views_at_exit;
+  std::string peak_phase;
+};
+
+// An allocation freed this soon after it was made, by a free call, is a temporary: scratch
+// space that a caching allocator or a pool could have reused.
+inline constexpr uint64_t kTemporaryNs = 1'000'000;
+
+// Size classes of a site's allocations: bucket b > 0 holds sizes in [2^(b-1), 2^b), bucket 0
+// zero-byte allocations.
+inline constexpr std::size_t kSizeBuckets = 65;
+
+// Everything allocated at one call stack on one device (-1: host memory, unknown device), over
+// the whole trace. Memory grows with the number of sites, not of events.
+struct SiteStats {
+  int device = -1;
+  uint32_t stack = 0;
+  uint64_t live_bytes = 0;           // any kind, live at the end once replayed
+  uint64_t live_resident_bytes = 0;  // of those, device-resident (what a device's peak counts)
+  uint64_t live_count = 0;
+  uint64_t live_resident_count = 0;
+  uint64_t torn_down_bytes = 0;  // ended by their context's destruction, never freed
+  uint64_t torn_down_count = 0;
+  uint64_t torn_down_resident_bytes = 0;
+  uint64_t allocations = 0;
+  uint64_t temporaries = 0;  // freed within kTemporaryNs of being made
+  std::array<uint64_t, kSizeBuckets> size_histogram{};
+  std::vector<uint64_t> live_samples;        // live_bytes at each of TraceSummary::sample_times
+  std::vector<uint64_t> live_count_samples;  // live_count at the same points
+};
+
+// The key of a site in TraceSummary::sites.
+inline uint64_t site_key(int device, uint32_t stack) {
+  return static_cast<uint64_t>(static_cast<uint32_t>(device)) << 32 | stack;
+}
+
+enum class LeakClass {
+  kTeardown,      // never freed, released only by the destruction of its context
+  kCached,        // live at the end, made by a framework's caching allocator: kept on purpose
+  kProbableLeak,  // the site's live bytes kept growing through the trace: live at the end, or
+                  // freed only at exit (a Python program's module teardown frees what it kept)
+  kUnfreed,       // live at the end, none of the above
+};
+
+// Allocations of one site that were never freed, in one class.
+struct LeakGroup {
+  int device = -1;
+  uint32_t stack = 0;
+  LeakClass leak_class = LeakClass::kUnfreed;
+  uint64_t bytes = 0;           // any kind
+  uint64_t resident_bytes = 0;  // of those, device-resident
+  uint64_t count = 0;
+  double growth_bytes_per_s = 0;  // probable leaks: how fast the site's live bytes grew
+  // A probable leak whose memory was freed only in the trace's last stretch (at exit): bytes
+  // and count are what it held just before.
+  bool freed_at_exit = false;
+};
+
+// A failed allocation, with the device's state at that instant.
+struct FailedAllocation {
+  uint64_t time_ns = 0;
+  int device = -1;
+  format::MemoryKind kind = format::MemoryKind::kDevice;
+  format::Api api = format::Api::kUnknown;         // what the program called (cudaMalloc)
+  format::Api driver_api = format::Api::kUnknown;  // the driver entry point it became
+  uint64_t requested_bytes = 0;
+  uint32_t error = 0;
+  uint32_t stack = 0;             // where the failed call was made
+  uint64_t live_bytes = 0;        // device-resident bytes live on the device then
+  std::vector<PeakSite> holders;  // the largest sites live on the device then, largest first
+  // The other views, from the first sample the sampler took after the failure (it samples at
+  // once when an allocation fails); empty when it took none.
+  std::optional<ViewValues> views;
+
+  // The driver's free memory (cuMemGetInfo) right after the failure, when it was sampled.
+  std::optional<uint64_t> driver_free_bytes() const {
+    if (!views || !views->driver_used_bytes || !views->driver_total_bytes) return std::nullopt;
+    return *views->driver_total_bytes - *views->driver_used_bytes;
+  }
+  // What other processes held on the device then (NVML), when it was sampled.
+  std::optional<uint64_t> other_processes_bytes() const {
+    return views ? views->other_processes_bytes() : std::nullopt;
+  }
+};
+
+// Live bytes per device over time, in buckets of `resolution_ns` from the trace's start: each
+// bucket holds the most that was live during it, so that no peak is smoothed away.
+struct DeviceTimeline {
+  std::vector<uint64_t> resident;  // device-resident bytes (what the peak counts)
+  std::map<format::MemoryKind, std::vector<uint64_t>> by_kind;
+};
+struct Timeline {
+  uint64_t resolution_ns = 0;  // 0: no timeline was asked for
+  std::map<int, DeviceTimeline> devices;
+};
+
+enum class TraceEnd {
+  kExited,     // the End record was written: the process exited normally
+  kCut,        // every record is complete, but the process never reached exit (killed, _exit)
+  kTruncated,  // the file is cut short: the records of the chunks it cuts are left out
+  kCorrupt,    // damaged chunks: their records are left out, all the others are read
+};
+
+// How the JSON outputs name a trace's end: "exited", "cut", "truncated", "corrupt".
+inline const char* end_name(TraceEnd end) {
+  switch (end) {
+    case TraceEnd::kExited:
+      return "exited";
+    case TraceEnd::kCut:
+      return "cut";
+    case TraceEnd::kTruncated:
+      return "truncated";
+    case TraceEnd::kCorrupt:
+      return "corrupt";
+  }
+  return "unknown";
+}
+
+struct TraceSummary {
+  std::string path;
+  uint16_t format_major = 0;  // the trace format version its header names
+  uint16_t format_minor = 0;
+  uint64_t pid = 0;
+  uint64_t ppid = 0;
+  std::string host;
+  std::vector<std::string> argv;
+  uint64_t wall_start_ns = 0;
+  uint64_t duration_ns = 0;      // time of the last record
+  uint64_t events = 0;           // allocation, free, failed-allocation, map and unmap records
+  uint64_t unmatched_frees = 0;  // frees of addresses this trace never saw allocated
+  uint64_t failed_host_alloc_count = 0;
+  TraceEnd end = TraceEnd::kCut;
+  uint64_t end_offset = 0;  // the first place something was left out (kTruncated, kCorrupt)
+  std::string end_reason;
+  std::vector<std::string> problems;  // everything left out, where and why
+  std::map<int, DeviceSummary> devices;
+  // Memory that belongs to no device: pinned and registered host memory, address reservations.
+  std::map<format::MemoryKind, KindUsage> process_kinds;
+  // For symbolizing: the modules the process had loaded and the stacks it recorded.
+  std::vector<format::ModuleRecord> modules;
+  std::unordered_map<uint32_t, std::vector<uint64_t>> stacks;
+  // How many ModuleRecords came before each StackRecord: a stack is symbolized with the modules
+  // loaded when it was recorded, not with a library loaded later at the same addresses.
+  std::unordered_map<uint32_t, std::size_t> stack_module_epoch;
+  std::unordered_map<uint32_t, std::vector<uint64_t>> python_stacks;  // code id << 32 | line
+  struct PythonCode {
+    std::string name;
+    std::string file;
+  };
+  std::unordered_map<uint32_t, PythonCode> python_code;
+  std::vector<std::string> symbolization_warnings;
+  std::map<uint64_t, std::string> threads;  // tid -> name, for the threads that recorded
+  std::vector<std::string>
+      env;                  // the job's variables, "NAME=value" (RANK, CUDA_VISIBLE_DEVICES...)
+  std::optional<int> rank;  // from RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK, SLURM_PROCID
+  std::vector<std::string> notes;  // what the recording says about itself (a missing view...)
+  uint64_t pools_created = 0;      // stream-ordered memory pools (cuMemPoolCreate)
+  uint64_t pools_destroyed = 0;
+  uint64_t pool_trims = 0;
+  uint64_t view_samples = 0;       // the sampler's samples (framework reports not counted)
+  std::vector<PhaseStats> phases;  // in order of first start
+  std::vector<PhaseMark> marks;
+
+  // Records read, by type (the index of format::Record's alternative).
+  std::array<uint64_t, std::variant_size_v<format::Record>> record_counts{};
+  std::array<uint64_t, format::kMemoryKindCount> allocs_by_kind{};
+  std::array<uint64_t, format::kMemoryKindCount> failures_by_kind{};
+  // By the API the program called: the runtime's name when it went through one, else the
+  // driver's.
+  std::array<uint64_t, static_cast<std::size_t>(format::Api::kCount)> allocs_by_api{};
+  std::array<uint64_t, static_cast<std::size_t>(format::Api::kCount)> frees_by_api{};
+  std::unordered_map<uint64_t, SiteStats> sites;  // by site_key(device, stack)
+  std::vector<uint64_t> sample_times;             // when SiteStats::live_samples were taken
+  std::vector<LeakGroup> leaks;                   // by classify_leaks(), largest first
+  // Failed allocations in time order; past kFailuresKept only counted.
+  static constexpr std::size_t kFailuresKept = 1000;
+  std::vector<FailedAllocation> failures;
+  uint64_t failures_not_kept = 0;
+  Timeline timeline;
+
+  bool truncated() const { return end == TraceEnd::kTruncated || end == TraceEnd::kCorrupt; }
+};
+
+}  // namespace gmt::analyzer

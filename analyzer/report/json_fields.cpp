@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "analyzer/report/json_fields.h"
+
+#include "format/api.h"
+
+namespace gmt::analyzer {
+
+nlohmann::ordered_json failure_json(const FailedAllocation& f) {
+  return {{"time_ns", f.time_ns},
+          {"device", f.device},
+          {"api", format::api_name(f.api)},
+          {"driver_api", format::api_name(f.driver_api)},
+          {"requested_bytes", f.requested_bytes},
+          {"live_bytes", f.live_bytes},
+          {"driver_free_bytes", or_null(f.driver_free_bytes())},
+          {"other_processes_bytes", or_null(f.other_processes_bytes())}};
+}
+
+nlohmann::ordered_json rank_json(const TraceSummary& trace) {
+  return or_null(trace.rank);
+}
+
+nlohmann::ordered_json device_counts_json(const DeviceSummary& d) {
+  return {{"live_at_exit_bytes", d.live_bytes},
+          {"live_at_exit_count", d.live_count},
+          {"alloc_count", d.alloc_count},
+          {"free_count", d.free_count},
+          {"failed_alloc_count", d.failed_alloc_count}};
+}
+
+nlohmann::ordered_json frames_json(const std::vector<SiteFrame>& frames) {
+  using nlohmann::ordered_json;
+  ordered_json out = ordered_json::array();
+  for (const SiteFrame& f : frames) {
+    out.push_back({{"function", f.function},
+                   {"file", f.file ? ordered_json(*f.file) : nullptr},
+                   {"line", f.line ? ordered_json(*f.line) : nullptr},
+                   {"module", f.module ? ordered_json(*f.module) : nullptr},
+                   {"kind", f.kind}});
+  }
+  return out;
+}
+
+nlohmann::ordered_json site_stats_json(const SiteStats& site) {
+  using nlohmann::ordered_json;
+  ordered_json histogram = ordered_json::array();
+  for (std::size_t b = 0; b < site.size_histogram.size(); ++b) {
+    if (site.size_histogram[b] == 0) continue;
+    const uint64_t min_bytes = b == 0 ? 0 : uint64_t{1} << (b - 1);
+    histogram.push_back({{"min_bytes", min_bytes}, {"count", site.size_histogram[b]}});
+  }
+  return {{"allocations", site.allocations},
+          {"temporary_count", site.temporaries},
+          {"size_histogram", histogram}};
+}
+
+const SiteStats& site_of(const TraceSummary& trace, int device, uint32_t stack) {
+  static const SiteStats kNone;
+  const auto it = trace.sites.find(site_key(device, stack));
+  return it != trace.sites.end() ? it->second : kNone;
+}
+
+}  // namespace gmt::analyzer

@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: Apache-2.0
+// JSON fields that several reports share (report, oom, peak, leaks, diff and the HTML page's
+// data), so that one thing is written one way everywhere.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <vector>
+
+#include "analyzer/model/trace_summary.h"
+
+namespace gmt::analyzer {
+// A value, or null for one the trace does not have.
+template <class T>
+nlohmann::ordered_json or_null(const std::optional<T>& v) {
+  return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
+}
+
+// What `report` and `oom` both say of a failed allocation: when, where, what was asked for
+// and what the device held and had free then.
+nlohmann::ordered_json failure_json(const FailedAllocation& f);
+
+// The process's rank in its job, or null.
+nlohmann::ordered_json rank_json(const TraceSummary& trace);
+
+// A device's counts over the whole trace, as the report, the page and `peak` name them:
+// live_at_exit_bytes, live_at_exit_count, alloc_count, free_count, failed_alloc_count.
+nlohmann::ordered_json device_counts_json(const DeviceSummary& device);
+
+nlohmann::ordered_json frames_json(const std::vector<SiteFrame>& frames);
+
+// A site's lifetime statistics: allocations made there, temporaries, sizes by power of two.
+nlohmann::ordered_json site_stats_json(const SiteStats& site);
+
+// The site of `stack` on `device`, or an empty one when the trace has none.
+const SiteStats& site_of(const TraceSummary& trace, int device, uint32_t stack);
+
+}  // namespace gmt::analyzer

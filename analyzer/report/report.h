@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: Apache-2.0
+// The `report` command's two presentations of the same summaries.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "analyzer/model/trace_summary.h"
+#include "analyzer/report/stack_frames.h"
+
+namespace gmt::analyzer {
+
+// A trace that could not be read at all, reported beside those that could.
+struct UnreadableTrace {
+  std::string path;
+  std::string error;
+};
+
+// Leak groups per trace that `report` lists with their frames, largest first (`gpumemtrace
+// leaks` lists them all): a summary of a program with thousands of allocation sites would
+// otherwise be tens of megabytes of JSON.
+inline constexpr std::size_t kReportLeakGroups = 100;
+
+struct ReportInput {
+  std::vector<TraceSummary> traces;
+  // For each trace, the frames of the stacks its listed leaks and failed allocations name.
+  std::vector<ResolvedStacks> frames;
+  std::vector<UnreadableTrace> unreadable;
+};
+
+// `paths` are trace files, or directories whose *.gmt files are all read (in name order).
+ReportInput load_traces(const std::vector<std::string>& paths);
+
+void write_report_json(const ReportInput& input, std::ostream& out);
+void write_report_text(const ReportInput& input, std::ostream& out);
+
+}  // namespace gmt::analyzer

@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: Apache-2.0
+// `gpumemtrace run -- CMD ARGS...`: runs a program with the preload library, so that it and
+// every child it starts (torchrun workers, multiprocessing) write their traces.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace gmt::analyzer {
+
+struct RunOptions {
+  std::string output_pattern;  // empty: $GPUMEMTRACE_OUTPUT or the library's default
+  std::string stacks;          // none|native|python|all; empty: $GPUMEMTRACE_STACKS or `all`
+  std::vector<std::string> command;
+};
+
+// Parses what follows `run`: [-o PATTERN | --output PATTERN | --output=PATTERN]
+// [--stacks MODE | --stacks=MODE] [--] CMD ARGS...
+// The first argument that is not one of our options starts the command. Throws
+// std::invalid_argument with a message for the user.
+RunOptions parse_run_arguments(int argc, const char* const* argv);
+
+// Returns the exit status to exit with. A program killed by a signal makes us die of the same
+// signal, so that shells and schedulers see what they would have seen without us.
+int run_traced(const RunOptions& options);
+
+}  // namespace gmt::analyzer

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+// The calling thread's own Python frames while it has released the GIL: PyTorch, ctypes.CDLL
+// and most extensions release it around the C++ call that ends up allocating. The public API
+// cannot be used then (it may allocate frame objects), and taking the GIL inside an allocation
+// hook could deadlock (the thread holding it may be waiting for the allocator's lock we are
+// under). But a thread's frame stack only changes when that thread runs Python, so while it is
+// inside our hook its frames are stable and can be read in place, from CPython's internal
+// layout. That layout is version-specific: 3.11 and 3.12 are known (measured with offsetof on
+// their headers); other versions get no frames this way. Every code and string pointer is
+// checked against its type object before use, and the first walks read through
+// process_vm_readv, which fails cleanly instead of faulting: a layout that does not match
+// turns this off for the process.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace gmt::interpose {
+
+class ReleasedFrameReader {
+ public:
+  using Lookup = void* (*)(const char* name);
+
+  struct Frame {
+    const void* code = nullptr;
+    int line = 0;
+  };
+  // What identifies a code object beyond its address (which a new code object may reuse once
+  // the old one is gone: we hold no reference).
+  struct CodeKey {
+    const void* filename = nullptr;
+    const void* name = nullptr;
+    int first_line = 0;
+    bool operator==(const CodeKey&) const = default;
+  };
+
+  // Finds the interpreter's version and symbols; false when this Python is not one we know.
+  bool init(Lookup lookup);
+
+  // Up to `max` frames of the thread whose PyThreadState is `tstate` (the caller's own),
+  // innermost first. 0 when there are none or the layout turned out not to match.
+  int walk(const void* tstate, Frame* out, int max);
+
+  // What identifies a code object; false if it does not look like one of this layout.
+  bool key_of(const void* code, CodeKey* key);
+  // Its file and qualified name, from the key key_of gave ("" for what cannot be read).
+  void describe(const void* code, const CodeKey& key, std::string* file, std::string* name);
+
+ private:
+  struct Layout {
+    std::size_t tstate_cframe;
+    std::size_t cframe_current_frame;
+    std::size_t frame_code;
+    std::size_t frame_previous;
+    std::size_t frame_prev_instr;
+    std::size_t frame_owner;
+    int owner_generator;
+    int owner_cstack;  // -1: no such frames in this version
+    std::size_t code_filename;
+    std::size_t code_name;
+    std::size_t code_qualname;
+    std::size_t code_first_line;
+    std::size_t code_first_traceable;
+    std::size_t ascii_object_size;  // sizeof(PyASCIIObject): where compact ASCII text starts
+    std::size_t compact_utf8;       // PyCompactUnicodeObject.utf8: a cached UTF-8 copy
+  };
+
+  // Reads `n` bytes at `address` into `out`: directly once the layout has been validated,
+  // through process_vm_readv until then.
+  bool read(const void* address, void* out, std::size_t n) const;
+  template <class T>
+  bool read_value(const void* address, T* out) const {
+    return read(address, out, sizeof(T));
+  }
+  const void* at(const void* base, std::size_t offset) const {
+    return static_cast<const char*>(base) + offset;
+  }
+  bool is_code(const void* object) const;
+  bool text_of(const void* str, std::string* out) const;
+  int line_of(const void* code, const void* prev_instr) const;
+
+  Layout layout_{};
+  const void* code_type_ = nullptr;
+  const void* unicode_type_ = nullptr;
+  std::size_t code_units_offset_ = 0;  // PyCode_Type.tp_basicsize: where the bytecode starts
+  int (*addr_to_line_)(void*, int) = nullptr;
+  bool ready_ = false;
+  // Walks still read through the safe path; at 0 the layout is trusted.
+  std::atomic<int> unvalidated_walks_{16};
+  std::atomic<bool> broken_{false};
+};
+
+}  // namespace gmt::interpose

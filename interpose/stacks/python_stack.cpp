@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "interpose/stacks/python_stack.h"
+
+#include <dlfcn.h>
+
+#include "interpose/common/real_dlsym.h"
+
+namespace gmt::interpose {
+namespace {
+
+void* find_in_process(const char* name) {
+  DlsymFn lookup = real_dlsym();
+  return lookup != nullptr ? lookup(RTLD_DEFAULT, name) : nullptr;
+}
+
+}  // namespace
+
+bool PythonStack::resolve() {
+  int expected = 0;
+  if (!state_.compare_exchange_strong(expected, 1))
+    return state_.load(std::memory_order_acquire) == 2;
+  DlsymFn lookup = real_dlsym();
+  auto find = [&](const char* name) {
+    return lookup != nullptr ? lookup(RTLD_DEFAULT, name) : nullptr;
+  };
+  Api api;
+  api.is_initialized = reinterpret_cast<int (*)()>(find("Py_IsInitialized"));
+  api.gil_check = reinterpret_cast<int (*)()>(find("PyGILState_Check"));
+  api.this_thread_state = reinterpret_cast<void* (*)()>(find("PyGILState_GetThisThreadState"));
+  api.thread_frame = reinterpret_cast<void* (*)(void*)>(find("PyThreadState_GetFrame"));
+  api.frame_back = reinterpret_cast<void* (*)(void*)>(find("PyFrame_GetBack"));
+  api.frame_code = reinterpret_cast<void* (*)(void*)>(find("PyFrame_GetCode"));
+  api.frame_line = reinterpret_cast<int (*)(void*)>(find("PyFrame_GetLineNumber"));
+  api.incref = reinterpret_cast<void (*)(void*)>(find("Py_IncRef"));
+  api.decref = reinterpret_cast<void (*)(void*)>(find("Py_DecRef"));
+  api.get_attr = reinterpret_cast<void* (*)(void*, const char*)>(find("PyObject_GetAttrString"));
+  api.as_utf8 = reinterpret_cast<const char* (*)(void*)>(find("PyUnicode_AsUTF8"));
+  api.clear_error = reinterpret_cast<void (*)()>(find("PyErr_Clear"));
+  const bool complete = api.is_initialized && api.gil_check && api.this_thread_state &&
+                        api.thread_frame && api.frame_back && api.frame_code && api.frame_line &&
+                        api.incref && api.decref && api.get_attr && api.as_utf8 && api.clear_error;
+  if (complete) {
+    api_ = api;
+    released_ready_ = released_.init(&find_in_process);
+  }
+  state_.store(complete ? 2 : 3, std::memory_order_release);
+  return complete;
+}
+
+std::string PythonStack::code_attribute(void* code, const char* name) {
+  void* value = api_.get_attr(code, name);
+  if (value == nullptr) {
+    api_.clear_error();
+    return "";
+  }
+  const char* text = api_.as_utf8(value);
+  std::string out = text != nullptr ? text : "";
+  if (text == nullptr) api_.clear_error();
+  api_.decref(value);
+  return out;
+}
+
+// Called with the GIL held, so the code object's attributes can be read safely.
+uint32_t PythonStack::code_id(void* code) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (auto it = codes_.find(code); it != codes_.end()) return it->second;
+  format::PythonCodeRecord rec;
+  rec.id = next_id_++;
+  rec.name = code_attribute(code, "co_qualname");  // 3.11+: Class.method
+  if (rec.name.empty()) rec.name = code_attribute(code, "co_name");
+  rec.file = code_attribute(code, "co_filename");
+  writer_.record(rec);
+  api_.incref(code);
+  codes_.emplace(code, rec.id);
+  return rec.id;
+}
+
+int PythonStack::capture(uint64_t* frames, int max) {
+  const int state = state_.load(std::memory_order_acquire);
+  if (state == 3 || (state != 2 && !resolve())) return 0;
+  // Only a thread that holds the GIL may look at its frames; a thread without one (a CUDA
+  // callback, a C++ worker) simply has no Python stack. During interpreter start-up and
+  // shutdown Py_IsInitialized is false.
+  if (!api_.is_initialized()) return 0;
+  if (api_.gil_check() != 1) return capture_released(frames, max);
+  void* tstate = api_.this_thread_state();
+  if (tstate == nullptr) return 0;
+  int n = 0;
+  void* frame = api_.thread_frame(tstate);
+  while (frame != nullptr && n < max) {
+    void* code = api_.frame_code(frame);
+    if (code != nullptr) {
+      const int line = api_.frame_line(frame);
+      frames[n++] =
+          static_cast<uint64_t>(code_id(code)) << 32 | static_cast<uint32_t>(line > 0 ? line : 0);
+      api_.decref(code);
+    }
+    void* back = api_.frame_back(frame);
+    api_.decref(frame);
+    frame = back;
+  }
+  if (frame != nullptr) api_.decref(frame);
+  return n;
+}
+
+int PythonStack::capture_released(uint64_t* frames, int max) {
+  if (!released_ready_) return 0;
+  // A thread that ever ran Python keeps its thread state while it is in C code.
+  const void* tstate = api_.this_thread_state();
+  if (tstate == nullptr) return 0;
+  ReleasedFrameReader::Frame walked[2 * format::StackRecord::kMaxFrames];
+  const int count = released_.walk(tstate, walked, max < 128 ? max : 128);
+  int n = 0;
+  for (int i = 0; i < count; ++i) {
+    const uint32_t id = released_code_id(walked[i].code);
+    if (id == 0) continue;
+    frames[n++] = static_cast<uint64_t>(id) << 32 |
+                  static_cast<uint32_t>(walked[i].line > 0 ? walked[i].line : 0);
+  }
+  return n;
+}
+
+uint32_t PythonStack::released_code_id(const void* code) {
+  ReleasedFrameReader::CodeKey key;
+  if (!released_.key_of(code, &key)) return 0;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (auto it = released_codes_.find(code); it != released_codes_.end() && it->second.key == key) {
+    return it->second.id;
+  }
+  format::PythonCodeRecord rec;
+  released_.describe(code, key, &rec.file, &rec.name);
+  rec.id = next_id_++;
+  writer_.record(rec);
+  released_codes_[code] = {key, rec.id};
+  return rec.id;
+}
+
+void PythonStack::after_fork_in_child() {
+  // Ids restart with the child's new trace; the references we hold stay (and keep ids unique).
+  codes_.clear();
+  released_codes_.clear();
+  next_id_ = 1;
+  mutex_.unlock();
+}
+
+}  // namespace gmt::interpose

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+// The Python stack of the allocating thread: which Python functions, at which lines, led to the
+// allocation. With the GIL held, through CPython's public C API, found at run time in the
+// process (the preload never links libpython): any Python from 3.9 on. With the GIL released
+// (PyTorch, ctypes.CDLL), by reading the thread's own frames in place (ReleasedFrameReader):
+// Python 3.11 and 3.12. Nothing in a process without Python.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
+
+#include "interpose/record/trace_writer.h"
+#include "interpose/stacks/python_frames_released.h"
+
+namespace gmt::interpose {
+
+class PythonStack {
+ public:
+  explicit PythonStack(TraceWriter& writer) : writer_(writer) {}
+
+  // Fills `frames` with up to `max` frames, innermost first, each (code id << 32 | line), and
+  // returns how many: 0 when the thread runs no Python or there is no Python. New code
+  // objects are written to the trace (PythonCodeRecord) before this returns.
+  int capture(uint64_t* frames, int max);
+
+  void before_fork() { mutex_.lock(); }
+  void after_fork_in_parent() { mutex_.unlock(); }
+  void after_fork_in_child();
+
+ private:
+  // The handful of CPython functions used, all stable ABI since 3.9.
+  struct Api {
+    int (*is_initialized)();
+    int (*gil_check)();
+    void* (*this_thread_state)();
+    void* (*thread_frame)(void*);  // new reference
+    void* (*frame_back)(void*);    // new reference
+    void* (*frame_code)(void*);    // new reference
+    int (*frame_line)(void*);
+    void (*incref)(void*);
+    void (*decref)(void*);
+    void* (*get_attr)(void*, const char*);  // new reference
+    const char* (*as_utf8)(void*);
+    void (*clear_error)();
+  };
+
+  bool resolve();
+  uint32_t code_id(void* code);
+  // The id of a code object met with the GIL released; 0 if it cannot be read.
+  uint32_t released_code_id(const void* code);
+  int capture_released(uint64_t* frames, int max);
+  std::string code_attribute(void* code, const char* name);
+
+  TraceWriter& writer_;
+  std::atomic<int> state_{0};  // 0 unresolved, 1 resolving, 2 ready, 3 no Python
+  Api api_{};
+  std::mutex mutex_;
+  // Code objects seen, each kept alive by a reference of ours so that its address is never
+  // reused for another function while the trace refers to it by id.
+  std::unordered_map<void*, uint32_t> codes_;
+  // Code objects met with the GIL released, which we cannot hold a reference to: each with
+  // what identifies it, so that a new code object at a reused address gets its own id.
+  struct ReleasedCode {
+    ReleasedFrameReader::CodeKey key;
+    uint32_t id;
+  };
+  std::unordered_map<const void*, ReleasedCode> released_codes_;
+  ReleasedFrameReader released_;
+  bool released_ready_ = false;
+  uint32_t next_id_ = 1;
+};
+
+}  // namespace gmt::interpose

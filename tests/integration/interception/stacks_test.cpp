@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: Apache-2.0
+// Call stacks end to end: recorded in the traced process (native through libunwind, Python
+// through the interpreter's C API), symbolized offline, reported as the peak's top sites.
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "tests/integration/traced_run_fixture.h"
+
+namespace gmt::test {
+namespace {
+
+using nlohmann::json;
+
+class Stacks : public TracedRun {
+ protected:
+  // The frames of the peak site of `bytes` on device 0.
+  static json site_frames(const json& report, uint64_t bytes) {
+    for (const json& site : device(report, 0)["peak_sites"]) {
+      if (site["bytes"] == bytes) return site["frames"];
+    }
+    ADD_FAILURE() << "no peak site of " << bytes << " bytes in " << device(report, 0).dump();
+    return json::array();
+  }
+
+  // Whether `frames` holds a frame of `function` at `file_suffix`:`line` of `kind`.
+  static bool has_frame(const json& frames, const std::string& function,
+                        const std::string& file_suffix, int64_t line, const std::string& kind) {
+    for (const json& f : frames) {
+      if (f["function"] != function || f["kind"] != kind || !f["file"].is_string() ||
+          f["line"] != line)
+        continue;
+      const std::string file = f["file"];
+      if (file.size() >= file_suffix.size() &&
+          file.compare(file.size() - file_suffix.size(), file_suffix.size(), file_suffix) == 0) {
+        return true;
+      }
+    }
+    return false;
+  }
+};
+
+TEST_F(Stacks, NativeSitesNameTheAllocatingFunctionsWithFileAndLine) {
+  const json rep = traced_report("workload_stack_sites", {});
+  const int64_t weights_line = printed(last_output_, "weights_line");
+  const int64_t activations_line = printed(last_output_, "activations_line");
+  // At the peak: the weights (96 MiB) and the three layers' activations (8 + 16 + 24 MiB).
+  EXPECT_EQ(device(rep, 0)["peak_bytes"], 144 * kMiB);
+  const json weights = site_frames(rep, 96 * kMiB);
+  EXPECT_TRUE(
+      has_frame(weights, "sites::allocate_weights()", "stack_sites.cpp", weights_line, "native"))
+      << weights.dump(1);
+  const json activations = site_frames(rep, 48 * kMiB);
+  EXPECT_TRUE(has_frame(activations, "sites::allocate_activations(int)", "stack_sites.cpp",
+                        activations_line, "native"))
+      << activations.dump(1);
+  EXPECT_EQ(device(rep, 0)["peak_sites"].size(), 2u);
+  // Leaf first: the runtime's cudaMalloc, then our function.
+  ASSERT_FALSE(weights.empty());
+  EXPECT_EQ(weights[0]["function"], "cudaMalloc");
+}
+
+TEST_F(Stacks, AllocationsOfAnUnloadedLibraryAreStillNamed) {
+  const std::string plugin = std::string(GMT_WORKLOAD_DIR) + "/libgmt_plugin_allocator.so";
+  const json rep = traced_report("workload_dlopen_plugin", {plugin});
+  const int64_t line = printed(last_output_, "plugin_line");
+  EXPECT_EQ(device(rep, 0)["peak_bytes"], 64 * kMiB);
+  // Loaded twice, maybe at two places: each allocation is named from the modules of its time.
+  for (uint64_t bytes : {48 * kMiB, 16 * kMiB}) {
+    const json frames = site_frames(rep, bytes);
+    EXPECT_TRUE(has_frame(frames, "plugin_allocate", "plugin_allocator.cpp", line, "native"))
+        << frames.dump(1);
+  }
+  EXPECT_FALSE(rep["traces"][0].contains("symbolization_warnings")) << rep["traces"][0].dump();
+}
+
+TEST_F(Stacks, WithoutStacksTheSitesHaveNoFrames) {
+  const json rep = traced_report("workload_stack_sites", {}, {{"GPUMEMTRACE_STACKS", "none"}});
+  ASSERT_EQ(device(rep, 0)["peak_sites"].size(), 1u);  // everything in one stackless site
+  EXPECT_EQ(device(rep, 0)["peak_sites"][0]["bytes"], 144 * kMiB);
+  EXPECT_EQ(device(rep, 0)["peak_sites"][0]["count"], 4);
+  EXPECT_TRUE(device(rep, 0)["peak_sites"][0]["frames"].empty());
+}
+
+// The default, `all`, is native frames here (the workload runs no Python).
+TEST_F(Stacks, AnInvalidStackSettingWarnsOnceAndUsesTheDefault) {
+  const ProcessResult r =
+      run_traced("workload_stack_sites", {}, {{"GPUMEMTRACE_STACKS", "everything"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string warning =
+      "gpumemtrace: GPUMEMTRACE_STACKS='everything' is not one of none, native, python, all; using "
+      "all";
+  const auto first = r.err.find(warning);
+  ASSERT_NE(first, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(warning, first + 1), std::string::npos) << r.err;
+  const json rep = report({only_trace()});
+  EXPECT_EQ(device(rep, 0)["peak_sites"].size(), 2u);
+}
+
+// PyDLL keeps the GIL during the call (the public API reads the frames); CDLL releases it, as
+// PyTorch does around its operators (the frames are read in place, Python 3.11 and 3.12).
+class PythonStacks : public Stacks, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(PythonStacks, SitesNameTheScriptsFunctionsAndLines) {
+  if (system("python3 -c pass") != 0) GTEST_SKIP() << "python3 is not installed";
+  ProcessSpec spec;
+  spec.argv = {"/usr/bin/env", "python3", workload("python_allocations.py"),
+               std::string(GMT_FAKECUDA_LIB_DIR) + "/libcudart.so.13", GetParam()};
+  spec.set_env = base_env();
+  spec.set_env["LD_PRELOAD"] = preload();
+  spec.set_env["GPUMEMTRACE_STACKS"] = "python";
+  spec.cwd = dir_;
+  const ProcessResult r = run_process(spec);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json rep = report({only_trace()});
+  const json frames = site_frames(rep, 192 * kMiB);  // three layers from one call site
+  EXPECT_TRUE(has_frame(frames, "allocate", "python_allocations.py",
+                        printed(r.out, "allocate_line"), "python"))
+      << frames.dump(1);
+  EXPECT_TRUE(has_frame(frames, "Model.build_layer", "python_allocations.py",
+                        printed(r.out, "build_layer_line"), "python"))
+      << frames.dump(1);
+  EXPECT_TRUE(
+      has_frame(frames, "main", "python_allocations.py", printed(r.out, "main_line"), "python"))
+      << frames.dump(1);
+  ASSERT_FALSE(frames.empty());
+  EXPECT_EQ(frames[0]["function"], "allocate");  // innermost first
+  EXPECT_TRUE(frames[0]["module"].is_null());
+}
+
+INSTANTIATE_TEST_SUITE_P(GilHeldAndReleased, PythonStacks, ::testing::Values("PyDLL", "CDLL"));
+
+}  // namespace
+}  // namespace gmt::test

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "analyzer/model/owner_library.h"
+
+#include <gtest/gtest.h>
+
+namespace gmt::analyzer {
+namespace {
+
+format::ModuleRecord module(const std::string& path, uint64_t start, uint64_t end) {
+  format::ModuleRecord m;
+  m.path = path;
+  m.start = start;
+  m.end = end;
+  return m;
+}
+
+TEST(LibraryName, MapsKnownLibrariesToShortNames) {
+  EXPECT_EQ(library_name("/usr/lib/x86_64-linux-gnu/libnccl.so.2.21.5"), "libnccl");
+  EXPECT_EQ(library_name("/opt/cuda/lib64/libcublasLt.so.12"), "libcublas");
+  EXPECT_EQ(library_name("/opt/cuda/lib64/libcudnn_ops.so.9"), "libcudnn");
+  EXPECT_EQ(library_name("/site-packages/torch/lib/libc10_cuda.so"), "pytorch");
+  EXPECT_EQ(library_name("/site-packages/torch/lib/libtorch_cuda.so"), "pytorch");
+  EXPECT_EQ(library_name("/site-packages/jaxlib/xla_extension.so"), "jax");
+  EXPECT_EQ(library_name("/site-packages/jax_plugins/cuda/libxla_cuda.so"), "jax");
+  EXPECT_EQ(library_name("/site-packages/cupy/_core/core.cpython-311-x86_64-linux-gnu.so"), "cupy");
+  EXPECT_EQ(library_name("/usr/lib/libfoo.so.1.2.3"), "libfoo");
+  EXPECT_EQ(library_name("/home/me/bin/train"), "train");
+}
+
+TEST(PassesAllocationsOn, IsTheCudaPlumbingTheLoaderAndLibc) {
+  EXPECT_TRUE(passes_allocations_on("/usr/lib/libcuda.so.1"));
+  EXPECT_TRUE(passes_allocations_on("/usr/local/cuda/lib64/libcudart.so.13"));
+  EXPECT_TRUE(passes_allocations_on("/build/lib/libgpumemtrace.so"));
+  EXPECT_TRUE(passes_allocations_on("/lib64/ld-linux-x86-64.so.2"));
+  EXPECT_TRUE(passes_allocations_on("/lib/x86_64-linux-gnu/libc.so.6"));
+  EXPECT_FALSE(passes_allocations_on("/usr/lib/libcublas.so.12"));
+  EXPECT_FALSE(passes_allocations_on("/usr/lib/libcudnn.so.9"));
+}
+
+TEST(OwnerLibrary, IsTheFirstModuleOfTheStackPastTheCudaPlumbing) {
+  TraceSummary trace;
+  trace.argv = {"/home/me/train"};
+  trace.modules = {module("/usr/lib/libcudart.so.13", 0x1000, 0x2000),
+                   module("/usr/lib/libnccl.so.2", 0x3000, 0x4000), module("", 0x5000, 0x6000)};
+  trace.stacks[1] = {0x1100, 0x3100, 0x5100};  // cudart, then NCCL, then the program
+  trace.stacks[2] = {0x1100, 0x5100};          // cudart, then the program (no path recorded)
+  trace.stacks[3] = {0x1100, 0x9000};          // cudart, then nothing known
+  EXPECT_EQ(owner_library(trace, 1), "libnccl");
+  EXPECT_EQ(owner_library(trace, 2), "train");
+  EXPECT_EQ(owner_library(trace, 3), "unknown");
+  EXPECT_EQ(owner_library(trace, 0), "unknown");   // recorded without a stack
+  EXPECT_EQ(owner_library(trace, 42), "unknown");  // never recorded
+  OwnerLibraryCache cache(trace);
+  EXPECT_EQ(cache.of(1), "libnccl");
+  EXPECT_EQ(cache.of(1), "libnccl");
+}
+
+TEST(OwnerLibrary, UsesTheModulesLoadedWhenTheStackWasRecorded) {
+  TraceSummary trace;
+  trace.modules = {module("/plugins/libold.so", 0x1000, 0x2000),
+                   module("/plugins/libnew.so", 0x1000, 0x2000)};
+  trace.stacks[1] = {0x1100};
+  trace.stack_module_epoch[1] = 1;  // before libnew replaced libold at the same addresses
+  trace.stacks[2] = {0x1100};
+  trace.stack_module_epoch[2] = 2;
+  EXPECT_EQ(owner_library(trace, 1), "libold");
+  EXPECT_EQ(owner_library(trace, 2), "libnew");
+}
+
+TEST(CachingAllocatorLibrary, IsTheFrameworks) {
+  EXPECT_TRUE(caching_allocator_library("pytorch"));
+  EXPECT_TRUE(caching_allocator_library("jax"));
+  EXPECT_TRUE(caching_allocator_library("cupy"));
+  EXPECT_FALSE(caching_allocator_library("libnccl"));
+}
+
+}  // namespace
+}  // namespace gmt::analyzer

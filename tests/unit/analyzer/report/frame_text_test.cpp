@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: Apache-2.0
+// How the text reports print a stack: from the CUDA runtime's entry point on, not its internals.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "analyzer/report/frame_text.h"
+
+namespace gmt::analyzer {
+namespace {
+
+SiteFrame in(const std::string& function, const std::string& module) {
+  SiteFrame f;
+  f.function = function;
+  f.module = module;
+  return f;
+}
+
+SiteFrame at(const std::string& function, const std::string& file, int line) {
+  SiteFrame f;
+  f.function = function;
+  f.file = file;
+  f.line = line;
+  f.module = "/opt/app/train";
+  return f;
+}
+
+std::string written(const std::vector<SiteFrame>& frames, std::size_t shown) {
+  std::ostringstream out;
+  write_frames(frames, shown, "  ", out);
+  return out.str();
+}
+
+TEST(FrameText, StacksStartAtTheRuntimesEntryPoint) {
+  const std::vector<SiteFrame> frames = {
+      in("0x41b5e", "/x/libcudart.so.13"), in("0x146f3", "/x/libcudart.so.13"),
+      in("cudaMalloc", "/x/libcudart.so.13"), at("allocate", "/src/model.cpp", 12),
+      at("main", "/src/main.cpp", 40)};
+  EXPECT_EQ(written(frames, 2),
+            "  cudaMalloc  (libcudart.so.13)\n  allocate  model.cpp:12\n"
+            "  ... 1 more frames\n");
+  EXPECT_EQ(written(frames, 5),
+            "  cudaMalloc  (libcudart.so.13)\n  allocate  model.cpp:12\n"
+            "  main  main.cpp:40\n");
+}
+
+// A PyTorch allocation: the runtime's entry point, then the Python frames that led to it, the
+// native frames between them summed up.
+TEST(FrameText, PythonFramesAreShownPastTheNativeOnes) {
+  std::vector<SiteFrame> frames = {
+      in("0x41b5e", "/x/libcudart.so.13"), in("cudaMalloc", "/x/libcudart.so.13"),
+      in("c10::allocate", "/x/libc10_cuda.so"), in("at::empty", "/x/libtorch_cpu.so")};
+  SiteFrame leak = at("main", "/src/train.py", 30);
+  leak.kind = "python";
+  SiteFrame module = at("<module>", "/src/train.py", 37);
+  module.kind = "python";
+  frames.push_back(leak);
+  frames.push_back(module);
+  EXPECT_EQ(written(frames, 2),
+            "  cudaMalloc  (libcudart.so.13)\n  ... 2 native frames\n"
+            "  main  train.py:30\n  ... 1 more frames\n");
+  EXPECT_EQ(written(frames, 3),
+            "  cudaMalloc  (libcudart.so.13)\n  ... 2 native frames\n"
+            "  main  train.py:30\n  <module>  train.py:37\n");
+  // Room for all of them: nothing is summed up.
+  EXPECT_EQ(written(frames, 5),
+            "  cudaMalloc  (libcudart.so.13)\n  c10::allocate  (libc10_cuda.so)\n"
+            "  at::empty  (libtorch_cpu.so)\n  main  train.py:30\n"
+            "  <module>  train.py:37\n");
+}
+
+TEST(FrameText, OtherStacksAreShownFromTheLeaf) {
+  const std::vector<SiteFrame> driver = {in("cuMemAlloc_v2", "/usr/lib/libcuda.so.1"),
+                                         at("allocate", "/src/model.cpp", 12)};
+  EXPECT_EQ(written(driver, 3), "  cuMemAlloc_v2  (libcuda.so.1)\n  allocate  model.cpp:12\n");
+  const std::vector<SiteFrame> only_runtime = {in("0x1", "/x/libcudart.so.12"),
+                                               in("0x2", "/x/libcudart.so.12")};
+  EXPECT_EQ(written(only_runtime, 1), "  0x2  (libcudart.so.12)\n");
+  EXPECT_EQ(written({}, 3), "  (no stack recorded)\n");
+}
+
+}  // namespace
+}  // namespace gmt::analyzer

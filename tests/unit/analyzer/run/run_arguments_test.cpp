@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+#include "analyzer/run/launcher.h"
+
+namespace gmt::analyzer {
+namespace {
+
+RunOptions parse(std::vector<const char*> args) {
+  return parse_run_arguments(static_cast<int>(args.size()), args.data());
+}
+
+TEST(RunArguments, TheProgramKeepsItsOwnOptionsAndDoubleDashes) {
+  const RunOptions a = parse({"-o", "t.%p.gmt", "python", "train.py", "-o", "x", "--", "--lr=1"});
+  EXPECT_EQ(a.output_pattern, "t.%p.gmt");
+  EXPECT_EQ(a.command, (std::vector<std::string>{"python", "train.py", "-o", "x", "--", "--lr=1"}));
+
+  const RunOptions b = parse({"--output=out/%r.gmt", "--", "-weird-program-name", "--"});
+  EXPECT_EQ(b.output_pattern, "out/%r.gmt");
+  EXPECT_EQ(b.command, (std::vector<std::string>{"-weird-program-name", "--"}));
+
+  const RunOptions c = parse({"ls"});
+  EXPECT_EQ(c.output_pattern, "");
+  EXPECT_EQ(c.stacks, "");
+  EXPECT_EQ(c.command, (std::vector<std::string>{"ls"}));
+
+  const RunOptions d = parse({"--stacks", "native", "-o", "x.gmt", "python", "--stacks", "no"});
+  EXPECT_EQ(d.stacks, "native");
+  EXPECT_EQ(d.command, (std::vector<std::string>{"python", "--stacks", "no"}));
+  EXPECT_EQ(parse({"--stacks=none", "ls"}).stacks, "none");
+}
+
+TEST(RunArguments, MistakesAreExplained) {
+  try {
+    parse({"--output"});
+    FAIL() << "expected an error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "--output needs a path pattern");
+  }
+  try {
+    parse({"--frobnicate", "ls"});
+    FAIL() << "expected an error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("unknown option '--frobnicate'", 0), 0u) << e.what();
+  }
+  try {
+    parse({"--stacks", "everything", "ls"});
+    FAIL() << "expected an error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "--stacks takes none, native, python or all, not 'everything'");
+  }
+  EXPECT_THROW(parse({"--stacks"}), std::invalid_argument);
+  EXPECT_THROW(parse({"-o", "x.gmt"}), std::invalid_argument);
+  EXPECT_THROW(parse({"--"}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace gmt::analyzer
