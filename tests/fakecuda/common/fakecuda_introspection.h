@@ -5,7 +5,7 @@
 // tests may call them directly when linked with the fakecuda_driver target.
 #pragma once
 
-#include "common/export.h"
+#include "common/fake_export.h"
 
 extern "C" {
 

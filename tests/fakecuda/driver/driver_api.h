@@ -12,7 +12,7 @@
 #define __CUDA_API_PUSH_VISIBILITY_DEFAULT
 #include <cuda.h>
 
-#include "common/export.h"
+#include "common/fake_export.h"
 #include "common/fakecuda_introspection.h"
 
 namespace fakecuda {

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "common/fake_config.h"
-#include "driver/address_allocator.h"
 #include "driver/driver_api.h"
+#include "driver/memory/address_allocator.h"
 
 // Opaque handle types of cuda.h get their bodies in the fake.
 struct CUctx_st {

@@ -3,7 +3,7 @@
 // because the machine has no nvml.h. Types and values match the real ABI (NVML 12.x).
 #pragma once
 
-#include "common/export.h"
+#include "common/fake_export.h"
 
 extern "C" {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "driver/address_allocator.h"
+#include "driver/memory/address_allocator.h"
 
 #include <iterator>
 
