@@ -4,6 +4,7 @@
  *   gpumemtrace_push("epoch 3");   ...   gpumemtrace_pop();
  *   gpumemtrace_mark("checkpoint saved");
  *   gpumemtrace_framework_view(device, allocated_bytes, reserved_bytes);
+ *   gpumemtrace_framework_block(allocator, action, device, address, size, stream);
  *
  * Header only, C and C++. When the program runs under gpumemtrace (LD_PRELOAD=libgpumemtrace.so
  * or `gpumemtrace run`), each call becomes a phase in the trace; without it, the calls do
@@ -68,6 +69,37 @@ static inline void gpumemtrace_framework_view(int device, uint64_t allocated, ui
   gpumemtrace_framework_view_fn f = (gpumemtrace_framework_view_fn)gpumemtrace__lookup(
       "gpumemtrace_framework_view", &fn, &looked);
   if (f) f(device, allocated, reserved);
+}
+
+/* A caching allocator's block event: what its user asked for (a tensor), inside the segments it
+ * got from CUDA, which the trace records on its own. Called on the thread that allocates or frees,
+ * so that the event gets that thread's stacks. Called by framework shims (PyTorch's allocator
+ * trace tracker, CuPy's MemoryHook) and by any allocator that wants its blocks seen. */
+enum gpumemtrace_allocator {
+  GPUMEMTRACE_ALLOCATOR_OTHER = 0,
+  GPUMEMTRACE_ALLOCATOR_PYTORCH = 1,
+  GPUMEMTRACE_ALLOCATOR_CUPY = 2
+};
+enum gpumemtrace_block_action {
+  GPUMEMTRACE_BLOCK_ALLOC = 0,          /* a block handed out */
+  GPUMEMTRACE_BLOCK_FREE_REQUESTED = 1, /* the user freed it; streams may still use it */
+  GPUMEMTRACE_BLOCK_FREE_COMPLETED = 2, /* back in the cache, reusable */
+  GPUMEMTRACE_BLOCK_SEGMENT_ALLOC = 3,  /* the allocator took a segment from CUDA */
+  GPUMEMTRACE_BLOCK_SEGMENT_FREE = 4,   /* and gave it back */
+  GPUMEMTRACE_BLOCK_SEGMENT_MAP = 5,    /* expandable segments: pages mapped */
+  GPUMEMTRACE_BLOCK_SEGMENT_UNMAP = 6,
+  GPUMEMTRACE_BLOCK_OOM = 7 /* a request the allocator could not satisfy (size) */
+};
+typedef void (*gpumemtrace_framework_block_fn)(uint32_t, uint32_t, int32_t, uint64_t, uint64_t,
+                                               uint64_t);
+
+static inline void gpumemtrace_framework_block(uint32_t allocator, uint32_t action, int32_t device,
+                                               uint64_t address, uint64_t size, uint64_t stream) {
+  static void* fn;
+  static int looked;
+  gpumemtrace_framework_block_fn f = (gpumemtrace_framework_block_fn)gpumemtrace__lookup(
+      "gpumemtrace_framework_block", &fn, &looked);
+  if (f) f(allocator, action, device, address, size, stream);
 }
 
 #ifdef __cplusplus
