@@ -16,7 +16,8 @@ Runtime::Runtime()
       driver_views_(entry_points_),
       sampler_(writer_, config_, driver_views_),
       phases_(writer_),
-      events_(writer_, config_, sampler_, phases_) {}
+      events_(writer_, config_, sampler_, phases_),
+      torch_tracker_(writer_) {}
 
 Runtime& Runtime::get() {
   // Placement-new into static storage: no destructor is ever registered, so the runtime outlives

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "interpose/config.h"
+#include "interpose/frameworks/torch_tracker.h"
 #include "interpose/hooks/driver_views_of_driver.h"
 #include "interpose/hooks/entry_points.h"
 #include "interpose/record/event_recorder.h"
@@ -27,6 +28,7 @@ class Runtime {
   Sampler& sampler() { return sampler_; }
   PhaseRecorder& phases() { return phases_; }
   DriverViews& driver_views() { return driver_views_; }
+  TorchTracker& torch_tracker() { return torch_tracker_; }
 
   // Moves whenever a context may go (destroyed, reset, released), so that what a thread learnt
   // about a context handle (its device) is asked again: a new context may reuse the handle.
@@ -45,6 +47,7 @@ class Runtime {
   Sampler sampler_;
   PhaseRecorder phases_;
   EventRecorder events_;
+  TorchTracker torch_tracker_;
   std::atomic<uint64_t> context_generation_{1};
 };
 

@@ -13,6 +13,10 @@ extern "C" __attribute__((visibility("hidden"))) void* gmt_dlsym_for_handle(void
   DlsymFn real = real_dlsym();
   if (real == nullptr) return nullptr;
   void* symbol = real(handle, name);
+  // Python looks up PyInit_<module> as it imports an extension: torch's is when its CUDA
+  // allocator becomes loaded.
+  if (symbol != nullptr && name != nullptr && std::strncmp(name, "PyInit_", 7) == 0)
+    Runtime::get().torch_tracker().extension_loaded();
   // Only driver names can be tracked; the prefix test keeps every other lookup cheap.
   if (symbol == nullptr || name == nullptr || std::strncmp(name, "cu", 2) != 0) return symbol;
   void* handed_out = Runtime::get().entry_points().wrap(symbol);

@@ -20,7 +20,11 @@ struct NotInitialized<CUresult (*)(Args...)> {
 
 class Hook {
  public:
-  Hook() : rt_(Runtime::get()) {}
+  // Before the program's own call runs: PyTorch's allocator gets its tracker before it takes
+  // its first segment (torch_tracker.h).
+  Hook() : rt_(Runtime::get()) {
+    if (guard_.outermost()) rt_.torch_tracker().maybe_attach();
+  }
 
   // Whether this call came from the program rather than from the driver or from us.
   bool outermost() const { return guard_.outermost(); }

@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: Apache-2.0
+// Built in the traced process's environment against the headers of the torch that runs (the
+// layout of TraceEntry changes between versions), by torch_tracker.cpp, which embeds this file.
+// Not part of the project's own build.
+//
+// It hands each of the CUDA caching allocator's trace entries to gpumemtrace_framework_block on
+// the thread that caused it. The callback runs with the allocator's lock held and maybe the GIL
+// held by its caller: it never takes the GIL, never calls into PyTorch, and never throws.
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <dlfcn.h>
+
+#include <cstdint>
+#include <exception>
+#include <string>
+
+namespace {
+
+using BlockFn = void (*)(uint32_t, uint32_t, int32_t, uint64_t, uint64_t, uint64_t);
+using c10::cuda::CUDACachingAllocator::TraceEntry;
+
+BlockFn block_fn = nullptr;
+
+// The actions of include/gpumemtrace.h; -1 for the entries that are not block events.
+int action_of(TraceEntry::Action action) {
+  switch (action) {
+    case TraceEntry::ALLOC:
+      return 0;
+    case TraceEntry::FREE_REQUESTED:
+      return 1;
+    case TraceEntry::FREE_COMPLETED:
+      return 2;
+    case TraceEntry::SEGMENT_ALLOC:
+      return 3;
+    case TraceEntry::SEGMENT_FREE:
+      return 4;
+    case TraceEntry::SEGMENT_MAP:
+      return 5;
+    case TraceEntry::SEGMENT_UNMAP:
+      return 6;
+    case TraceEntry::OOM:
+      return 7;
+    default:
+      return -1;
+  }
+}
+
+void on_trace_entry(const TraceEntry& entry) {
+  const int action = action_of(entry.action_);
+  if (action < 0) return;
+  block_fn(/*PyTorch*/ 1, static_cast<uint32_t>(action), static_cast<int32_t>(entry.device_),
+           static_cast<uint64_t>(entry.addr_), static_cast<uint64_t>(entry.size_),
+           static_cast<uint64_t>(reinterpret_cast<uintptr_t>(entry.stream_)));
+}
+
+}  // namespace
+
+// 1: attached; 0: the allocator is not initialized yet (ask again at the next allocation);
+// -1: this allocator cannot be traced (e.g. backend:cudaMallocAsync), or no entry point.
+extern "C" __attribute__((visibility("default"))) int gpumemtrace_torch_attach() {
+  try {
+    if (block_fn == nullptr) {
+      block_fn = reinterpret_cast<BlockFn>(dlsym(RTLD_DEFAULT, "gpumemtrace_framework_block"));
+      if (block_fn == nullptr) return -1;
+    }
+    auto* allocator = c10::cuda::CUDACachingAllocator::get();
+    if (allocator == nullptr || !allocator->initialized()) return 0;
+    c10::cuda::CUDACachingAllocator::attachAllocatorTraceTracker(&on_trace_entry);
+    return 1;
+  } catch (...) {
+    return -1;
+  }
+}
+
+// Which allocator runs: "native" or "cudaMallocAsync" (for the note when it cannot be traced).
+extern "C" __attribute__((visibility("default"))) const char* gpumemtrace_torch_backend() {
+  try {
+    auto* allocator = c10::cuda::CUDACachingAllocator::get();
+    if (allocator == nullptr) return "none";
+    static const std::string name = allocator->name();
+    return name.c_str();
+  } catch (...) {
+    return "unknown";
+  }
+}
