@@ -16,7 +16,7 @@ inline constexpr std::size_t kFirstChunkOffset = 4096;
 // What this build writes. It reads every minor of the majors from kOldestReadableMajor on:
 // format 3 differs only in its chunk checksum (format/chunk.h).
 inline constexpr uint16_t kVersionMajor = 4;
-inline constexpr uint16_t kVersionMinor = 1;
+inline constexpr uint16_t kVersionMinor = 2;
 inline constexpr uint16_t kOldestReadableMajor = 3;
 inline constexpr uint32_t kMinChunkSize = 4096;
 inline constexpr uint32_t kMaxChunkSize = 16u << 20;

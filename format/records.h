@@ -37,6 +37,7 @@ enum class RecordType : uint8_t {
   kPhase = 18,
   kNote = 19,
   kPool = 20,
+  kBlock = 21,
 };
 
 // The most payload bytes a record of integer fields can take: every field as a 10-byte varint.
@@ -565,10 +566,58 @@ struct PoolRecord {
   }
 };
 
+// What a caching allocator's block event says happened (`gpumemtrace.h`'s
+// gpumemtrace_block_action; values are part of the file format).
+enum class BlockAction : uint8_t {
+  kAlloc = 0,          // a block handed out to the allocator's user
+  kFreeRequested = 1,  // the user freed it; streams may still use it
+  kFreeCompleted = 2,  // back in the allocator's cache, reusable
+  kSegmentAlloc = 3,   // the allocator took a segment from CUDA
+  kSegmentFree = 4,    // and gave it back
+  kSegmentMap = 5,     // expandable segments: pages mapped
+  kSegmentUnmap = 6,   // and unmapped
+  kOom = 7,            // a request the allocator could not satisfy (`size`)
+};
+
+// Which allocator a BlockRecord comes from (`gpumemtrace.h`'s gpumemtrace_allocator).
+enum class BlockAllocator : uint8_t {
+  kOther = 0,
+  kPytorch = 1,
+  kCupy = 2,
+};
+
+// A caching allocator's block event (4.2), reported by the framework through
+// gpumemtrace_framework_block(): a block inside the segments the allocator got from CUDA (which
+// are AllocRecords of their own). Stamped when the call is made, on the calling thread.
+struct BlockRecord {
+  static constexpr RecordType kType = RecordType::kBlock;
+  uint64_t time_ns = 0;
+  uint64_t thread = 0;
+  uint32_t allocator = 0;  // BlockAllocator
+  uint32_t action = 0;     // BlockAction
+  int32_t device = -1;     // CUDA ordinal; -1 when not known
+  uint64_t address = 0;    // the block's (or segment's) first byte; 0 for kOom
+  uint64_t size = 0;       // its bytes; for kOom what was asked for
+  uint64_t stream = 0;     // the stream it was allocated for (the allocator's handle), 0 default
+  uint32_t stack = 0;      // StackRecord id: for kAlloc, kSegmentAlloc, kSegmentMap and kOom
+
+  template <class Self, class V>
+  static constexpr void fields(Self& r, V& v) {
+    v.time("time_ns", r.time_ns);
+    v.u32("allocator", r.allocator);
+    v.u32("action", r.action);
+    v.i32("device", r.device);
+    v.address("address", r.address);
+    v.u64("size", r.size);
+    v.u64("stream", r.stream);
+    v.u32("stack", r.stack);
+  }
+};
+
 using Record =
     std::variant<ProcessInfoRecord, AllocRecord, FreeRecord, AllocFailedRecord, EndRecord,
                  ContextRecord, ContextDestroyedRecord, MapRecord, UnmapRecord, RetainHandleRecord,
                  StackRecord, ModuleRecord, PythonCodeRecord, ThreadRecord, DeviceRecord,
-                 SampleRecord, NameRecord, PhaseRecord, NoteRecord, PoolRecord>;
+                 SampleRecord, NameRecord, PhaseRecord, NoteRecord, PoolRecord, BlockRecord>;
 
 }  // namespace gmt::format

@@ -60,7 +60,8 @@ const char* record_type_name(std::size_t index) {
                                        "name",
                                        "phase",
                                        "note",
-                                       "pool"};
+                                       "pool",
+                                       "block"};
   static_assert(std::size(kNames) == std::variant_size_v<format::Record>);
   return index < std::size(kNames) ? kNames[index] : "unknown";
 }

@@ -56,7 +56,12 @@ nlohmann::ordered_json leaks_json(const TraceSummary& trace, ResolvedStacks& fra
       row["growth_bytes_per_s"] = g.growth_bytes_per_s;
       row["freed_at_exit"] = g.freed_at_exit;
     }
-    row.update(site_stats_json(site_of(trace, g.device, g.stack)));
+    if (g.allocator >= 0) {
+      row["allocator"] = allocator_name(g.allocator);
+      row["level"] = g.stack == 0 && g.leak_class == LeakClass::kCached ? "cache" : "block";
+    } else {
+      row.update(site_stats_json(site_of(trace, g.device, g.stack)));
+    }
     groups.push_back(std::move(row));
   }
   ordered_json by_class = ordered_json::object();

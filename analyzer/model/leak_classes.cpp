@@ -28,8 +28,10 @@ bool keeps_growing(const std::vector<uint64_t>& samples) {
 
 namespace {
 
-// Growth between the first sample and sample `last`, per second.
-double growth_rate(const TraceSummary& trace, const SiteStats& site, std::size_t last) {
+// Growth between the first sample and sample `last`, per second (of a SiteStats or a
+// BlockSiteStats).
+template <class Site>
+double growth_rate(const TraceSummary& trace, const Site& site, std::size_t last) {
   const double seconds =
       static_cast<double>(trace.sample_times[last] - trace.sample_times.front()) / 1e9;
   const double grown =
@@ -40,12 +42,52 @@ double growth_rate(const TraceSummary& trace, const SiteStats& site, std::size_t
 // A site that kept growing until the trace's last stretch and then gave memory back: a Python
 // program frees what a leak kept when its modules are torn down at exit, after the harm (the
 // growth, the OOM it leads to) was done.
-bool grew_until_exit(const TraceSummary& trace, const SiteStats& site) {
+template <class Site>
+bool grew_until_exit(const TraceSummary& trace, const Site& site) {
   const std::size_t n = site.live_samples.size();
   if (n != trace.sample_times.size() || n < 4 || site.live_count_samples.size() != n) return false;
   if (site.live_samples[n - 1] >= site.live_samples[n - 2]) return false;
   const std::vector<uint64_t> before_exit(site.live_samples.begin(), site.live_samples.end() - 1);
   return keeps_growing(before_exit);
+}
+
+// A caching allocator's blocks never freed, by site; then what each allocator holds free (its
+// segments less its live blocks), in one `cached` group per allocator and device.
+void classify_blocks(TraceSummary& trace) {
+  for (const auto& [key, site] : trace.block_sites) {
+    LeakGroup group{site.device, site.stack, LeakClass::kUnfreed, 0, 0, 0, 0};
+    group.allocator = static_cast<int>(site.allocator);
+    if (grew_until_exit(trace, site)) {
+      const std::size_t last = site.live_samples.size() - 2;
+      group.leak_class = LeakClass::kProbableLeak;
+      group.bytes = group.resident_bytes = site.live_samples[last];
+      group.count = site.live_count_samples[last];
+      group.growth_bytes_per_s = growth_rate(trace, site, last);
+      group.freed_at_exit = true;
+      trace.leaks.push_back(group);
+      continue;
+    }
+    if (site.live_count == 0) continue;
+    group.bytes = group.resident_bytes = site.live_bytes;
+    group.count = site.live_count;
+    if (site.live_samples.size() == trace.sample_times.size() && keeps_growing(site.live_samples)) {
+      group.leak_class = LeakClass::kProbableLeak;
+      group.growth_bytes_per_s = growth_rate(trace, site, site.live_samples.size() - 1);
+    }
+    trace.leaks.push_back(group);
+  }
+  for (const AllocatorUsage& a : trace.allocators) {
+    if (a.reserved_bytes <= a.allocated_bytes) continue;
+    LeakGroup group{a.device,
+                    0,
+                    LeakClass::kCached,
+                    a.reserved_bytes - a.allocated_bytes,
+                    a.reserved_bytes - a.allocated_bytes,
+                    a.live_segments,
+                    0};
+    group.allocator = static_cast<int>(a.allocator);
+    trace.leaks.push_back(group);
+  }
 }
 
 }  // namespace
@@ -59,7 +101,10 @@ void classify_leaks(TraceSummary& trace) {
                                       site.torn_down_bytes, site.torn_down_resident_bytes,
                                       site.torn_down_count, 0});
     }
-    if (grew_until_exit(trace, site)) {
+    // Segments a caching allocator reported are told by its blocks (classify_blocks()): the
+    // site that grew the cache is not where the memory is kept.
+    const bool framework = site.framework_segments;
+    if (!framework && grew_until_exit(trace, site)) {
       const std::size_t last = site.live_samples.size() - 2;
       LeakGroup group{site.device,
                       site.stack,
@@ -72,13 +117,18 @@ void classify_leaks(TraceSummary& trace) {
       trace.leaks.push_back(group);
       continue;
     }
-    if (site.live_count == 0) continue;
-    LeakGroup group{
-        site.device,     site.stack, LeakClass::kUnfreed, site.live_bytes, site.live_resident_bytes,
-        site.live_count, 0};
+    if (site.live_count == site.framework_segment_count) continue;
+    LeakGroup group{site.device,
+                    site.stack,
+                    LeakClass::kUnfreed,
+                    site.live_bytes - site.framework_segment_bytes,
+                    site.live_resident_bytes - site.framework_segment_bytes,
+                    site.live_count - site.framework_segment_count,
+                    0};
     // A growing site is reported as a probable leak even inside a caching allocator: growth
     // without bound is what a leak looks like when a cache sits in between.
-    if (site.live_samples.size() == trace.sample_times.size() && keeps_growing(site.live_samples)) {
+    if (!framework && site.live_samples.size() == trace.sample_times.size() &&
+        keeps_growing(site.live_samples)) {
       group.leak_class = LeakClass::kProbableLeak;
       group.growth_bytes_per_s = growth_rate(trace, site, site.live_samples.size() - 1);
     } else if (caching_allocator_library(owners.of(site.stack))) {
@@ -86,11 +136,13 @@ void classify_leaks(TraceSummary& trace) {
     }
     trace.leaks.push_back(group);
   }
+  classify_blocks(trace);
   std::sort(trace.leaks.begin(), trace.leaks.end(), [](const LeakGroup& a, const LeakGroup& b) {
     if (a.bytes != b.bytes) return a.bytes > b.bytes;
     if (a.device != b.device) return a.device < b.device;
     if (a.stack != b.stack) return a.stack < b.stack;
-    return a.leak_class < b.leak_class;
+    if (a.leak_class != b.leak_class) return a.leak_class < b.leak_class;
+    return a.allocator < b.allocator;
   });
 }
 
@@ -100,6 +152,17 @@ uint64_t leaked_on(const TraceSummary& trace, int device) {
     if (g.device == device && unintended(g.leak_class)) bytes += g.resident_bytes;
   }
   return bytes;
+}
+
+const char* allocator_name(int allocator) {
+  switch (static_cast<format::BlockAllocator>(allocator)) {
+    case format::BlockAllocator::kPytorch:
+      return "pytorch";
+    case format::BlockAllocator::kCupy:
+      return "cupy";
+    default:
+      return "other";
+  }
 }
 
 const char* leak_class_name(LeakClass c) {

@@ -26,6 +26,9 @@ void classify_leaks(TraceSummary& trace);
 
 const char* leak_class_name(LeakClass c);
 
+// A caching allocator's name in reports (format::BlockAllocator): "pytorch", "cupy", "other".
+const char* allocator_name(int allocator);
+
 // Memory never freed that nobody meant to keep: probable leaks and the unfreed rest (not what a
 // caching allocator keeps, nor what a context's teardown released).
 inline bool unintended(LeakClass c) {

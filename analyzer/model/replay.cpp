@@ -229,6 +229,7 @@ void Replay::take_sample(uint64_t time_ns) {
     site.live_count_samples.resize(samples_taken_, 0);
     site.live_count_samples.push_back(slot.live_count);
   }
+  blocks_.take_sample(samples_taken_);
   summary_.sample_times.push_back(std::max(time_ns, now_ns_));
   ++samples_taken_;
 }
@@ -239,6 +240,7 @@ void Replay::finish() {
     if (d.peak_bytes > 0) d.peak_sites = sites_at_peak(ordinal);
   }
   if (timeline_) summary_.timeline = timeline_->finish(summary_.duration_ns);
+  finish_blocks();
   finish_views();
 }
 

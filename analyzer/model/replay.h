@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "analyzer/model/block_replay.h"
 #include "analyzer/model/containers/flat_hash_map.h"
 #include "analyzer/model/timeline_builder.h"
 #include "analyzer/model/trace_summary.h"
@@ -171,6 +172,10 @@ class Replay {
   void on(const format::PhaseRecord& r);
   void on(const format::NoteRecord& r);
   void on(const format::PoolRecord& r);
+  // A caching allocator's block events: replay_block_records.cpp.
+  void on(const format::BlockRecord& r);
+  // The sites whose allocations still live at the end are segments an allocator reported.
+  void finish_blocks();
   // Asks the memory for the live allocation an allocation or a free of `address` looks up. Any
   // address will do (a wrong one costs a useless load).
   void prefetch(uint64_t address) const {
@@ -276,6 +281,7 @@ class Replay {
   uint64_t next_sample_at_ = UINT64_MAX;  // sample_positions_[samples_taken_], or none
   std::optional<TimelineBuilder> timeline_;
   ViewsReplay views_;
+  BlockReplay blocks_;
 };
 
 }  // namespace gmt::analyzer

@@ -96,7 +96,45 @@ struct SiteStats {
   std::array<uint64_t, kSizeBuckets> size_histogram{};
   std::vector<uint64_t> live_samples;        // live_bytes at each of TraceSummary::sample_times
   std::vector<uint64_t> live_count_samples;  // live_count at the same points
+  // Of the allocations live at the end, those a caching allocator reported as its segments
+  // (block events, format 4.2): their bytes are told by the allocator's blocks instead.
+  uint64_t framework_segment_bytes = 0;
+  uint64_t framework_segment_count = 0;
+  bool framework_segments = false;  // the site ever made a segment an allocator reported
 };
+
+// The blocks of one site of a caching allocator, from its block events (format 4.2): what its
+// user asked for (a tensor), inside the allocator's segments.
+struct BlockSiteStats {
+  uint32_t allocator = 0;  // format::BlockAllocator
+  int device = -1;
+  uint32_t stack = 0;
+  uint64_t live_bytes = 0;  // handed out and not freed, at the end once replayed
+  uint64_t live_count = 0;
+  uint64_t allocations = 0;
+  std::vector<uint64_t> live_samples;  // live_bytes at each of TraceSummary::sample_times
+  std::vector<uint64_t> live_count_samples;
+};
+
+// What a caching allocator held on one device, from its block events.
+struct AllocatorUsage {
+  uint32_t allocator = 0;  // format::BlockAllocator
+  int device = -1;
+  uint64_t allocated_bytes = 0;  // live blocks, at the end
+  uint64_t reserved_bytes = 0;   // its segments, at the end
+  uint64_t live_blocks = 0;
+  uint64_t live_segments = 0;
+  uint64_t peak_allocated_bytes = 0;
+  uint64_t peak_reserved_bytes = 0;
+  uint64_t block_events = 0;
+  uint64_t ooms = 0;
+};
+
+// The key of a block site in TraceSummary::block_sites.
+inline uint64_t block_site_key(uint32_t allocator, int device, uint32_t stack) {
+  return static_cast<uint64_t>(allocator & 0xff) << 56 |
+         static_cast<uint64_t>(static_cast<uint32_t>(device) & 0xffffff) << 32 | stack;
+}
 
 // The key of a site in TraceSummary::sites.
 inline uint64_t site_key(int device, uint32_t stack) {
@@ -120,6 +158,9 @@ struct LeakGroup {
   uint64_t resident_bytes = 0;  // of those, device-resident
   uint64_t count = 0;
   double growth_bytes_per_s = 0;  // probable leaks: how fast the site's live bytes grew
+  // A caching allocator's blocks (format::BlockAllocator) rather than driver allocations: its
+  // users' live blocks by site, or (stack 0, class kCached) what it holds free; -1 otherwise.
+  int allocator = -1;
   // A probable leak whose memory was freed only in the trace's last stretch (at exit): bytes
   // and count are what it held just before.
   bool freed_at_exit = false;
@@ -251,3 +292,6 @@ struct TraceSummary {
 };
 
 }  // namespace gmt::analyzer
+  // Caching allocators' blocks by site (key: block_site_key), and their figures per device.
+  std::map<uint64_t, BlockSiteStats> block_sites;
+  std::vector<AllocatorUsage> allocators;

@@ -65,6 +65,12 @@ ViewValues ViewsReplay::values_of(const format::SampleRecord& r, const DeviceSta
   v.framework_allocated_bytes = field(r, SampleField::kFrameworkAllocated, r.framework_allocated);
   v.framework_reserved_bytes = field(r, SampleField::kFrameworkReserved, r.framework_reserved);
   if (r.present & kFrameworkFields) v.framework_time_ns = r.time_ns;
+  // Block events say what the framework's allocator holds at every moment: no report needed.
+  if (d.blocks && !(r.present & kFrameworkFields)) {
+    v.framework_allocated_bytes = d.blocks->allocated;
+    v.framework_reserved_bytes = d.blocks->reserved;
+    v.framework_time_ns = r.time_ns;
+  }
   return v;
 }
 
@@ -155,7 +161,7 @@ std::optional<ViewValues> joined(const std::optional<ViewValues>& sampler,
     v.tracked_bytes = framework->tracked_bytes;
     v.exact = framework->exact;
   }
-  if (framework) {
+  if (framework && !(sampler && sampler->framework_allocated_bytes)) {
     v.framework_allocated_bytes = framework->framework_allocated_bytes;
     v.framework_reserved_bytes = framework->framework_reserved_bytes;
     v.framework_time_ns = framework->framework_time_ns;
@@ -192,7 +198,18 @@ std::optional<ViewValues> ViewsReplay::views_at_peak(int ordinal) const {
 std::optional<ViewValues> ViewsReplay::views_at_exit(int ordinal) const {
   auto it = devices_.find(ordinal);
   if (it == devices_.end()) return std::nullopt;
-  return joined(it->second.last, it->second.framework_last);
+  const DeviceState& d = it->second;
+  if (!d.last && !d.framework_last && d.blocks) {
+    // No sample, but block events: the allocator's figures at the end, with the tracked bytes.
+    ViewValues v;
+    v.time_ns = std::max(d.blocks->time_ns, d.last_change_ns);
+    v.tracked_bytes = d.live;
+    v.framework_allocated_bytes = d.blocks->allocated;
+    v.framework_reserved_bytes = d.blocks->reserved;
+    v.framework_time_ns = v.time_ns;
+    return v;
+  }
+  return joined(d.last, d.framework_last);
 }
 
 std::string ViewsReplay::peak_phase(int ordinal) const {

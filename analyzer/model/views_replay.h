@@ -45,6 +45,12 @@ class ViewsReplay {
   }
   // A record took `device` to a new peak: the next samples describe it (until a higher one).
   void at_peak(int device);
+  // A caching allocator's block events (format 4.2) put the device's framework figures (live
+  // blocks, segments the allocator holds) at these values: every later sample carries them.
+  void framework_blocks(int ordinal, uint64_t allocated, uint64_t reserved, uint64_t time_ns) {
+    DeviceState& d = device(ordinal);
+    d.blocks = BlockFigures{allocated, reserved, time_ns};
+  }
 
   const std::map<int, DeviceIdentity>& identities() const { return identities_; }
   std::optional<ViewValues> views_at_peak(int device) const;
@@ -58,8 +64,14 @@ class ViewsReplay {
   const std::vector<PhaseMark>& marks() const { return marks_; }
 
  private:
+  struct BlockFigures {
+    uint64_t allocated = 0;
+    uint64_t reserved = 0;
+    uint64_t time_ns = 0;
+  };
   struct DeviceState {
     uint64_t live = 0;
+    std::optional<BlockFigures> blocks;  // from block events, when there are any
     uint64_t last_change_ns = 0;
     // The most since the last phase opened. Every phase open now was open all that time: a
     // phase's maximum is the most of these over the stretches between the phases opening in

@@ -45,6 +45,10 @@ nlohmann::ordered_json leaks_json(const ReportInput& input) {
         row["growth_bytes_per_s"] = g.growth_bytes_per_s;
         row["freed_at_exit"] = g.freed_at_exit;
       }
+      if (g.allocator >= 0) {
+        row["allocator"] = allocator_name(g.allocator);
+        row["level"] = g.stack == 0 && g.leak_class == LeakClass::kCached ? "cache" : "block";
+      }
       leaks.push_back(std::move(row));
     }
   }

@@ -155,6 +155,40 @@ void EventRecorder::pool_event(format::Api api, int device, uint64_t pool, uint6
   if (device >= 0) sampler_.uses_pools(device);
 }
 
+namespace {
+
+// Whether a block action starts something, and so gets the calling thread's stack.
+bool block_action_has_stack(uint32_t action) {
+  switch (static_cast<format::BlockAction>(action)) {
+    case format::BlockAction::kAlloc:
+    case format::BlockAction::kSegmentAlloc:
+    case format::BlockAction::kSegmentMap:
+    case format::BlockAction::kOom:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+void EventRecorder::block(uint32_t allocator, uint32_t action, int device, uint64_t address,
+                          uint64_t size, uint64_t stream) {
+  format::BlockRecord rec;
+  rec.thread = thread_id();
+  rec.allocator = allocator;
+  rec.action = action;
+  rec.device = device;
+  rec.address = address;
+  rec.size = size;
+  rec.stream = stream;
+  rec.stack = block_action_has_stack(action) ? stack_here() : 0;
+  // Phases opened before the trace existed go first, as for an allocation.
+  phases_.flush_if_pending();
+  writer_.record(rec);
+  phases_.flush_if_pending();
+}
+
 void EventRecorder::context_destroying(uint64_t context, format::Api api) {
   uint32_t id = 0;
   {

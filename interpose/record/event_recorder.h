@@ -48,6 +48,12 @@ class EventRecorder {
   // Stream-ordered pools: after a create or a trim, before a destroy.
   void pool_event(format::Api api, int device, uint64_t pool, uint64_t bytes);
 
+  // A caching allocator's block event (gpumemtrace_framework_block), on the thread that made it:
+  // with that thread's stack for the events that start something (alloc, segment alloc and map,
+  // OOM), without one for the others (a free's stack says nothing the alloc's did not).
+  void block(uint32_t allocator, uint32_t action, int device, uint64_t address, uint64_t size,
+             uint64_t stream);
+
   // Before a context goes, with everything it still owns.
   void context_destroying(uint64_t context, format::Api api);
 

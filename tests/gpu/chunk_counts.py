@@ -46,8 +46,8 @@ def framed_records(payload):
 def check(path):
     data = open(path, "rb").read()
     major, minor, chunk_size = struct.unpack_from("<HHI", data, 8)
-    if (major, minor) != (4, 1):
-        return 0, 0, 0, 0, f"format {major}.{minor}, not 4.1"
+    if major != 4 or minor < 1:
+        return 0, 0, 0, 0, f"format {major}.{minor}, not 4.1 or later"
     chunks = sealed = records = mismatched = 0
     for off in range(FIRST_CHUNK, len(data) - CHUNK_HEADER + 1, chunk_size):
         magic, = struct.unpack_from("<I", data, off)

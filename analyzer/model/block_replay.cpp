@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "analyzer/model/block_replay.h"
+
+#include <algorithm>
+
+namespace gmt::analyzer {
+
+using format::BlockAction;
+
+BlockReplay::Pool& BlockReplay::pool(uint32_t allocator, int device) {
+  Pool& p = pools_[{allocator, device}];
+  p.usage.allocator = allocator;
+  p.usage.device = device;
+  return p;
+}
+
+uint32_t BlockReplay::site(uint32_t allocator, int device, uint32_t stack) {
+  const uint64_t key = block_site_key(allocator, device, stack);
+  const auto [it, added] = site_indices_.try_emplace(key, static_cast<uint32_t>(sites_.size()));
+  if (added) {
+    BlockSiteStats s;
+    s.allocator = allocator;
+    s.device = device;
+    s.stack = stack;
+    sites_.push_back(std::move(s));
+  }
+  return it->second;
+}
+
+void BlockReplay::end_block(Pool& p, uint64_t address) {
+  const auto it = p.blocks.find(address);
+  if (it == p.blocks.end()) return;
+  BlockSiteStats& s = sites_[it->second.site];
+  s.live_bytes -= it->second.size;
+  --s.live_count;
+  p.usage.allocated_bytes -= it->second.size;
+  --p.usage.live_blocks;
+  p.blocks.erase(it);
+}
+
+void BlockReplay::on(const format::BlockRecord& r) {
+  Pool& p = pool(r.allocator, r.device);
+  ++p.usage.block_events;
+  AllocatorUsage& u = p.usage;
+  switch (static_cast<BlockAction>(r.action)) {
+    case BlockAction::kAlloc: {
+      end_block(p, r.address);  // the same block twice: its free was not reported
+      const uint32_t index = site(r.allocator, r.device, r.stack);
+      p.blocks[r.address] = Block{r.size, index};
+      BlockSiteStats& s = sites_[index];
+      s.live_bytes += r.size;
+      ++s.live_count;
+      ++s.allocations;
+      u.allocated_bytes += r.size;
+      ++u.live_blocks;
+      u.peak_allocated_bytes = std::max(u.peak_allocated_bytes, u.allocated_bytes);
+      break;
+    }
+    // The user's free ends the block (the allocator's allocated bytes drop then); a shim that
+    // reports only the completion ends it there.
+    case BlockAction::kFreeRequested:
+    case BlockAction::kFreeCompleted:
+      end_block(p, r.address);
+      break;
+    case BlockAction::kSegmentAlloc: {
+      auto [it, added] = p.segments.try_emplace(r.address, r.size);
+      if (!added) {
+        u.reserved_bytes -= std::min(u.reserved_bytes, it->second);
+        it->second = r.size;
+      } else {
+        ++u.live_segments;
+      }
+      u.reserved_bytes += r.size;
+      u.peak_reserved_bytes = std::max(u.peak_reserved_bytes, u.reserved_bytes);
+      break;
+    }
+    case BlockAction::kSegmentFree: {
+      const auto it = p.segments.find(r.address);
+      const uint64_t size = it != p.segments.end() ? it->second : r.size;
+      if (it != p.segments.end()) {
+        p.segments.erase(it);
+        --u.live_segments;
+      }
+      u.reserved_bytes -= std::min(u.reserved_bytes, size);
+      break;
+    }
+    // Expandable segments: pages mapped into and out of one reservation.
+    case BlockAction::kSegmentMap:
+      u.reserved_bytes += r.size;
+      u.peak_reserved_bytes = std::max(u.peak_reserved_bytes, u.reserved_bytes);
+      break;
+    case BlockAction::kSegmentUnmap:
+      u.reserved_bytes -= std::min(u.reserved_bytes, r.size);
+      break;
+    case BlockAction::kOom:
+      ++u.ooms;
+      break;
+  }
+}
+
+bool BlockReplay::has_blocks(int device) const {
+  for (const auto& [key, p] : pools_) {
+    if (key.second == device) return true;
+  }
+  return false;
+}
+
+uint64_t BlockReplay::allocated_bytes(int device) const {
+  uint64_t bytes = 0;
+  for (const auto& [key, p] : pools_) {
+    if (key.second == device) bytes += p.usage.allocated_bytes;
+  }
+  return bytes;
+}
+
+uint64_t BlockReplay::reserved_bytes(int device) const {
+  uint64_t bytes = 0;
+  for (const auto& [key, p] : pools_) {
+    if (key.second == device) bytes += p.usage.reserved_bytes;
+  }
+  return bytes;
+}
+
+void BlockReplay::take_sample(std::size_t samples) {
+  for (BlockSiteStats& s : sites_) {
+    s.live_samples.resize(samples, 0);  // a site born later was empty before
+    s.live_samples.push_back(s.live_bytes);
+    s.live_count_samples.resize(samples, 0);
+    s.live_count_samples.push_back(s.live_count);
+  }
+}
+
+void BlockReplay::finish(TraceSummary& summary) const {
+  summary.block_sites.clear();
+  for (const BlockSiteStats& s : sites_) {
+    summary.block_sites[block_site_key(s.allocator, s.device, s.stack)] = s;
+  }
+  summary.allocators.clear();
+  for (const auto& [key, p] : pools_) summary.allocators.push_back(p.usage);
+}
+
+}  // namespace gmt::analyzer

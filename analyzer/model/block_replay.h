@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: Apache-2.0
+// Replays a caching allocator's block events (BlockRecord, format 4.2) beside the driver's
+// allocations: per allocator and device, the live blocks (what its users hold: the framework's
+// allocated bytes) and the segments it reported (its reserved bytes), and the blocks' sites, for
+// telling a leak behind the cache from the cache.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "analyzer/model/trace_summary.h"
+#include "format/records.h"
+
+namespace gmt::analyzer {
+
+class BlockReplay {
+ public:
+  // Applies one event.
+  void on(const format::BlockRecord& r);
+
+  // Whether any block event was seen for the device, and its allocators' figures now.
+  bool has_blocks(int device) const;
+  uint64_t allocated_bytes(int device) const;
+  uint64_t reserved_bytes(int device) const;
+
+  // Every block site's live bytes and count, as the `samples`-th sample.
+  void take_sample(std::size_t samples);
+  // Calls `fn(address)` for every segment the allocators hold now.
+  template <class Fn>
+  void for_each_live_segment(Fn&& fn) const {
+    for (const auto& [key, pool] : pools_) {
+      for (const auto& [address, size] : pool.segments) fn(address);
+    }
+  }
+  // The block sites and the allocators' figures, into the summary.
+  void finish(TraceSummary& summary) const;
+
+ private:
+  struct Block {
+    uint64_t size;
+    uint32_t site;  // index in sites_
+  };
+  struct Pool {
+    std::unordered_map<uint64_t, Block> blocks;       // live blocks by address
+    std::unordered_map<uint64_t, uint64_t> segments;  // reported segments by address: size
+    AllocatorUsage usage;
+  };
+  Pool& pool(uint32_t allocator, int device);
+  uint32_t site(uint32_t allocator, int device, uint32_t stack);
+  void end_block(Pool& p, uint64_t address);
+
+  std::map<std::pair<uint32_t, int>, Pool> pools_;  // by (allocator, device)
+  std::vector<BlockSiteStats> sites_;
+  std::unordered_map<uint64_t, uint32_t> site_indices_;  // by block_site_key
+};
+
+}  // namespace gmt::analyzer

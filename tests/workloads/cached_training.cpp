@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: Apache-2.0
+// A training loop behind a caching allocator (caching_allocator.h), for the block events: the
+// trace sees the allocator's segments, and through gpumemtrace_framework_block() its blocks. It
+// plants a leak behind the cache: keep_activation() keeps one activation every third step, while
+// the loop's other blocks come and go and the cache grows wherever a request no longer fits.
+//
+// Prints `keep_line=N` (the line of keep_activation's allocation), the kept blocks' count and
+// bytes, and the allocator's own figures at the end, for the tests to compare exactly.
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "tests/workloads/caching_allocator.h"
+
+namespace training {
+
+constexpr std::size_t kMiB = 1024 * 1024;
+constexpr int kKeepEvery = 3;
+
+std::vector<void*> kept;
+std::size_t kept_bytes = 0;
+int keep_line = 0;
+
+void* must(void* p) {
+  if (p == nullptr) {
+    std::fprintf(stderr, "cached_training: out of memory\n");
+    std::exit(1);
+  }
+  return p;
+}
+
+// The bug: a copy of an activation kept "for debugging", never released.
+__attribute__((noinline)) void keep_activation(sim::CachingAllocator& allocator) {
+  constexpr std::size_t kBytes = 3 * kMiB + 1000;
+  keep_line = __LINE__ + 1;
+  kept.push_back(must(allocator.allocate(kBytes)));
+  kept_bytes += sim::CachingAllocator::round_size(kBytes);
+}
+
+__attribute__((noinline)) void step(sim::CachingAllocator& allocator, int n) {
+  std::vector<void*> activations;
+#pragma GCC unroll 1
+  for (int layer = 0; layer < 4; ++layer) {
+    activations.push_back(must(allocator.allocate((4 + layer) * kMiB)));
+  }
+  void* scratch = must(allocator.allocate(64 * 1024));  // small pool
+  if (n % kKeepEvery == 0) keep_activation(allocator);
+  allocator.free(scratch);
+  for (auto it = activations.rbegin(); it != activations.rend(); ++it) allocator.free(*it);
+}
+
+}  // namespace training
+
+int main(int argc, char** argv) {
+  const int steps = argc > 1 ? std::atoi(argv[1]) : 60;
+  sim::CachingAllocator allocator(0);
+  void* weights = training::must(allocator.allocate(24 * training::kMiB));
+#pragma GCC unroll 1
+  for (int n = 0; n < steps; ++n) training::step(allocator, n);
+  std::printf("keep_line=%d\n", training::keep_line);
+  std::printf("kept_count=%zu\n", training::kept.size());
+  std::printf("kept_bytes=%zu\n", training::kept_bytes);
+  std::printf("allocated=%llu\n", static_cast<unsigned long long>(allocator.allocated_bytes()));
+  std::printf("reserved=%llu\n", static_cast<unsigned long long>(allocator.reserved_bytes()));
+  std::printf("segments=%zu\n", allocator.segments());
+  std::fflush(stdout);
+  (void)weights;  // kept to the end, like a model's weights
+  return 0;
+}

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "tests/workloads/caching_allocator.h"
+
+#include <cuda_runtime_api.h>
+
+#include <iterator>
+
+#include "include/gpumemtrace.h"
+
+namespace sim {
+
+namespace {
+
+constexpr std::size_t kMiB = 1024 * 1024;
+constexpr std::size_t kMinBlock = 512;
+constexpr std::size_t kSmallSize = 1 * kMiB;  // requests up to this come from small segments
+constexpr std::size_t kSmallSegment = 2 * kMiB;
+constexpr std::size_t kLargeSegment = 20 * kMiB;
+constexpr std::size_t kMinLargeAlloc = 10 * kMiB;  // above: a segment of its own size
+constexpr std::size_t kRoundLarge = 2 * kMiB;
+
+void report(uint32_t action, int device, uintptr_t address, std::size_t size, uint64_t stream) {
+  gpumemtrace_framework_block(GPUMEMTRACE_ALLOCATOR_OTHER, action, device, address, size, stream);
+}
+
+}  // namespace
+
+std::size_t CachingAllocator::round_size(std::size_t bytes) {
+  if (bytes < kMinBlock) return kMinBlock;
+  return (bytes + kMinBlock - 1) / kMinBlock * kMinBlock;
+}
+
+std::size_t CachingAllocator::segment_size(std::size_t rounded) {
+  if (rounded <= kSmallSize) return kSmallSegment;
+  if (rounded < kMinLargeAlloc) return kLargeSegment;
+  return (rounded + kRoundLarge - 1) / kRoundLarge * kRoundLarge;
+}
+
+void CachingAllocator::insert_free(uintptr_t address) {
+  const Block& b = blocks_.at(address);
+  free_.insert({{b.small, b.size}, address});
+}
+
+void CachingAllocator::erase_free(uintptr_t address) {
+  const Block& b = blocks_.at(address);
+  free_.erase({{b.small, b.size}, address});
+}
+
+void* CachingAllocator::allocate(std::size_t bytes, uint64_t stream) {
+  const std::size_t size = round_size(bytes);
+  const bool small = size <= kSmallSize;
+  uintptr_t address = 0;
+  const auto fit = free_.lower_bound({{small, size}, 0});
+  if (fit != free_.end() && fit->first.first == small) {
+    address = fit->second;
+    free_.erase(fit);
+  } else {
+    const std::size_t segment = segment_size(size);
+    void* p = nullptr;
+    if (cudaMalloc(&p, segment) != cudaSuccess) {
+      report(GPUMEMTRACE_BLOCK_OOM, device_, 0, size, stream);
+      return nullptr;
+    }
+    address = reinterpret_cast<uintptr_t>(p);
+    blocks_[address] = Block{segment, address, segment, false, small, stream};
+    reserved_ += segment;
+    ++segments_;
+    report(GPUMEMTRACE_BLOCK_SEGMENT_ALLOC, device_, address, segment, stream);
+  }
+  Block& b = blocks_.at(address);
+  // Split off what is left when it is worth a block: any remainder in small segments, more
+  // than 1 MiB in large ones (PyTorch's rule).
+  const std::size_t rest = b.size - size;
+  if (small ? rest >= kMinBlock : rest > kSmallSize) {
+    blocks_[address + size] = Block{rest, b.segment, b.segment_size, false, small, stream};
+    b.size = size;
+    insert_free(address + size);
+  }
+  b.allocated = true;
+  b.stream = stream;
+  allocated_ += b.size;
+  report(GPUMEMTRACE_BLOCK_ALLOC, device_, address, b.size, stream);
+  return reinterpret_cast<void*>(address);
+}
+
+void CachingAllocator::free(void* p) {
+  if (p == nullptr) return;
+  auto it = blocks_.find(reinterpret_cast<uintptr_t>(p));
+  if (it == blocks_.end() || !it->second.allocated) return;
+  uintptr_t address = it->first;
+  Block& b = it->second;
+  report(GPUMEMTRACE_BLOCK_FREE_REQUESTED, device_, address, b.size, b.stream);
+  allocated_ -= b.size;
+  b.allocated = false;
+  const uint64_t stream = b.stream;
+  const std::size_t freed = b.size;
+  // Merged with its free neighbours in the same segment.
+  auto next = std::next(it);
+  if (next != blocks_.end() && !next->second.allocated && next->second.segment == b.segment) {
+    erase_free(next->first);
+    b.size += next->second.size;
+    blocks_.erase(next);
+  }
+  if (it != blocks_.begin()) {
+    auto prev = std::prev(it);
+    if (!prev->second.allocated && prev->second.segment == b.segment) {
+      erase_free(prev->first);
+      prev->second.size += b.size;
+      blocks_.erase(it);
+      it = prev;
+    }
+  }
+  insert_free(it->first);
+  report(GPUMEMTRACE_BLOCK_FREE_COMPLETED, device_, address, freed, stream);
+}
+
+}  // namespace sim
