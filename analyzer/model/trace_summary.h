@@ -281,6 +281,9 @@ struct TraceSummary {
   std::array<uint64_t, static_cast<std::size_t>(format::Api::kCount)> frees_by_api{};
   std::unordered_map<uint64_t, SiteStats> sites;  // by site_key(device, stack)
   std::vector<uint64_t> sample_times;             // when SiteStats::live_samples were taken
+  // Caching allocators' blocks by site (key: block_site_key), and their figures per device.
+  std::map<uint64_t, BlockSiteStats> block_sites;
+  std::vector<AllocatorUsage> allocators;
   std::vector<LeakGroup> leaks;                   // by classify_leaks(), largest first
   // Failed allocations in time order; past kFailuresKept only counted.
   static constexpr std::size_t kFailuresKept = 1000;
@@ -292,6 +295,3 @@ struct TraceSummary {
 };
 
 }  // namespace gmt::analyzer
-  // Caching allocators' blocks by site (key: block_site_key), and their figures per device.
-  std::map<uint64_t, BlockSiteStats> block_sites;
-  std::vector<AllocatorUsage> allocators;
