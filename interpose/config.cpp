@@ -53,6 +53,16 @@ Config Config::from_environment(void (*warn)(const std::string&)) {
       config.sample_ms = static_cast<int>(n);
     }
   }
+  if (const char* at = value_of("GPUMEMTRACE_TEST_ENOSPC_AT")) {
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(at, &end, 10);
+    if (*end != '\0') {
+      warn(std::string("GPUMEMTRACE_TEST_ENOSPC_AT='") + at +
+           "' is not a number of bytes; ignored");
+    } else {
+      config.test_enospc_at = n;
+    }
+  }
   return config;
 }
 

@@ -2,6 +2,7 @@
 // What the user asked for through the environment. Read once, when the runtime is created.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace gmt::interpose {
@@ -18,6 +19,9 @@ struct Config {
   StackMode stacks = StackMode::kAll;
   int stack_depth = 64;  // GPUMEMTRACE_STACK_DEPTH, 1..256
   int sample_ms = 50;    // GPUMEMTRACE_SAMPLE_MS: the sampler's period; 0 = no sampler
+  // GPUMEMTRACE_TEST_ENOSPC_AT=BYTES, for the tests only: growing the trace file past BYTES
+  // fails as a full disk would (ENOSPC). 0: off.
+  uint64_t test_enospc_at = 0;
 
   // Reads the environment. An invalid value gets one warning (through `warn`) and the default:
   // a typo in a variable must never stop the program.

@@ -25,6 +25,14 @@ std::string integrity_text(const TraceSummary& t) {
     case TraceEnd::kCorrupt:
       return std::string(integrity_name(t.end)) + " at byte " + std::to_string(t.end_offset) +
              ": " + t.end_reason;
+    case TraceEnd::kStopped:
+      return "stopped at " + std::to_string(t.stop_time_ns) + " ns: " + t.stop_reason +
+             " (every record up to then is here)";
+    case TraceEnd::kExec:
+      return "exec (the process replaced itself with " + t.exec_program + " at " +
+             std::to_string(t.exec_time_ns) + " ns; every record up to then is here)";
+    case TraceEnd::kFailed:
+      return "recording failed: " + t.end_reason;
   }
   return "";
 }

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "analyzer/model/replay.h"
+#include "format/recording_end.h"
 
 namespace gmt::analyzer {
 
@@ -46,8 +47,31 @@ void Replay::on(const format::PoolRecord& r) {
   }
 }
 
+// Most notes are only told; those that say how the recording ended set the trace's end
+// (summarize_trace() decides it, knowing what the reader left out).
 void Replay::on(const format::NoteRecord& r) {
   summary_.notes.push_back(r.text);
+  const std::string_view text = r.text;
+  if (text.starts_with(format::kStoppedNote)) {
+    if (summary_.stop_reason.empty()) {
+      summary_.stop_reason = text.substr(format::kStoppedNote.size());
+      summary_.stop_time_ns = r.time_ns;
+    }
+  } else if (text.starts_with(format::kExecNote)) {
+    summary_.exec_program = text.substr(format::kExecNote.size());
+    summary_.exec_time_ns = r.time_ns;
+  } else if (text.starts_with(format::kExecFailedNote)) {
+    summary_.exec_program.clear();
+    summary_.exec_time_ns = 0;
+  } else if (text.starts_with(format::kDroppedNote)) {
+    const std::string_view rest = text.substr(format::kDroppedNote.size());
+    uint64_t n = 0;
+    for (char c : rest) {
+      if (c < '0' || c > '9') break;
+      n = n * 10 + static_cast<uint64_t>(c - '0');
+    }
+    summary_.dropped_records += n;
+  }
 }
 
 void Replay::finish_views() {

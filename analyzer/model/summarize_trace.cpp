@@ -12,6 +12,7 @@
 #include "analyzer/model/replay.h"
 #include "analyzer/model/timeline_builder.h"
 #include "format/file_header.h"
+#include "format/recording_end.h"
 #include "format/trace_reader.h"
 
 namespace gmt::analyzer {
@@ -105,9 +106,40 @@ TraceSummary summarize_trace_bytes(std::span<const uint8_t> bytes, const std::st
     }
     summary.problems.push_back("byte " + std::to_string(problem.offset) + ": " + problem.reason);
   }
+  // The recorder writes why it stopped into the header page too: the only place left when it
+  // stopped before its first chunk.
+  const std::string header_stop_reason = format::read_stop_reason(bytes);
   if (!described) {
+    // Only a header: recording failed before its first record. Not an unreadable file: the
+    // trace of a process that ran, with nothing recorded, and why.
+    if (reader.problems().empty() && reader.chunk_count() == 0) {
+      summary.end = TraceEnd::kFailed;
+      summary.end_reason =
+          !header_stop_reason.empty()
+              ? header_stop_reason
+              : "the trace holds only its header (the process ended, or recording failed, "
+                "before the first record)";
+      summary.stop_reason = summary.end_reason;
+      return summary;
+    }
     throw TraceError(path + ": no process description in the trace" +
                      (summary.end_reason.empty() ? "" : " (" + summary.end_reason + ")"));
+  }
+  if (summary.stop_reason.empty() && !header_stop_reason.empty()) {
+    // Stopped on a thread that had no chunk of its own to write the note into: the time is
+    // that of the last record.
+    summary.stop_reason = header_stop_reason;
+    summary.stop_time_ns = summary.duration_ns;
+  }
+  // What was left out says more than how the recording ended; an End record after an exec note
+  // means the exec failed without its note (it cannot: the process ended normally after all).
+  if (!summary.truncated()) {
+    if (!summary.stop_reason.empty()) {
+      summary.end = TraceEnd::kStopped;
+      summary.end_reason = summary.stop_reason;
+    } else if (summary.end != TraceEnd::kExited && !summary.exec_program.empty()) {
+      summary.end = TraceEnd::kExec;
+    }
   }
   return summary;
 }

@@ -209,9 +209,14 @@ enum class TraceEnd {
   kCut,        // every record is complete, but the process never reached exit (killed, _exit)
   kTruncated,  // the file is cut short: the records of the chunks it cuts are left out
   kCorrupt,    // damaged chunks: their records are left out, all the others are read
+  kStopped,    // the recorder stopped (full disk, file-size limit, descriptor taken): every
+               // record up to then is here; stop_reason says why, stop_time_ns when
+  kExec,       // the process replaced itself with exec (exec_program): every record is here
+  kFailed,     // recording failed before its first record: the file holds only its header
 };
 
-// How the JSON outputs name a trace's end: "exited", "cut", "truncated", "corrupt".
+// How the JSON outputs name a trace's end: "exited", "cut", "truncated", "corrupt", "stopped",
+// "exec", "failed".
 inline const char* end_name(TraceEnd end) {
   switch (end) {
     case TraceEnd::kExited:
@@ -222,6 +227,12 @@ inline const char* end_name(TraceEnd end) {
       return "truncated";
     case TraceEnd::kCorrupt:
       return "corrupt";
+    case TraceEnd::kStopped:
+      return "stopped";
+    case TraceEnd::kExec:
+      return "exec";
+    case TraceEnd::kFailed:
+      return "failed";
   }
   return "unknown";
 }
@@ -241,7 +252,15 @@ struct TraceSummary {
   uint64_t failed_host_alloc_count = 0;
   TraceEnd end = TraceEnd::kCut;
   uint64_t end_offset = 0;  // the first place something was left out (kTruncated, kCorrupt)
-  std::string end_reason;
+  std::string end_reason;   // also why recording stopped (kStopped) or failed (kFailed)
+  // From the recording's own notes (format/recording_end.h): when and why it stopped, the
+  // program an exec started (empty if none, or if the exec failed) and when, and how many
+  // records signal handlers' hooks could not write.
+  uint64_t stop_time_ns = 0;
+  std::string stop_reason;
+  std::string exec_program;
+  uint64_t exec_time_ns = 0;
+  uint64_t dropped_records = 0;
   std::vector<std::string> problems;  // everything left out, where and why
   std::map<int, DeviceSummary> devices;
   // Memory that belongs to no device: pinned and registered host memory, address reservations.
@@ -284,7 +303,7 @@ struct TraceSummary {
   // Caching allocators' blocks by site (key: block_site_key), and their figures per device.
   std::map<uint64_t, BlockSiteStats> block_sites;
   std::vector<AllocatorUsage> allocators;
-  std::vector<LeakGroup> leaks;                   // by classify_leaks(), largest first
+  std::vector<LeakGroup> leaks;  // by classify_leaks(), largest first
   // Failed allocations in time order; past kFailuresKept only counted.
   static constexpr std::size_t kFailuresKept = 1000;
   std::vector<FailedAllocation> failures;

@@ -100,6 +100,15 @@ void write_report_json(const ReportInput& input, std::ostream& out) {
       trace["end_offset"] = t.end_offset;
       trace["end_reason"] = t.end_reason;
     }
+    if (t.end == TraceEnd::kStopped || t.end == TraceEnd::kFailed) {
+      trace["end_reason"] = t.end_reason;
+      trace["end_time_ns"] = t.stop_time_ns;
+    }
+    if (t.end == TraceEnd::kExec) {
+      trace["exec"] = t.exec_program;
+      trace["end_time_ns"] = t.exec_time_ns;
+    }
+    if (t.dropped_records > 0) trace["dropped_records"] = t.dropped_records;
     if (!t.symbolization_warnings.empty())
       trace["symbolization_warnings"] = t.symbolization_warnings;
     trace["rank"] = rank_json(t);

@@ -32,6 +32,14 @@ std::string ending(const TraceSummary& t) {
     case TraceEnd::kCorrupt:
       return "damaged at byte " + std::to_string(t.end_offset) + ": " + t.end_reason +
              "; everything before it is reported";
+    case TraceEnd::kStopped:
+      return "recording stopped at " + std::to_string(t.stop_time_ns) + " ns: " + t.stop_reason +
+             "; every record up to then is here (the program ran on)";
+    case TraceEnd::kExec:
+      return "the process replaced itself with exec (" + t.exec_program + ") at " +
+             std::to_string(t.exec_time_ns) + " ns; every record up to then is here";
+    case TraceEnd::kFailed:
+      return "recording failed: " + t.end_reason;
   }
   return "";
 }

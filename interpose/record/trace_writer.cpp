@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 
 #include "format/chunk.h"
 #include "format/file_header.h"
+#include "format/recording_end.h"
 #include "interpose/common/diagnostic.h"
 #include "interpose/common/instance_id.h"
 #include "interpose/common/thread_id.h"
@@ -62,6 +64,42 @@ uint32_t new_generation() {
   return static_cast<uint32_t>(new_instance_id());
 }
 
+// The trace's descriptor goes above the numbers a program hands out itself, so that a program
+// that opens files after closing what it did not open (daemons, closefrom) does not get ours
+// back as its own: just under the soft limit of open files, at most 1000. A program can still
+// close it or put a file of its own there (close_range, dup2), which descriptor_ours_locked()
+// finds. On failure the descriptor stays where it is.
+int move_high(int fd) {
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) != 0) return fd;
+  const rlim_t limit = files.rlim_cur == RLIM_INFINITY ? 1024 : files.rlim_cur;
+  if (limit < 64) return fd;
+  const int target = static_cast<int>(std::min<rlim_t>(limit, 1024) - 24);
+  if (fd >= target) return fd;
+  const int high = fcntl(fd, F_DUPFD_CLOEXEC, target);
+  if (high < 0) return fd;
+  close(fd);
+  return high;
+}
+
+std::string absolute(const std::string& path) {
+  if (!path.empty() && path[0] == '/') return path;
+  char cwd[PATH_MAX];
+  if (getcwd(cwd, sizeof cwd) == nullptr) return path;
+  return std::string(cwd) + "/" + path;
+}
+
+bool same_file(const struct stat& st, dev_t device, ino_t inode) {
+  return st.st_dev == device && st.st_ino == inode;
+}
+
+// The stop note's text, short enough for the room kept for it in every chunk.
+std::string stop_note_text(const std::string& why) {
+  std::string text = std::string(format::kStoppedNote) + why;
+  if (text.size() > TraceWriter::kStopNoteRoom - 32) text.resize(TraceWriter::kStopNoteRoom - 32);
+  return text;
+}
+
 }  // namespace
 
 TraceWriter::TraceWriter(const Config& config) : config_(config), generation_(new_generation()) {
@@ -75,8 +113,10 @@ void TraceWriter::on_thread_exit(void* writer) {
   if (chunk.base != nullptr &&
       chunk.generation == self->generation_.load(std::memory_order_relaxed)) {
     seal(chunk);
-    self->unmap_locked(chunk.base);
   }
+  // Also a chunk of a recording that stopped: it is still mapped, and only its thread knows
+  // when it is no longer written.
+  if (chunk.base != nullptr) self->unmap_locked(chunk.base);
   chunk = ThreadChunk{};
 }
 
@@ -108,10 +148,113 @@ std::string TraceWriter::path() const {
 void TraceWriter::give_up_locked(const std::string& why) {
   print_diagnostic(why + "; this process (pid " + std::to_string(getpid()) +
                    ") runs on without tracing");
-  if (fd_ >= 0) close(fd_);
-  fd_ = -1;
+  close_descriptor_locked();
   disabled_ = true;
+  off_.store(true, std::memory_order_relaxed);
   generation_.store(new_generation(), std::memory_order_release);  // no thread keeps writing
+}
+
+bool TraceWriter::descriptor_ours_locked() {
+  struct stat st {};
+  if (fd_ >= 0 && fstat(fd_, &st) == 0 && same_file(st, device_, inode_)) return true;
+  // Closed by the program, or a file of its own at that number now: leave it alone, and open
+  // ours again if its name still leads to it.
+  fd_ = -1;
+  if (absolute_path_.empty()) return false;
+  const int fd = open(absolute_path_.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return false;
+  if (fstat(fd, &st) != 0 || !same_file(st, device_, inode_)) {
+    close(fd);
+    return false;
+  }
+  fd_ = move_high(fd);
+  return true;
+}
+
+void TraceWriter::close_descriptor_locked() {
+  struct stat st {};
+  if (fd_ >= 0 && fstat(fd_, &st) == 0 && same_file(st, device_, inode_)) close(fd_);
+  fd_ = -1;
+}
+
+int TraceWriter::reserve_space(uint64_t offset, uint64_t bytes) const {
+  if (config_.test_enospc_at != 0 && offset + bytes > config_.test_enospc_at) return ENOSPC;
+  return posix_fallocate(fd_, static_cast<off_t>(offset), static_cast<off_t>(bytes));
+}
+
+// Up to 16 chunks at a time; fewer where the file-size limit says so (writing past it would
+// raise SIGXFSZ in the program, which kills it) or the disk has no room for as many.
+bool TraceWriter::grow_locked(std::string& why) {
+  const uint64_t need = next_offset_ + kChunkSize - file_size_;
+  uint64_t grow = std::max<uint64_t>(need, 16 * static_cast<uint64_t>(kChunkSize));
+  rlimit size_limit{};
+  if (getrlimit(RLIMIT_FSIZE, &size_limit) == 0 && size_limit.rlim_cur != RLIM_INFINITY) {
+    const uint64_t limit = size_limit.rlim_cur;
+    const uint64_t room = limit > file_size_ ? (limit - file_size_) / kChunkSize * kChunkSize : 0;
+    if (room < need) {
+      why = "the file size limit (RLIMIT_FSIZE, " + std::to_string(limit) +
+            " bytes) leaves no room for the next chunk at byte " + std::to_string(next_offset_);
+      return false;
+    }
+    grow = std::min(grow, room);
+  }
+  while (true) {
+    const int err = reserve_space(file_size_, grow);
+    if (err == 0) {
+      file_size_ += grow;
+      return true;
+    }
+    const bool full = err == ENOSPC || err == EDQUOT || err == EFBIG;
+    if (!full || grow <= need) {
+      why = (full ? "the disk is full (" : "growing the file failed (") +
+            std::string(std::strerror(err)) + ") at byte " + std::to_string(file_size_);
+      return false;
+    }
+    grow = std::max(need, grow / 2 / kChunkSize * kChunkSize);  // a smaller last growth
+  }
+}
+
+void TraceWriter::stop_locked(ThreadChunk& chunk, const std::string& why) {
+  if (disabled_) return;
+  const bool own_chunk =
+      chunk.base != nullptr && chunk.generation == generation_.load(std::memory_order_relaxed);
+  if (own_chunk) {
+    note_locked(chunk, stop_note_text(why));
+    seal(chunk);
+  }
+  // The header page says it too: it is there even when no chunk could be written.
+  if (descriptor_ours_locked()) {
+    const std::string bytes = format::stop_reason_bytes(why);
+    const ssize_t ignored =
+        pwrite(fd_, bytes.data(), bytes.size(), static_cast<off_t>(format::kStopReasonOffset));
+    (void)ignored;  // the note, if there is one, still tells
+  }
+  // The chunks other threads are writing stay mapped until their threads end: they may be in
+  // the middle of a record. They stop at their next one (the generation moves).
+  close_descriptor_locked();
+  disabled_ = true;
+  off_.store(true, std::memory_order_relaxed);
+  generation_.store(new_generation(), std::memory_order_release);
+}
+
+bool TraceWriter::note_locked(ThreadChunk& chunk, const std::string& text) {
+  format::NoteRecord note;
+  note.time_ns = now_ns();
+  note.text = text;
+  format::FixedBuffer<format::max_record_bytes<format::NoteRecord>()> frame;
+  format::encode_record(note, chunk.codec, frame);
+  if (frame.overflowed() || chunk.used + frame.size() > kChunkSize - kChunkHeader) return false;
+  append(chunk, frame.data(), frame.size());
+  return true;
+}
+
+void TraceWriter::note_dropped(ThreadChunk& chunk) {
+  format::NoteRecord note;
+  note.text = std::string(format::kDroppedNote) + std::to_string(chunk.dropped) +
+              " made by signal handlers that interrupted this thread (tid " +
+              std::to_string(thread_id()) + ") while it was recording";
+  chunk.dropped = 0;
+  write(chunk, note);
 }
 
 // O_EXCL and O_NOFOLLOW: never overwrite a trace, never write through a planted symlink. A
@@ -126,8 +269,18 @@ bool TraceWriter::create_file_locked(const std::string& base) {
     const int fd =
         open(candidate.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd >= 0) {
-      fd_ = fd;
+      struct stat st {};
+      if (fstat(fd, &st) != 0) {
+        close(fd);
+        give_up_locked("cannot use trace file '" + candidate + "': " + std::strerror(errno));
+        return false;
+      }
+      device_ = st.st_dev;
+      inode_ = st.st_ino;
+      fd_ = move_high(fd);
       path_ = candidate;
+      absolute_path_ = absolute(candidate);
+      pid_ = getpid();
       started_.store(true, std::memory_order_release);
       return true;
     }
@@ -141,8 +294,17 @@ bool TraceWriter::create_file_locked(const std::string& base) {
 }
 
 bool TraceWriter::ensure_open_locked() {
-  if (fd_ >= 0) return true;
   if (disabled_) return false;
+  if (started()) return true;  // fd_ is checked where it is used, at growth
+  // Not even the header fits under the file-size limit: no file (writing it would raise
+  // SIGXFSZ).
+  rlimit size_limit{};
+  if (getrlimit(RLIMIT_FSIZE, &size_limit) == 0 && size_limit.rlim_cur != RLIM_INFINITY &&
+      size_limit.rlim_cur < format::kFirstChunkOffset) {
+    give_up_locked("the file size limit (RLIMIT_FSIZE, " + std::to_string(size_limit.rlim_cur) +
+                   " bytes) is below the trace header's size");
+    return false;
+  }
   const OutputPathVars vars{getpid(), host_name(), rank_from_environment()};
   if (!create_file_locked(expand_output_pattern(config_.output_pattern, vars))) return false;
   mono_start_ns_ = monotonic_ns();
@@ -160,20 +322,28 @@ bool TraceWriter::ensure_open_locked() {
 
 // Disk space is allocated for real (not a sparse hole) before a chunk is handed out: writing
 // through a mapping into a full disk would raise SIGBUS in the program.
+//
+// The descriptor is checked here, the only place it is used on the way: a program may have
+// closed it, or put a file of its own at its number, since the last chunk.
 bool TraceWriter::new_chunk_locked(ThreadChunk& chunk) {
+  if (!descriptor_ours_locked()) {
+    stop_locked(chunk,
+                "the program closed the trace file's descriptor (or replaced it) and the file "
+                "cannot be opened again by its name");
+    return false;
+  }
   if (next_offset_ + kChunkSize > file_size_) {
-    const uint64_t grow = 16 * static_cast<uint64_t>(kChunkSize);
-    const int err = posix_fallocate(fd_, static_cast<off_t>(file_size_), static_cast<off_t>(grow));
-    if (err != 0) {
-      give_up_locked("cannot grow trace file '" + path_ + "': " + std::strerror(err));
+    std::string why;
+    if (!grow_locked(why)) {
+      stop_locked(chunk, why);
       return false;
     }
-    file_size_ += grow;
   }
   void* map = mmap(nullptr, kChunkSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd_,
                    static_cast<off_t>(next_offset_));
   if (map == MAP_FAILED) {
-    give_up_locked("cannot map trace file '" + path_ + "': " + std::strerror(errno));
+    stop_locked(chunk, std::string("mapping the next chunk failed (") + std::strerror(errno) +
+                           ") at byte " + std::to_string(next_offset_));
     return false;
   }
   mapped_.push_back(map);
@@ -224,8 +394,9 @@ void TraceWriter::write_thread_locked(ThreadChunk& chunk) {
 }
 
 bool TraceWriter::attach(ThreadChunk& chunk, std::size_t bytes) {
+  if (off_.load(std::memory_order_relaxed)) return false;  // stopped: no lock per event
   std::lock_guard<std::mutex> lock(mutex_);
-  const bool first = fd_ < 0;
+  const bool first = !started();
   if (!ensure_open_locked()) return false;
   if (usable(chunk, bytes)) return true;  // another path got here first (after fork, say)
   if (!new_chunk_locked(chunk)) return false;
@@ -250,19 +421,60 @@ void TraceWriter::publish(ThreadChunk& chunk, const uint8_t* bytes, std::size_t 
 }
 
 void TraceWriter::finish() {
+  ThreadChunk& chunk = thread_chunk();  // the one that holds the end
+  if (chunk.busy) return;  // exit from a signal handler that interrupted this thread's record
+  Busy busy(chunk);
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (fd_ < 0) return;
+    if (!started() || disabled_) return;
   }
   format::EndRecord end;
-  record(end);
+  write(chunk, end);
   std::lock_guard<std::mutex> lock(mutex_);
-  ThreadChunk& chunk = thread_chunk();  // the one that holds the end
   if (chunk.base != nullptr && chunk.generation == generation_.load(std::memory_order_relaxed))
     seal(chunk);
   // Give back the disk space reserved for chunks that were never handed out. Exit-time frees
   // that still come find the file grown again on demand.
-  if (fd_ >= 0 && ftruncate(fd_, static_cast<off_t>(next_offset_)) == 0) file_size_ = next_offset_;
+  if (!disabled_ && descriptor_ours_locked() &&
+      ftruncate(fd_, static_cast<off_t>(next_offset_)) == 0)
+    file_size_ = next_offset_;
+}
+
+void TraceWriter::exec_starting(const char* program) {
+  ThreadChunk& chunk = thread_chunk();
+  if (chunk.busy) return;
+  Busy busy(chunk);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // A vfork child runs on its parent's memory, this object included: its exec is not ours.
+    if (!started() || disabled_ || getpid() != pid_) return;
+  }
+  format::NoteRecord note;
+  note.text = std::string(format::kExecNote) + (program != nullptr ? program : "");
+  if (note.text.size() > 512) note.text.resize(512);
+  write(chunk, note);
+  std::lock_guard<std::mutex> lock(mutex_);
+  exec_marked_ = true;
+  if (chunk.base != nullptr && chunk.generation == generation_.load(std::memory_order_relaxed))
+    seal(chunk);
+  // As at exit: the reserve goes back (a failed exec grows the file again on demand).
+  if (!disabled_ && descriptor_ours_locked() &&
+      ftruncate(fd_, static_cast<off_t>(next_offset_)) == 0)
+    file_size_ = next_offset_;
+}
+
+void TraceWriter::exec_failed(int error) {
+  ThreadChunk& chunk = thread_chunk();
+  if (chunk.busy) return;
+  Busy busy(chunk);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!exec_marked_ || getpid() != pid_) return;
+    exec_marked_ = false;
+  }
+  format::NoteRecord note;
+  note.text = std::string(format::kExecFailedNote) + std::strerror(error) + "; recording goes on";
+  write(chunk, note);
 }
 
 void TraceWriter::after_fork_in_child() {
@@ -270,11 +482,13 @@ void TraceWriter::after_fork_in_child() {
   // parent's chunks are shared mappings: unmap them so that nothing here can write into them.
   for (void* map : mapped_) munmap(map, kChunkSize);
   mapped_.clear();
-  if (fd_ >= 0) close(fd_);
-  fd_ = -1;
+  close_descriptor_locked();  // the parent's, if the number is still the trace's
   disabled_ = false;
+  off_.store(false, std::memory_order_relaxed);
+  exec_marked_ = false;
   started_.store(false, std::memory_order_release);
   path_.clear();
+  absolute_path_.clear();
   generation_.store(new_generation(), std::memory_order_release);
   thread_chunk() = ThreadChunk{};
   mutex_.unlock();

@@ -7,6 +7,12 @@
 // length and checksum with one store. No lock, no system call on the way. The bytes are in the
 // page cache the moment they are published, so everything a hook recorded survives SIGKILL, a
 // crash or _exit without any signal handler; only finding a new chunk takes a lock.
+//
+// The program is never harmed by it: the descriptor lives above the numbers programs use, is
+// closed on exec, and is checked to still be the trace's (device and inode) each time it is used,
+// which is only when a chunk is added; writes never pass the file-size limit (no SIGXFSZ); a
+// full disk gets a smaller last growth. When recording cannot go on, it stops: a note in the
+// trace and the header page say why, and the program runs on untraced.
 #pragma once
 
 #include <pthread.h>
@@ -35,6 +41,11 @@ struct TraceChunkCursor {
   uint32_t sequence = 0;    // this writer's chunk number
   uint32_t writer = 0;
   format::CodecState codec;  // deltas restart in every chunk, which is read on its own
+  // Set while this thread is inside the writer: a hook that a signal handler enters then
+  // records nothing (it would write over the bytes being written, or wait on a lock this
+  // thread holds); it is counted, and the count written as a note once the thread is out.
+  bool busy = false;
+  uint32_t dropped = 0;
 };
 
 class TraceWriter {
@@ -51,8 +62,64 @@ class TraceWriter {
   // Stamps the record's time and appends it to the calling thread's chunk.
   template <class R>
   void record(R& rec) {
-    constexpr std::size_t kMaxBytes = format::max_record_bytes<R>();
     ThreadChunk& chunk = thread_chunk();
+    if (chunk.busy) {
+      ++chunk.dropped;  // a signal handler's hook, while this thread is in here
+      return;
+    }
+    Busy busy(chunk);
+    write(chunk, rec);
+    if (chunk.dropped != 0) [[unlikely]]
+      note_dropped(chunk);
+  }
+
+  // Marks a normal exit. Only if a trace was started: exiting creates no file.
+  void finish();
+
+  // exec: before the real call, the trace is marked as ended by exec of `program` (the end of
+  // this process's recording, as far as the trace can tell); if the call returns, it failed and
+  // recording goes on, with a note that says so. Nothing in a vfork child, whose memory is its
+  // parent's, nor before the trace exists.
+  void exec_starting(const char* program);
+  void exec_failed(int error);
+
+  // fork(): the child must write none of the parent's chunks, and starts its own file.
+  void before_fork() { mutex_.lock(); }
+  void after_fork_in_parent() { mutex_.unlock(); }
+  void after_fork_in_child();
+
+  // The file being written, empty before the first record.
+  std::string path() const;
+
+  // Room kept at the end of every chunk for the note that says why recording stopped.
+  static constexpr uint32_t kStopNoteRoom = 256;
+
+ private:
+  using ThreadChunk = TraceChunkCursor;
+
+  // Marks the thread as inside the writer (ThreadChunk::busy) for a scope. The signal fences
+  // keep the compiler from moving the flag's stores past the writes it guards: a handler runs
+  // on this thread, between any two instructions.
+  class Busy {
+   public:
+    explicit Busy(ThreadChunk& chunk) : chunk_(chunk) {
+      chunk_.busy = true;
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+    }
+    ~Busy() {
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+      chunk_.busy = false;
+    }
+    Busy(const Busy&) = delete;
+    Busy& operator=(const Busy&) = delete;
+
+   private:
+    ThreadChunk& chunk_;
+  };
+
+  template <class R>
+  void write(ThreadChunk& chunk, R& rec) {
+    constexpr std::size_t kMaxBytes = format::max_record_bytes<R>();
     if (!usable(chunk, kMaxBytes) && !attach(chunk, kMaxBytes)) return;
     rec.time_ns = now_ns();
     if constexpr (format::encodes_in_place<R>()) {
@@ -67,25 +134,15 @@ class TraceWriter {
     }
   }
 
-  // Marks a normal exit. Only if a trace was started: exiting creates no file.
-  void finish();
-
-  // fork(): the child must write none of the parent's chunks, and starts its own file.
-  void before_fork() { mutex_.lock(); }
-  void after_fork_in_parent() { mutex_.unlock(); }
-  void after_fork_in_child();
-
-  // The file being written, empty before the first record.
-  std::string path() const;
-
- private:
-  using ThreadChunk = TraceChunkCursor;
-
   bool usable(const ThreadChunk& chunk, std::size_t bytes) const {
     return chunk.base != nullptr &&
            chunk.generation == generation_.load(std::memory_order_acquire) &&
-           chunk.used + bytes <= kChunkSize - kChunkHeader;
+           chunk.used + bytes <= kChunkSize - kChunkHeader - kStopNoteRoom;
   }
+  // The note for what signal handlers' hooks dropped on this thread (the thread is busy).
+  void note_dropped(ThreadChunk& chunk);
+  // A note in this thread's chunk, using the room kept for it when need be (under the lock).
+  bool note_locked(ThreadChunk& chunk, const std::string& text);
   uint64_t now_ns() const {
     const uint64_t now = monotonic_ns();
     return now > mono_start_ns_ ? now - mono_start_ns_ : 0;
@@ -96,6 +153,18 @@ class TraceWriter {
   void publish(ThreadChunk& chunk, const uint8_t* bytes, std::size_t size);
   bool ensure_open_locked();
   bool create_file_locked(const std::string& path);
+  // Whether fd_ is still the trace file; if the program closed it or put another file at its
+  // number, the file is opened again by its path (when it is still the same file). Never
+  // closes a descriptor that is not ours.
+  bool descriptor_ours_locked();
+  void close_descriptor_locked();
+  // Reserves at least one more chunk's disk space past file_size_, within the file-size limit;
+  // false with the reason when there is none.
+  bool grow_locked(std::string& why);
+  int reserve_space(uint64_t offset, uint64_t bytes) const;
+  // Recording stops for good (this file): the reason goes into this thread's chunk as a note
+  // and into the header page; no thread writes again.
+  void stop_locked(ThreadChunk& chunk, const std::string& why);
   bool new_chunk_locked(ThreadChunk& chunk);
   void write_process_info_locked(ThreadChunk& chunk);
   void write_thread_locked(ThreadChunk& chunk);
@@ -126,8 +195,14 @@ class TraceWriter {
   std::atomic<uint32_t> generation_;
   std::atomic<bool> started_{false};
   int fd_ = -1;
-  bool disabled_ = false;  // creating or growing the file failed: the program runs on untraced
+  bool disabled_ = false;  // creating the file failed, or recording stopped: untraced from now
+  std::atomic<bool> off_{false};  // disabled_, read without the lock on the way to it
   std::string path_;
+  std::string absolute_path_;  // to open it again whatever the program's working directory
+  dev_t device_ = 0;           // the file's identity, to know our descriptor from the program's
+  ino_t inode_ = 0;
+  pid_t pid_ = 0;             // the process the file is for
+  bool exec_marked_ = false;  // an exec note was written and no failure since
   uint64_t mono_start_ns_ = 0;
   uint64_t file_size_ = 0;    // bytes reserved on disk
   uint64_t next_offset_ = 0;  // where the next chunk goes
