@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Writes the fuzzer's seed corpus: small synthetic traces and hand-made damaged ones.
 
-Usage: make_corpus.py SYNTHETIC_TRACE_BINARY OUTPUT_DIR
+Usage: make_corpus.py SYNTHETIC_TRACE_BINARY OUTPUT_DIR [SEED_WRITER_BINARY]
 
 The traces come from tests/bench/synthetic_trace (the preload library's layout) with small
 chunks, so that the seeds stay small; the damaged ones are made from the smallest trace, one
@@ -13,6 +13,10 @@ committed in tests/fuzz/corpus; run this again when the format changes. Two seed
 here, kept because the reader still reads their versions: format3-four-threads.gmt is
 four-threads.gmt as format 3.0 wrote it (zlib's CRC-32 per chunk), format40-four-threads.gmt as
 format 4.0 wrote it (no record counts in the chunk headers).
+
+With SEED_WRITER_BINARY (tests/fuzz/seed_writer.cpp), it also writes the seeds that reach every
+record type and both chunk states (every-record-type.gmt: a sealed chunk and an open one), and
+the early ends of a recording (stopped.gmt, exec.gmt, header-only-stopped.gmt).
 """
 import os
 import struct
@@ -32,11 +36,13 @@ def synthetic(binary, path, *args):
 
 
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4):
         print(__doc__, file=sys.stderr)
         return 2
     binary, out = sys.argv[1], sys.argv[2]
     os.makedirs(out, exist_ok=True)
+    if len(sys.argv) == 4:
+        subprocess.run([sys.argv[3], out], check=True)
     seeds = {}
     with tempfile.TemporaryDirectory() as scratch:
         tmp = os.path.join(scratch, "t.gmt")

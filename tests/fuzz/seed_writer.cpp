@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: Apache-2.0
+// seed_writer: writes the fuzzer's seeds that synthetic_trace cannot: a small trace with a
+// record of every type, in a sealed chunk (its count word written, as when a thread leaves a
+// chunk) and an open one (no count, as a thread still running at a kill leaves it), and the
+// ways a recording ends early: stopped (a stop note and the header's reason), ended by exec,
+// and a file that holds only a header with its reason. make_corpus.py runs it.
+//
+//   seed_writer OUTPUT_DIR
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "format/chunk.h"
+#include "format/file_header.h"
+#include "format/record_encoder.h"
+#include "format/recording_end.h"
+#include "format/records.h"
+
+namespace {
+
+using namespace gmt::format;
+
+constexpr uint32_t kChunk = 4096;
+
+// One writer's chunk: records appended, then its header.
+class ChunkBuilder {
+ public:
+  ChunkBuilder(uint32_t writer, uint32_t tid) : writer_(writer), tid_(tid) {}
+
+  template <class R>
+  void add(R rec) {
+    if constexpr (requires { rec.time_ns; }) rec.time_ns = time_ += 1000;
+    encode_record(rec, codec_, payload_);
+    ++records_;
+  }
+
+  // The chunk's bytes; `sealed`: with its count word.
+  std::vector<uint8_t> bytes(bool sealed) const {
+    std::vector<uint8_t> out(kChunk, 0);
+    const uint32_t used = static_cast<uint32_t>(payload_.size());
+    std::memcpy(out.data() + kChunkHeaderSize, payload_.data(), used);
+    using L = ChunkHeaderLayout;
+    const uint32_t magic = kChunkMagic;
+    const uint32_t sequence = 0;
+    std::memcpy(out.data() + L::kMagic, &magic, 4);
+    std::memcpy(out.data() + L::kWriter, &writer_, 4);
+    std::memcpy(out.data() + L::kSequence, &sequence, 4);
+    std::memcpy(out.data() + L::kThread, &tid_, 4);
+    const uint64_t published =
+        published_word(used, extend_crc32c(0, out.data() + kChunkHeaderSize, used));
+    std::memcpy(out.data() + L::kPublished, &published, 8);
+    if (sealed) {
+      const uint64_t counted = counted_word(used, records_);
+      std::memcpy(out.data() + L::kCounted, &counted, 8);
+    }
+    return out;
+  }
+
+ private:
+  uint32_t writer_;
+  uint32_t tid_;
+  uint64_t time_ = 0;
+  uint32_t records_ = 0;
+  CodecState codec_;
+  GrowableBuffer payload_;
+};
+
+std::vector<uint8_t> header(const std::string& stop_reason = "") {
+  std::vector<uint8_t> out(kFirstChunkOffset, 0);
+  write_header(out.data(), kChunk);
+  if (!stop_reason.empty()) {
+    const std::string bytes = stop_reason_bytes(stop_reason);
+    std::memcpy(out.data() + kStopReasonOffset, bytes.data(), bytes.size());
+  }
+  return out;
+}
+
+void save(const std::string& path, const std::vector<std::vector<uint8_t>>& parts) {
+  std::ofstream out(path, std::ios::binary);
+  for (const auto& part : parts)
+    out.write(reinterpret_cast<const char*>(part.data()),
+              static_cast<std::streamsize>(part.size()));
+}
+
+ChunkBuilder first_thread() {
+  ChunkBuilder a(0, 100);
+  ProcessInfoRecord info;
+  info.pid = 100;
+  info.ppid = 1;
+  info.host = "seed";
+  info.argv = {"seed", "--every-record"};
+  info.env = {"RANK=0"};
+  a.add(info);
+  a.add(ThreadRecord{.time_ns = 0, .tid = 100, .name = "main"});
+  return a;
+}
+
+// Every record type, in the order the recorder writes them.
+void every_record(const std::string& dir) {
+  ChunkBuilder a = first_thread();
+  a.add(ContextRecord{.time_ns = 0, .id = 1, .handle = 0xc0, .device = 0});
+  DeviceRecord dev;
+  dev.device = 0;
+  dev.pci_bus_id = "0000:10:00.0";
+  dev.name = "Seed GPU";
+  dev.total_bytes = 16ull << 30;
+  a.add(dev);
+  a.add(NameRecord{.time_ns = 0, .id = 1, .text = "step"});
+  a.add(PythonCodeRecord{.time_ns = 0, .id = 1, .name = "train", .file = "train.py"});
+  a.add(ModuleRecord{.time_ns = 0,
+                     .path = "/usr/lib/libseed.so",
+                     .load_base = 0x400000,
+                     .start = 0x400000,
+                     .end = 0x500000,
+                     .build_id = "abcd"});
+  a.add(StackRecord{
+      .time_ns = 0, .id = 1, .frames = {0x401000, 0x402000}, .python = {1ull << 32 | 7}});
+  PhaseRecord push;
+  push.action = 0;
+  push.name = 1;
+  a.add(push);
+  AllocRecord alloc;
+  alloc.device = 0;
+  alloc.kind = MemoryKind::kDevice;
+  alloc.api = Api::kCuMemAlloc;
+  alloc.address = 0x7f0000000000;
+  alloc.size = 1 << 20;
+  alloc.context = 1;
+  alloc.stack = 1;
+  a.add(alloc);
+  AllocRecord physical = alloc;
+  physical.kind = MemoryKind::kVmmPhysical;
+  physical.api = Api::kCuMemCreate;
+  physical.address = 0x55;
+  physical.size = 2 << 20;
+  a.add(physical);
+  a.add(MapRecord{.time_ns = 0,
+                  .device = 0,
+                  .address = 0x7e0000000000,
+                  .size = 2 << 20,
+                  .offset = 0,
+                  .handle = 0x55});
+  a.add(RetainHandleRecord{.time_ns = 0, .handle = 0x55});
+  PoolRecord pool;
+  pool.device = 0;
+  pool.api = Api::kCuMemPoolCreate;
+  pool.pool = 0x99;
+  a.add(pool);
+  BlockRecord block;
+  block.allocator = 1;
+  block.action = 0;
+  block.device = 0;
+  block.address = 0x7f0000000000;
+  block.size = 4096;
+  block.stack = 1;
+  a.add(block);
+  SampleRecord sample;
+  sample.device = 0;
+  sample.reason = static_cast<uint32_t>(SampleReason::kHighWater);
+  sample.present = SampleField::kDriverFree | SampleField::kDriverTotal;
+  sample.driver_free = 8ull << 30;
+  sample.driver_total = 16ull << 30;
+  a.add(sample);
+  a.add(NoteRecord{.time_ns = 0, .text = "nvml view missing: seed"});
+  AllocFailedRecord failed;
+  failed.device = 0;
+  failed.kind = MemoryKind::kDevice;
+  failed.api = Api::kCuMemAlloc;
+  failed.size = 1ull << 40;
+  failed.error = 2;
+  failed.stack = 1;
+  a.add(failed);
+  a.add(UnmapRecord{.time_ns = 0, .address = 0x7e0000000000, .size = 2 << 20});
+  FreeRecord free;
+  free.api = Api::kCuMemFree;
+  free.address = 0x7f0000000000;
+  a.add(free);
+  PhaseRecord pop;
+  pop.action = 1;
+  a.add(pop);
+  ContextDestroyedRecord destroyed;
+  destroyed.id = 1;
+  destroyed.api = Api::kCuCtxDestroy;
+  a.add(destroyed);
+  a.add(EndRecord{});
+
+  // A second thread, still running when the process ended: its chunk has no count.
+  ChunkBuilder b(1, 101);
+  b.add(ThreadRecord{.time_ns = 0, .tid = 101, .name = "worker"});
+  AllocRecord other = alloc;
+  other.address = 0x7f0000100000;
+  b.add(other);
+  b.add(NoteRecord{.time_ns = 0,
+                   .text = std::string(kDroppedNote) + "3 made by signal handlers (seed)"});
+  save(dir + "/every-record-type.gmt", {header(), a.bytes(true), b.bytes(false)});
+}
+
+// A recording that stopped (disk full), one that ended by exec, one with nothing but a header.
+void early_ends(const std::string& dir) {
+  const std::string why = "the disk is full (No space left on device) at byte 8192";
+  {
+    ChunkBuilder a = first_thread();
+    AllocRecord alloc;
+    alloc.device = 0;
+    alloc.address = 0x1000;
+    alloc.size = 4096;
+    a.add(alloc);
+    a.add(NoteRecord{.time_ns = 0, .text = std::string(kStoppedNote) + why});
+    save(dir + "/stopped.gmt", {header(why), a.bytes(true)});
+  }
+  {
+    ChunkBuilder a = first_thread();
+    AllocRecord alloc;
+    alloc.device = 0;
+    alloc.address = 0x1000;
+    alloc.size = 4096;
+    a.add(alloc);
+    a.add(NoteRecord{.time_ns = 0, .text = std::string(kExecNote) + "/bin/true"});
+    a.add(NoteRecord{.time_ns = 0, .text = std::string(kExecFailedNote) + "ENOENT"});
+    a.add(NoteRecord{.time_ns = 0, .text = std::string(kExecNote) + "/bin/sh"});
+    save(dir + "/exec.gmt", {header(), a.bytes(false)});
+  }
+  save(dir + "/header-only-stopped.gmt",
+       {header("the disk is full (No space left on device) at byte 4096")});
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: seed_writer OUTPUT_DIR\n");
+    return 2;
+  }
+  every_record(argv[1]);
+  early_ends(argv[1]);
+  return 0;
+}
