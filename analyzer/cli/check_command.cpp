@@ -76,7 +76,10 @@ Command add_check_command(CLI::App& app) {
             name,
             [name, &target](const std::string& text) {
               target = parse_byte_size(text);
-              if (!target) throw CLI::ValidationError(name, "not a size: " + text);
+              if (!target)
+                throw CLI::ValidationError(
+                    name,
+                    "expected a size in whole bytes (4096, 512MiB, 1.5G), got '" + text + "'");
             },
             help)
         ->type_name("SIZE");

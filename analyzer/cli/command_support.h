@@ -3,6 +3,7 @@
 // trace with its problems reported on stderr, and the report helpers they print with.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <ostream>
 #include <string>
 
@@ -18,5 +19,20 @@ namespace gmt::analyzer {
 // still returned). Throws TraceError when the file is not a readable trace at all.
 TraceSummary load_trace(const std::string& path, std::ostream& err,
                         const SummaryOptions& options = {});
+
+// Validators for option values, whose messages say what was expected and what was given; CLI11
+// puts the option's name first ("--top: expected a positive whole number, got '-1'") and main()
+// exits 2 on them, as on every usage error.
+// 1, 2, 3...: no sign, no fraction, at most 2^32 - 1.
+const CLI::Validator& positive_whole_number();
+// A CUDA ordinal: a whole number, -1 (not known) or more.
+const CLI::Validator& device_number();
+// Milliseconds: a finite number above 0 and at most kMaxMilliseconds.
+inline constexpr double kMaxMilliseconds = 1e12;
+const CLI::Validator& milliseconds();
+
+// "Trace files, or directories of them", the help text of every command that reads several.
+inline constexpr const char* kTracesHelp =
+    "Trace files, or directories of them (their *.gmt and *.gmt.<pid> traces)";
 
 }  // namespace gmt::analyzer

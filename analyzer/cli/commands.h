@@ -73,11 +73,12 @@ int check_command(const CheckOptions& options, std::ostream& out, std::ostream& 
 
 int info_command(const std::string& path, bool json, std::ostream& out, std::ostream& err);
 
+inline constexpr double kDefaultResolutionMs = 10;
 struct TimelineOptions {
   std::string path;
   std::string format;  // "csv" | "json" | "" (a chart for people)
   std::optional<int> device;
-  double resolution_ms = 10;
+  std::optional<double> resolution_ms;  // none: kDefaultResolutionMs, or the chart's own
   bool colour = false;
 };
 int timeline_command(const TimelineOptions& options, std::ostream& out, std::ostream& err);

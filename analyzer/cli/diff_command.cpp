@@ -30,9 +30,16 @@ struct SiteChange {
 std::string frames_key(const std::vector<SiteFrame>& frames) {
   std::string key;
   for (const SiteFrame& f : frames) {
-    key += f.function + '\x1f' + f.file.value_or("") + '\x1f' + std::to_string(f.line.value_or(0)) +
-           '\x1f' + f.module.value_or("").substr(f.module.value_or("").find_last_of('/') + 1) +
-           '\x1e';
+    // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) on chained concatenation at -O3.
+    const std::string module = f.module.value_or("");
+    key += f.function;
+    key += '\x1f';
+    key += f.file.value_or("");
+    key += '\x1f';
+    key += std::to_string(f.line.value_or(0));
+    key += '\x1f';
+    key.append(module, module.find_last_of('/') + 1);
+    key += '\x1e';
   }
   return key;
 }

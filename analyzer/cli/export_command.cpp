@@ -70,9 +70,21 @@ Command add_export_command(CLI::App& app) {
       ->required()
       ->check(CLI::IsMember({"perfetto", "pprof", "folded", "speedscope", "memviz"}));
   export_->add_option("-o,--output", options->output, "Output file (\"-\": stdout)")->required();
-  export_->add_option("--what", options->what, "folded: the peak or the leaks")
-      ->check(CLI::IsMember({"peak", "leaks"}));
-  return {export_, [options] { return export_command(*options, std::cout, std::cerr); }};
+  CLI::Option* what =
+      export_
+          ->add_option("--what", options->what,
+                       "folded only: the peak or the leaks (speedscope holds both profiles)")
+          ->check(CLI::IsMember({"peak", "leaks"}))
+          ->capture_default_str();
+  return {export_, [options, what] {
+            // Only folded has a choice: the other formats would ignore it without a word.
+            if (what->count() > 0 && options->format != "folded") {
+              std::cerr << "gpumemtrace: --what applies to --format folded only, not "
+                        << options->format << "\n";
+              return 2;
+            }
+            return export_command(*options, std::cout, std::cerr);
+          }};
 }
 
 }  // namespace gmt::analyzer

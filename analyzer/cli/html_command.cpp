@@ -4,6 +4,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "analyzer/cli/command_support.h"
 #include "analyzer/cli/commands.h"
 #include "analyzer/html/html_page.h"
 #include "analyzer/html/page_data.h"
@@ -20,6 +21,7 @@ int html_command(const std::vector<std::string>& paths, const std::string& outpu
     for (const std::string& problem : t.problems)
       err << "gpumemtrace: " << t.path << ": left out at " << problem << "\n";
   }
+  if (input.traces.empty()) return 1;  // every path was named above: no page of nothing
   nlohmann::ordered_json data;
   try {
     data = html_report_data(input);
@@ -49,7 +51,7 @@ Command add_html_command(CLI::App& app) {
   auto options = std::make_shared<Options>();
   CLI::App* html = app.add_subcommand(
       "html", "One self-contained HTML page: timelines by library, flame graph of the peak, leaks");
-  html->add_option("traces", options->paths, "Trace files, or directories of them")->required();
+  html->add_option("traces", options->paths, kTracesHelp)->required();
   html->add_option("-o,--output", options->output, "The page to write")->required();
   return {html, [options] { return html_command(options->paths, options->output, std::cerr); }};
 }

@@ -108,10 +108,13 @@ void write_counts(const nlohmann::ordered_json& counts, std::ostream& out) {
 
 void write_info_text(const TraceSummary& t, std::ostream& out) {
   std::string command;
-  for (const std::string& arg : t.argv) command += (command.empty() ? "" : " ") + arg;
+  for (const std::string& arg : t.argv) {
+    if (!command.empty()) command += ' ';
+    command += printable(arg);
+  }
   out << "trace        " << t.path << " (format " << format_version(t) << ")\n";
-  out << "process      pid " << t.pid << " (parent " << t.ppid << ") on " << t.host << ": "
-      << command << "\n";
+  out << "process      pid " << t.pid << " (parent " << t.ppid << ") on " << printable(t.host)
+      << ": " << command << "\n";
   out << "duration     " << human_duration(t.duration_ns) << "\n";
   out << "integrity    " << integrity_text(t) << "\n";
   out << "records      ";

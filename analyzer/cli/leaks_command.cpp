@@ -96,7 +96,7 @@ void write_leaks_text(const TraceSummary& trace, ResolvedStacks& frames, bool co
         << paint(leak_class_name(g.leak_class), leak ? "1;31" : "33", colour);
     if (leak) out << " (" << rate_text(g.growth_bytes_per_s) << ")";
     if (g.freed_at_exit) out << " (freed only at exit)";
-    out << "  " << device_name(g.device) << "  " << owners.of(g.stack) << "\n";
+    out << "  " << device_name(g.device) << "  " << printable(owners.of(g.stack)) << "\n";
     write_frames(frames[g.stack], kFramesShown, "        ", out);
   }
   if (trace.leaks.size() > kGroupsShown) {

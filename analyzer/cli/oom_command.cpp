@@ -4,6 +4,7 @@
 #include "analyzer/cli/commands.h"
 #include "analyzer/model/input/trace_error.h"
 #include "analyzer/report/byte_size.h"
+#include "analyzer/report/cuda_error_name.h"
 #include "analyzer/report/stack_frames.h"
 
 namespace gmt::analyzer {
@@ -21,6 +22,7 @@ nlohmann::ordered_json oom_json(const TraceSummary& trace, ResolvedStacks& frame
     ordered_json row = failure_json(f);
     row["kind"] = format::memory_kind_name(f.kind);
     row["error"] = f.error;
+    row["error_name"] = cuda_error_name(f.error);
     row["frames"] = frames_json(frames[f.stack]);
     row["holders"] = std::move(holders);
     failures.push_back(std::move(row));
@@ -46,7 +48,7 @@ void write_oom_text(const TraceSummary& trace, ResolvedStacks& frames, std::ostr
     const FailedAllocation& f = trace.failures[i];
     out << "  at " << human_duration(f.time_ns) << " on " << device_name(f.device) << ": "
         << format::api_name(f.api) << " of " << human_bytes(f.requested_bytes) << " ("
-        << format::memory_kind_name(f.kind) << ", error " << f.error << ") with "
+        << format::memory_kind_name(f.kind) << ", " << cuda_error_name(f.error) << ") with "
         << human_bytes(f.live_bytes) << " live\n";
     if (const auto free = f.driver_free_bytes()) {
       out << "    driver free then " << human_bytes(*free);

@@ -107,9 +107,9 @@ void write_peak_text(const std::vector<DevicePeak>& peaks, const std::string& by
                                            : (g.folded == 1 ? " site" : " sites");
         out << "other (" << g.folded << what << ")\n";
       } else if (by == "library") {
-        out << g.library << "\n";
+        out << printable(g.library) << "\n";
       } else {
-        out << owners.of(g.stack) << "\n";
+        out << printable(owners.of(g.stack)) << "\n";
         write_frames(frames[g.stack], kFramesShown, "        ", out);
       }
     }
@@ -156,11 +156,14 @@ Command add_peak_command(CLI::App& app) {
   auto options = std::make_shared<PeakOptions>();
   CLI::App* peak = app.add_subcommand("peak", "Everything live at each device's high-water mark");
   peak->add_option("trace", options->path, "Trace file")->required();
-  peak->add_option("--device", options->device, "Only this device");
+  peak->add_option("--device", options->device, "Only this device (default: every device)")
+      ->check(device_number());
   peak->add_option("--top", options->top, "Groups shown; the rest make one \"other\" row")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_whole_number())
+      ->capture_default_str();
   peak->add_option("--by", options->by, "Group by call stack or by owning library")
-      ->check(CLI::IsMember({"stack", "library"}));
+      ->check(CLI::IsMember({"stack", "library"}))
+      ->capture_default_str();
   peak->add_flag("--json", options->json, "Machine-readable output (contract in README.md)");
   return {peak, [options] { return peak_command(*options, std::cout, std::cerr); }};
 }

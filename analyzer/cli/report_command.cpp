@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // `gpumemtrace report TRACE...`: one section per trace, in text or in JSON.
+#include "analyzer/cli/command_support.h"
 #include "analyzer/cli/commands.h"
 #include "analyzer/report/report.h"
 
@@ -31,7 +32,7 @@ Command add_report_command(CLI::App& app) {
   };
   auto options = std::make_shared<Options>();
   CLI::App* report = app.add_subcommand("report", "Summarize one or more traces");
-  report->add_option("traces", options->paths, "Trace files")->required();
+  report->add_option("traces", options->paths, kTracesHelp)->required();
   report->add_flag("--json", options->json, "Machine-readable output (contract in README.md)");
   return {report, [options] { return report_command(options->paths, options->json); }};
 }

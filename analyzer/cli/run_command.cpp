@@ -8,7 +8,12 @@ namespace gmt::analyzer {
 
 int run_command(int argc, const char* const* argv) {
   try {
-    return run_traced(parse_run_arguments(argc, argv));
+    const RunOptions options = parse_run_arguments(argc, argv);
+    if (options.help) {
+      std::cout << run_usage();
+      return 0;
+    }
+    return run_traced(options);
   } catch (const std::exception& e) {
     std::cerr << "gpumemtrace run: " << e.what() << "\n";
     return 2;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <iomanip>
 #include <set>
+#include <string_view>
 
 #include "analyzer/cli/command_support.h"
 #include "analyzer/cli/commands.h"
@@ -21,8 +22,13 @@ void write_csv(const Timeline& timeline, const Devices& devices, std::ostream& o
   for (const auto& [ordinal, d] : devices) {
     for (const auto& [kind, series] : d->by_kind) kinds.insert(kind);
   }
+  // The `device` column is the ordinal, so the kind named "device" (plain cuMemAlloc memory) is
+  // headed `kind`; the other kinds keep their names.
   out << "time_ns,device,resident";
-  for (format::MemoryKind kind : kinds) out << ',' << format::memory_kind_name(kind);
+  for (format::MemoryKind kind : kinds) {
+    const std::string_view name = format::memory_kind_name(kind);
+    out << ',' << (name == "device" ? "kind" : name);
+  }
   out << '\n';
   for (const auto& [ordinal, d] : devices) {
     for (std::size_t b = 0; b < d->resident.size(); ++b) {
@@ -55,6 +61,8 @@ nlohmann::ordered_json timeline_json(const TraceSummary& trace, const Devices& d
       {"trace", trace.path}, {"resolution_ns", trace.timeline.resolution_ns}, {"devices", list}};
 }
 
+constexpr std::size_t kChartWidth = 64;
+
 // Column c of `width` holds the most of its share of the buckets.
 std::vector<uint64_t> columns(const std::vector<uint64_t>& buckets, std::size_t width) {
   std::vector<uint64_t> cols(std::min(width, buckets.size()), 0);
@@ -65,12 +73,19 @@ std::vector<uint64_t> columns(const std::vector<uint64_t>& buckets, std::size_t 
   return cols;
 }
 
+// The time axis under `width` columns: "0" under the first, the duration ending under the last,
+// at least one space apart.
+std::string time_axis(std::size_t width, uint64_t duration_ns) {
+  const std::string end = human_duration(duration_ns);
+  const std::size_t used = 1 + end.size();
+  return "0" + std::string(width > used ? width - used : 1, ' ') + end;
+}
+
 void write_chart(const TraceSummary& trace, const Devices& devices, bool colour,
                  std::ostream& out) {
-  constexpr std::size_t kWidth = 64;
   constexpr std::size_t kHeight = 8;
   for (const auto& [ordinal, d] : devices) {
-    const std::vector<uint64_t> cols = columns(d->resident, kWidth);
+    const std::vector<uint64_t> cols = columns(d->resident, kChartWidth);
     const uint64_t top = cols.empty() ? 0 : *std::max_element(cols.begin(), cols.end());
     out << device_name(ordinal) << ": device-resident bytes over "
         << human_duration(trace.duration_ns) << " (peak " << human_bytes(top) << ")\n";
@@ -87,8 +102,11 @@ void write_chart(const TraceSummary& trace, const Devices& devices, bool colour,
       out << paint(line, "32", colour) << "\n";
     }
     out << std::setw(12) << "+" << std::string(cols.size(), '-') << "\n";
-    out << std::setw(13) << "0" << std::setw(static_cast<int>(cols.size()))
-        << human_duration(trace.duration_ns) << "\n";
+    out << std::string(12, ' ') << time_axis(cols.size(), trace.duration_ns) << "\n";
+    const uint64_t column_ns =
+        cols.empty() ? 0 : d->resident.size() * trace.timeline.resolution_ns / cols.size();
+    out << std::string(12, ' ') << "each column: the most live during " << human_duration(column_ns)
+        << "; # reaches the peak, = below it\n";
   }
 }
 
@@ -96,8 +114,12 @@ void write_chart(const TraceSummary& trace, const Devices& devices, bool colour,
 
 int timeline_command(const TimelineOptions& options, std::ostream& out, std::ostream& err) {
   SummaryOptions summary_options;
+  // Without --resolution: 10 ms for CSV and JSON; the chart takes the finest buckets the limit
+  // allows and folds them into its columns, so that any trace fills its width.
+  const double resolution_ms =
+      options.resolution_ms.value_or(options.format.empty() ? 0 : kDefaultResolutionMs);
   summary_options.timeline_resolution_ns =
-      std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(options.resolution_ms * 1e6)));
+      std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(resolution_ms * 1e6)));
   TraceSummary trace;
   try {
     trace = load_trace(options.path, err, summary_options);
@@ -130,9 +152,13 @@ Command add_timeline_command(CLI::App& app) {
   timeline->add_option("trace", options->path, "Trace file")->required();
   timeline->add_option("--format", options->format, "csv or json (default: a chart)")
       ->check(CLI::IsMember({"csv", "json"}));
-  timeline->add_option("--device", options->device, "Only this device");
-  timeline->add_option("--resolution", options->resolution_ms, "Bucket width in ms")
-      ->check(CLI::PositiveNumber);
+  timeline->add_option("--device", options->device, "Only this device (default: every device)")
+      ->check(device_number());
+  timeline
+      ->add_option("--resolution", options->resolution_ms,
+                   "Bucket width in ms (default: 10 for csv and json; the chart fits its width)")
+      ->type_name("MS")
+      ->check(milliseconds());
   return {timeline, [options] {
             options->colour = colour_wanted(1);
             return timeline_command(*options, std::cout, std::cerr);

@@ -14,6 +14,7 @@
 #include "analyzer/export/export_record_pass.h"
 #include "analyzer/export/export_stacks.h"
 #include "analyzer/model/timeline_builder.h"
+#include "analyzer/report/cuda_error_name.h"
 
 namespace gmt::analyzer {
 namespace {
@@ -138,7 +139,8 @@ void write_perfetto(TraceSummary& trace, std::ostream& out) {
                   {"kind", std::string(format::memory_kind_name(f.kind))},
                   {"requested_bytes", f.requested_bytes},
                   {"live_bytes", f.live_bytes},
-                  {"error", f.error}}}});
+                  {"error", f.error},
+                  {"error_name", cuda_error_name(f.error)}}}});
   }
   events.finish({{"trace", trace.path},
                  {"resolution_ns", resolution},

@@ -11,6 +11,7 @@
 #include "analyzer/model/library_timeline.h"
 #include "analyzer/model/owner_library.h"
 #include "analyzer/report/byte_size.h"
+#include "analyzer/report/cuda_error_name.h"
 #include "analyzer/report/json_fields.h"
 #include "analyzer/report/stack_frames.h"
 #include "analyzer/report/views_report.h"
@@ -34,16 +35,26 @@ class DataBuilder {
   explicit DataBuilder(const HtmlLimits& limits) : limits_(limits) {}
 
   std::string text(const std::string& s) const {
-    return s.size() <= limits_.text ? s : s.substr(0, limits_.text) + "...";
+    if (s.size() <= limits_.text) return s;
+    std::string cut = s.substr(0, limits_.text);
+    cut += "...";
+    return cut;
   }
 
   // [function, "file:line" | "(module)" | ""]: short, as the page prints one frame per line.
   ordered_json frame(const SiteFrame& f) const {
+    // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) on chained concatenation at -O3.
     std::string where;
     if (f.file) {
-      where = *f.file + (f.line ? ":" + std::to_string(*f.line) : "");
+      where = *f.file;
+      if (f.line) {
+        where += ':';
+        where += std::to_string(*f.line);
+      }
     } else if (f.module) {
-      where = "(" + f.module->substr(f.module->find_last_of('/') + 1) + ")";
+      where = "(";
+      where.append(*f.module, f.module->find_last_of('/') + 1);
+      where += ')';
     }
     return ordered_json::array({text(f.function), text(where)});
   }
@@ -274,7 +285,8 @@ class DataBuilder {
                           {"kind", std::string(format::memory_kind_name(f.kind))},
                           {"requested_bytes", f.requested_bytes},
                           {"live_bytes", f.live_bytes},
-                          {"error", f.error}};
+                          {"error", f.error},
+                          {"error_name", cuda_error_name(f.error)}};
       oom.update(stack(leak_frames, f.stack));
       oom["holders"] = holders;
       ooms.push_back(std::move(oom));

@@ -69,7 +69,11 @@ class LibraryTracker {
       if (key) update_site(*key);
     }
     for (const auto& [ordinal, summary] : replay_.summary().devices) {
-      DeviceState& d = devices_[ordinal];
+      const auto [entry, first_seen] = devices_.try_emplace(ordinal);
+      DeviceState& d = entry->second;
+      // A device seen for the first time held nothing before this record: its buckets up to
+      // here are carried at 0, before the rescan counts what the record brought.
+      if (first_seen) carry(d, bucket);
       if (d.total != summary.live_bytes) rescan(ordinal);
       if (!d.changed) continue;
       carry(d, bucket);

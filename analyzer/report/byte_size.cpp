@@ -2,9 +2,7 @@
 #include "analyzer/report/byte_size.h"
 
 #include <array>
-#include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <utility>
 
 namespace gmt::analyzer {
@@ -41,34 +39,54 @@ std::string human_duration(uint64_t ns) {
 }
 
 std::optional<uint64_t> parse_byte_size(std::string_view text) {
-  static constexpr std::array<std::pair<std::string_view, double>, 14> kUnits = {{
+  static constexpr std::array<std::pair<std::string_view, uint64_t>, 14> kUnits = {{
       {"", 1},
       {"B", 1},
-      {"K", 1024.0},
-      {"KiB", 1024.0},
-      {"KB", 1e3},
-      {"M", 1048576.0},
-      {"MiB", 1048576.0},
-      {"MB", 1e6},
-      {"G", 1073741824.0},
-      {"GiB", 1073741824.0},
-      {"GB", 1e9},
-      {"T", 1099511627776.0},
-      {"TiB", 1099511627776.0},
-      {"TB", 1e12},
+      {"K", 1ull << 10},
+      {"KiB", 1ull << 10},
+      {"KB", 1000},
+      {"M", 1ull << 20},
+      {"MiB", 1ull << 20},
+      {"MB", 1000000},
+      {"G", 1ull << 30},
+      {"GiB", 1ull << 30},
+      {"GB", 1000000000},
+      {"T", 1ull << 40},
+      {"TiB", 1ull << 40},
+      {"TB", 1000000000000},
   }};
-  const std::size_t digits = text.find_first_not_of("0123456789.");
-  const std::string number(text.substr(0, digits));
-  if (number.empty() || number.find_first_of("0123456789") == std::string::npos) return {};
-  std::string_view unit = digits == std::string_view::npos ? "" : text.substr(digits);
+  // Exact decimal arithmetic: the number is mantissa / 10^decimals, and the size must come out
+  // a whole number of bytes ("1.5G" does, "1.5" or "0.1K" does not).
+  using Wide = unsigned __int128;
+  constexpr Wide kMax = ~uint64_t{0};
+  Wide mantissa = 0;
+  Wide divisor = 1;
+  bool digits = false;
+  bool point = false;
+  std::size_t i = 0;
+  for (; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '.') {
+      if (point) return {};
+      point = true;
+      continue;
+    }
+    if (c < '0' || c > '9') break;
+    digits = true;
+    if (mantissa > kMax || divisor > kMax) return {};
+    mantissa = mantissa * 10 + static_cast<Wide>(c - '0');
+    if (point) divisor *= 10;
+  }
+  if (!digits) return {};
+  std::string_view unit = text.substr(i);
   while (!unit.empty() && unit.front() == ' ') unit.remove_prefix(1);
-  char* end = nullptr;
-  const double value = std::strtod(number.c_str(), &end);
-  if (end != number.c_str() + number.size()) return {};
   for (const auto& [name, scale] : kUnits) {
     if (unit != name) continue;
-    const double bytes = std::round(value * scale);
-    if (bytes >= 18446744073709551615.0) return {};
+    if (mantissa > kMax) return {};
+    const Wide scaled = mantissa * scale;
+    if (scaled % divisor != 0) return {};
+    const Wide bytes = scaled / divisor;
+    if (bytes > kMax) return {};
     return static_cast<uint64_t>(bytes);
   }
   return {};

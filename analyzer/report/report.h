@@ -29,7 +29,9 @@ struct ReportInput {
   std::vector<UnreadableTrace> unreadable;
 };
 
-// `paths` are trace files, or directories whose *.gmt files are all read (in name order).
+// `paths` are trace files, or directories whose traces (*.gmt and *.gmt.<pid> files that start
+// with the trace magic) are all read, in name order; a file named twice is read once. A
+// directory without a trace is in `unreadable` ("no traces in DIR").
 ReportInput load_traces(const std::vector<std::string>& paths);
 
 void write_report_json(const ReportInput& input, std::ostream& out);

@@ -1,6 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <set>
+#include <utility>
 
 #include "analyzer/model/input/progress_bar.h"
 #include "analyzer/model/input/trace_error.h"
@@ -13,23 +19,64 @@ namespace gmt::analyzer {
 namespace {
 constexpr std::size_t kTopSites = 10;
 
-// The trace files `paths` name: files as given, the *.gmt files of directories in name order.
-std::vector<std::string> trace_files(const std::vector<std::string>& paths) {
+// A trace's name in a directory: NAME.gmt, or NAME.gmt.<pid> (the library appends the pid when
+// the name is taken).
+bool trace_name(const std::string& name) {
+  const std::size_t at = name.rfind(".gmt");
+  if (at == std::string::npos || at == 0) return false;
+  const std::string tail = name.substr(at + 4);
+  if (tail.empty()) return true;
+  return tail.size() >= 2 && tail[0] == '.' &&
+         tail.find_first_not_of("0123456789", 1) == std::string::npos;
+}
+
+// Whether the file starts with the trace magic (format/file_header.cpp): in a directory, only
+// those are traces; a file named on the command line is read whatever it holds.
+bool starts_like_a_trace(const std::filesystem::path& path) {
+  static constexpr unsigned char kMagic[8] = {0x89, 'G', 'M', 'T', '\r', '\n', 0x1a, '\n'};
+  std::ifstream file(path, std::ios::binary);
+  char head[sizeof kMagic] = {};
+  if (!file.read(head, sizeof head)) return false;
+  return std::memcmp(head, kMagic, sizeof kMagic) == 0;
+}
+
+struct TraceFiles {
   std::vector<std::string> files;
+  std::vector<UnreadableTrace> errors;  // directories that hold no trace
+};
+
+// The trace files `paths` name: files as given, the traces of directories in name order; each
+// file once, however many times it is named (by its device and inode).
+TraceFiles trace_files(const std::vector<std::string>& paths) {
+  TraceFiles out;
+  std::set<std::pair<dev_t, ino_t>> seen;
+  const auto add = [&](const std::string& file) {
+    struct stat st {};
+    if (::stat(file.c_str(), &st) == 0 && !seen.insert({st.st_dev, st.st_ino}).second) return;
+    out.files.push_back(file);
+  };
   for (const std::string& path : paths) {
     std::error_code ec;
     if (!std::filesystem::is_directory(path, ec)) {
-      files.push_back(path);
+      add(path);
       continue;
     }
     std::vector<std::string> found;
     for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
-      if (entry.path().extension() == ".gmt") found.push_back(entry.path().string());
+      std::error_code type_ec;
+      if (entry.is_regular_file(type_ec) && trace_name(entry.path().filename().string()) &&
+          starts_like_a_trace(entry.path())) {
+        found.push_back(entry.path().string());
+      }
+    }
+    if (found.empty()) {
+      out.errors.push_back({path, "no traces in " + path});
+      continue;
     }
     std::sort(found.begin(), found.end());
-    files.insert(files.end(), found.begin(), found.end());
+    for (const std::string& file : found) add(file);
   }
-  return files;
+  return out;
 }
 
 ResolvedStacks leak_and_failure_frames(TraceSummary& trace) {
@@ -45,7 +92,9 @@ ResolvedStacks leak_and_failure_frames(TraceSummary& trace) {
 
 ReportInput load_traces(const std::vector<std::string>& paths) {
   ReportInput input;
-  for (const std::string& path : trace_files(paths)) {
+  TraceFiles files = trace_files(paths);
+  input.unreadable = std::move(files.errors);
+  for (const std::string& path : files.files) {
     try {
       SummaryOptions options;
       options.progress = progress_stream();

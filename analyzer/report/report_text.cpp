@@ -4,6 +4,7 @@
 
 #include "analyzer/model/leak_classes.h"
 #include "analyzer/report/byte_size.h"
+#include "analyzer/report/frame_text.h"
 #include "analyzer/report/report.h"
 #include "analyzer/report/views_report.h"
 
@@ -14,7 +15,7 @@ std::string command_line(const std::vector<std::string>& argv) {
   std::string line;
   for (const auto& arg : argv) {
     if (!line.empty()) line += ' ';
-    line += arg;
+    line += printable(arg);
   }
   return line.empty() ? "(unknown command)" : line;
 }
@@ -56,24 +57,6 @@ void write_kinds(const std::map<format::MemoryKind, KindUsage>& kinds, const std
         << human_bytes(usage.peak_bytes) << human_bytes(usage.live_bytes) << "\n";
   }
   out << std::right;
-}
-
-std::string basename_of(const std::string& path) {
-  return path.substr(path.find_last_of('/') + 1);
-}
-
-// "function  file.cpp:12", or "function  (libfoo.so)" without debug information. Written with
-// an ostream: GCC 12 warns falsely (-Wrestrict) on chained string concatenation at -O3.
-std::string frame_text(const SiteFrame& f) {
-  std::ostringstream text;
-  text << f.function;
-  if (f.file) {
-    text << "  " << basename_of(*f.file);
-    if (f.line) text << ':' << *f.line;
-  } else if (f.module) {
-    text << "  (" << basename_of(*f.module) << ')';
-  }
-  return text.str();
 }
 
 // The largest allocation sites live at the peak, with the first frames of each stack.
@@ -187,8 +170,8 @@ void write_run_table(const std::vector<TraceSummary>& traces, std::ostream& out)
 void write_report_text(const ReportInput& input, std::ostream& out) {
   for (const TraceSummary& t : input.traces) {
     out << "trace " << t.path << "\n";
-    out << "  process       pid " << t.pid << " (parent " << t.ppid << ") on " << t.host << ": "
-        << command_line(t.argv) << "\n";
+    out << "  process       pid " << t.pid << " (parent " << t.ppid << ") on " << printable(t.host)
+        << ": " << command_line(t.argv) << "\n";
     out << "  events        " << t.events << " over " << human_duration(t.duration_ns) << " ("
         << ending(t) << ")\n";
     if (t.unmatched_frees > 0) {
@@ -196,7 +179,9 @@ void write_report_text(const ReportInput& input, std::ostream& out) {
           << " frees of addresses allocated before tracing started or by an API not tracked\n";
     }
     if (t.devices.empty()) out << "  no device memory was allocated\n";
-    for (const std::string& note : t.notes) out << "  recording     " << note << "\n";
+    for (const std::string& note : t.notes) {
+      out << "  recording     " << printable(note) << "\n";
+    }
     for (const auto& [ordinal, d] : t.devices) write_device(t, d, out);
     write_phases_text(t, out);
     write_leak_line(t, out);

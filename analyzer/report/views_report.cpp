@@ -154,9 +154,9 @@ void write_phases_text(const TraceSummary& trace, std::ostream& out) {
       << std::setw(8) << "calls" << std::setw(12) << "peak" << std::setw(12) << "growth"
       << "\n";
   for (const PhaseStats& p : trace.phases) {
-    out << "    " << std::left << std::setw(32) << p.name << std::right << std::setw(8) << p.device
-        << std::setw(8) << p.calls << std::setw(12) << human_bytes(p.peak_bytes) << std::setw(12)
-        << signed_bytes(p.growth_bytes) << "\n";
+    out << "    " << std::left << std::setw(32) << printable(p.name) << std::right << std::setw(8)
+        << p.device << std::setw(8) << p.calls << std::setw(12) << human_bytes(p.peak_bytes)
+        << std::setw(12) << signed_bytes(p.growth_bytes) << "\n";
   }
 }
 

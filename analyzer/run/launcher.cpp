@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "analyzer/run/launcher.h"
 
+#include <fcntl.h>
 #include <glob.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -12,8 +13,10 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <set>
 #include <stdexcept>
 #include <string_view>
+#include <utility>
 
 #include "analyzer/run/preload_library.h"
 
@@ -69,17 +72,21 @@ std::string pattern_to_glob(const std::string& pattern) {
   return out;
 }
 
-// Traces created by this run: files matching the pattern that were written since it started.
-std::vector<std::string> traces_written_since(const std::string& pattern, time_t start) {
-  std::vector<std::string> found;
+// The files the output pattern names (and their `.<pid>` variants, written when a name was
+// taken), by their identity on disk.
+using FileIds = std::set<std::pair<dev_t, ino_t>>;
+
+std::vector<std::pair<std::string, std::pair<dev_t, ino_t>>> matching_files(
+    const std::string& pattern) {
+  std::vector<std::pair<std::string, std::pair<dev_t, ino_t>>> found;
   const std::string base = pattern_to_glob(pattern);
   for (const std::string& g : {base, base + ".*"}) {
     glob_t matches{};
     if (glob(g.c_str(), 0, nullptr, &matches) == 0) {
       for (std::size_t i = 0; i < matches.gl_pathc; ++i) {
         struct stat st {};
-        if (stat(matches.gl_pathv[i], &st) == 0 && st.st_mtime >= start)
-          found.emplace_back(matches.gl_pathv[i]);
+        if (stat(matches.gl_pathv[i], &st) == 0 && S_ISREG(st.st_mode))
+          found.push_back({matches.gl_pathv[i], {st.st_dev, st.st_ino}});
       }
     }
     globfree(&matches);
@@ -87,13 +94,40 @@ std::vector<std::string> traces_written_since(const std::string& pattern, time_t
   return found;
 }
 
+FileIds existing_files(const std::string& pattern) {
+  FileIds ids;
+  for (const auto& [path, id] : matching_files(pattern)) ids.insert(id);
+  return ids;
+}
+
+// Traces created by this run: files matching the pattern that were not there when it started.
+// Traces never overwrite a file (a taken name gets `.<pid>`), so each is a new file; a previous
+// run's trace, however recent, is not listed.
+std::vector<std::string> traces_written_since(const std::string& pattern, const FileIds& before) {
+  std::vector<std::string> found;
+  for (const auto& [path, id] : matching_files(pattern)) {
+    if (before.count(id) == 0) found.push_back(path);
+  }
+  return found;
+}
+
+// A pattern that names a directory (one that exists, or any ending in '/') means the default
+// name in it.
+std::string output_pattern(const std::string& pattern) {
+  std::error_code ec;
+  if (!pattern.empty() && (pattern.back() == '/' || std::filesystem::is_directory(pattern, ec))) {
+    return (std::filesystem::path(pattern) / "gpumemtrace.%p.gmt").string();
+  }
+  return pattern;
+}
+
 std::string absolute_pattern(const std::string& pattern) {
   // Absolute, so that a program that changes directory still writes where we look.
   return std::filesystem::absolute(pattern).string();
 }
 
-void tell_where_traces_are(const std::string& pattern, time_t start) {
-  const auto traces = traces_written_since(pattern, start);
+void tell_where_traces_are(const std::string& pattern, const FileIds& before) {
+  const auto traces = traces_written_since(pattern, before);
   if (traces.empty()) {
     std::cerr << "gpumemtrace: no trace was written: the program made no CUDA allocation under "
                  "the profiler\n";
@@ -123,6 +157,22 @@ std::string stack_mode(std::string_view mode) {
 
 }  // namespace
 
+const char* run_usage() {
+  return "usage: gpumemtrace run [-o PATTERN] [--stacks none|native|python|all] [--] CMD ARGS...\n"
+         "\n"
+         "Runs CMD with the preload library; every process of it that uses CUDA writes a trace.\n"
+         "\n"
+         "options:\n"
+         "  -o, --output PATTERN  trace file names: %p pid, %h host, %r rank; a directory means\n"
+         "                        DIR/gpumemtrace.%p.gmt (default: $GPUMEMTRACE_OUTPUT, else\n"
+         "                        gpumemtrace.%p.gmt in the current directory)\n"
+         "  --stacks MODE         stacks recorded with each allocation: none, native, python or\n"
+         "                        all (default: $GPUMEMTRACE_STACKS, else all)\n"
+         "  -h, --help            print this and exit\n"
+         "\n"
+         "The program's exit status is passed through.\n";
+}
+
 RunOptions parse_run_arguments(int argc, const char* const* argv) {
   RunOptions options;
   int i = 0;
@@ -131,6 +181,10 @@ RunOptions parse_run_arguments(int argc, const char* const* argv) {
     if (arg == "--") {
       ++i;
       break;
+    }
+    if (arg == "-h" || arg == "--help") {
+      options.help = true;
+      return options;
     }
     if (arg == "-o" || arg == "--output") {
       if (i + 1 >= argc) throw std::invalid_argument(std::string(arg) + " needs a path pattern");
@@ -177,19 +231,19 @@ void claim_nvtx_injection(const std::string& library) {
 }  // namespace
 
 int run_traced(const RunOptions& options) {
-  const auto library = find_preload_library();
-  if (!library) {
-    std::cerr << "gpumemtrace run: cannot find libgpumemtrace.so next to this executable or in "
-                 "../lib; set GPUMEMTRACE_LIBRARY to its path\n";
+  const PreloadLibrary found = find_preload_library();
+  if (!found.path) {
+    std::cerr << "gpumemtrace run: " << found.error << "\n";
     return 2;
   }
+  const std::string* library = &*found.path;
 
   std::string pattern = options.output_pattern;
   if (pattern.empty()) {
     const char* inherited = std::getenv("GPUMEMTRACE_OUTPUT");
     pattern = inherited && *inherited ? inherited : "gpumemtrace.%p.gmt";
   }
-  pattern = absolute_pattern(pattern);
+  pattern = absolute_pattern(output_pattern(pattern));
 
   // Ours goes last: a sanitizer runtime already in LD_PRELOAD must stay first.
   const char* existing = std::getenv("LD_PRELOAD");
@@ -200,7 +254,17 @@ int run_traced(const RunOptions& options) {
   if (!options.stacks.empty()) setenv("GPUMEMTRACE_STACKS", options.stacks.c_str(), 1);
   claim_nvtx_injection(*library);
 
-  const time_t start = time(nullptr);
+  const FileIds before = existing_files(pattern);
+  // The child writes execvp's errno here when the program cannot be started; a successful exec
+  // closes it (O_CLOEXEC) unwritten.
+  int exec_error_pipe[2];
+  if (pipe2(exec_error_pipe, O_CLOEXEC) != 0) {
+    std::cerr << "gpumemtrace run: pipe failed: " << std::strerror(errno) << "\n";
+    return 2;
+  }
+  std::vector<char*> argv;
+  for (const auto& arg : options.command) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
   install_forwarding();
   const pid_t child = fork();
   if (child < 0) {
@@ -208,15 +272,20 @@ int run_traced(const RunOptions& options) {
     return 2;
   }
   if (child == 0) {
-    std::vector<char*> argv;
-    for (const auto& arg : options.command) argv.push_back(const_cast<char*>(arg.c_str()));
-    argv.push_back(nullptr);
+    close(exec_error_pipe[0]);
     execvp(argv[0], argv.data());
-    std::cerr << "gpumemtrace run: cannot run '" << options.command[0]
-              << "': " << std::strerror(errno) << "\n";
-    _exit(errno == ENOENT ? 127 : 126);
+    const int error = errno;
+    [[maybe_unused]] const ssize_t written = write(exec_error_pipe[1], &error, sizeof error);
+    _exit(error == ENOENT ? 127 : 126);
   }
   g_child_pid = child;
+  close(exec_error_pipe[1]);
+  int exec_error = 0;
+  ssize_t got = 0;
+  do {
+    got = read(exec_error_pipe[0], &exec_error, sizeof exec_error);
+  } while (got < 0 && errno == EINTR);
+  close(exec_error_pipe[0]);
 
   int status = 0;
   while (waitpid(child, &status, 0) < 0) {
@@ -226,7 +295,12 @@ int run_traced(const RunOptions& options) {
       return 2;
     }
   }
-  tell_where_traces_are(pattern, start);
+  if (got == static_cast<ssize_t>(sizeof exec_error)) {
+    std::cerr << "gpumemtrace run: cannot start '" << options.command[0]
+              << "': " << std::strerror(exec_error) << "\n";
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 127;
+  }
+  tell_where_traces_are(pattern, before);
 
   if (WIFSIGNALED(status)) {
     const int sig = WTERMSIG(status);

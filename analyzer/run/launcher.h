@@ -12,11 +12,15 @@ struct RunOptions {
   std::string output_pattern;  // empty: $GPUMEMTRACE_OUTPUT or the library's default
   std::string stacks;          // none|native|python|all; empty: $GPUMEMTRACE_STACKS or `all`
   std::vector<std::string> command;
+  bool help = false;  // -h or --help before the command: print run_usage() and exit 0
 };
+
+// `run`'s usage, for --help and for its errors.
+const char* run_usage();
 
 // Parses what follows `run`: [-o PATTERN | --output PATTERN | --output=PATTERN]
 // [--stacks MODE | --stacks=MODE] [--] CMD ARGS...
-// The first argument that is not one of our options starts the command. Throws
+// [-h | --help]. The first argument that is not one of our options starts the command. Throws
 // std::invalid_argument with a message for the user.
 RunOptions parse_run_arguments(int argc, const char* const* argv);
 
