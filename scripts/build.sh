@@ -16,5 +16,5 @@ dir="${1:-$dir}"
 
 source scripts/lib/cuda_args.sh
 
-cmake -S . -B "$dir" -DGMT_SANITIZE="$sanitize" "${cuda_args[@]}" >/dev/null
+cmake -S . -B "$dir" -DGMT_SANITIZE="$sanitize" -DGMT_WERROR=ON "${cuda_args[@]}" >/dev/null
 cmake --build "$dir" -j "$(nproc)"

@@ -27,7 +27,7 @@ done
 # The recorder's concurrency tests (threads, the sampler, phases) under ThreadSanitizer. Only the
 # unit tests: the preload cannot carry TSan's runtime into uninstrumented programs.
 echo "=== thread sanitizer: recorder ==="
-cmake -S . -B build-tsan -DGMT_TSAN=ON "${cuda_args[@]}" >/dev/null
+cmake -S . -B build-tsan -DGMT_TSAN=ON -DGMT_WERROR=ON "${cuda_args[@]}" >/dev/null
 cmake --build build-tsan -j "$(nproc)" --target unit_tests
 TSAN_OPTIONS="halt_on_error=1" build-tsan/bin/unit_tests
 
