@@ -9,7 +9,9 @@
 #      and NVML's, with checks against PyTorch's own memory snapshot;
 #   4. Python without CUDA under the preload leaves no trace;
 #   5. a PyTorch training loop with NVTX ranges, NCCL and a planted OOM: views, phases, exports;
-#   6. a planted leak, found as the top probable leak at its Python line;
+#   6. a planted leak, found as the top probable leak at its Python line; with the default
+#      caching allocator and with expandable segments, through PyTorch's block events, checked
+#      against PyTorch's own snapshot (every active block and segment, allocated and reserved);
 #   7. torchrun with two ranks: one trace per rank;
 #   8. every trace's chunk headers count its records (format 4.1), checked apart from the reader.
 # Exits non-zero when any check failed.
@@ -147,6 +149,56 @@ check "the planted leak is the top probable leak, at planted_leak.py:$leak_line"
 # 8 to 10 of the 16 MiB tensors, whole ones.
 check "the planted leak's bytes: whole 16 MiB tensors, 8 to 10 of them" True "$(json_field "$out/leak.leaks.json" '[l["bytes"] % (16 << 20) == 0 and 8 <= l["bytes"] >> 24 <= 10 for l in d["leaks"] if l["class"] == "probable_leak"][:1] == [True]')"
 
+
+echo "--- 6b. the planted leak with the default caching allocator: PyTorch's block events"
+# The shim is built into a fresh cache folder here, so that its build is checked too.
+export GPUMEMTRACE_CACHE_DIR="$out/shim-cache"
+rm -rf "$GPUMEMTRACE_CACHE_DIR"
+for variant in default expandable; do
+  conf=""; [ "$variant" = expandable ] && conf="expandable_segments:True"
+  rm -f "$out/cached_$variant".*.gmt
+  PYTORCH_CUDA_ALLOC_CONF="$conf" "$gmt" run -o "$out/cached_$variant.%p.gmt" -- \
+    python3 tests/gpu/planted_leak_cached.py "$out/cached_$variant.oracle.json" >"$out/cached_$variant.log" 2>&1 ||
+    { echo "FAIL planted_leak_cached.py $variant (see cached_$variant.log)"; tail -5 "$out/cached_$variant.log"; failures=$((failures + 1)); }
+  trace=$(ls "$out"/cached_$variant.*.gmt | head -1)
+  "$gmt" leaks "$trace" | head -30
+  "$gmt" leaks --json "$trace" >"$out/cached_$variant.leaks.json"
+  "$gmt" report --json "$trace" >"$out/cached_$variant.report.json"
+  "$gmt" dump "$trace" >"$out/cached_$variant.dump.jsonl"
+  check "$variant: the trace notes the block events" True "$(json_field "$out/cached_$variant.report.json" 'any(n.startswith("pytorch block events on") for n in d["traces"][0]["notes"])')"
+  line=$(json_field "$out/cached_$variant.oracle.json" 'd["leak_line"]')
+  check "$variant: the planted leak is the top probable leak, at planted_leak_cached.py:$line" True "$(json_field "$out/cached_$variant.leaks.json" '[any(f["file"] is not None and f["file"].endswith("planted_leak_cached.py") and f["line"] == int(sys.argv[3]) for f in l["frames"]) for l in d["leaks"] if l["class"] == "probable_leak"][:1] == [True]' "$line")"
+  oracle=$(python3 tests/gpu/block_oracle.py "$out/cached_$variant.oracle.json" "$out/cached_$variant.dump.jsonl" "$out/cached_$variant.report.json" | tee -a "$out/oracle.log" | tail -1)
+  echo "$oracle"
+  check "$variant: torch's active blocks live in the trace (missing/extra)" "blocks_missing=0 blocks_extra=0" "$(echo "$oracle" | grep -o 'blocks_missing=[0-9]* blocks_extra=[0-9]*')"
+  check "$variant: framework allocated/reserved at exit equal torch's" "allocated_equal=True reserved_equal=True" "$(echo "$oracle" | grep -o 'allocated_equal=[A-Za-z]* reserved_equal=[A-Za-z]*')"
+  if [ "$variant" = default ]; then
+    check "default: torch's segments live in the trace, blocks and driver (missing/extra/driver)" "segments_missing=0 segments_extra=0 driver_segments_missing=0" "$(echo "$oracle" | grep -o 'segments_missing=[0-9]* segments_extra=[0-9]* driver_segments_missing=[0-9]*')"
+  fi
+done
+# Without a compiler the shim cannot be built: one note, and segments as before.
+rm -f "$out"/nocxx.*.gmt
+GPUMEMTRACE_CACHE_DIR="$out/shim-cache-nocxx" GPUMEMTRACE_CXX=/nonexistent/c++ "$gmt" run -o "$out/nocxx.%p.gmt" -- \
+  python3 tests/gpu/planted_leak_cached.py "$out/nocxx.oracle.json" >"$out/nocxx.log" 2>&1
+"$gmt" report --json "$out"/nocxx.*.gmt >"$out/nocxx.report.json"
+echo "without a compiler: $(json_field "$out/nocxx.report.json" '[n for n in d["traces"][0]["notes"] if "pytorch" in n]')"
+nocxx_blocks=$("$gmt" dump "$out"/nocxx.*.gmt | grep -c '"record":"block"')
+check "without a compiler: one note, no block events" "1/0" "$(json_field "$out/nocxx.report.json" 'sum("pytorch block events unavailable" in n for n in d["traces"][0]["notes"])')/$nocxx_blocks"
+unset GPUMEMTRACE_CACHE_DIR
+
+echo "--- 6c. a planted leak in CuPy, through its MemoryHook (python/gpumemtrace_cupy.py)"
+rm -f "$out"/cupy_leak.*.gmt
+"$gmt" run -o "$out/cupy_leak.%p.gmt" -- python3 tests/gpu/cupy_planted_leak.py >"$out/cupy_leak.log" 2>&1 ||
+  { echo "FAIL cupy_planted_leak.py (see cupy_leak.log)"; tail -5 "$out/cupy_leak.log"; failures=$((failures + 1)); }
+cat "$out/cupy_leak.log"
+cupy_trace=$(ls "$out"/cupy_leak.*.gmt | head -1)
+"$gmt" leaks "$cupy_trace" | head -20
+"$gmt" leaks --json "$cupy_trace" >"$out/cupy_leak.leaks.json"
+"$gmt" report --json "$cupy_trace" >"$out/cupy_leak.report.json"
+cupy_line=$(sed -n 's/^leak_line=\([0-9]*\).*/\1/p' "$out/cupy_leak.log")
+check "cupy: the planted leak is the top probable leak, at cupy_planted_leak.py:$cupy_line" True "$(json_field "$out/cupy_leak.leaks.json" '[any(f["file"] is not None and f["file"].endswith("cupy_planted_leak.py") and f["line"] == int(sys.argv[3]) for f in l["frames"]) for l in d["leaks"] if l["class"] == "probable_leak"][:1] == [True]' "$cupy_line")"
+cupy_used=$(sed -n 's/.*used_bytes=\([0-9]*\).*/\1/p' "$out/cupy_leak.log")
+check "cupy: framework allocated at exit equals the pool's used bytes" "$cupy_used" "$(json_field "$out/cupy_leak.report.json" 'd["devices"][0]["views"]["at_exit"]["framework_allocated_bytes"]')"
 
 echo "--- 7. torchrun, two ranks (gloo) on one GPU: one trace per rank"
 traced_torchrun ranks 29541 gloo shared

@@ -1,0 +1,51 @@
+# SPDX-License-Identifier: Apache-2.0
+"""PyTorch's own snapshot against the trace: every active block and every segment that
+torch.cuda.memory._snapshot() lists at the end of planted_leak_cached.py must be live in the
+trace's block events with the same address and size (0 missing, 0 extra), each segment must also
+be live at the driver level, and the report's framework allocated/reserved at exit must equal
+torch.cuda.memory_allocated()/memory_reserved().
+
+Usage: python3 block_oracle.py ORACLE_JSON DUMP_JSONL REPORT_JSON
+Prints one line per figure and `blocks_missing=N blocks_extra=N segments_missing=N ...`.
+"""
+import json
+import sys
+
+oracle = json.load(open(sys.argv[1]))
+blocks, segments, driver = {}, {}, {}
+for line in open(sys.argv[2]):
+    r = json.loads(line)
+    t = r.get("record")
+    if t == "block" and r["allocator"] == 1:
+        a, addr, size = r["action"], r["address"], r["size"]
+        if a == 0:
+            blocks[addr] = size
+        elif a == 2:
+            blocks.pop(addr, None)
+        elif a == 3:
+            segments[addr] = size
+        elif a == 4:
+            segments.pop(addr, None)
+    elif t == "alloc" and r.get("address"):
+        driver[r["address"]] = r["size"]
+    elif t == "free":
+        driver.pop(r.get("address"), None)
+
+want_blocks = {(b["address"], b["size"]) for b in oracle["blocks"]}
+want_segments = {(s["address"], s["size"]) for s in oracle["segments"]}
+have_blocks = set(blocks.items())
+have_segments = set(segments.items())
+driver_missing = sum(1 for a, s in want_segments if driver.get(a) != s)
+
+report = json.load(open(sys.argv[3]))
+views = report["devices"][0]["views"]["at_exit"]
+print(f"torch: {len(want_blocks)} active blocks, {len(want_segments)} segments, "
+      f"allocated {oracle['memory_allocated']}, reserved {oracle['memory_reserved']}")
+print(f"trace: {len(have_blocks)} live blocks, {len(have_segments)} live segments, "
+      f"framework_allocated_bytes {views.get('framework_allocated_bytes')}, "
+      f"framework_reserved_bytes {views.get('framework_reserved_bytes')}")
+print(f"blocks_missing={len(want_blocks - have_blocks)} blocks_extra={len(have_blocks - want_blocks)} "
+      f"segments_missing={len(want_segments - have_segments)} "
+      f"segments_extra={len(have_segments - want_segments)} driver_segments_missing={driver_missing} "
+      f"allocated_equal={views.get('framework_allocated_bytes') == oracle['memory_allocated']} "
+      f"reserved_equal={views.get('framework_reserved_bytes') == oracle['memory_reserved']}")
