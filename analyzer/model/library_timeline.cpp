@@ -46,6 +46,7 @@ class LibraryTracker {
       return;
     }
     const uint64_t bucket = format::record_time(record) / resolution_ns_;
+    bucket_ = bucket;
     // Buckets with no change hold what was live when they began: carried before the change.
     for (auto& [ordinal, d] : devices_) carry(d, bucket);
     std::optional<uint64_t> touched[2];
@@ -69,11 +70,7 @@ class LibraryTracker {
       if (key) update_site(*key);
     }
     for (const auto& [ordinal, summary] : replay_.summary().devices) {
-      const auto [entry, first_seen] = devices_.try_emplace(ordinal);
-      DeviceState& d = entry->second;
-      // A device seen for the first time held nothing before this record: its buckets up to
-      // here are carried at 0, before the rescan counts what the record brought.
-      if (first_seen) carry(d, bucket);
+      DeviceState& d = device(ordinal);
       if (d.total != summary.live_bytes) rescan(ordinal);
       if (!d.changed) continue;
       carry(d, bucket);
@@ -177,12 +174,21 @@ class LibraryTracker {
     if (added) cached.slot = slot_of(site->second.stack);
     const uint64_t now = replay_.site_resident_bytes(key);
     if (now == cached.resident) return;
-    DeviceState& d = devices_[site->second.device];
+    DeviceState& d = device(site->second.device);
     if (d.split.size() <= cached.slot) d.split.resize(cached.slot + 1, 0);
     d.split[cached.slot] = d.split[cached.slot] - cached.resident + now;
     d.total = d.total - cached.resident + now;
     d.changed = true;
     cached.resident = now;
+  }
+
+  // The state of a device, made on its first record: it held nothing before that record, so its
+  // buckets up to the record's are carried at 0 before the record's bytes are counted (else the
+  // first allocation's bytes would fill every bucket from the trace's start).
+  DeviceState& device(int ordinal) {
+    const auto [entry, first_seen] = devices_.try_emplace(ordinal);
+    if (first_seen) carry(entry->second, bucket_);
+    return entry->second;
   }
 
   void rescan(int ordinal) {
@@ -202,6 +208,7 @@ class LibraryTracker {
   std::unordered_map<std::string, std::size_t> slots_;
   std::vector<std::string> names_;
   std::size_t overflow_slot_ = kNoSlot;
+  uint64_t bucket_ = 0;  // the bucket of the record being applied
 };
 
 }  // namespace

@@ -21,15 +21,30 @@ namespace {
 
 class CliUsage : public HtmlReportRun {
  protected:
+  // Every trace under dir_, in folders too, renamed ones (NAME.gmt.<pid>) included; sorted.
+  std::vector<std::string> all_traces() const {
+    std::vector<std::string> found;
+    for (const auto& entry : fs::recursive_directory_iterator(dir_)) {
+      const std::string name = entry.path().filename().string();
+      const std::size_t at = name.find(".gmt");
+      if (entry.is_regular_file() && at != std::string::npos &&
+          (at + 4 == name.size() || name[at + 4] == '.')) {
+        found.push_back(entry.path().string());
+      }
+    }
+    std::sort(found.begin(), found.end());
+    return found;
+  }
+
   // One trace of a small workload, at `name` in dir_ (or where the library put it when the
   // name was taken); its path.
   std::string trace_named(const std::string& name, std::vector<std::string> ops = {}) {
     if (ops.empty()) ops = {"alloc:a:" + mib(2)};
-    const auto before = traces();
+    const auto before = all_traces();
     const ProcessResult r =
         run_traced("workload_runtime_shared", ops, {{"GPUMEMTRACE_OUTPUT", dir_ + "/" + name}});
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    for (const std::string& t : traces()) {
+    for (const std::string& t : all_traces()) {
       if (std::find(before.begin(), before.end(), t) == before.end()) return t;
     }
     ADD_FAILURE() << "no new trace";
@@ -81,12 +96,12 @@ TEST_F(CliUsage, EveryUsageErrorExitsTwoAndSaysWhatWasExpected) {
     EXPECT_EQ(r.out, "");
   }
   // What CLI11 finds wrong exits 2 too: a missing argument, an unknown option, a bad choice.
-  for (const std::vector<std::string> args : {std::vector<std::string>{"report"},
-                                              {"peak", t, "--frobnicate"},
-                                              {"peak", t, "--by", "x"},
-                                              {"timeline", t, "--format", "xml"},
-                                              {"--frobnicate"},
-                                              {}}) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"report"},
+                                               {"peak", t, "--frobnicate"},
+                                               {"peak", t, "--by", "x"},
+                                               {"timeline", t, "--format", "xml"},
+                                               {"--frobnicate"},
+                                               {}}) {
     const ProcessResult r = cli(args);
     EXPECT_EQ(r.exit_code, 2) << (args.empty() ? "" : args[0]) << ": " << r.err;
     EXPECT_EQ(r.err.rfind("gpumemtrace: ", 0), 0u) << r.err;
@@ -259,8 +274,8 @@ TEST_F(CliUsage, RunListsOnlyTheTracesItsProgramWrote) {
       << first.err;
   const ProcessResult second = cli(args, run_env());
   ASSERT_EQ(second.exit_code, 0) << second.err;
-  ASSERT_EQ(traces().size(), 2u);
-  const std::string renamed = traces()[1];
+  ASSERT_EQ(all_traces().size(), 2u);
+  const std::string renamed = all_traces()[1];
   EXPECT_EQ(renamed.rfind(dir_ + "/same.gmt.", 0), 0u) << renamed;
   EXPECT_NE(second.err.find("gpumemtrace: 1 trace written:\n  " + renamed + "\nnext: "),
             std::string::npos)
@@ -273,7 +288,7 @@ TEST_F(CliUsage, RunIntoADirectoryUsesTheDefaultNameThere) {
       cli({"run", "-o", "out", "--", workload("workload_runtime_shared"), "alloc:a:" + mib(1)},
           run_env());
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto found = traces();
+  const auto found = all_traces();
   ASSERT_EQ(found.size(), 1u);
   EXPECT_TRUE(std::regex_match(found[0], std::regex(dir_ + "/out/gpumemtrace\\.[0-9]+\\.gmt")))
       << found[0];
