@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "analyzer/report/byte_size.h"
+#include "analyzer/report/cuda_error_name.h"
 
 #include <gtest/gtest.h>
 
@@ -36,6 +37,32 @@ TEST(ParseByteSize, RejectsWhatIsNotASize) {
   EXPECT_EQ(parse_byte_size("12 parsecs"), std::nullopt);
   EXPECT_EQ(parse_byte_size("1.2.3G"), std::nullopt);
   EXPECT_EQ(parse_byte_size("-5"), std::nullopt);
+  EXPECT_EQ(parse_byte_size("nan"), std::nullopt);
+  EXPECT_EQ(parse_byte_size("."), std::nullopt);
+}
+
+// A size must come to whole bytes: "1.5" was 2 bytes, "0.1K" 102.
+TEST(ParseByteSize, RejectsFractionsOfAByte) {
+  EXPECT_EQ(parse_byte_size("1.5"), std::nullopt);
+  EXPECT_EQ(parse_byte_size("0.1K"), std::nullopt);
+  EXPECT_EQ(parse_byte_size("1.0000000001GB"), std::nullopt);
+  EXPECT_EQ(parse_byte_size("1.5B"), std::nullopt);
+  EXPECT_EQ(parse_byte_size("0.5K"), 512u);
+  EXPECT_EQ(parse_byte_size("1.000000001GB"), 1000000001u);
+  EXPECT_EQ(parse_byte_size("2.0"), 2u);
+  EXPECT_EQ(parse_byte_size("18446744073709551615"), 18446744073709551615u);
+  EXPECT_EQ(parse_byte_size("18446744073709551616"), std::nullopt);
+  EXPECT_EQ(parse_byte_size("16777216T"), std::nullopt);
+  EXPECT_EQ(parse_byte_size("16777215T"), 16777215ull << 40);
+}
+
+TEST(CudaErrorName, NamesTheDriversCodes) {
+  EXPECT_EQ(cuda_error_name(0), "CUDA_SUCCESS");
+  EXPECT_EQ(cuda_error_name(2), "CUDA_ERROR_OUT_OF_MEMORY");
+  EXPECT_EQ(cuda_error_name(1), "CUDA_ERROR_INVALID_VALUE");
+  EXPECT_EQ(cuda_error_name(201), "CUDA_ERROR_INVALID_CONTEXT");
+  EXPECT_EQ(cuda_error_name(999), "CUDA_ERROR_UNKNOWN");
+  EXPECT_EQ(cuda_error_name(12345), "error 12345");
 }
 
 }  // namespace

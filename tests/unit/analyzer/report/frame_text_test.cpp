@@ -79,5 +79,30 @@ TEST(FrameText, OtherStacksAreShownFromTheLeaf) {
   EXPECT_EQ(written({}, 3), "  (no stack recorded)\n");
 }
 
+// Text from the trace cannot drive the terminal: control characters are spelled out.
+TEST(Printable, EscapesControlCharacters) {
+  EXPECT_EQ(printable("train.py --lr=1e-3"), "train.py --lr=1e-3");
+  EXPECT_EQ(printable("a\x1b[2Jb"), "a\\x1b[2Jb");
+  constexpr char kControls[] = "nul\0tab\tnl\ndel\x7f";
+  EXPECT_EQ(printable(std::string(kControls, sizeof kControls - 1)),
+            "nul\\x00tab\\x09nl\\x0adel\\x7f");
+  EXPECT_EQ(printable("csi\xc2\x9b"
+                      "31m"),
+            "csi\\u009b31m");  // U+009B in UTF-8
+  EXPECT_EQ(printable("caf\xc3\xa9 \xe2\x96\xb2"),
+            "caf\xc3\xa9 \xe2\x96\xb2");  // printable UTF-8 kept
+  // A backslash that would read as an escape is doubled; others are kept.
+  EXPECT_EQ(printable("C:\\x1b"), "C:\\\\x1b");
+  EXPECT_EQ(printable("a\\b"), "a\\b");
+}
+
+TEST(FrameText, FunctionAndFileNamesAreEscaped) {
+  SiteFrame f;
+  f.function = "evil\x1b]0;title\x07";
+  f.file = "/src/x\x1b.cpp";
+  f.line = 3;
+  EXPECT_EQ(frame_text(f), "evil\\x1b]0;title\\x07  x\\x1b.cpp:3");
+}
+
 }  // namespace
 }  // namespace gmt::analyzer

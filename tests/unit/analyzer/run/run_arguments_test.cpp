@@ -56,5 +56,15 @@ TEST(RunArguments, MistakesAreExplained) {
   EXPECT_THROW(parse({"--"}), std::invalid_argument);
 }
 
+// -h and --help before the command ask for the usage; after it they are the program's.
+TEST(RunArguments, HelpIsAskedBeforeTheCommand) {
+  EXPECT_TRUE(parse({"--help"}).help);
+  EXPECT_TRUE(parse({"-o", "x.gmt", "-h"}).help);
+  const RunOptions program = parse({"python", "--help"});
+  EXPECT_FALSE(program.help);
+  EXPECT_EQ(program.command, (std::vector<std::string>{"python", "--help"}));
+  EXPECT_EQ(std::string(run_usage()).rfind("usage: gpumemtrace run [-o PATTERN]", 0), 0u);
+}
+
 }  // namespace
 }  // namespace gmt::analyzer
