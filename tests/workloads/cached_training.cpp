@@ -32,9 +32,11 @@ void* must(void* p) {
 // The bug: a copy of an activation kept "for debugging", never released.
 __attribute__((noinline)) void keep_activation(sim::CachingAllocator& allocator) {
   constexpr std::size_t kBytes = 3 * kMiB + 1000;
+  const uint64_t before = allocator.allocated_bytes();
   keep_line = __LINE__ + 1;
   kept.push_back(must(allocator.allocate(kBytes)));
-  kept_bytes += sim::CachingAllocator::round_size(kBytes);
+  // The block's own size: rounded, and what is left of its segment when too small to split.
+  kept_bytes += allocator.allocated_bytes() - before;
 }
 
 __attribute__((noinline)) void step(sim::CachingAllocator& allocator, int n) {

