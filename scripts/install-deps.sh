@@ -13,6 +13,7 @@ packages=(
   clang libclang-rt-dev # libFuzzer, for scripts/fuzz.sh
   protobuf-compiler gzip  # the tests decode the pprof export with protoc
   chromium  # the HTML report's test loads the page in headless Chromium
+  tmux  # the test of `top`'s interactive view runs it in a terminal
 )
 
 missing=()

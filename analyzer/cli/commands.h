@@ -44,6 +44,7 @@ Command add_timeline_command(CLI::App& app);
 Command add_diff_command(CLI::App& app);
 Command add_export_command(CLI::App& app);
 Command add_html_command(CLI::App& app);
+Command add_top_command(CLI::App& app);
 
 // `run` parses its own arguments (everything from the program's name on belongs to the
 // program, "--" and options included, which CLI11 cannot express): `argv` is what follows
@@ -101,5 +102,17 @@ int export_command(const ExportOptions& options, std::ostream& out, std::ostream
 // unreadable or the page could not be written, else 0.
 int html_command(const std::vector<std::string>& paths, const std::string& output,
                  std::ostream& err);
+
+// `top`: watches the traces (files, directories, the traces of --pid processes) while they are
+// written and prints a frame every `interval` seconds: text, or a JSON line per frame
+// (README.md); interactive when stdout is a terminal. 1 when a --pid names no traced process.
+struct TopOptions {
+  std::vector<std::string> paths;
+  std::vector<int> pids;
+  double interval = 1;
+  bool once = false;
+  bool json = false;
+};
+int top_command(const TopOptions& options, std::ostream& out, std::ostream& err);
 
 }  // namespace gmt::analyzer
