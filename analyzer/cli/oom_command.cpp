@@ -3,6 +3,7 @@
 #include "analyzer/cli/command_support.h"
 #include "analyzer/cli/commands.h"
 #include "analyzer/model/input/trace_error.h"
+#include "analyzer/model/leak_classes.h"
 #include "analyzer/report/byte_size.h"
 #include "analyzer/report/cuda_error_name.h"
 #include "analyzer/report/stack_frames.h"
@@ -16,8 +17,15 @@ nlohmann::ordered_json oom_json(const TraceSummary& trace, ResolvedStacks& frame
   for (const FailedAllocation& f : trace.failures) {
     ordered_json holders = ordered_json::array();
     for (const PeakSite& h : f.holders) {
-      holders.push_back(
-          {{"bytes", h.bytes}, {"count", h.count}, {"frames", frames_json(frames[h.stack])}});
+      ordered_json holder = {
+          {"bytes", h.bytes},
+          {"count", h.count},
+          {"frames", frames_json(h.cache ? std::vector<SiteFrame>{} : frames[h.stack])}};
+      if (h.allocator >= 0) {
+        holder["allocator"] = allocator_name(h.allocator);
+        holder["level"] = h.cache ? "cache" : "block";
+      }
+      holders.push_back(std::move(holder));
     }
     ordered_json row = failure_json(f);
     row["kind"] = format::memory_kind_name(f.kind);
@@ -25,6 +33,13 @@ nlohmann::ordered_json oom_json(const TraceSummary& trace, ResolvedStacks& frame
     row["error_name"] = cuda_error_name(f.error);
     row["frames"] = frames_json(frames[f.stack]);
     row["holders"] = std::move(holders);
+    if (f.allocator >= 0) {
+      row["allocator"] = allocator_name(f.allocator);
+      row["allocator_requested_bytes"] = f.allocator_requested_bytes;
+      row["cache_free_bytes"] = f.cache_free_bytes;
+      row["largest_free_block_bytes"] = f.largest_free_block_bytes;
+      row["fragmentation"] = f.fragmented;
+    }
     failures.push_back(std::move(row));
   }
   return {{"trace", trace.path},
@@ -57,12 +72,30 @@ void write_oom_text(const TraceSummary& trace, ResolvedStacks& frames, std::ostr
       }
       out << "\n";
     }
+    if (f.allocator >= 0) {
+      out << "    the " << allocator_name(f.allocator) << " allocator could not find "
+          << human_bytes(f.allocator_requested_bytes) << "; its cache held "
+          << human_bytes(f.cache_free_bytes) << " free\n";
+      if (f.fragmented) {
+        out << "    fragmentation: the cache held " << human_bytes(f.cache_free_bytes)
+            << " free, but its largest free block was " << human_bytes(f.largest_free_block_bytes)
+            << "\n";
+      }
+    }
     out << "    failed call\n";
     write_frames(frames[f.stack], kFramesShown, "      ", out);
     if (!f.holders.empty()) out << "    held then\n";
     for (std::size_t h = 0; h < f.holders.size() && h < kHoldersShown; ++h) {
-      out << "      " << human_bytes(f.holders[h].bytes) << " in " << f.holders[h].count << "\n";
-      write_frames(frames[f.holders[h].stack], kFramesShown, "        ", out);
+      const PeakSite& holder = f.holders[h];
+      if (holder.cache) {
+        out << "      " << human_bytes(holder.bytes) << " free in the "
+            << allocator_name(holder.allocator) << " cache\n";
+        continue;
+      }
+      out << "      " << human_bytes(holder.bytes) << " in " << holder.count;
+      if (holder.allocator >= 0) out << " " << allocator_name(holder.allocator) << " blocks";
+      out << "\n";
+      write_frames(frames[holder.stack], kFramesShown, "        ", out);
     }
   }
   if (total > kFailuresShown) out << "  ... " << total - kFailuresShown << " more (--json)\n";

@@ -8,6 +8,7 @@
 #include "analyzer/cli/command_support.h"
 #include "analyzer/cli/commands.h"
 #include "analyzer/model/input/trace_error.h"
+#include "analyzer/model/leak_classes.h"
 #include "analyzer/model/owner_library.h"
 #include "analyzer/report/byte_size.h"
 #include "analyzer/report/stack_frames.h"
@@ -21,6 +22,8 @@ struct Group {
   uint32_t stack = 0;      // by stack
   std::string library;     // by library
   std::size_t folded = 0;  // the "other" row: how many groups it stands for
+  int allocator = -1;      // by stack: a caching allocator's blocks or cache (PeakSite's)
+  bool cache = false;
 };
 
 std::vector<Group> groups_at_peak(const DeviceSummary& d, const std::string& by,
@@ -38,8 +41,9 @@ std::vector<Group> groups_at_peak(const DeviceSummary& d, const std::string& by,
     std::stable_sort(groups.begin(), groups.end(),
                      [](const Group& a, const Group& b) { return a.bytes > b.bytes; });
   } else {
-    for (const PeakSite& site : d.peak_sites)
-      groups.push_back({site.bytes, site.count, site.stack, "", 0});
+    // Where an allocator reported its blocks: its blocks by site and its cache, not its segments.
+    for (const PeakSite& site : d.shown_peak_sites())
+      groups.push_back({site.bytes, site.count, site.stack, "", 0, site.allocator, site.cache});
   }
   return groups;
 }
@@ -76,6 +80,18 @@ nlohmann::ordered_json peak_json(const TraceSummary& trace, const std::vector<De
         row["groups"] = g.folded;
       } else if (by == "library") {
         row["library"] = g.library;
+      } else if (g.allocator >= 0) {
+        row["stack"] = g.stack;
+        row["frames"] = frames_json(g.cache ? std::vector<SiteFrame>{} : frames[g.stack]);
+        row["allocator"] = allocator_name(g.allocator);
+        row["level"] = g.cache ? "cache" : "block";
+        SiteStats blocks;  // a block site's own figures; none for the cache
+        if (!g.cache) {
+          const auto site = trace.block_sites.find(
+              block_site_key(static_cast<uint32_t>(g.allocator), p.device->device, g.stack));
+          if (site != trace.block_sites.end()) blocks.allocations = site->second.allocations;
+        }
+        row.update(site_stats_json(blocks));
       } else {
         row["stack"] = g.stack;
         row["frames"] = frames_json(frames[g.stack]);
@@ -96,7 +112,7 @@ void write_peak_text(const std::vector<DevicePeak>& peaks, const std::string& by
   constexpr std::size_t kFramesShown = 4;
   for (const DevicePeak& p : peaks) {
     uint64_t count = 0;
-    for (const Group& g : p.groups) count += g.count;
+    for (const Group& g : p.groups) count += g.cache ? 0 : g.count;  // a cache's are segments
     out << "peak of " << device_name(p.device->device) << ": " << human_bytes(p.device->peak_bytes)
         << " (" << p.device->peak_bytes << " bytes) at " << human_duration(p.device->peak_time_ns)
         << ", in " << count << (count == 1 ? " allocation" : " allocations") << "\n";
@@ -108,6 +124,11 @@ void write_peak_text(const std::vector<DevicePeak>& peaks, const std::string& by
         out << "other (" << g.folded << what << ")\n";
       } else if (by == "library") {
         out << printable(g.library) << "\n";
+      } else if (g.cache) {
+        out << "(" << allocator_name(g.allocator) << " cache: free)\n";
+      } else if (g.allocator >= 0) {
+        out << printable(owners.of(g.stack)) << " (" << allocator_name(g.allocator) << " blocks)\n";
+        write_frames(frames[g.stack], kFramesShown, "        ", out);
       } else {
         out << printable(owners.of(g.stack)) << "\n";
         write_frames(frames[g.stack], kFramesShown, "        ", out);

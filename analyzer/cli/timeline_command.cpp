@@ -29,7 +29,14 @@ void write_csv(const Timeline& timeline, const Devices& devices, std::ostream& o
     const std::string_view name = format::memory_kind_name(kind);
     out << ',' << (name == "device" ? "kind" : name);
   }
+  // A caching allocator's own figures (block events), when any device has them.
+  bool framework = false;
+  for (const auto& [ordinal, d] : devices) framework = framework || !d->framework_reserved.empty();
+  if (framework) out << ",framework_allocated,framework_reserved";
   out << '\n';
+  const auto at = [](const std::vector<uint64_t>& series, std::size_t b) {
+    return b < series.size() ? series[b] : 0;
+  };
   for (const auto& [ordinal, d] : devices) {
     for (std::size_t b = 0; b < d->resident.size(); ++b) {
       out << b * timeline.resolution_ns << ',' << ordinal << ',' << d->resident[b];
@@ -37,6 +44,9 @@ void write_csv(const Timeline& timeline, const Devices& devices, std::ostream& o
         const auto series = d->by_kind.find(kind);
         const bool has = series != d->by_kind.end() && b < series->second.size();
         out << ',' << (has ? series->second[b] : 0);
+      }
+      if (framework) {
+        out << ',' << at(d->framework_allocated, b) << ',' << at(d->framework_reserved, b);
       }
       out << '\n';
     }
@@ -52,10 +62,16 @@ nlohmann::ordered_json timeline_json(const TraceSummary& trace, const Devices& d
       by_kind[std::string(format::memory_kind_name(kind))] = series;
     }
     const auto summary = trace.devices.find(ordinal);
-    list.push_back({{"device", ordinal},
-                    {"peak_bytes", summary != trace.devices.end() ? summary->second.peak_bytes : 0},
-                    {"resident", d->resident},
-                    {"by_kind", by_kind}});
+    ordered_json device = {
+        {"device", ordinal},
+        {"peak_bytes", summary != trace.devices.end() ? summary->second.peak_bytes : 0},
+        {"resident", d->resident},
+        {"by_kind", by_kind}};
+    if (!d->framework_reserved.empty()) {
+      device["framework_allocated"] = d->framework_allocated;
+      device["framework_reserved"] = d->framework_reserved;
+    }
+    list.push_back(std::move(device));
   }
   return {
       {"trace", trace.path}, {"resolution_ns", trace.timeline.resolution_ns}, {"devices", list}};

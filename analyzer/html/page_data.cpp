@@ -76,9 +76,20 @@ class DataBuilder {
 
   ordered_json site(const TraceSummary& trace, const ResolvedStacks& resolved, const PeakSite& s) {
     OwnerLibraryCache& owners = owners_of(trace);
-    ordered_json out = {{"bytes", s.bytes}, {"count", s.count}, {"library", owners.of(s.stack)}};
-    out.update(stack(resolved, s.stack));
+    // A caching allocator's free cache has no stack: its row is named for it.
+    ordered_json out = {{"bytes", s.bytes},
+                        {"count", s.count},
+                        {"library", s.cache ? cache_label(s.allocator) : owners.of(s.stack)}};
+    out.update(stack(resolved, s.cache ? 0 : s.stack));
+    if (s.allocator >= 0) {
+      out["allocator"] = allocator_name(s.allocator);
+      out["level"] = s.cache ? "cache" : "block";
+    }
     return out;
+  }
+
+  static std::string cache_label(int allocator) {
+    return std::string("(") + allocator_name(allocator) + " cache: free)";
   }
 
   // The icicle of what was live at the device's peak: root = the device, then each stack from
@@ -92,10 +103,13 @@ class DataBuilder {
     };
     std::vector<Node> nodes(1);
     nodes[0].label = device_root(ordinal);
-    for (const PeakSite& s : d.peak_sites) {
+    for (const PeakSite& s : d.shown_peak_sites()) {
       nodes[0].bytes += s.bytes;
       std::vector<std::pair<std::string, std::string>> path;
-      if (const auto it = resolved.find(s.stack); it != resolved.end() && !it->second.empty()) {
+      if (s.cache) {
+        path.emplace_back(cache_label(s.allocator), "");
+      } else if (const auto it = resolved.find(s.stack);
+                 it != resolved.end() && !it->second.empty()) {
         for (auto f = it->second.rbegin(); f != it->second.rend(); ++f) {
           const ordered_json shown = frame(*f);
           path.emplace_back(text(frame_label(*f)), shown[1].get<std::string>());
@@ -223,7 +237,7 @@ class DataBuilder {
   std::vector<uint32_t> shown_stacks(const TraceSummary& t) const {
     std::vector<uint32_t> ids;
     for (const auto& [ordinal, d] : t.devices) {
-      for (const PeakSite& s : d.peak_sites) ids.push_back(s.stack);
+      for (const PeakSite& s : d.shown_peak_sites()) ids.push_back(s.stack);
     }
     for (std::size_t i = 0; i < t.failures.size() && i < limits_.ooms; ++i) {
       for (std::size_t h = 0; h < t.failures[i].holders.size() && h < limits_.holders; ++h)
@@ -249,8 +263,9 @@ class DataBuilder {
     for (const auto& [ordinal, d] : t.devices) {
       if (!shown(ordinal, d)) continue;
       ordered_json sites = ordered_json::array();
-      for (std::size_t i = 0; i < d.peak_sites.size() && i < limits_.peak_sites; ++i)
-        sites.push_back(site(t, resolved, d.peak_sites[i]));
+      const std::vector<PeakSite>& peak_sites = d.shown_peak_sites();
+      for (std::size_t i = 0; i < peak_sites.size() && i < limits_.peak_sites; ++i)
+        sites.push_back(site(t, resolved, peak_sites[i]));
       ordered_json device = {{"device", ordinal},
                              {"name", d.identity.name},
                              {"pci_bus_id", d.identity.pci_bus_id},
@@ -258,7 +273,7 @@ class DataBuilder {
                              {"peak_time_ns", d.peak_time_ns},
                              {"peak_phase", d.peak_phase}};
       device.update(device_counts_json(d));
-      const std::size_t sites_left_out = d.peak_sites.size() - sites.size();
+      const std::size_t sites_left_out = peak_sites.size() - sites.size();
       device.update(
           {{"timeline", timeline(libraries, pass, ordinal)},
            {"peak_sites", std::move(sites)},
@@ -289,6 +304,13 @@ class DataBuilder {
                           {"error_name", cuda_error_name(f.error)}};
       oom.update(stack(leak_frames, f.stack));
       oom["holders"] = holders;
+      if (f.allocator >= 0) {
+        oom["allocator"] = allocator_name(f.allocator);
+        oom["allocator_requested_bytes"] = f.allocator_requested_bytes;
+        oom["cache_free_bytes"] = f.cache_free_bytes;
+        oom["largest_free_block_bytes"] = f.largest_free_block_bytes;
+        oom["fragmentation"] = f.fragmented;
+      }
       ooms.push_back(std::move(oom));
     }
     return ooms;

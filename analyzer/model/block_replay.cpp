@@ -130,6 +130,99 @@ void BlockReplay::take_sample(std::size_t samples) {
   }
 }
 
+std::vector<PeakSite> BlockReplay::rows_on(int device, std::vector<PeakSite> rows,
+                                           const SegmentLookup& segment) const {
+  bool replaced = false;
+  for (const auto& [key, p] : pools_) {
+    if (key.second != device || p.segments.empty()) continue;
+    // The driver rows the segments take away from, by stack.
+    std::map<uint32_t, PeakSite> segment_rows;
+    uint64_t segment_bytes = 0;
+    bool found = true;
+    for (const auto& [address, size] : p.segments) {
+      const auto driver = segment(address);
+      if (!driver) {
+        found = false;
+        break;
+      }
+      PeakSite& row = segment_rows[driver->first];
+      row.bytes += driver->second;
+      ++row.count;
+      segment_bytes += driver->second;
+    }
+    if (!found || p.usage.allocated_bytes > segment_bytes) continue;
+    const auto driver_row = [&rows](uint32_t stack) -> PeakSite* {
+      for (PeakSite& row : rows) {
+        if (row.allocator < 0 && row.stack == stack) return &row;
+      }
+      return nullptr;
+    };
+    bool held = true;
+    for (const auto& [stack, taken] : segment_rows) {
+      const PeakSite* row = driver_row(stack);
+      held = held && row != nullptr && row->bytes >= taken.bytes && row->count >= taken.count;
+    }
+    if (!held) continue;
+    for (const auto& [stack, taken] : segment_rows) {
+      PeakSite* row = driver_row(stack);
+      row->bytes -= taken.bytes;
+      row->count -= taken.count;
+    }
+    std::map<uint32_t, PeakSite> block_rows;  // by stack
+    for (const auto& [address, b] : p.blocks) {
+      PeakSite& row = block_rows[sites_[b.site].stack];
+      row.bytes += b.size;
+      ++row.count;
+    }
+    const int allocator = static_cast<int>(key.first);
+    for (const auto& [stack, row] : block_rows) {
+      rows.push_back(PeakSite{stack, row.bytes, row.count, allocator, false});
+    }
+    rows.push_back(
+        PeakSite{0, segment_bytes - p.usage.allocated_bytes, p.segments.size(), allocator, true});
+    replaced = true;
+  }
+  if (!replaced) return {};
+  std::erase_if(rows, [](const PeakSite& row) { return row.allocator < 0 && row.bytes == 0; });
+  std::sort(rows.begin(), rows.end(), [](const PeakSite& a, const PeakSite& b) {
+    if (a.bytes != b.bytes) return a.bytes > b.bytes;
+    if (a.cache != b.cache) return b.cache;  // the cache after blocks of its size
+    if (a.allocator != b.allocator) return a.allocator < b.allocator;
+    return a.stack < b.stack;
+  });
+  return rows;
+}
+
+std::pair<uint64_t, uint64_t> BlockReplay::free_space(uint32_t allocator, int device) const {
+  const auto it = pools_.find({allocator, device});
+  if (it == pools_.end()) return {0, 0};
+  const Pool& p = it->second;
+  std::vector<std::pair<uint64_t, uint64_t>> segments(p.segments.begin(), p.segments.end());
+  std::vector<std::pair<uint64_t, uint64_t>> blocks;
+  blocks.reserve(p.blocks.size());
+  for (const auto& [address, b] : p.blocks) blocks.emplace_back(address, b.size);
+  std::sort(segments.begin(), segments.end());
+  std::sort(blocks.begin(), blocks.end());
+  uint64_t free_bytes = 0;
+  uint64_t largest = 0;
+  const auto gap = [&](uint64_t bytes) {
+    free_bytes += bytes;
+    largest = std::max(largest, bytes);
+  };
+  auto b = blocks.begin();
+  for (const auto& [start, size] : segments) {
+    const uint64_t end = start + size;
+    while (b != blocks.end() && b->first < start) ++b;  // outside any reported segment
+    uint64_t cursor = start;
+    for (; b != blocks.end() && b->first < end; ++b) {
+      if (b->first > cursor) gap(b->first - cursor);
+      cursor = std::max(cursor, std::min(end, b->first + b->second));
+    }
+    if (end > cursor) gap(end - cursor);
+  }
+  return {free_bytes, largest};
+}
+
 void BlockReplay::finish(TraceSummary& summary) const {
   summary.block_sites.clear();
   for (const BlockSiteStats& s : sites_) {

@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -35,6 +37,21 @@ class BlockReplay {
       for (const auto& [address, size] : pool.segments) fn(address);
     }
   }
+  // A reported segment's driver allocation: the stack that made it and its size, or none.
+  using SegmentLookup =
+      std::function<std::optional<std::pair<uint32_t, uint64_t>>(uint64_t address)>;
+  // What `device` holds now, by row: `driver` (the device-resident bytes of every driver site
+  // on it, by stack) with the segments of each allocator that reported blocks there replaced by
+  // its live blocks by site and one row for its free cache (PeakSite::cache), largest first; the
+  // rows add up to what `driver` did. An allocator whose segments `segment` does not find all
+  // (expandable segments), or whose blocks are more than they, keeps its segments' rows. Empty
+  // when no allocator's rows replaced any.
+  std::vector<PeakSite> rows_on(int device, std::vector<PeakSite> driver,
+                                const SegmentLookup& segment) const;
+  // An allocator's free bytes in the segments it reported (not in a live block), and the
+  // largest free range in any one of them.
+  std::pair<uint64_t, uint64_t> free_space(uint32_t allocator, int device) const;
+
   // The block sites and the allocators' figures, into the summary.
   void finish(TraceSummary& summary) const;
 

@@ -114,6 +114,7 @@ void Replay::start_peak_epochs() {
   for (int ordinal : peaked_) {
     ++peak_epochs_[device_index(ordinal)];
     views_.at_peak(ordinal);
+    block_plateaus_.insert_or_assign(ordinal, std::nullopt);
   }
   peaked_.clear();
 }
@@ -236,8 +237,12 @@ void Replay::take_sample(uint64_t time_ns) {
 
 void Replay::finish() {
   sync_sites();
+  end_block_plateaus(false);
   for (auto& [ordinal, d] : summary_.devices) {
     if (d.peak_bytes > 0) d.peak_sites = sites_at_peak(ordinal);
+    const auto rows = block_peaks_.find(ordinal);
+    d.peak_block_sites =
+        rows != block_peaks_.end() && d.peak_bytes > 0 ? rows->second : std::vector<PeakSite>{};
   }
   if (timeline_) summary_.timeline = timeline_->finish(summary_.duration_ns);
   finish_blocks();
@@ -329,11 +334,14 @@ void Replay::note_failure(const format::AllocFailedRecord& r) {
   if (per_device(r.kind)) {
     f.live_bytes = device(r.device).live_bytes;
     f.holders = top_sites_live_on(r.device, kHolders);
+    open_failure_ = summary_.failures.size();
   }
   summary_.failures.push_back(std::move(f));
 }
 
 [[gnu::always_inline]] inline void Replay::saw_event(uint64_t time_ns) {
+  if (!block_plateaus_.empty()) [[unlikely]]
+    end_block_plateaus();
   ++summary_.events;
   // The latest time, not the last one: a damaged chunk can go back in time, and the second
   // pass sizes the timeline by the duration, so no record may lie past it.
@@ -430,6 +438,7 @@ void Replay::on(const format::ProcessInfoRecord& r) {
     e->set(key, a);
   }
   site_allocated(a);
+  open_failure_.reset();
   if (const auto k = static_cast<std::size_t>(r.kind); k < summary_.allocs_by_kind.size())
     ++summary_.allocs_by_kind[k];
   ++summary_.allocs_by_api[static_cast<std::size_t>(format::called_api(r.api, r.public_api))];

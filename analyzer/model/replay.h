@@ -176,6 +176,18 @@ class Replay {
   void on(const format::BlockRecord& r);
   // The sites whose allocations still live at the end are segments an allocator reported.
   void finish_blocks();
+  // What the device holds now with its allocators' segments replaced by their blocks and cache
+  // (BlockReplay::rows_on); empty when no allocator reported blocks there.
+  std::vector<PeakSite> block_rows_on(int device) const;
+  // The block rows at a device's peak: the driver's figures stay the peak's from its new peak
+  // to the next driver event (the plateau), while the allocator hands blocks out and takes them
+  // back; the rows are taken when its users hold the most during the plateau (at each block
+  // allocated past that most), or at its end when none was (finish(): the rows so far, the
+  // plateau left open).
+  void blocks_in_plateau(int device);
+  void end_block_plateaus(bool close = true);
+  // An allocator's OOM: its figures onto the driver's failure it follows.
+  void note_block_oom(const format::BlockRecord& r);
   // Asks the memory for the live allocation an allocation or a free of `address` looks up. Any
   // address will do (a wrong one costs a useless load).
   void prefetch(uint64_t address) const {
@@ -282,6 +294,12 @@ class Replay {
   std::optional<TimelineBuilder> timeline_;
   ViewsReplay views_;
   BlockReplay blocks_;
+  // By ordinal, the devices in their peak's plateau: the allocated bytes their rows were taken
+  // at, none yet.
+  std::map<int, std::optional<uint64_t>> block_plateaus_;
+  std::map<int, std::vector<PeakSite>> block_peaks_;  // by ordinal: block_rows_on() at the peak
+  // The last failure kept, until an allocation succeeds: an allocator's OOM event names it.
+  std::optional<std::size_t> open_failure_;
 };
 
 }  // namespace gmt::analyzer

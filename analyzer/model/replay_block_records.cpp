@@ -14,8 +14,65 @@ void Replay::on(const format::BlockRecord& r) {
       site_rest_[e->site].stats->framework_segments = true;
     }
   }
-  views_.framework_blocks(r.device, blocks_.allocated_bytes(r.device),
-                          blocks_.reserved_bytes(r.device), r.time_ns);
+  const uint64_t allocated = blocks_.allocated_bytes(r.device);
+  const uint64_t reserved = blocks_.reserved_bytes(r.device);
+  views_.framework_blocks(r.device, allocated, reserved, r.time_ns);
+  if (timeline_) timeline_->set_framework(r.device, allocated, reserved, r.time_ns);
+  if (r.action == static_cast<uint32_t>(format::BlockAction::kOom)) note_block_oom(r);
+  if (r.action == static_cast<uint32_t>(format::BlockAction::kAlloc)) blocks_in_plateau(r.device);
+}
+
+void Replay::blocks_in_plateau(int ordinal) {
+  const auto plateau = block_plateaus_.find(ordinal);
+  if (plateau == block_plateaus_.end()) return;
+  const uint64_t allocated = blocks_.allocated_bytes(ordinal);
+  if (plateau->second && *plateau->second >= allocated) return;
+  plateau->second = allocated;
+  block_peaks_.insert_or_assign(ordinal, block_rows_on(ordinal));
+}
+
+void Replay::end_block_plateaus(bool close) {
+  for (const auto& [ordinal, taken] : block_plateaus_) {
+    if (!taken) block_peaks_.insert_or_assign(ordinal, block_rows_on(ordinal));
+  }
+  if (close) block_plateaus_.clear();
+}
+
+std::vector<PeakSite> Replay::block_rows_on(int ordinal) const {
+  if (!blocks_.has_blocks(ordinal)) return {};
+  std::vector<PeakSite> driver;
+  for (std::size_t i = 0; i < sites_.size(); ++i) {
+    const SiteSlot& slot = sites_[i];
+    if (slot.device != ordinal || slot.live_resident_bytes == 0) continue;
+    driver.push_back(
+        PeakSite{site_rest_[i].stats->stack, slot.live_resident_bytes, slot.live_resident_count});
+  }
+  return blocks_.rows_on(ordinal, std::move(driver),
+                         [&](uint64_t address) -> std::optional<std::pair<uint32_t, uint64_t>> {
+                           const auto* e = live_.find(Key{Space::kAddress, address});
+                           if (e == nullptr || !format::counts_toward_device_usage(e->kind()) ||
+                               sites_[e->site].device != ordinal)
+                             return std::nullopt;
+                           return std::pair{site_rest_[e->site].stats->stack, e->size};
+                         });
+}
+
+void Replay::note_block_oom(const format::BlockRecord& r) {
+  constexpr std::size_t kHolders = 10;
+  if (!open_failure_ || *open_failure_ >= summary_.failures.size()) return;
+  FailedAllocation& f = summary_.failures[*open_failure_];
+  if (f.device != r.device || f.allocator >= 0) return;
+  f.allocator = static_cast<int>(r.allocator);
+  f.allocator_requested_bytes = r.size;
+  const auto [free_bytes, largest] = blocks_.free_space(r.allocator, r.device);
+  f.cache_free_bytes = free_bytes;
+  f.largest_free_block_bytes = largest;
+  f.fragmented = free_bytes >= r.size && largest < r.size;
+  std::vector<PeakSite> rows = block_rows_on(r.device);
+  if (!rows.empty()) {
+    if (rows.size() > kHolders) rows.resize(kHolders);
+    f.holders = std::move(rows);
+  }
 }
 
 void Replay::finish_blocks() {

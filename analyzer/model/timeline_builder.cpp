@@ -22,7 +22,17 @@ TimelineBuilder::Series& TimelineBuilder::series(int device,
 
 void TimelineBuilder::set(int device, std::optional<format::MemoryKind> kind, uint64_t bytes,
                           uint64_t time_ns) {
-  Series& s = series(device, kind);
+  set(series(device, kind), bytes, time_ns);
+}
+
+void TimelineBuilder::set_framework(int device, uint64_t allocated, uint64_t reserved,
+                                    uint64_t time_ns) {
+  auto& [allocated_series, reserved_series] = framework_[device];
+  set(allocated_series, allocated, time_ns);
+  set(reserved_series, reserved, time_ns);
+}
+
+void TimelineBuilder::set(Series& s, uint64_t bytes, uint64_t time_ns) const {
   const std::size_t bucket = time_ns / timeline_.resolution_ns;
   carry(s, bucket);
   s.buckets[bucket] = std::max(s.buckets[bucket], bytes);
@@ -38,6 +48,12 @@ Timeline TimelineBuilder::finish(uint64_t end_ns) {
   for (auto& [key, s] : by_kind_) {
     carry(s, last);
     timeline_.devices[key.first].by_kind[key.second] = std::move(s.buckets);
+  }
+  for (auto& [device, series] : framework_) {
+    carry(series.first, last);
+    carry(series.second, last);
+    timeline_.devices[device].framework_allocated = std::move(series.first.buckets);
+    timeline_.devices[device].framework_reserved = std::move(series.second.buckets);
   }
   // A device whose only kinds are not device-resident still gets a (zero) resident series.
   for (auto& [device, d] : timeline_.devices) {

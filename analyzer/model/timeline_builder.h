@@ -23,6 +23,9 @@ class TimelineBuilder {
   // `bytes` are now live on `device`: of `kind`, or device-resident in all when `kind` is empty.
   void set(int device, std::optional<format::MemoryKind> kind, uint64_t bytes, uint64_t time_ns);
 
+  // A device's caching allocators' allocated and reserved bytes now (block events, format 4.2).
+  void set_framework(int device, uint64_t allocated, uint64_t reserved, uint64_t time_ns);
+
   // Every series carried up to the bucket of `end_ns`.
   Timeline finish(uint64_t end_ns);
 
@@ -33,10 +36,12 @@ class TimelineBuilder {
   };
   void carry(Series& series, std::size_t bucket) const;
   Series& series(int device, std::optional<format::MemoryKind> kind);
+  void set(Series& s, uint64_t bytes, uint64_t time_ns) const;
 
   Timeline timeline_;
   std::map<int, Series> resident_;
   std::map<std::pair<int, format::MemoryKind>, Series> by_kind_;
+  std::map<int, std::pair<Series, Series>> framework_;  // allocated, reserved
 };
 
 }  // namespace gmt::analyzer

@@ -30,6 +30,12 @@ struct PeakSite {
   uint32_t stack = 0;  // StackRecord id; 0 for allocations recorded without a stack
   uint64_t bytes = 0;
   uint64_t count = 0;
+  // A caching allocator's (format::BlockAllocator) rows, where its block events replace its
+  // segments: its users' live blocks by the stack of their allocation, or (`cache`, stack 0,
+  // count its segments) what it held free then; -1 for driver allocations by the stack that
+  // made them.
+  int allocator = -1;
+  bool cache = false;
 };
 
 // One frame of a symbolized stack.
@@ -46,6 +52,8 @@ struct ResolvedSite {
   uint64_t bytes = 0;
   uint64_t count = 0;
   std::vector<SiteFrame> frames;  // leaf first; empty when the allocation had no stack
+  int allocator = -1;             // as PeakSite's
+  bool cache = false;
 };
 
 struct DeviceSummary {
@@ -62,7 +70,15 @@ struct DeviceSummary {
   uint64_t peak_record = 0;  // index of the record that first reached the peak
   // Device-resident bytes live at the peak, by stack, largest first; the largest, symbolized.
   std::vector<PeakSite> peak_sites;
-  std::vector<ResolvedSite> top_sites;
+  // The same bytes where a caching allocator reported its blocks at the peak: its segments'
+  // rows give way to its live blocks by site and one row for its free cache (the rows still
+  // add up to peak_bytes); empty when no allocator reported blocks on the device then.
+  std::vector<PeakSite> peak_block_sites;
+  std::vector<ResolvedSite> top_sites;  // of shown_peak_sites()
+  // What the reports show at the peak: the blocks' rows where there are, else peak_sites.
+  const std::vector<PeakSite>& shown_peak_sites() const {
+    return peak_block_sites.empty() ? peak_sites : peak_block_sites;
+  }
   // What the sampler said about the device: which GPU it is, and the views at the peak and at
   // the end; the phases open when the peak was first reached ("a > b", "" when none).
   DeviceIdentity identity;
@@ -178,6 +194,16 @@ struct FailedAllocation {
   uint32_t stack = 0;             // where the failed call was made
   uint64_t live_bytes = 0;        // device-resident bytes live on the device then
   std::vector<PeakSite> holders;  // the largest sites live on the device then, largest first
+  // A caching allocator that reported the failure (an OOM block event, format 4.2): which
+  // (format::BlockAllocator; -1 none), the size it was asked for, what its segments held free
+  // then and the largest free range in any one of them. The holders are then its live blocks
+  // by site and its cache (PeakSite::cache) in place of its segments. `fragmented`: the cache
+  // held the request's bytes, but in no one free block.
+  int allocator = -1;
+  uint64_t allocator_requested_bytes = 0;
+  uint64_t cache_free_bytes = 0;
+  uint64_t largest_free_block_bytes = 0;
+  bool fragmented = false;
   // The other views, from the first sample the sampler took after the failure (it samples at
   // once when an allocation fails); empty when it took none.
   std::optional<ViewValues> views;
@@ -198,6 +224,11 @@ struct FailedAllocation {
 struct DeviceTimeline {
   std::vector<uint64_t> resident;  // device-resident bytes (what the peak counts)
   std::map<format::MemoryKind, std::vector<uint64_t>> by_kind;
+  // The caching allocators' figures from their block events (format 4.2), all allocators of the
+  // device together: the most their users held (allocated) and the most their segments held
+  // (reserved) during each bucket; empty when no allocator reported blocks on the device.
+  std::vector<uint64_t> framework_allocated;
+  std::vector<uint64_t> framework_reserved;
 };
 struct Timeline {
   uint64_t resolution_ns = 0;  // 0: no timeline was asked for

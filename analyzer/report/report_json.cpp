@@ -14,13 +14,28 @@ namespace {
 nlohmann::ordered_json sites_json(const std::vector<ResolvedSite>& sites) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
   for (const ResolvedSite& site : sites) {
-    out.push_back(
-        {{"bytes", site.bytes}, {"count", site.count}, {"frames", frames_json(site.frames)}});
+    nlohmann::ordered_json row = {
+        {"bytes", site.bytes}, {"count", site.count}, {"frames", frames_json(site.frames)}};
+    if (site.allocator >= 0) {
+      row["allocator"] = allocator_name(site.allocator);
+      row["level"] = site.cache ? "cache" : "block";
+    }
+    out.push_back(std::move(row));
   }
   return out;
 }
 
 nlohmann::ordered_json usage_json(const KindUsage& u) {
+// A caching allocator's OOM: its request, its free cache and largest free block.
+void add_allocator_oom(const FailedAllocation& f, nlohmann::ordered_json& row) {
+  if (f.allocator < 0) return;
+  row["allocator"] = allocator_name(f.allocator);
+  row["allocator_requested_bytes"] = f.allocator_requested_bytes;
+  row["cache_free_bytes"] = f.cache_free_bytes;
+  row["largest_free_block_bytes"] = f.largest_free_block_bytes;
+  row["fragmentation"] = f.fragmented;
+}
+
   return {{"peak_bytes", u.peak_bytes}, {"live_at_exit_bytes", u.live_bytes}};
 }
 
@@ -66,6 +81,7 @@ nlohmann::ordered_json ooms_json(const ReportInput& input) {
       row["kind"] = format::memory_kind_name(f.kind);
       row["frames"] = frames_json(at != frames.end() ? at->second : std::vector<SiteFrame>{});
       ooms.push_back(std::move(row));
+      add_allocator_oom(f, row);
     }
   }
   return ooms;

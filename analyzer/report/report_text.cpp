@@ -66,7 +66,16 @@ void write_sites(const DeviceSummary& d, std::ostream& out) {
   out << "    top sites at the peak\n";
   for (const ResolvedSite& site : d.top_sites) {
     out << "      " << human_bytes(site.bytes) << " in " << site.count
-        << (site.count == 1 ? " allocation" : " allocations") << "\n";
+    if (site.cache) {
+      out << "      " << human_bytes(site.bytes) << " free in the "
+          << allocator_name(site.allocator) << " cache (" << site.count
+          << (site.count == 1 ? " segment" : " segments") << ")\n";
+      continue;
+    }
+        << (site.allocator >= 0 ? (site.count == 1 ? " block" : " blocks")
+                                : (site.count == 1 ? " allocation" : " allocations"));
+    if (site.allocator >= 0) out << " of the " << allocator_name(site.allocator) << " allocator";
+    out << "\n";
     if (site.frames.empty()) out << "        (no stack recorded)\n";
     for (std::size_t i = 0; i < site.frames.size() && i < kFramesShown; ++i) {
       out << "        " << frame_text(site.frames[i]) << "\n";

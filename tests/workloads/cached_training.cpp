@@ -4,10 +4,16 @@
 // plants a leak behind the cache: keep_activation() keeps one activation every third step, while
 // the loop's other blocks come and go and the cache grows wherever a request no longer fits.
 //
+// `cached_training fragment` instead fills one segment with five 4 MiB blocks, frees the second
+// and the fourth, and asks for 6 MiB: 8 MiB are free in the cache, in two 4 MiB holes, so the
+// allocator asks the runtime for a new segment; run with too little device memory for it, it
+// reports its OOM. Prints `oom=1` when it did, and the allocator's figures.
+//
 // Prints `keep_line=N` (the line of keep_activation's allocation), the kept blocks' count and
 // bytes, and the allocator's own figures at the end, for the tests to compare exactly.
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "tests/workloads/caching_allocator.h"
@@ -51,9 +57,31 @@ __attribute__((noinline)) void step(sim::CachingAllocator& allocator, int n) {
   for (auto it = activations.rbegin(); it != activations.rend(); ++it) allocator.free(*it);
 }
 
+// The blocks' allocation: one site for the five.
+__attribute__((noinline)) void* fragment_block(sim::CachingAllocator& allocator) {
+  return must(allocator.allocate(4 * kMiB));
+}
+
+int fragment() {
+  sim::CachingAllocator allocator(0);
+  std::vector<void*> blocks;
+#pragma GCC unroll 1
+  for (int i = 0; i < 5; ++i) blocks.push_back(fragment_block(allocator));
+  allocator.free(blocks[1]);
+  allocator.free(blocks[3]);
+  void* big = allocator.allocate(6 * kMiB);
+  std::printf("oom=%d\n", big == nullptr ? 1 : 0);
+  std::printf("allocated=%llu\n", static_cast<unsigned long long>(allocator.allocated_bytes()));
+  std::printf("reserved=%llu\n", static_cast<unsigned long long>(allocator.reserved_bytes()));
+  std::printf("segments=%zu\n", allocator.segments());
+  std::fflush(stdout);
+  return 0;
+}
+
 }  // namespace training
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "fragment") == 0) return training::fragment();
   const int steps = argc > 1 ? std::atoi(argv[1]) : 60;
   sim::CachingAllocator allocator(0);
   void* weights = training::must(allocator.allocate(24 * training::kMiB));

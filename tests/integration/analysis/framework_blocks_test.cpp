@@ -5,8 +5,10 @@
 // allocated and reserved bytes in the views without any report.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "tests/integration/traced_run_fixture.h"
 
@@ -137,6 +139,109 @@ TEST_F(FrameworkBlocks, DumpPrintsTheBlockRecords) {
   // Per step: 5 allocs, 5 frees of two events each, and every third step a kept block; the
   // weights; the segments.
   EXPECT_EQ(blocks, 60 * 15 + 20 + 1 + segment_allocs);
+}
+
+// At the peak, the allocator's blocks by the line that asked for them and its free cache, not
+// the segments by the line that grew the cache; the rows add up to the peak.
+TEST_F(FrameworkBlocks, ThePeakIsTheBlocksBySiteAndTheCache) {
+  const std::string trace = traced_training();
+  const int64_t reserved = printed(last_output_, "reserved");
+  const json peak = command_json({"peak", trace, "--json", "--top", "1000"});
+  ASSERT_EQ(peak["devices"].size(), 1u);
+  const json& d = peak["devices"][0];
+  // The allocator never gives a segment back: its segments are the peak.
+  EXPECT_EQ(d["peak_bytes"], reserved);
+  int64_t total = 0;
+  int caches = 0;
+  const json* weights = nullptr;
+  for (const json& g : d["groups"]) {
+    total += g["bytes"].get<int64_t>();
+    ASSERT_EQ(g["allocator"], "other") << g.dump();  // no driver row is left
+    if (g["level"] == "cache") {
+      ++caches;
+      EXPECT_EQ(g["stack"], 0);
+      EXPECT_TRUE(g["frames"].empty());
+    } else {
+      EXPECT_EQ(g["level"], "block");
+      if (frame_of(g, "main") != nullptr && frame_of(g, "step") == nullptr) weights = &g;
+    }
+  }
+  EXPECT_EQ(caches, 1);
+  EXPECT_EQ(total, reserved);
+  ASSERT_NE(weights, nullptr) << d.dump(1);
+  EXPECT_EQ((*weights)["bytes"], 24 * static_cast<int64_t>(kMiB));
+  EXPECT_EQ((*weights)["count"], 1);
+
+  // The report's peak sites are the same rows.
+  const json r = report({trace});
+  const json& sites = device(r, 0)["peak_sites"];
+  ASSERT_FALSE(sites.empty());
+  int64_t report_caches = 0;
+  for (const json& s : sites) {
+    EXPECT_EQ(s["allocator"], "other");
+    if (s["level"] == "cache") ++report_caches;
+  }
+  EXPECT_EQ(report_caches, 1);
+
+  const ProcessResult text = cli({"peak", trace});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("(other cache: free)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("(other blocks)"), std::string::npos) << text.out;
+}
+
+// Five 4 MiB blocks in one 20 MiB segment, two freed apart, and 6 MiB asked for with room for
+// no second segment: the allocator's OOM, with 8 MiB free in its cache in two 4 MiB holes.
+TEST_F(FrameworkBlocks, AnOomInAFragmentedCacheSaysSo) {
+  const ProcessResult run =
+      run_traced("workload_cached_training", {"fragment"},
+                 {{"FAKECUDA_DEVICE_MEMORY", "33554432"}, {"FAKECUDA_CONTEXT_OVERHEAD", "0"}});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  ASSERT_EQ(printed(run.out, "oom"), 1) << run.out;
+  ASSERT_EQ(printed(run.out, "allocated"), 12 * static_cast<int64_t>(kMiB));
+  ASSERT_EQ(printed(run.out, "reserved"), 20 * static_cast<int64_t>(kMiB));
+  const std::string trace = only_trace();
+  const json oom = command_json({"oom", trace, "--json"});
+  ASSERT_EQ(oom["ooms"].size(), 1u) << oom.dump(1);
+  const json& f = oom["ooms"][0];
+  EXPECT_EQ(f["requested_bytes"], 20 * static_cast<int64_t>(kMiB));  // the segment
+  EXPECT_EQ(f["allocator"], "other");
+  EXPECT_EQ(f["allocator_requested_bytes"], 6 * static_cast<int64_t>(kMiB));
+  EXPECT_EQ(f["cache_free_bytes"], 8 * static_cast<int64_t>(kMiB));
+  EXPECT_EQ(f["largest_free_block_bytes"], 4 * static_cast<int64_t>(kMiB));
+  EXPECT_EQ(f["fragmentation"], true);
+  const json& holders = f["holders"];
+  ASSERT_EQ(holders.size(), 2u) << holders.dump(1);
+  EXPECT_EQ(holders[0]["level"], "block");
+  EXPECT_EQ(holders[0]["bytes"], 12 * static_cast<int64_t>(kMiB));
+  EXPECT_EQ(holders[0]["count"], 3);
+  EXPECT_NE(frame_of(holders[0], "fragment_block"), nullptr) << holders[0].dump(1);
+  EXPECT_EQ(holders[1]["level"], "cache");
+  EXPECT_EQ(holders[1]["bytes"], 8 * static_cast<int64_t>(kMiB));
+  EXPECT_EQ(holders[1]["count"], 1);
+
+  const ProcessResult text = cli({"oom", trace});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("fragmentation: the cache held 8.00 MiB free, but its largest free "
+                          "block was 4.00 MiB"),
+            std::string::npos)
+      << text.out;
+
+  // The timeline has the allocator's figures: at most 20 MiB held (the five blocks), of the
+  // 20 MiB reserved to the end; never more held than reserved.
+  const json timeline = command_json({"timeline", trace, "--format", "json"});
+  const json& td = timeline["devices"][0];
+  ASSERT_TRUE(td.contains("framework_allocated")) << td.dump();
+  const std::vector<int64_t> allocated = td["framework_allocated"];
+  const std::vector<int64_t> reserved_series = td["framework_reserved"];
+  ASSERT_EQ(allocated.size(), td["resident"].size());
+  ASSERT_EQ(reserved_series.size(), allocated.size());
+  EXPECT_EQ(*std::max_element(allocated.begin(), allocated.end()), 20 * static_cast<int64_t>(kMiB));
+  EXPECT_EQ(reserved_series.back(), 20 * static_cast<int64_t>(kMiB));
+  for (std::size_t b = 0; b < allocated.size(); ++b) EXPECT_LE(allocated[b], reserved_series[b]);
+  const ProcessResult csv = cli({"timeline", trace, "--format", "csv"});
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  EXPECT_EQ(csv.out.substr(0, csv.out.find('\n')),
+            "time_ns,device,resident,kind,framework_allocated,framework_reserved");
 }
 
 }  // namespace

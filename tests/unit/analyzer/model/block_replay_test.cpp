@@ -211,3 +211,189 @@ TEST(BlockReplay, FreesOfBlocksNeverSeenAndSegmentsGivenBackAreHarmless) {
 
 }  // namespace
 }  // namespace gmt::analyzer
+
+namespace gmt::analyzer {
+namespace {
+
+format::AllocFailedRecord failed(uint64_t t, uint64_t size) {
+  format::AllocFailedRecord r;
+  r.time_ns = t;
+  r.device = 0;
+  r.kind = format::MemoryKind::kDevice;
+  r.api = format::Api::kCuMemAlloc;
+  r.size = size;
+  r.error = 2;
+  return r;
+}
+
+// A 3 MiB allocation of another library (stack 9) beside one_segment(): the peak, 23 MiB, is
+// reached by the segment; its users hold the most (5 MiB) after the second block.
+TEST(BlockPeak, LiveBlocksBySiteAndTheFreeCacheReplaceTheSegmentsAtThePeak) {
+  Replay replay;
+  replay.apply(segment(5, 0x900000000, 3 * kMiB, 9));
+  for (const auto& r : one_segment()) replay.apply(r);
+  replay.finish();
+  const DeviceSummary& d = replay.summary().devices.at(0);
+  EXPECT_EQ(d.peak_bytes, 23 * kMiB);
+  // The driver's rows are unchanged: the segment by the stack that grew the cache.
+  ASSERT_EQ(d.peak_sites.size(), 2u);
+  EXPECT_EQ(d.peak_sites[0].stack, 1u);
+  EXPECT_EQ(d.peak_sites[0].bytes, 20 * kMiB);
+  EXPECT_EQ(d.peak_sites[0].allocator, -1);
+  ASSERT_EQ(d.peak_block_sites.size(), 4u);
+  const PeakSite& cache = d.peak_block_sites[0];
+  EXPECT_TRUE(cache.cache);
+  EXPECT_EQ(cache.allocator, 1);
+  EXPECT_EQ(cache.stack, 0u);
+  EXPECT_EQ(cache.bytes, 15 * kMiB);
+  EXPECT_EQ(cache.count, 1u);  // segments
+  const PeakSite& block = d.peak_block_sites[1];
+  EXPECT_FALSE(block.cache);
+  EXPECT_EQ(block.allocator, 1);
+  EXPECT_EQ(block.stack, 2u);
+  EXPECT_EQ(block.bytes, 4 * kMiB);
+  EXPECT_EQ(block.count, 1u);
+  const PeakSite& other = d.peak_block_sites[2];
+  EXPECT_EQ(other.allocator, -1);
+  EXPECT_EQ(other.stack, 9u);
+  EXPECT_EQ(other.bytes, 3 * kMiB);
+  EXPECT_EQ(d.peak_block_sites[3].stack, 3u);
+  EXPECT_EQ(d.peak_block_sites[3].bytes, 1 * kMiB);
+  EXPECT_EQ(d.peak_block_sites[3].allocator, 1);
+  uint64_t total = 0;
+  for (const PeakSite& s : d.peak_block_sites) total += s.bytes;
+  EXPECT_EQ(total, d.peak_bytes);
+  EXPECT_EQ(&d.shown_peak_sites(), &d.peak_block_sites);
+}
+
+// A later, higher peak takes the rows again, when its users hold the most before the next
+// driver event; a smaller block after a free changes nothing, nor does what follows that event.
+TEST(BlockPeak, TheRowsAreWhenTheUsersHeldTheMostAtTheLastNewPeak) {
+  Replay replay;
+  for (const auto& r : one_segment()) replay.apply(r);
+  replay.apply(segment(20, 0x200000000, 2 * kMiB, 4));
+  replay.apply(block(21, BlockAction::kSegmentAlloc, 0x200000000, 2 * kMiB, 4));
+  replay.apply(block(22, BlockAction::kAlloc, 0x200000000, 512 * 1024, 5));
+  replay.apply(block(23, BlockAction::kAlloc, 0x200080000, 512 * 1024, 5));
+  replay.apply(block(24, BlockAction::kFreeRequested, 0x200080000, 512 * 1024));
+  replay.apply(block(25, BlockAction::kAlloc, 0x200080000, 256 * 1024, 6));
+  replay.apply(test::free_at(26, 0x900000000));  // a driver event: the plateau ends
+  replay.apply(block(27, BlockAction::kAlloc, 0x200100000, 1 * kMiB, 6));
+  replay.finish();
+  const DeviceSummary& d = replay.summary().devices.at(0);
+  EXPECT_EQ(d.peak_bytes, 22 * kMiB);
+  ASSERT_EQ(d.peak_block_sites.size(), 3u);
+  EXPECT_TRUE(d.peak_block_sites[0].cache);
+  EXPECT_EQ(d.peak_block_sites[0].bytes, 20 * kMiB);
+  EXPECT_EQ(d.peak_block_sites[0].count, 2u);
+  EXPECT_EQ(d.peak_block_sites[1].stack, 3u);
+  EXPECT_EQ(d.peak_block_sites[1].bytes, 1 * kMiB);
+  EXPECT_EQ(d.peak_block_sites[2].stack, 5u);
+  EXPECT_EQ(d.peak_block_sites[2].bytes, 1 * kMiB);
+  EXPECT_EQ(d.peak_block_sites[2].count, 2u);
+}
+
+// Segments the driver's records do not hold (expandable segments map pages into a reservation)
+// leave the allocator's segments as they are; a trace without blocks has no block rows.
+TEST(BlockPeak, WithoutTheSegmentsDriverAllocationsOrWithoutBlocksThePeakKeepsItsSites) {
+  Replay unmatched;
+  unmatched.apply(segment(10, 0x100000000, 20 * kMiB, 1));
+  unmatched.apply(block(11, BlockAction::kSegmentAlloc, 0x700000000, 2 * kMiB, 1));
+  unmatched.apply(block(12, BlockAction::kAlloc, 0x700000000, 1 * kMiB, 2));
+  unmatched.finish();
+  EXPECT_TRUE(unmatched.summary().devices.at(0).peak_block_sites.empty());
+  EXPECT_EQ(unmatched.summary().devices.at(0).shown_peak_sites().size(), 1u);
+
+  Replay plain;
+  plain.apply(segment(10, 0x100000000, 20 * kMiB, 1));
+  plain.finish();
+  EXPECT_TRUE(plain.summary().devices.at(0).peak_block_sites.empty());
+}
+
+// Five 4 MiB blocks fill a 20 MiB segment; the second and fourth are freed (8 MiB free, in two
+// 4 MiB holes). A 6 MiB request needs a new segment, the driver refuses it, the allocator
+// reports its OOM.
+std::vector<format::Record> fragmented_cache(uint64_t second_freed) {
+  std::vector<format::Record> records = {
+      segment(10, 0x100000000, 20 * kMiB, 1),
+      block(11, BlockAction::kSegmentAlloc, 0x100000000, 20 * kMiB, 1)};
+  for (uint64_t i = 0; i < 5; ++i) {
+    records.push_back(
+        block(12 + i, BlockAction::kAlloc, 0x100000000 + i * 4 * kMiB, 4 * kMiB, i == 4 ? 3 : 2));
+  }
+  records.push_back(block(20, BlockAction::kFreeRequested, 0x100400000, 4 * kMiB));
+  records.push_back(
+      block(21, BlockAction::kFreeRequested, 0x100000000 + second_freed * 4 * kMiB, 4 * kMiB));
+  records.push_back(failed(22, 20 * kMiB));
+  records.push_back(block(23, BlockAction::kOom, 0, 6 * kMiB, 7));
+  return records;
+}
+
+TEST(BlockOom, TheHoldersAreBlocksAndTheCacheAndAFragmentedCacheIsTold) {
+  Replay replay;
+  for (const auto& r : fragmented_cache(3)) replay.apply(r);
+  replay.finish();
+  ASSERT_EQ(replay.summary().failures.size(), 1u);
+  const FailedAllocation& f = replay.summary().failures[0];
+  EXPECT_EQ(f.requested_bytes, 20 * kMiB);  // the driver's: a segment
+  EXPECT_EQ(f.allocator, 1);
+  EXPECT_EQ(f.allocator_requested_bytes, 6 * kMiB);
+  EXPECT_EQ(f.cache_free_bytes, 8 * kMiB);
+  EXPECT_EQ(f.largest_free_block_bytes, 4 * kMiB);
+  EXPECT_TRUE(f.fragmented);
+  ASSERT_EQ(f.holders.size(), 3u);
+  EXPECT_EQ(f.holders[0].stack, 2u);
+  EXPECT_EQ(f.holders[0].bytes, 8 * kMiB);
+  EXPECT_EQ(f.holders[0].count, 2u);
+  EXPECT_EQ(f.holders[0].allocator, 1);
+  EXPECT_TRUE(f.holders[1].cache);
+  EXPECT_EQ(f.holders[1].bytes, 8 * kMiB);
+  EXPECT_EQ(f.holders[2].stack, 3u);
+  EXPECT_EQ(f.holders[2].bytes, 4 * kMiB);
+}
+
+TEST(BlockOom, AdjacentFreeBlocksAreOneFreeRangeAndNoFragmentation) {
+  Replay replay;
+  for (const auto& r : fragmented_cache(2)) replay.apply(r);
+  replay.finish();
+  ASSERT_EQ(replay.summary().failures.size(), 1u);
+  const FailedAllocation& f = replay.summary().failures[0];
+  EXPECT_EQ(f.cache_free_bytes, 8 * kMiB);
+  EXPECT_EQ(f.largest_free_block_bytes, 8 * kMiB);
+  EXPECT_FALSE(f.fragmented);
+}
+
+// An allocation that succeeds in between: the OOM is not that failure's.
+TEST(BlockOom, AnOomAfterASuccessfulAllocationNamesNoEarlierFailure) {
+  Replay replay;
+  for (const auto& r : one_segment()) replay.apply(r);
+  replay.apply(failed(20, 40 * kMiB));
+  replay.apply(segment(21, 0x300000000, 2 * kMiB, 4));
+  replay.apply(block(22, BlockAction::kOom, 0, 30 * kMiB, 7));
+  replay.finish();
+  ASSERT_EQ(replay.summary().failures.size(), 1u);
+  EXPECT_EQ(replay.summary().failures[0].allocator, -1);
+  EXPECT_EQ(replay.summary().failures[0].holders[0].allocator, -1);
+}
+
+TEST(BlockTimeline, FrameworkAllocatedAndReservedAreSeriesOfTheDevice) {
+  Replay replay;
+  replay.record_timeline(10);
+  replay.apply(segment(5, 0x900000000, 3 * kMiB, 9));
+  for (const auto& r : one_segment()) replay.apply(r);
+  replay.finish();
+  const DeviceTimeline& t = replay.summary().timeline.devices.at(0);
+  // Buckets of 10 ns: [0, 10) before any block, [10, 20) with them all.
+  EXPECT_EQ(t.framework_allocated, (std::vector<uint64_t>{0, 5 * kMiB}));
+  EXPECT_EQ(t.framework_reserved, (std::vector<uint64_t>{0, 20 * kMiB}));
+  EXPECT_EQ(t.resident, (std::vector<uint64_t>{3 * kMiB, 23 * kMiB}));
+
+  Replay plain;
+  plain.record_timeline(10);
+  plain.apply(segment(5, 0x900000000, 3 * kMiB, 9));
+  plain.finish();
+  EXPECT_TRUE(plain.summary().timeline.devices.at(0).framework_reserved.empty());
+}
+
+}  // namespace
+}  // namespace gmt::analyzer
