@@ -25,7 +25,6 @@ nlohmann::ordered_json sites_json(const std::vector<ResolvedSite>& sites) {
   return out;
 }
 
-nlohmann::ordered_json usage_json(const KindUsage& u) {
 // A caching allocator's OOM: its request, its free cache and largest free block.
 void add_allocator_oom(const FailedAllocation& f, nlohmann::ordered_json& row) {
   if (f.allocator < 0) return;
@@ -36,6 +35,7 @@ void add_allocator_oom(const FailedAllocation& f, nlohmann::ordered_json& row) {
   row["fragmentation"] = f.fragmented;
 }
 
+nlohmann::ordered_json usage_json(const KindUsage& u) {
   return {{"peak_bytes", u.peak_bytes}, {"live_at_exit_bytes", u.live_bytes}};
 }
 
@@ -80,8 +80,8 @@ nlohmann::ordered_json ooms_json(const ReportInput& input) {
       row["trace"] = i;
       row["kind"] = format::memory_kind_name(f.kind);
       row["frames"] = frames_json(at != frames.end() ? at->second : std::vector<SiteFrame>{});
-      ooms.push_back(std::move(row));
       add_allocator_oom(f, row);
+      ooms.push_back(std::move(row));
     }
   }
   return ooms;

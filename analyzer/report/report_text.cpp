@@ -65,13 +65,13 @@ void write_sites(const DeviceSummary& d, std::ostream& out) {
   constexpr std::size_t kFramesShown = 10;
   out << "    top sites at the peak\n";
   for (const ResolvedSite& site : d.top_sites) {
-    out << "      " << human_bytes(site.bytes) << " in " << site.count
     if (site.cache) {
       out << "      " << human_bytes(site.bytes) << " free in the "
           << allocator_name(site.allocator) << " cache (" << site.count
           << (site.count == 1 ? " segment" : " segments") << ")\n";
       continue;
     }
+    out << "      " << human_bytes(site.bytes) << " in " << site.count
         << (site.allocator >= 0 ? (site.count == 1 ? " block" : " blocks")
                                 : (site.count == 1 ? " allocation" : " allocations"));
     if (site.allocator >= 0) out << " of the " << allocator_name(site.allocator) << " allocator";
