@@ -99,9 +99,9 @@ int export_command(const ExportOptions& options, std::ostream& out, std::ostream
 
 // Reads the traces (files, or directories of *.gmt files) and writes the HTML page to `output`.
 // Unreadable traces are named on `err` and the page reports the others; returns 1 when one was
-// unreadable or the page could not be written, else 0.
+// unreadable or the page could not be written, else 0. `jobs`: as load_traces's.
 int html_command(const std::vector<std::string>& paths, const std::string& output,
-                 std::ostream& err);
+                 std::ostream& err, unsigned jobs = 0);
 
 // `top`: watches the traces (files, directories, the traces of --pid processes) while they are
 // written and prints a frame every `interval` seconds: text, or a JSON line per frame

@@ -14,8 +14,8 @@
 namespace gmt::analyzer {
 
 int html_command(const std::vector<std::string>& paths, const std::string& output,
-                 std::ostream& err) {
-  ReportInput input = load_traces(paths);
+                 std::ostream& err, unsigned jobs) {
+  ReportInput input = load_traces(paths, jobs);
   for (const UnreadableTrace& u : input.unreadable) err << "gpumemtrace: " << u.error << "\n";
   for (const TraceSummary& t : input.traces) {
     for (const std::string& problem : t.problems)
@@ -47,13 +47,19 @@ Command add_html_command(CLI::App& app) {
   struct Options {
     std::vector<std::string> paths;
     std::string output;
+    unsigned jobs = 0;
   };
   auto options = std::make_shared<Options>();
   CLI::App* html = app.add_subcommand(
       "html", "One self-contained HTML page: timelines by library, flame graph of the peak, leaks");
   html->add_option("traces", options->paths, kTracesHelp)->required();
   html->add_option("-o,--output", options->output, "The page to write")->required();
-  return {html, [options] { return html_command(options->paths, options->output, std::cerr); }};
+  html->add_option("-j,--jobs", options->jobs,
+                   "Traces read at once (default: $GPUMEMTRACE_JOBS, else one per CPU)")
+      ->check(CLI::Range(1u, 4096u));
+  return {html, [options] {
+            return html_command(options->paths, options->output, std::cerr, options->jobs);
+          }};
 }
 
 }  // namespace gmt::analyzer

@@ -7,8 +7,8 @@
 namespace gmt::analyzer {
 namespace {
 
-int report_command(const std::vector<std::string>& paths, bool json) {
-  const ReportInput input = load_traces(paths);
+int report_command(const std::vector<std::string>& paths, bool json, unsigned jobs) {
+  const ReportInput input = load_traces(paths, jobs);
   if (json) {
     write_report_json(input, std::cout);
   } else {
@@ -29,12 +29,18 @@ Command add_report_command(CLI::App& app) {
   struct Options {
     std::vector<std::string> paths;
     bool json = false;
+    unsigned jobs = 0;
   };
   auto options = std::make_shared<Options>();
   CLI::App* report = app.add_subcommand("report", "Summarize one or more traces");
   report->add_option("traces", options->paths, kTracesHelp)->required();
   report->add_flag("--json", options->json, "Machine-readable output (contract in README.md)");
-  return {report, [options] { return report_command(options->paths, options->json); }};
+  report
+      ->add_option("-j,--jobs", options->jobs,
+                   "Traces read at once (default: $GPUMEMTRACE_JOBS, else one per CPU)")
+      ->check(CLI::Range(1u, 4096u));
+  return {report,
+          [options] { return report_command(options->paths, options->json, options->jobs); }};
 }
 
 }  // namespace gmt::analyzer

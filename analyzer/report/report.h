@@ -32,7 +32,9 @@ struct ReportInput {
 // `paths` are trace files, or directories whose traces (*.gmt and *.gmt.<pid> files that start
 // with the trace magic) are all read, in name order; a file named twice is read once. A
 // directory without a trace is in `unreadable` ("no traces in DIR").
-ReportInput load_traces(const std::vector<std::string>& paths);
+// Traces are read by `jobs` workers, one trace each (0: worker_count(), $GPUMEMTRACE_JOBS or one
+// per CPU); the result is the same, in the same order, whatever the number.
+ReportInput load_traces(const std::vector<std::string>& paths, unsigned jobs = 0);
 
 void write_report_json(const ReportInput& input, std::ostream& out);
 void write_report_text(const ReportInput& input, std::ostream& out);

@@ -5,12 +5,15 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <utility>
 
 #include "analyzer/model/input/progress_bar.h"
 #include "analyzer/model/input/trace_error.h"
 #include "analyzer/model/summarize_trace.h"
+#include "analyzer/model/worker_pool.h"
 #include "analyzer/report/peak_sites.h"
 #include "analyzer/report/report.h"
 
@@ -90,20 +93,55 @@ ResolvedStacks leak_and_failure_frames(TraceSummary& trace) {
 
 }  // namespace
 
-ReportInput load_traces(const std::vector<std::string>& paths) {
+ReportInput load_traces(const std::vector<std::string>& paths, unsigned jobs) {
   ReportInput input;
   TraceFiles files = trace_files(paths);
   input.unreadable = std::move(files.errors);
-  for (const std::string& path : files.files) {
+  const unsigned workers = std::min<std::size_t>(worker_count(jobs), files.files.size());
+  // What each trace gives, in input order whichever worker made it: only the summaries (and the
+  // frames they name) are kept, never a trace's records.
+  struct Loaded {
+    std::optional<TraceSummary> trace;
+    ResolvedStacks frames;
+    std::string error;
+  };
+  std::vector<Loaded> loaded(files.files.size());
+  // One bar for the whole job when several workers read at once (theirs would overwrite each
+  // other): a trace done is kStride units, so that each one redraws it.
+  std::mutex progress_mutex;
+  std::optional<ProgressBar> job_progress;
+  if (workers > 1) {
+    job_progress.emplace(progress_stream(), std::to_string(files.files.size()) + " traces",
+                         files.files.size() * ProgressBar::kStride);
+  }
+  for_each_index(files.files.size(), workers, [&](std::size_t i) {
+    const std::string& path = files.files[i];
     try {
       SummaryOptions options;
-      options.progress = progress_stream();
+      if (workers > 1) {
+        options.read_ahead = false;  // the other workers already use the other CPUs
+      } else {
+        options.progress = progress_stream();
+      }
       TraceSummary trace = summarize_trace(path, options);
       trace.symbolization_warnings = resolve_peak_sites(trace, kTopSites);
-      input.frames.push_back(leak_and_failure_frames(trace));
-      input.traces.push_back(std::move(trace));
+      loaded[i].frames = leak_and_failure_frames(trace);
+      loaded[i].trace = std::move(trace);
     } catch (const TraceError& e) {
-      input.unreadable.push_back({path, e.what()});
+      loaded[i].error = e.what();
+    }
+    if (job_progress) {
+      std::lock_guard<std::mutex> lock(progress_mutex);
+      job_progress->advance(ProgressBar::kStride);
+    }
+  });
+  if (job_progress) job_progress->finish();
+  for (std::size_t i = 0; i < loaded.size(); ++i) {
+    if (loaded[i].trace) {
+      input.traces.push_back(std::move(*loaded[i].trace));
+      input.frames.push_back(std::move(loaded[i].frames));
+    } else {
+      input.unreadable.push_back({files.files[i], std::move(loaded[i].error)});
     }
   }
   return input;

@@ -5,6 +5,7 @@
 #include "analyzer/model/leak_classes.h"
 #include "analyzer/report/frame_text.h"
 #include "analyzer/report/json_fields.h"
+#include "analyzer/report/job_view.h"
 #include "analyzer/report/report.h"
 #include "analyzer/report/views_report.h"
 
@@ -179,6 +180,7 @@ void write_report_json(const ReportInput& input, std::ostream& out) {
   report["leaks_not_listed"] = not_listed;
   report["ooms"] = ooms_json(input);
   report["phases"] = phases_json(input.traces);
+  if (input.traces.size() > 1) report["job"] = job_json(input);
   if (!input.unreadable.empty()) {
     ordered_json errors = ordered_json::array();
     for (const auto& u : input.unreadable) errors.push_back({{"path", u.path}, {"error", u.error}});

@@ -5,6 +5,7 @@
 #include "analyzer/model/leak_classes.h"
 #include "analyzer/report/byte_size.h"
 #include "analyzer/report/frame_text.h"
+#include "analyzer/report/job_view.h"
 #include "analyzer/report/report.h"
 #include "analyzer/report/views_report.h"
 
@@ -200,7 +201,10 @@ void write_report_text(const ReportInput& input, std::ostream& out) {
     }
     out << "\n";
   }
-  if (input.traces.size() > 1) write_run_table(input.traces, out);
+  if (input.traces.size() > 1) {
+    write_run_table(input.traces, out);
+    write_job_text(input, out);
+  }
   for (const auto& u : input.unreadable) out << "unreadable: " << u.error << "\n";
 }
 

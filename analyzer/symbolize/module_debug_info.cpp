@@ -8,6 +8,9 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
+#include <string>
+#include <unordered_map>
 
 #include "analyzer/symbolize/local_debuginfo.h"
 
@@ -108,7 +111,54 @@ ModuleDebugInfo::~ModuleDebugInfo() {
 
 std::vector<SymbolizedFrame> ModuleDebugInfo::frames_at(uint64_t file_address) {
   if (module_ == nullptr) return {};
-  return inline_frames(module_, *indexes_, file_address);
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto found = frames_.find(file_address);
+  if (found == frames_.end()) {
+    found = frames_.emplace(file_address, inline_frames(module_, *indexes_, file_address)).first;
+  }
+  return found->second;
+}
+
+namespace {
+
+// One module of the process-wide cache: opened once, by whichever thread asks first.
+struct SharedSlot {
+  std::once_flag opened;
+  std::shared_ptr<ModuleDebugInfo> debug;
+};
+
+std::string file_identity(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return "missing";
+  return std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
+         std::to_string(st.st_mtim.tv_nsec);
+}
+
+SharedSlot& opened(SharedSlot& slot, const std::string& path, const std::string& build_id) {
+  std::call_once(slot.opened,
+                 [&] { slot.debug = std::make_shared<ModuleDebugInfo>(path, build_id); });
+  return slot;
+}
+
+}  // namespace
+
+std::shared_ptr<ModuleDebugInfo> shared_module_debug_info(const std::string& path,
+                                                          const std::string& build_id) {
+  static std::mutex mutex;
+  // Slots are never removed: a reference to one stays valid without the lock.
+  static std::unordered_map<std::string, std::unique_ptr<SharedSlot>> slots;
+  const auto slot_for = [&](const std::string& key) -> SharedSlot& {
+    std::lock_guard<std::mutex> lock(mutex);
+    std::unique_ptr<SharedSlot>& slot = slots[key];
+    if (slot == nullptr) slot = std::make_unique<SharedSlot>();
+    return *slot;
+  };
+  // The file at a path with the recorded build-id is the same file for every trace; without a
+  // build-id, the same path, size and modification time stand for it.
+  const std::string expected = lowercase(build_id);
+  const std::string key = expected.empty() ? "path:" + path + '\n' + file_identity(path)
+                                           : "build-id:" + expected + '\n' + path;
+  return opened(slot_for(key), path, build_id).debug;
 }
 
 }  // namespace gmt::analyzer::symbolize

@@ -9,7 +9,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "analyzer/symbolize/inline_frames.h"
@@ -32,13 +34,25 @@ class ModuleDebugInfo {
 
   // The inline chain at a file virtual address, innermost first, with `module` left empty and
   // `function` empty where nothing names the code. Empty when the module is not usable.
+  // Thread-safe: libdwfl's handle is used by one thread at a time, and each address is looked
+  // up once for every trace and thread that shares this module (shared_module_debug_info).
   std::vector<SymbolizedFrame> frames_at(uint64_t file_address);
 
  private:
+  std::mutex mutex_;  // guards the libdwfl handle, the indexes and `frames_`
+  std::unordered_map<uint64_t, std::vector<SymbolizedFrame>> frames_;
   Dwfl* dwfl_ = nullptr;
   Dwfl_Module* module_ = nullptr;
   std::string problem_;
   std::unique_ptr<ModuleIndexes> indexes_;  // once the module is usable
 };
+
+// The process-wide instance for a recorded module: every trace (and every thread) that loaded
+// the same file shares one opened, indexed copy. Matched by build-id and path when the module
+// has a build-id, else by path, size and modification time. Not by build-id alone: another path
+// with the same build-id may be a stripped copy, and a trace's frames would then depend on
+// which trace was read first. Files that cannot be used are remembered as such. Thread-safe.
+std::shared_ptr<ModuleDebugInfo> shared_module_debug_info(const std::string& path,
+                                                          const std::string& build_id);
 
 }  // namespace gmt::analyzer::symbolize

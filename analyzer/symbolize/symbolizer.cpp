@@ -85,7 +85,7 @@ std::shared_ptr<symbolize::ModuleDebugInfo> Symbolizer::debug_info_for(const Mod
   key += module.build_id;
   auto found = files_.find(key);
   if (found != files_.end()) return found->second;
-  auto debug = std::make_shared<symbolize::ModuleDebugInfo>(module.path, module.build_id);
+  auto debug = symbolize::shared_module_debug_info(module.path, module.build_id);
   if (!debug->usable() && !is_vdso(module.path)) {
     warnings_.push_back((module.path.empty() ? std::string("(unnamed module)") : module.path) +
                         ": " + debug->problem() + "; its frames are shown as offsets");

@@ -41,7 +41,9 @@ namespace symbolize {
 class ModuleDebugInfo;
 }
 
-// Not thread-safe: one instance per thread (each keeps its own caches).
+// Not thread-safe: one instance per thread (each keeps its own caches). The opened modules
+// behind it are shared by every instance of the process (by build-id), whatever the thread:
+// each file is opened, indexed and each of its addresses looked up once per run.
 class Symbolizer {
  public:
   Symbolizer();
@@ -79,8 +81,8 @@ class Symbolizer {
   void forget_cached_addresses(uint64_t start, uint64_t end);
 
   std::map<uint64_t, LoadedModule> modules_;  // by start address; ranges never overlap
-  // Files already opened, by path and build-id: a library unloaded and loaded again elsewhere,
-  // or the same library in several traces, is read once.
+  // Files this instance used, by path and build-id (each unusable one warned of once); the
+  // opened files themselves come from the process-wide cache (shared_module_debug_info).
   std::unordered_map<std::string, std::shared_ptr<symbolize::ModuleDebugInfo>> files_;
   // Results by address: [0] exact PCs, [1] return addresses. The same stacks repeat millions of
   // times, so each address is symbolized once.
