@@ -2,10 +2,13 @@
 """PyTorch's own snapshot against the trace: every active block and every segment that
 torch.cuda.memory._snapshot() lists at the end of planted_leak_cached.py must be live in the
 trace's block events with the same address and size (0 missing, 0 extra), each segment must also
-be live at the driver level, and the report's framework allocated/reserved at exit must equal
-torch.cuda.memory_allocated()/memory_reserved().
+be live at the driver level, and the analyzer's figures at the end must equal
+torch.cuda.memory_allocated()/memory_reserved(): PyTorch's blocks never freed (`leaks`, level
+`block`) add up to what it had allocated, and with its free cache (level `cache`) to what it had
+reserved. (The program ends with os._exit right after the snapshot, so its end is the trace's.)
+The views at exit are printed too: they are the last sample's, up to a sampler period earlier.
 
-Usage: python3 block_oracle.py ORACLE_JSON DUMP_JSONL REPORT_JSON
+Usage: python3 block_oracle.py ORACLE_JSON DUMP_JSONL REPORT_JSON LEAKS_JSON
 Prints one line per figure and `blocks_missing=N blocks_extra=N segments_missing=N ...`.
 """
 import json
@@ -39,13 +42,17 @@ driver_missing = sum(1 for a, s in want_segments if driver.get(a) != s)
 
 report = json.load(open(sys.argv[3]))
 views = report["devices"][0]["views"]["at_exit"]
+leaks = json.load(open(sys.argv[4]))["leaks"]
+ours_allocated = sum(g["bytes"] for g in leaks if g.get("allocator") == "pytorch" and g.get("level") == "block")
+ours_reserved = ours_allocated + sum(g["bytes"] for g in leaks if g.get("allocator") == "pytorch" and g.get("level") == "cache")
 print(f"torch: {len(want_blocks)} active blocks, {len(want_segments)} segments, "
       f"allocated {oracle['memory_allocated']}, reserved {oracle['memory_reserved']}")
 print(f"trace: {len(have_blocks)} live blocks, {len(have_segments)} live segments, "
       f"framework_allocated_bytes {views.get('framework_allocated_bytes')}, "
-      f"framework_reserved_bytes {views.get('framework_reserved_bytes')}")
+      f"framework_reserved_bytes {views.get('framework_reserved_bytes')} (views at exit, the last sample); "
+      f"at the end: allocated {ours_allocated}, reserved {ours_reserved}")
 print(f"blocks_missing={len(want_blocks - have_blocks)} blocks_extra={len(have_blocks - want_blocks)} "
       f"segments_missing={len(want_segments - have_segments)} "
       f"segments_extra={len(have_segments - want_segments)} driver_segments_missing={driver_missing} "
-      f"allocated_equal={views.get('framework_allocated_bytes') == oracle['memory_allocated']} "
-      f"reserved_equal={views.get('framework_reserved_bytes') == oracle['memory_reserved']}")
+      f"allocated_equal={ours_allocated == oracle['memory_allocated']} "
+      f"reserved_equal={ours_reserved == oracle['memory_reserved']}")
