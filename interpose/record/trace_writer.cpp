@@ -249,11 +249,13 @@ bool TraceWriter::note_locked(ThreadChunk& chunk, const std::string& text) {
 }
 
 void TraceWriter::note_dropped(ThreadChunk& chunk) {
+  // Taken and cleared in one instruction: a handler that comes while the note is being made
+  // counts towards the next one, never in neither.
+  const uint32_t dropped = __atomic_exchange_n(&chunk.dropped, 0, __ATOMIC_RELAXED);
   format::NoteRecord note;
-  note.text = std::string(format::kDroppedNote) + std::to_string(chunk.dropped) +
+  note.text = std::string(format::kDroppedNote) + std::to_string(dropped) +
               " made by signal handlers that interrupted this thread (tid " +
               std::to_string(thread_id()) + ") while it was recording";
-  chunk.dropped = 0;
   write(chunk, note);
 }
 

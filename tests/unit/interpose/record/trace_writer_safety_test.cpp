@@ -111,7 +111,9 @@ TEST_F(TraceWriterSafety, RecordsFromASignalHandlerInsideTheWriterAreCountedNotW
   EXPECT_EQ(back.problems, 0u);
   EXPECT_EQ(back.frees_by_address[0], kMain + 1);
   EXPECT_GT(g_handler_calls, 0);
-  EXPECT_EQ(back.frees_by_address[1] + back.dropped, static_cast<uint64_t>(g_handler_calls));
+  EXPECT_EQ(back.frees_by_address[1] + back.dropped, static_cast<uint64_t>(g_handler_calls))
+      << back.frees_by_address[1] << " written, " << back.dropped << " dropped in "
+      << back.notes.size() << " notes";
 }
 
 // The program closes the trace's descriptor and puts a file of its own at that number: the
