@@ -6,7 +6,8 @@
 # workers (--jobs), and for one trace alone. Not a test: nothing here fails on a slow machine.
 #
 # Usage: scripts/bench-job.sh [N]
-#   GMT_BUILD_DIR   build folder to use (default build-bench-job, RelWithDebInfo, built here)
+#   GMT_BUILD_DIR   an existing build to use, with gpumemtrace, the preload and job_rank built
+#                   (default: build-bench-job, RelWithDebInfo, built here)
 #   STEPS           allocation/free pairs per rank (default 20000: 40,000 events)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,10 +16,12 @@ count="${1:-1000}"
 steps="${STEPS:-20000}"
 dir="${GMT_BUILD_DIR:-build-bench-job}"
 
-source scripts/lib/cuda_args.sh
-echo "bench-job: building in $dir" >&2
-cmake -S . -B "$dir" "${cuda_args[@]}" >/dev/null
-cmake --build "$dir" -j "$(nproc)" --target gpumemtrace gpumemtrace_preload job_rank >/dev/null
+if [ -z "${GMT_BUILD_DIR:-}" ]; then
+  source scripts/lib/cuda_args.sh
+  echo "bench-job: building in $dir" >&2
+  cmake -S . -B "$dir" "${cuda_args[@]}" >/dev/null
+  cmake --build "$dir" -j "$(nproc)" --target gpumemtrace gpumemtrace_preload job_rank >/dev/null
+fi
 
 cli="$dir/bin/gpumemtrace"
 preload="$(ls "$dir"/lib/libgpumemtrace.so)"
@@ -34,11 +37,12 @@ trap 'rm -rf "$scratch"' EXIT
 mkdir -p "$scratch/job" "$scratch/one"
 
 # The ranks, two at a time per CPU: each a process of its own under the preload, as a job's are.
+# A simulated GPU of 64 GiB: rank R's working set is (R + 1) * 16 MiB.
 echo "bench-job: generating $count traces of $((steps * 2)) events" >&2
 start=$(date +%s.%N)
 seq 0 $((count - 1)) | xargs -P "$(( $(nproc) * 2 ))" -I{} env RANK={} \
   LD_LIBRARY_PATH="$fakecuda" LD_PRELOAD="$preload" \
-  GPUMEMTRACE_OUTPUT="$scratch/job/rank%r.gmt" FAKECUDA_DEVICE_MEMORY=$((16 << 30)) \
+  GPUMEMTRACE_OUTPUT="$scratch/job/rank%r.gmt" FAKECUDA_DEVICE_MEMORY=$((64 << 30)) \
   "$workload" leak=1 oom=2 "steps=$steps"
 generated=$(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" \
   "$start" "$(date +%s.%N)")
