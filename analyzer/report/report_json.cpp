@@ -4,8 +4,8 @@
 
 #include "analyzer/model/leak_classes.h"
 #include "analyzer/report/frame_text.h"
-#include "analyzer/report/json_fields.h"
 #include "analyzer/report/job_view.h"
+#include "analyzer/report/json_fields.h"
 #include "analyzer/report/report.h"
 #include "analyzer/report/views_report.h"
 
