@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Builds build-gpu/ here (no tests) for a GPU machine that cannot install the build's
 # dependencies (libdw, libelf, zstd...): the binaries, stripped, and the shared libraries they
-# need beyond glibc and libstdc++ in build-gpu/lib/deps, which scripts/lib/gpu_build.sh puts on
+# need beyond glibc and libstdc++ (and libunwind, which the preload opens) in build-gpu/lib/deps, which scripts/lib/gpu_build.sh puts on
 # the loader's path there. Carry build-gpu/ to that machine and run scripts/gpu-validate.sh.
 # Usage: scripts/gpu-carry-build.sh [SOURCE_DIR]   (default: this checkout)
 set -euo pipefail
@@ -12,7 +12,10 @@ cmake -S . -B build-gpu -DGMT_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo 
 cmake --build build-gpu -j "$(nproc)"
 strip --strip-debug build-gpu/bin/gpumemtrace build-gpu/lib/libgpumemtrace.so
 mkdir -p build-gpu/lib/deps
-for binary in build-gpu/bin/gpumemtrace build-gpu/lib/libgpumemtrace.so; do
+# libunwind is opened at run time by the preload (native stacks), so ldd does not list it.
+unwind=$(ldconfig -p | awk '/libunwind\.so\.8 .*x86-64/ { print $NF; exit }')
+[ -n "$unwind" ] && cp -L "$unwind" build-gpu/lib/deps/
+for binary in build-gpu/bin/gpumemtrace build-gpu/lib/libgpumemtrace.so ${unwind:+"$unwind"}; do
   ldd "$binary" | awk '$3 ~ /^\// { print $3 }' |
     grep -vE '/(libc|libm|libpthread|libdl|librt|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' |
     while read -r lib; do cp -L "$lib" build-gpu/lib/deps/; done
