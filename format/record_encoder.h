@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "format/records.h"
@@ -130,6 +131,11 @@ class FieldWriter {
     }
   }
   void str(const char* /*name*/, const std::string& s) {
+    varint(s.size());
+    out_.append(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+  }
+  // For a writer that builds a string without allocating (a note made in a signal handler).
+  void str(const char* /*name*/, std::string_view s) {
     varint(s.size());
     out_.append(reinterpret_cast<const uint8_t*>(s.data()), s.size());
   }

@@ -10,8 +10,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <climits>
 #include <cstring>
+#include <string_view>
 
 #include "format/chunk.h"
 #include "format/file_header.h"
@@ -248,14 +250,51 @@ bool TraceWriter::note_locked(ThreadChunk& chunk, const std::string& text) {
   return true;
 }
 
+namespace {
+
+// A NoteRecord whose text is built on the stack: the dropped note may be made in a signal
+// handler (a handler's hook that found its thread outside the writer), where allocating is not
+// safe. Encoded exactly as a NoteRecord.
+struct StackNote {
+  static constexpr format::RecordType kType = format::NoteRecord::kType;
+  static constexpr std::size_t kMaxBytes = 256;
+  uint64_t time_ns = 0;
+  std::string_view text;
+
+  template <class Self, class V>
+  static constexpr void fields(Self& r, V& v) {
+    v.time("time_ns", r.time_ns);
+    v.str("text", r.text);
+  }
+};
+
+// Appends `text` to buf[at..size), returning the new end (cut at the buffer's end).
+std::size_t put(char* buf, std::size_t size, std::size_t at, std::string_view text) {
+  const std::size_t n = std::min(text.size(), size - at);
+  std::memcpy(buf + at, text.data(), n);
+  return at + n;
+}
+
+std::size_t put(char* buf, std::size_t size, std::size_t at, uint64_t value) {
+  char digits[24];
+  const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, value);
+  return put(buf, size, at, std::string_view(digits, ec == std::errc() ? end - digits : 0));
+}
+
+}  // namespace
+
 void TraceWriter::note_dropped(ThreadChunk& chunk) {
   // Taken and cleared in one instruction: a handler that comes while the note is being made
   // counts towards the next one, never in neither.
   const uint32_t dropped = __atomic_exchange_n(&chunk.dropped, 0, __ATOMIC_RELAXED);
-  format::NoteRecord note;
-  note.text = std::string(format::kDroppedNote) + std::to_string(dropped) +
-              " made by signal handlers that interrupted this thread (tid " +
-              std::to_string(thread_id()) + ") while it was recording";
+  char text[200];
+  std::size_t n = put(text, sizeof text, 0, format::kDroppedNote);
+  n = put(text, sizeof text, n, dropped);
+  n = put(text, sizeof text, n, " made by signal handlers that interrupted this thread (tid ");
+  n = put(text, sizeof text, n, thread_id());
+  n = put(text, sizeof text, n, ") while it was recording");
+  StackNote note;
+  note.text = std::string_view(text, n);
   write(chunk, note);
 }
 
