@@ -105,6 +105,9 @@ std::string stop_note_text(const std::string& why) {
 }  // namespace
 
 TraceWriter::TraceWriter(const Config& config) : config_(config), generation_(new_generation()) {
+  // Room for the chunks of many threads made now: a chunk may be attached in a signal handler's
+  // hook (its thread outside the writer), where growing the list would allocate.
+  mapped_.reserve(256);
   have_thread_exit_key_ = pthread_key_create(&thread_exit_key_, &TraceWriter::on_thread_exit) == 0;
 }
 
