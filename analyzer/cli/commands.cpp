@@ -4,6 +4,20 @@
 
 namespace gmt::analyzer {
 
+Command add_trace_json_command(CLI::App& app, const char* name, const char* description,
+                               TraceJsonRun run) {
+  struct Options {
+    std::string path;
+    bool json = false;
+  };
+  auto options = std::make_shared<Options>();
+  CLI::App* command = app.add_subcommand(name, description);
+  command->add_option("trace", options->path, "Trace file")->required();
+  command->add_flag("--json", options->json, "Machine-readable output (contract in README.md)");
+  return {command,
+          [options, run] { return run(options->path, options->json, std::cout, std::cerr); }};
+}
+
 std::vector<Command> add_commands(CLI::App& app) {
   return {add_run_command(app),  add_report_command(app), add_dump_command(app),
           add_peak_command(app), add_leaks_command(app),  add_oom_command(app),

@@ -29,6 +29,12 @@ struct Command {
   std::function<int()> run;
 };
 
+// A command that reads one trace and prints text or, with --json, JSON: `run(path, json, out,
+// err)` once parsed.
+using TraceJsonRun = int (*)(const std::string&, bool, std::ostream&, std::ostream&);
+Command add_trace_json_command(CLI::App& app, const char* name, const char* description,
+                               TraceJsonRun run);
+
 // Every command, registered on `app` in the order `--help` lists them.
 std::vector<Command> add_commands(CLI::App& app);
 

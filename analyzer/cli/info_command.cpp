@@ -151,16 +151,8 @@ int info_command(const std::string& path, bool json, std::ostream& out, std::ost
 }
 
 Command add_info_command(CLI::App& app) {
-  struct Options {
-    std::string path;
-    bool json = false;
-  };
-  auto options = std::make_shared<Options>();
-  CLI::App* info = app.add_subcommand("info", "What a trace holds and whether it is whole");
-  info->add_option("trace", options->path, "Trace file")->required();
-  info->add_flag("--json", options->json, "Machine-readable output (contract in README.md)");
-  return {info,
-          [options] { return info_command(options->path, options->json, std::cout, std::cerr); }};
+  return add_trace_json_command(app, "info", "What a trace holds and whether it is whole",
+                                &info_command);
 }
 
 }  // namespace gmt::analyzer

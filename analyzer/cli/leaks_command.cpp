@@ -126,16 +126,8 @@ int leaks_command(const std::string& path, bool json, std::ostream& out, std::os
 }
 
 Command add_leaks_command(CLI::App& app) {
-  struct Options {
-    std::string path;
-    bool json = false;
-  };
-  auto options = std::make_shared<Options>();
-  CLI::App* leaks = app.add_subcommand("leaks", "Allocations never freed, grouped and classified");
-  leaks->add_option("trace", options->path, "Trace file")->required();
-  leaks->add_flag("--json", options->json, "Machine-readable output (contract in README.md)");
-  return {leaks,
-          [options] { return leaks_command(options->path, options->json, std::cout, std::cerr); }};
+  return add_trace_json_command(app, "leaks", "Allocations never freed, grouped and classified",
+                                &leaks_command);
 }
 
 }  // namespace gmt::analyzer

@@ -126,16 +126,8 @@ int oom_command(const std::string& path, bool json, std::ostream& out, std::ostr
 }
 
 Command add_oom_command(CLI::App& app) {
-  struct Options {
-    std::string path;
-    bool json = false;
-  };
-  auto options = std::make_shared<Options>();
-  CLI::App* oom = app.add_subcommand("oom", "Every failed allocation and what was held then");
-  oom->add_option("trace", options->path, "Trace file")->required();
-  oom->add_flag("--json", options->json, "Machine-readable output (contract in README.md)");
-  return {oom,
-          [options] { return oom_command(options->path, options->json, std::cout, std::cerr); }};
+  return add_trace_json_command(app, "oom", "Every failed allocation and what was held then",
+                                &oom_command);
 }
 
 }  // namespace gmt::analyzer
