@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // `gpumemtrace leaks`: allocations never freed, grouped by site and classified (teardown,
-// cached, probable_leak, unfreed).
+// cached, library_cache, probable_leak, unfreed), and address space reserved, apart.
 #include <iomanip>
 #include <map>
 
@@ -33,6 +33,39 @@ uint64_t resident_live_at_exit(const TraceSummary& trace) {
   uint64_t bytes = 0;
   for (const auto& [ordinal, d] : trace.devices) bytes += d.live_bytes;
   return bytes;
+}
+
+// Reserved address space by device, in device order (-1, none mapped, first).
+std::map<int, ClassTotal> reservations_by_device(const TraceSummary& trace) {
+  std::map<int, ClassTotal> totals;
+  for (const ReservationGroup& r : trace.reservations) {
+    totals[r.device].bytes += r.bytes;
+    totals[r.device].count += r.count;
+  }
+  return totals;
+}
+
+nlohmann::ordered_json reservations_json(const TraceSummary& trace, ResolvedStacks& frames,
+                                         OwnerLibraryCache& owners) {
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const ReservationGroup& r : trace.reservations) {
+    rows.push_back({{"bytes", r.bytes},
+                    {"count", r.count},
+                    {"device", r.device},
+                    {"frames", frames_json(frames[r.stack])},
+                    {"stack", r.stack},
+                    {"library", owners.of(r.stack)}});
+  }
+  return rows;
+}
+
+// Address space is no memory: one line per device, apart from what was never freed.
+void write_reservations_text(const TraceSummary& trace, std::ostream& out) {
+  for (const auto& [device, total] : reservations_by_device(trace)) {
+    out << "address space reserved, not memory: " << human_bytes(total.bytes) << " in "
+        << total.count << (total.count == 1 ? " reservation" : " reservations") << " ("
+        << device_name(device) << ")\n";
+  }
 }
 
 std::string rate_text(double bytes_per_s) {
@@ -71,15 +104,17 @@ nlohmann::ordered_json leaks_json(const TraceSummary& trace, ResolvedStacks& fra
   return {{"trace", trace.path},
           {"live_at_exit_bytes", resident_live_at_exit(trace)},
           {"by_class", by_class},
-          {"leaks", groups}};
+          {"leaks", groups},
+          {"reservations", reservations_json(trace, frames, owners)}};
 }
 
-void write_leaks_text(const TraceSummary& trace, ResolvedStacks& frames, bool colour,
+void write_leaks_text(const TraceSummary& trace, ResolvedStacks& frames, FrameMode mode, bool colour,
                       std::ostream& out) {
   constexpr std::size_t kGroupsShown = 10;
   constexpr std::size_t kFramesShown = 4;
   if (trace.leaks.empty()) {
     out << trace.path << ": every allocation was freed\n";
+    write_reservations_text(trace, out);
     return;
   }
   out << "never freed in " << trace.path << " (" << human_bytes(resident_live_at_exit(trace))
@@ -97,16 +132,18 @@ void write_leaks_text(const TraceSummary& trace, ResolvedStacks& frames, bool co
     if (leak) out << " (" << rate_text(g.growth_bytes_per_s) << ")";
     if (g.freed_at_exit) out << " (freed only at exit)";
     out << "  " << device_name(g.device) << "  " << printable(owners.of(g.stack)) << "\n";
-    write_frames(frames[g.stack], kFramesShown, "        ", out);
+    write_frames(frames[g.stack], kFramesShown, "        ", out, mode);
   }
   if (trace.leaks.size() > kGroupsShown) {
     out << "  ... " << trace.leaks.size() - kGroupsShown << " more groups (--json lists all)\n";
   }
+  write_reservations_text(trace, out);
 }
 
 }  // namespace
 
-int leaks_command(const std::string& path, bool json, std::ostream& out, std::ostream& err) {
+int leaks_command(const std::string& path, bool json, FrameMode mode, std::ostream& out,
+                  std::ostream& err) {
   TraceSummary trace;
   try {
     trace = load_trace(path, err);
@@ -116,18 +153,19 @@ int leaks_command(const std::string& path, bool json, std::ostream& out, std::os
   }
   std::vector<uint32_t> stacks;
   for (const LeakGroup& g : trace.leaks) stacks.push_back(g.stack);
+  for (const ReservationGroup& r : trace.reservations) stacks.push_back(r.stack);
   ResolvedStacks frames = resolve_stacks(trace, stacks, trace.symbolization_warnings);
   if (json) {
     out << leaks_json(trace, frames).dump(2) << "\n";
   } else {
-    write_leaks_text(trace, frames, colour_wanted(1), out);
+    write_leaks_text(trace, frames, mode, colour_wanted(1), out);
   }
   return 0;
 }
 
 Command add_leaks_command(CLI::App& app) {
   return add_trace_json_command(app, "leaks", "Allocations never freed, grouped and classified",
-                                &leaks_command);
+                                &leaks_command, true);
 }
 
 }  // namespace gmt::analyzer

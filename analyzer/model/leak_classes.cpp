@@ -131,6 +131,10 @@ void classify_leaks(TraceSummary& trace) {
         keeps_growing(site.live_samples)) {
       group.leak_class = LeakClass::kProbableLeak;
       group.growth_bytes_per_s = growth_rate(trace, site, site.live_samples.size() - 1);
+    } else if (keeps_memory_on_purpose(owners.of(site.stack))) {
+      // Checked before the caching allocators: XLA's allocator is one, and its preallocation
+      // is what a library keeps.
+      group.leak_class = LeakClass::kLibraryCache;
     } else if (caching_allocator_library(owners.of(site.stack))) {
       group.leak_class = LeakClass::kCached;
     }
@@ -171,6 +175,8 @@ const char* leak_class_name(LeakClass c) {
       return "teardown";
     case LeakClass::kCached:
       return "cached";
+    case LeakClass::kLibraryCache:
+      return "library_cache";
     case LeakClass::kProbableLeak:
       return "probable_leak";
     case LeakClass::kUnfreed:

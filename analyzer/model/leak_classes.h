@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // What was never freed, grouped by site and told apart: memory a context's teardown released,
-// memory a framework's caching allocator keeps on purpose, sites that keep growing (probable
-// leaks) and the rest.
+// memory a framework's caching allocator or a library (cuBLAS, cuDNN, NCCL, XLA) keeps on
+// purpose, sites that keep growing (probable leaks) and the rest.
 #pragma once
 
 #include "analyzer/model/trace_summary.h"
@@ -30,7 +30,7 @@ const char* leak_class_name(LeakClass c);
 const char* allocator_name(int allocator);
 
 // Memory never freed that nobody meant to keep: probable leaks and the unfreed rest (not what a
-// caching allocator keeps, nor what a context's teardown released).
+// caching allocator or a library keeps, nor what a context's teardown released).
 inline bool unintended(LeakClass c) {
   return c == LeakClass::kProbableLeak || c == LeakClass::kUnfreed;
 }

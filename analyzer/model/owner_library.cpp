@@ -66,6 +66,11 @@ bool caching_allocator_library(std::string_view library) {
   return library == "pytorch" || library == "jax" || library == "cupy";
 }
 
+bool keeps_memory_on_purpose(std::string_view library) {
+  return library == "libcublas" || library == "libcudnn" || library == "libnccl" ||
+         library == "jax";
+}
+
 std::string owner_library(const TraceSummary& trace, uint32_t stack_id) {
   const auto stack = trace.stacks.find(stack_id);
   if (stack == trace.stacks.end()) return "unknown";

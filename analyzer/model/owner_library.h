@@ -26,6 +26,11 @@ bool passes_allocations_on(std::string_view module_path);
 // True for the libraries whose caching allocators keep freed memory for reuse on purpose.
 bool caching_allocator_library(std::string_view library);
 
+// True for the libraries (library_name()) that keep memory for their whole life on purpose:
+// cuBLAS and cuBLASLt workspaces ("libcublas"), cuDNN's ("libcudnn"), NCCL's buffers
+// ("libnccl"), XLA's preallocated pool ("jax").
+bool keeps_memory_on_purpose(std::string_view library);
+
 // The owning library of the allocations made at `stack_id` in `trace`; "unknown" when the stack
 // was not recorded or none of its frames lies in a known module.
 std::string owner_library(const TraceSummary& trace, uint32_t stack_id);

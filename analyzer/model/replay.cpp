@@ -246,7 +246,28 @@ void Replay::finish() {
   }
   if (timeline_) summary_.timeline = timeline_->finish(summary_.duration_ns);
   finish_blocks();
+  finish_reservations();
   finish_views();
+}
+
+void Replay::finish_reservations() {
+  std::map<std::pair<int, uint32_t>, ReservationGroup> groups;  // by device and stack
+  live_.for_each_entry([&](const LiveEntry& e) {
+    if (e.kind() != MemoryKind::kVmmReservation) return;
+    const auto known = reservations_.find(e.address);
+    const int device = known != reservations_.end() ? known->second.device : -1;
+    const uint32_t stack = site_rest_[e.site].stats->stack;
+    ReservationGroup& g = groups[{device, stack}];
+    g.device = device;
+    g.stack = stack;
+    g.bytes += e.size;
+    ++g.count;
+  });
+  summary_.reservations.clear();
+  for (const auto& [key, g] : groups) summary_.reservations.push_back(g);
+  std::stable_sort(
+      summary_.reservations.begin(), summary_.reservations.end(),
+      [](const ReservationGroup& a, const ReservationGroup& b) { return a.bytes > b.bytes; });
 }
 
 // The site's index from the map of every site, creating it the first time; remembered by stack
@@ -288,6 +309,10 @@ uint32_t Replay::new_site(uint64_t key, int device, uint32_t stack) {
   size_log_.push_back(static_cast<uint64_t>(a.site) << 8 | std::bit_width(a.size));
   if (size_log_.size() == kSizeLogEntries) [[unlikely]]
     flush_sizes();
+  // Address space is no memory: it stays out of the site's live figures, and so out of leaks
+  // and their growth (finish_reservations() reports it apart).
+  if (a.kind == MemoryKind::kVmmReservation) [[unlikely]]
+    return;
   slot.live_bytes += a.size;
   ++slot.live_count;
   if (format::counts_toward_device_usage(a.kind)) {
@@ -299,8 +324,11 @@ uint32_t Replay::new_site(uint64_t key, int device, uint32_t stack) {
 
 [[gnu::always_inline]] inline void Replay::site_ended(const LiveAllocation& a, bool by_teardown) {
   SiteSlot& slot = sites_[a.site];
-  slot.live_bytes -= a.size;
-  --slot.live_count;
+  // Reservations are in no live figure (site_allocated()) and outlive contexts.
+  if (a.kind != MemoryKind::kVmmReservation) [[likely]] {
+    slot.live_bytes -= a.size;
+    --slot.live_count;
+  }
   if (format::counts_toward_device_usage(a.kind)) {
     save_for_peak(a.site);
     slot.live_resident_bytes -= a.size;
@@ -443,6 +471,8 @@ void Replay::on(const format::ProcessInfoRecord& r) {
     ++summary_.allocs_by_kind[k];
   ++summary_.allocs_by_api[static_cast<std::size_t>(format::called_api(r.api, r.public_api))];
   if (space_of(r.kind) == Space::kHandle) handles_[r.address] = HandleState{};
+  if (r.kind == MemoryKind::kVmmReservation) [[unlikely]]
+    reservations_.insert_or_assign(r.address, Reservation{r.size, r.device});
   if (per_device(r.kind)) {
     DeviceSummary& d = device(r.device);
     ++d.alloc_count;
@@ -478,6 +508,8 @@ template <class R>
     ++summary_.unmatched_frees;
     return;
   }
+  if (space == Space::kReservation) [[unlikely]]
+    reservations_.erase(r.address);
   end_allocation(e, false);
 }
 
@@ -523,6 +555,12 @@ void Replay::on(const format::MapRecord& r) {
   // Mappings of host memory keep their handle alive but are no device's address space.
   mappings_[r.address] = Mapping{r.size, r.handle, ordinal, !host};
   if (!host) add_usage(ordinal, MemoryKind::kVmmMapping, r.size, r.time_ns);
+  // The reservation it maps into is that device's address space.
+  if (auto it = reservations_.upper_bound(r.address);
+      !host && ordinal >= 0 && it != reservations_.begin()) {
+    --it;
+    if (r.address - it->first < it->second.size) it->second.device = ordinal;
+  }
 }
 
 void Replay::on(const format::UnmapRecord& r) {

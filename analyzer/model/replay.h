@@ -174,8 +174,13 @@ class Replay {
   void on(const format::PoolRecord& r);
   // A caching allocator's block events: replay_block_records.cpp.
   void on(const format::BlockRecord& r);
+  // A bounded trace's checkpoints: the reader gives the one it starts from as allocations.
+  void on(const format::CheckpointRecord&) {}
+  void on(const format::CarriedRecord&) {}
   // The sites whose allocations still live at the end are segments an allocator reported.
   void finish_blocks();
+  // Address space reserved and never given back, by site and device (summary_.reservations).
+  void finish_reservations();
   // What the device holds now with its allocators' segments replaced by their blocks and cache
   // (BlockReplay::rows_on); empty when no allocator reported blocks there.
   std::vector<PeakSite> block_rows_on(int device) const;
@@ -288,6 +293,13 @@ class Replay {
   std::vector<int> peaked_;                 // devices the record being applied took to a new peak
   std::unordered_map<uint64_t, HandleState> handles_;
   std::map<uint64_t, Mapping> mappings_;  // by address, for range unmaps
+  // Address reservations by address: their size and the device of the memory mapped into them
+  // (a reservation names none; -1 until a mapping does).
+  struct Reservation {
+    uint64_t size;
+    int device;
+  };
+  std::map<uint64_t, Reservation> reservations_;
   std::vector<uint64_t> sample_positions_;
   std::size_t samples_taken_ = 0;
   uint64_t next_sample_at_ = UINT64_MAX;  // sample_positions_[samples_taken_], or none

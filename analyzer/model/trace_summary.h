@@ -15,6 +15,7 @@
 #include "format/api.h"
 #include "format/memory_kind.h"
 #include "format/records.h"
+#include "format/trace_reader.h"
 
 namespace gmt::analyzer {
 
@@ -160,6 +161,8 @@ inline uint64_t site_key(int device, uint32_t stack) {
 enum class LeakClass {
   kTeardown,      // never freed, released only by the destruction of its context
   kCached,        // live at the end, made by a framework's caching allocator: kept on purpose
+  kLibraryCache,  // live at the end, made by a library that keeps it on purpose (cuBLAS's and
+                  // cuDNN's workspaces, NCCL's buffers, XLA's preallocation)
   kProbableLeak,  // the site's live bytes kept growing through the trace: live at the end, or
                   // freed only at exit (a Python program's module teardown frees what it kept)
   kUnfreed,       // live at the end, none of the above
@@ -180,6 +183,15 @@ struct LeakGroup {
   // A probable leak whose memory was freed only in the trace's last stretch (at exit): bytes
   // and count are what it held just before.
   bool freed_at_exit = false;
+};
+
+// Address space reserved (cuMemAddressReserve) at one call stack and never given back: no
+// memory (what is mapped into it is counted where it was created), so in no leak or peak.
+struct ReservationGroup {
+  int device = -1;  // of the memory mapped into it (a reservation names none); -1: none mapped
+  uint32_t stack = 0;
+  uint64_t bytes = 0;
+  uint64_t count = 0;
 };
 
 // A failed allocation, with the device's state at that instant.
@@ -292,6 +304,8 @@ struct TraceSummary {
   std::string exec_program;
   uint64_t exec_time_ns = 0;
   uint64_t dropped_records = 0;
+  // A bounded trace's kept history (format 4.3): from when it is complete, what was carried.
+  format::HistoryWindow history;
   std::vector<std::string> problems;  // everything left out, where and why
   std::map<int, DeviceSummary> devices;
   // Memory that belongs to no device: pinned and registered host memory, address reservations.
@@ -334,7 +348,8 @@ struct TraceSummary {
   // Caching allocators' blocks by site (key: block_site_key), and their figures per device.
   std::map<uint64_t, BlockSiteStats> block_sites;
   std::vector<AllocatorUsage> allocators;
-  std::vector<LeakGroup> leaks;  // by classify_leaks(), largest first
+  std::vector<LeakGroup> leaks;                // by classify_leaks(), largest first
+  std::vector<ReservationGroup> reservations;  // live at the end, largest first
   // Failed allocations in time order; past kFailuresKept only counted.
   static constexpr std::size_t kFailuresKept = 1000;
   std::vector<FailedAllocation> failures;

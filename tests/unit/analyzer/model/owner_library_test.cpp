@@ -74,5 +74,17 @@ TEST(CachingAllocatorLibrary, IsTheFrameworks) {
   EXPECT_FALSE(caching_allocator_library("libnccl"));
 }
 
+TEST(KeepsMemoryOnPurpose, IsCublasCudnnNcclAndXla) {
+  EXPECT_TRUE(keeps_memory_on_purpose(library_name("/opt/cuda/lib64/libcublasLt.so.12")));
+  EXPECT_TRUE(keeps_memory_on_purpose(library_name("/opt/cuda/lib64/libcublas.so.12")));
+  EXPECT_TRUE(keeps_memory_on_purpose(library_name("/opt/cuda/lib64/libcudnn_ops.so.9")));
+  EXPECT_TRUE(keeps_memory_on_purpose(library_name("/usr/lib/libnccl.so.2.21.5")));
+  EXPECT_TRUE(keeps_memory_on_purpose(library_name("/site-packages/jaxlib/xla_extension.so")));
+  EXPECT_FALSE(keeps_memory_on_purpose("pytorch"));
+  EXPECT_FALSE(keeps_memory_on_purpose("cupy"));
+  EXPECT_FALSE(keeps_memory_on_purpose("train"));
+  EXPECT_FALSE(keeps_memory_on_purpose("unknown"));
+}
+
 }  // namespace
 }  // namespace gmt::analyzer
