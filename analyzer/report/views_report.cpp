@@ -46,10 +46,13 @@ ordered_json views_json(const std::optional<ViewValues>& views, uint64_t tracked
   ViewValues v;
   v.tracked_bytes = tracked;
   if (views) v = *views;
+  // tracked_bytes and by_library are the view's moment's (the peak, the end); the sample's own
+  // tracked bytes, which the differences pair with the sampled views, are apart.
   ordered_json out = {
       {"framework_allocated_bytes", or_null(v.framework_allocated_bytes)},
       {"framework_reserved_bytes", or_null(v.framework_reserved_bytes)},
-      {"tracked_bytes", v.tracked_bytes},
+      {"tracked_bytes", tracked},
+      {"sample_tracked_bytes", views ? ordered_json(v.tracked_bytes) : ordered_json(nullptr)},
       {"nvml_process_bytes", or_null(v.nvml_process_bytes)},
       {"driver_used_bytes", or_null(v.driver_used_bytes)},
       {"nvml_device_used_bytes", or_null(v.nvml_device_used_bytes)},
@@ -128,9 +131,13 @@ void write_views_text(const std::string& title, const std::optional<ViewValues>&
   row(out, "framework allocated", shown(v.framework_allocated_bytes),
       v.framework_allocated_bytes ? "" : "(no gpumemtrace_framework_view report)");
   row(out, "framework reserved", shown(v.framework_reserved_bytes));
-  row(out, "tracked (all allocations)", human_bytes(v.tracked_bytes));
+  // The view's moment's bytes, with the libraries that hold them; the sample's beside them
+  // when it was taken with other bytes live (the differences below are the sample's).
+  row(out, "tracked (all allocations)", human_bytes(tracked));
   for (const auto& [library, bytes] : by_library)
     row(out, "  owned by " + library, human_bytes(bytes));
+  if (views && v.tracked_bytes != tracked)
+    row(out, "tracked when sampled", human_bytes(v.tracked_bytes));
   row(out, "NVML, this process", shown(v.nvml_process_bytes));
   row(out, "driver used (cuMemGetInfo)", shown(v.driver_used_bytes));
   row(out, "NVML, whole device", shown(v.nvml_device_used_bytes));
