@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "interpose/output_path.h"
+
 namespace gmt::interpose {
 namespace {
 
@@ -12,13 +14,27 @@ const char* value_of(const char* name) {
   return value != nullptr && *value != '\0' ? value : nullptr;
 }
 
+// A switch: "1" on, "0" off; anything else gets a warning naming the variable, the value and
+// the accepted values, and `fallback`.
+bool switch_value(const char* name, bool fallback, void (*warn)(const std::string&)) {
+  const char* value = value_of(name);
+  if (value == nullptr) return fallback;
+  const std::string v = value;
+  if (v == "1") return true;
+  if (v == "0") return false;
+  warn(std::string(name) + "='" + v + "' is not one of 0, 1; using " + (fallback ? "1" : "0"));
+  return fallback;
+}
+
 }  // namespace
 
 Config Config::from_environment(void (*warn)(const std::string&)) {
   Config config;
-  if (const char* output = value_of("GPUMEMTRACE_OUTPUT")) config.output_pattern = output;
-  if (const char* debug = value_of("GPUMEMTRACE_DEBUG"))
-    config.debug_lookups = std::string(debug) == "1";
+  if (const char* output = value_of("GPUMEMTRACE_OUTPUT"))
+    config.output_pattern = file_pattern_of(output);
+  config.debug_lookups = switch_value("GPUMEMTRACE_DEBUG", false, warn);
+  // Read where the PyTorch tracker is; checked here with the others, so that a typo is told.
+  config.torch_blocks = switch_value("GPUMEMTRACE_TORCH_BLOCKS", true, warn);
   if (const char* stacks = value_of("GPUMEMTRACE_STACKS")) {
     const std::string mode = stacks;
     if (mode == "none") {

@@ -12,8 +12,10 @@ inline constexpr const char* kDefaultOutputPattern = "gpumemtrace.%p.gmt";
 enum class StackMode { kNone, kNative, kPython, kAll };
 
 struct Config {
-  std::string output_pattern = kDefaultOutputPattern;  // GPUMEMTRACE_OUTPUT
+  // GPUMEMTRACE_OUTPUT; a directory means kDefaultOutputPattern in it (file_pattern_of()).
+  std::string output_pattern = kDefaultOutputPattern;
   bool debug_lookups = false;  // GPUMEMTRACE_DEBUG=1: log every driver lookup to stderr
+  bool torch_blocks = true;    // GPUMEMTRACE_TORCH_BLOCKS=0: no PyTorch block events
   // GPUMEMTRACE_STACKS=none|native|python|all. `all` costs nothing more than `native` in a
   // process without Python (the Python part gives up once, at the first allocation).
   StackMode stacks = StackMode::kAll;

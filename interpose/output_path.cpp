@@ -1,9 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "interpose/output_path.h"
 
+#include <sys/stat.h>
+
 #include <cstdlib>
 
+#include "interpose/config.h"
+
 namespace gmt::interpose {
+
+std::string file_pattern_of(std::string_view output) {
+  std::string pattern(output);
+  struct stat st {};
+  const bool directory =
+      !pattern.empty() &&
+      (pattern.back() == '/' || (stat(pattern.c_str(), &st) == 0 && S_ISDIR(st.st_mode)));
+  if (!directory) return pattern;
+  if (pattern.back() != '/') pattern += '/';
+  return pattern + kDefaultOutputPattern;
+}
 
 std::string expand_output_pattern(std::string_view pattern, const OutputPathVars& vars) {
   std::string out;

@@ -14,6 +14,11 @@ struct OutputPathVars {
   std::string rank;  // "0" when the process has no rank variable
 };
 
+// The file pattern GPUMEMTRACE_OUTPUT means: a directory (one that exists, or any name ending in
+// '/') holds "gpumemtrace.%p.gmt", as `gpumemtrace run -o DIR` says; anything else is the
+// pattern itself.
+std::string file_pattern_of(std::string_view output);
+
 // %p -> pid, %h -> host name, %r -> rank, %% -> %. Any other %x is kept as written.
 std::string expand_output_pattern(std::string_view pattern, const OutputPathVars& vars);
 

@@ -2,6 +2,10 @@
 #include "interpose/output_path.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
 
 namespace gmt::interpose {
 namespace {
@@ -31,6 +35,19 @@ TEST(OutputPattern, RankComesFromTheLaunchersVariables) {
   EXPECT_EQ(rank_from_environment(), "2");
   unsetenv("RANK");
   unsetenv("SLURM_PROCID");
+}
+
+TEST(OutputPattern, ADirectoryHoldsTheDefaultName) {
+  char scratch[] = "/tmp/gmt-output-path-XXXXXX";
+  ASSERT_NE(mkdtemp(scratch), nullptr);
+  const std::string dir = scratch;
+  EXPECT_EQ(file_pattern_of(dir), dir + "/gpumemtrace.%p.gmt");
+  EXPECT_EQ(file_pattern_of(dir + "/"), dir + "/gpumemtrace.%p.gmt");
+  // A name ending in '/' is a directory even before it exists, as for `run -o`.
+  EXPECT_EQ(file_pattern_of(dir + "/later/"), dir + "/later/gpumemtrace.%p.gmt");
+  EXPECT_EQ(file_pattern_of(dir + "/run.%p.gmt"), dir + "/run.%p.gmt");
+  EXPECT_EQ(file_pattern_of("gpumemtrace.%p.gmt"), "gpumemtrace.%p.gmt");
+  rmdir(scratch);
 }
 
 }  // namespace
