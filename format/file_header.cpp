@@ -18,12 +18,22 @@ uint16_t get_u16le(const uint8_t* in) {
   return static_cast<uint16_t>(in[0] | (in[1] << 8));
 }
 
+uint64_t get_u64le(const uint8_t* in) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = v << 8 | in[i];
+  return v;
+}
+
 }  // namespace
 
-void write_header(uint8_t* out, uint32_t chunk_size) {
+void write_header(uint8_t* out, uint32_t chunk_size, uint64_t max_size) {
   std::memcpy(out, kMagic, sizeof kMagic);
   put_u16le(out + 8, kVersionMajor);
-  put_u16le(out + 10, kVersionMinor);
+  put_u16le(out + 10, max_size != 0 ? kVersionMinor : kUnboundedMinor);
+  if (max_size != 0) {
+    for (int i = 0; i < 8; ++i)
+      out[BoundedHeaderLayout::kMaxSize + i] = static_cast<uint8_t>(max_size >> (8 * i));
+  }
   put_u16le(out + 12, static_cast<uint16_t>(chunk_size));
   put_u16le(out + 14, static_cast<uint16_t>(chunk_size >> 16));
 }
@@ -60,6 +70,12 @@ HeaderCheck check_header(std::span<const uint8_t> bytes) {
     check.error = "damaged trace header: chunk size " + std::to_string(chunk) +
                   " is not a power of two between 4 KiB and 16 MiB";
     return check;
+  }
+  if (check.header.major == 4 && check.header.minor >= 3 &&
+      bytes.size() >= BoundedHeaderLayout::kDroppedRecords + 8) {
+    check.header.max_size = get_u64le(bytes.data() + BoundedHeaderLayout::kMaxSize);
+    check.header.valid_from = get_u64le(bytes.data() + BoundedHeaderLayout::kValidFrom);
+    check.header.dropped_records = get_u64le(bytes.data() + BoundedHeaderLayout::kDroppedRecords);
   }
   check.ok = true;
   return check;

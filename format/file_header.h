@@ -16,15 +16,31 @@ inline constexpr std::size_t kFirstChunkOffset = 4096;
 // What this build writes. It reads every minor of the majors from kOldestReadableMajor on:
 // format 3 differs only in its chunk checksum (format/chunk.h).
 inline constexpr uint16_t kVersionMajor = 4;
-inline constexpr uint16_t kVersionMinor = 2;
+inline constexpr uint16_t kVersionMinor = 3;
+// An unbounded trace is written as 4.2, byte for byte what it was before bounded traces existed.
+inline constexpr uint16_t kUnboundedMinor = 2;
 inline constexpr uint16_t kOldestReadableMajor = 3;
 inline constexpr uint32_t kMinChunkSize = 4096;
 inline constexpr uint32_t kMaxChunkSize = 16u << 20;
+
+// A bounded trace's words in the header page (4.3; zero in an unbounded one), little-endian u64s
+// that the writer updates with one 8-byte store each.
+struct BoundedHeaderLayout {
+  static constexpr std::size_t kMaxSize = 16;  // the size limit asked for, in bytes
+  // The oldest checkpoint a reader may start from: every record after its time is in the file.
+  // 0 while no chunk has been reused. Stored before the first byte of a reused chunk is.
+  static constexpr std::size_t kValidFrom = 24;
+  static constexpr std::size_t kDroppedRecords = 32;  // records in the chunks reused so far
+};
 
 struct FileHeader {
   uint16_t major = kVersionMajor;
   uint16_t minor = kVersionMinor;
   uint32_t chunk_size = 0;
+  // Bounded traces (4.3), as the header page said when it was read; zero otherwise.
+  uint64_t max_size = 0;
+  uint64_t valid_from = 0;
+  uint64_t dropped_records = 0;
 };
 
 // Whether the chunks' headers count their records (format 4.1, chunk.h) in a way this build can
@@ -34,8 +50,9 @@ inline bool chunks_count_records(const FileHeader& header) {
   return header.major == 4 && header.minor >= 1 && header.minor <= kVersionMinor;
 }
 
-// Fills `out` (kHeaderSize bytes) with the header of this build's format version.
-void write_header(uint8_t* out, uint32_t chunk_size);
+// Fills `out` (kHeaderSize bytes; kFirstChunkOffset for a bounded trace) with the header of this
+// build's format version: 4.3 with the limit when `max_size` is set, else 4.2.
+void write_header(uint8_t* out, uint32_t chunk_size, uint64_t max_size = 0);
 
 struct HeaderCheck {
   bool ok = false;

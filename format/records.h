@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -38,6 +39,8 @@ enum class RecordType : uint8_t {
   kNote = 19,
   kPool = 20,
   kBlock = 21,
+  kCheckpoint = 22,
+  kCarried = 23,
 };
 
 // The most payload bytes a record of integer fields can take: every field as a 10-byte varint.
@@ -614,10 +617,74 @@ struct BlockRecord {
   }
 };
 
+// A bounded trace's checkpoint of the live set (4.3): a begin, the Carried records of every
+// allocation live at its time, an end that counts them. A checkpoint is whole only when its end
+// is in the file with as many Carried records of its id as the end says.
+enum class CheckpointAction : uint8_t { kBegin = 0, kEnd = 1 };
+struct CheckpointRecord {
+  static constexpr RecordType kType = RecordType::kCheckpoint;
+  uint64_t time_ns = 0;  // the moment the live set is taken at (begin); when it was written (end)
+  uint32_t id = 0;       // from 1, in the order checkpoints are taken
+  uint32_t action = 0;   // CheckpointAction
+  uint64_t items = 0;    // end: the Carried records written for it
+
+  template <class Self, class V>
+  static constexpr void fields(Self& r, V& v) {
+    v.time("time_ns", r.time_ns);
+    v.u32("id", r.id);
+    v.u32("action", r.action);
+    v.u64("items", r.items);
+  }
+};
+
+// An allocation live at a checkpoint (4.3): its Alloc record's fields, with the time it was made
+// in `alloc_time_ns`; `time_ns` is the checkpoint's, which orders it in the trace.
+struct CarriedRecord {
+  static constexpr RecordType kType = RecordType::kCarried;
+  uint64_t time_ns = 0;
+  uint64_t thread = 0;  // from the chunk, as for every record (the checkpoint's writer: 0)
+  uint32_t checkpoint = 0;
+  uint64_t alloc_time_ns = 0;
+  int32_t device = -1;
+  MemoryKind kind = MemoryKind::kDevice;
+  Api api = Api::kUnknown;
+  Api public_api = Api::kUnknown;
+  uint64_t address = 0;
+  uint64_t size = 0;
+  uint32_t context = 0;
+  uint32_t stack = 0;
+
+  template <class Self, class V>
+  static constexpr void fields(Self& r, V& v) {
+    v.time("time_ns", r.time_ns);
+    v.u32("checkpoint", r.checkpoint);
+    v.u64("alloc_time_ns", r.alloc_time_ns);
+    v.i32("device", r.device);
+    v.kind("kind", r.kind);
+    v.api("api", r.api);
+    v.address("address", r.address);
+    v.u64("size", r.size);
+    v.u32("context", r.context);
+    v.u32("stack", r.stack);
+    v.public_api("public_api", r.public_api);
+  }
+};
+
 using Record =
     std::variant<ProcessInfoRecord, AllocRecord, FreeRecord, AllocFailedRecord, EndRecord,
                  ContextRecord, ContextDestroyedRecord, MapRecord, UnmapRecord, RetainHandleRecord,
                  StackRecord, ModuleRecord, PythonCodeRecord, ThreadRecord, DeviceRecord,
-                 SampleRecord, NameRecord, PhaseRecord, NoteRecord, PoolRecord, BlockRecord>;
+                 SampleRecord, NameRecord, PhaseRecord, NoteRecord, PoolRecord, BlockRecord,
+                 CheckpointRecord, CarriedRecord>;
+
+// Records that define an id or describe the process rather than tell an event: a bounded trace
+// keeps them whatever their age (the writer puts them in chunks it never reuses).
+template <class R>
+constexpr bool is_definition() {
+  return std::is_same_v<R, ProcessInfoRecord> || std::is_same_v<R, ContextRecord> ||
+         std::is_same_v<R, StackRecord> || std::is_same_v<R, ModuleRecord> ||
+         std::is_same_v<R, PythonCodeRecord> || std::is_same_v<R, ThreadRecord> ||
+         std::is_same_v<R, NameRecord> || std::is_same_v<R, DeviceRecord>;
+}
 
 }  // namespace gmt::format

@@ -37,10 +37,9 @@ struct ChunkRef {
 // what starts one.
 template <class R>
 constexpr uint8_t tie_rank_of() {
-  if constexpr (std::is_same_v<R, ProcessInfoRecord> || std::is_same_v<R, ContextRecord> ||
-                std::is_same_v<R, StackRecord> || std::is_same_v<R, ModuleRecord> ||
-                std::is_same_v<R, PythonCodeRecord> || std::is_same_v<R, ThreadRecord> ||
-                std::is_same_v<R, NameRecord> || std::is_same_v<R, DeviceRecord>) {
+  // A checkpoint's records too: a free at the checkpoint's nanosecond came after it was taken.
+  if constexpr (is_definition<R>() || std::is_same_v<R, CheckpointRecord> ||
+                std::is_same_v<R, CarriedRecord>) {
     return 0;
   } else if constexpr (std::is_same_v<R, FreeRecord> || std::is_same_v<R, UnmapRecord> ||
                        std::is_same_v<R, ContextDestroyedRecord>) {
@@ -165,6 +164,14 @@ struct TraceReader::State {
   void release_done();
 
   void scan(uint32_t chunk_size);
+
+  // A bounded trace's window (TraceReader::window()): set when history was dropped.
+  HistoryWindow window;
+  bool windowed = false;    // records before window.kept_from_ns are left out
+  bool past_start = false;  // an event at or after kept_from_ns was given: no more to leave out
+  Record converted;         // a Carried record given as an allocation
+  Batch next_batch_in_window(std::span<const MemoryEvent*> out);
+  const Record* in_window(const Record* other);
   void refill(std::size_t writer);
   bool open_next_chunk(Cursor& c);
   void end_chunk(Cursor& c);
@@ -398,13 +405,146 @@ void TraceReader::State::release_done() {
   done_chunks.clear();
 }
 
+namespace {
+
+// What a pass over a bounded trace's records finds of its checkpoints.
+struct CheckpointSeen {
+  uint64_t time_ns = 0;
+  bool begun = false;
+  std::optional<uint64_t> items;  // from its end
+  uint64_t carried = 0;
+  uint64_t carried_bytes = 0;
+  uint64_t events_before = 0;  // events (neither definitions nor checkpoints) before its begin
+};
+
+bool counts_as_carried_bytes(MemoryKind kind) {
+  return kind != MemoryKind::kVmmReservation;
+}
+
+}  // namespace
+
+// The oldest whole checkpoint from the header's valid_from on: every record after its time is in
+// the file (format/README.md). One pass over every record, before the first is given: a bounded
+// trace is at most its limit.
+static HistoryWindow find_window(std::span<const uint8_t> file, const FileHeader& header,
+                                 uint64_t& expected_records) {
+  FileHeader raw_header = header;
+  raw_header.valid_from = 0;
+  TraceReader raw(file, raw_header);
+  std::map<uint32_t, CheckpointSeen> seen;
+  uint64_t events = 0;
+  uint64_t total = 0;
+  uint64_t checkpoint_records = 0;
+  while (const Record* record = raw.next_record()) {
+    ++total;
+    if (const auto* c = std::get_if<CheckpointRecord>(record)) {
+      ++checkpoint_records;
+      CheckpointSeen& s = seen[c->id];
+      if (c->action == static_cast<uint32_t>(CheckpointAction::kBegin)) {
+        s.begun = true;
+        s.time_ns = c->time_ns;
+        s.events_before = events;
+      } else {
+        s.items = c->items;
+      }
+    } else if (const auto* c = std::get_if<CarriedRecord>(record)) {
+      ++checkpoint_records;
+      CheckpointSeen& s = seen[c->checkpoint];
+      ++s.carried;
+      if (counts_as_carried_bytes(c->kind)) s.carried_bytes += c->size;
+    } else if (!std::visit([](const auto& r) { return is_definition<std::decay_t<decltype(r)>>(); },
+                           *record) &&
+               !std::holds_alternative<NoteRecord>(*record)) {
+      ++events;
+    }
+  }
+  HistoryWindow window;
+  window.max_size = header.max_size;
+  for (const auto& [id, s] : seen) {
+    if (id < header.valid_from || !s.begun || !s.items || *s.items != s.carried) continue;
+    window.dropped = true;
+    window.checkpoint = id;
+    window.kept_from_ns = s.time_ns;
+    window.dropped_records = header.dropped_records + s.events_before;
+    window.carried_allocations = s.carried;
+    window.carried_bytes = s.carried_bytes;
+    expected_records = total - checkpoint_records + s.carried - s.events_before;
+    return window;
+  }
+  window.problem = "history was dropped but no whole checkpoint from checkpoint " +
+                   std::to_string(header.valid_from) +
+                   " on is left to rebuild it from: the records kept are given as they are";
+  return window;
+}
+
 TraceReader::TraceReader(std::span<const uint8_t> file, const FileHeader& header, PageAccess pages)
     : state_(std::make_unique<State>()) {
   state_->file = file;
   state_->pages = std::move(pages);
   state_->checksum = chunk_checksum(header.major);
   state_->counted = chunks_count_records(header);
+  state_->window.max_size = header.max_size;
+  if (header.max_size != 0 && header.valid_from != 0) {
+    uint64_t expected = 0;
+    state_->window = find_window(file, header, expected);
+    if (state_->window.dropped) {
+      state_->windowed = true;
+      state_->scan(header.chunk_size);
+      state_->expected_records = expected;
+      return;
+    }
+  }
   state_->scan(header.chunk_size);
+}
+
+const HistoryWindow& TraceReader::window() const {
+  return state_->window;
+}
+
+// A record other than an allocation or a free, as the window gives it: definitions and notes
+// whatever their time, the chosen checkpoint's Carried records as allocations at its time,
+// nothing else of the checkpoints, and the rest from the window's start on.
+const Record* TraceReader::State::in_window(const Record* other) {
+  if (other == nullptr) return nullptr;
+  if (std::holds_alternative<CheckpointRecord>(*other)) return nullptr;
+  if (const auto* c = std::get_if<CarriedRecord>(other)) {
+    if (c->checkpoint != window.checkpoint) return nullptr;
+    AllocRecord& a = converted.emplace<AllocRecord>();
+    a.time_ns = window.kept_from_ns;
+    a.thread = c->thread;
+    a.device = c->device;
+    a.kind = c->kind;
+    a.api = c->api;
+    a.public_api = c->public_api;
+    a.address = c->address;
+    a.size = c->size;
+    a.context = c->context;
+    a.stack = c->stack;
+    return &converted;
+  }
+  const bool timeless =
+      std::holds_alternative<NoteRecord>(*other) ||
+      std::visit([](const auto& r) { return is_definition<std::decay_t<decltype(r)>>(); }, *other);
+  if (timeless || record_time(*other) >= window.kept_from_ns) return other;
+  return nullptr;
+}
+
+TraceReader::Batch TraceReader::State::next_batch_in_window(std::span<const MemoryEvent*> out) {
+  while (true) {
+    Batch batch = next_batch(out);
+    if (batch.events == 0 && batch.other == nullptr) return batch;  // the end
+    std::size_t kept = batch.events;
+    if (!past_start) {
+      kept = 0;
+      for (std::size_t i = 0; i < batch.events; ++i) {
+        if (out[i]->record.time_ns >= window.kept_from_ns) out[kept++] = out[i];
+      }
+      // The merge gives records in time order: from the first event kept on, all are.
+      past_start = kept > 0;
+    }
+    const Record* other = in_window(batch.other);
+    if (kept > 0 || other != nullptr) return {kept, other};
+  }
 }
 
 TraceReader::~TraceReader() = default;
@@ -412,6 +552,8 @@ TraceReader::~TraceReader() = default;
 TraceReader::Batch TraceReader::next_batch(std::span<const MemoryEvent*> out) {
   // With no room, no events and no record would read as the end.
   if (out.empty()) throw std::invalid_argument("TraceReader::next_batch: no room for an event");
+  if (state_->windowed) [[unlikely]]
+    return state_->next_batch_in_window(out);
   return state_->next_batch(out);
 }
 
@@ -455,7 +597,7 @@ const Record* TraceReader::next_record() {
     }
     if (const Record* other = std::exchange(s.given_batch.other, nullptr)) return other;
     s.given_pos = 0;
-    s.given_batch = s.next_batch(s.given);
+    s.given_batch = s.windowed ? s.next_batch_in_window(s.given) : s.next_batch(s.given);
     if (s.given_batch.events == 0 && s.given_batch.other == nullptr) return nullptr;
   }
 }

@@ -40,6 +40,22 @@ struct PageAccess {
   std::function<void(uint64_t offset, uint64_t length)> release;
 };
 
+// What a bounded trace (format 4.3) kept of its history. The reader gives the records from
+// `kept_from_ns` on, with what a checkpoint carried from before as allocations at that time;
+// definitions (stacks, modules, contexts...) whatever their time.
+struct HistoryWindow {
+  uint64_t max_size = 0;  // the trace's size limit; 0: unbounded (nothing below applies)
+  bool dropped = false;   // history was dropped: the records start at kept_from_ns
+  uint64_t kept_from_ns = 0;
+  uint32_t checkpoint = 0;           // the checkpoint replayed from
+  uint64_t dropped_records = 0;      // events before kept_from_ns: written over, or still there
+  uint64_t carried_allocations = 0;  // live at kept_from_ns, given as allocations then
+  uint64_t carried_bytes = 0;        // their bytes (address reservations left out)
+  // Why the history before the last records could not be rebuilt, when it could not (no whole
+  // checkpoint left to start from): the records are then given as they are.
+  std::string problem;
+};
+
 class TraceReader {
  public:
   // `file` is the whole file; check_header() must have accepted it with `header`.
@@ -79,6 +95,7 @@ class TraceReader {
   const std::vector<ReadProblem>& problems() const;
   uint64_t unknown_records_skipped() const;
   std::size_t chunk_count() const;
+  const HistoryWindow& window() const;
 
  private:
   struct State;

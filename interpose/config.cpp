@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "format/size_limit.h"
 #include "interpose/output_path.h"
 
 namespace gmt::interpose {
@@ -77,6 +78,15 @@ Config Config::from_environment(void (*warn)(const std::string&)) {
            "' is not a number of bytes; ignored");
     } else {
       config.test_enospc_at = n;
+    }
+  }
+  if (const char* size = value_of("GPUMEMTRACE_MAX_SIZE")) {
+    if (const std::optional<uint64_t> bytes = format::parse_max_size(size)) {
+      config.max_size = *bytes;
+    } else {
+      warn(std::string("GPUMEMTRACE_MAX_SIZE='") + size +
+           "' is not a size of at least 1MiB (such as 1GiB, 64MiB or a number of bytes); "
+           "recording without a limit");
     }
   }
   return config;

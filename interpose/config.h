@@ -24,6 +24,9 @@ struct Config {
   // GPUMEMTRACE_TEST_ENOSPC_AT=BYTES, for the tests only: growing the trace file past BYTES
   // fails as a full disk would (ENOSPC). 0: off.
   uint64_t test_enospc_at = 0;
+  // GPUMEMTRACE_MAX_SIZE=SIZE (format/size_limit.h): a bounded trace, whose oldest history is
+  // dropped past SIZE bytes. 0: unbounded.
+  uint64_t max_size = 0;
 
   // Reads the environment. An invalid value gets one warning (through `warn`) and the default:
   // a typo in a variable must never stop the program.

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "analyzer/model/input/progress_bar.h"
+#include "analyzer/report/history_text.h"
 
 namespace gmt::analyzer {
 
@@ -18,6 +19,9 @@ TraceSummary load_trace(const std::string& path, std::ostream& err, const Summar
   for (const std::string& problem : trace.problems) {
     err << "gpumemtrace: " << path << ": left out at " << problem << "\n";
   }
+  // A bounded trace that dropped its oldest history: every figure is of what it kept.
+  if (const std::string history = history_text(trace); !history.empty())
+    err << "gpumemtrace: " << path << ": " << history << "\n";
   return trace;
 }
 

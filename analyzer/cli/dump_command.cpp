@@ -61,7 +61,9 @@ const char* record_type_name(std::size_t index) {
                                        "phase",
                                        "note",
                                        "pool",
-                                       "block"};
+                                       "block",
+                                       "checkpoint",
+                                       "carried"};
   static_assert(std::size(kNames) == std::variant_size_v<format::Record>);
   return index < std::size(kNames) ? kNames[index] : "unknown";
 }

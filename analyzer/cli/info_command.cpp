@@ -6,6 +6,7 @@
 #include "analyzer/cli/dump_command.h"
 #include "analyzer/model/input/trace_error.h"
 #include "analyzer/report/byte_size.h"
+#include "analyzer/report/history_text.h"
 
 namespace gmt::analyzer {
 namespace {
@@ -79,6 +80,7 @@ nlohmann::ordered_json info_json(const TraceSummary& t) {
                                  {"duration_ns", t.duration_ns},
                                  {"integrity", integrity_name(t.end)},
                                  {"truncated", t.truncated()},
+                                 {"history", history_json(t)},
                                  {"events", t.events},
                                  {"records", record_counts_json(t)},
                                  {"allocations_by_kind", kind_counts_json(t.allocs_by_kind)},
@@ -117,6 +119,8 @@ void write_info_text(const TraceSummary& t, std::ostream& out) {
       << ": " << command << "\n";
   out << "duration     " << human_duration(t.duration_ns) << "\n";
   out << "integrity    " << integrity_text(t) << "\n";
+  if (const std::string history = history_text(t); !history.empty())
+    out << "history      " << history << "\n";
   out << "records      ";
   write_counts(record_counts_json(t), out);
   out << "allocations  ";

@@ -127,13 +127,24 @@ bool LiveTrace::refresh() {
   std::vector<uint32_t> lengths(chunks_.size(), 0);
   for (std::size_t i = 0; i < chunks_.size(); ++i) {
     ChunkState& c = chunks_[i];
-    if (c.final) continue;
+    // A bounded trace reuses the space of its oldest chunks: a chunk done with may start again
+    // as another writer's.
+    const bool bounded = header_->max_size != 0;
+    if (c.final && !bounded) continue;
     std::array<uint8_t, format::kChunkHeaderSize> h{};
     const uint64_t offset = format::kFirstChunkOffset + i * chunk_size;
     if (!pread_all(fd_, h.data(), h.size(), offset)) continue;
     if (u32le(h.data() + format::ChunkHeaderLayout::kMagic) != format::kChunkMagic) continue;
-    c.writer = u32le(h.data() + format::ChunkHeaderLayout::kWriter);
-    c.sequence = u32le(h.data() + format::ChunkHeaderLayout::kSequence);
+    const uint32_t writer = u32le(h.data() + format::ChunkHeaderLayout::kWriter);
+    const uint32_t sequence = u32le(h.data() + format::ChunkHeaderLayout::kSequence);
+    if (bounded && (c.final || c.consumed_length != 0) &&
+        (writer != c.writer || sequence != c.sequence)) {
+      c = ChunkState{};  // reused
+    } else if (c.final) {
+      continue;
+    }
+    c.writer = writer;
+    c.sequence = sequence;
     c.thread = u32le(h.data() + format::ChunkHeaderLayout::kThread);
     const uint32_t length =
         format::published_length(u64le(h.data() + format::ChunkHeaderLayout::kPublished));

@@ -174,6 +174,9 @@ class Replay {
   void on(const format::PoolRecord& r);
   // A caching allocator's block events: replay_block_records.cpp.
   void on(const format::BlockRecord& r);
+  // A bounded trace's checkpoints: the reader gives the one it starts from as allocations.
+  void on(const format::CheckpointRecord&) {}
+  void on(const format::CarriedRecord&) {}
   // The sites whose allocations still live at the end are segments an allocator reported.
   void finish_blocks();
   // Address space reserved and never given back, by site and device (summary_.reservations).

@@ -96,6 +96,8 @@ TraceSummary summarize_trace_bytes(std::span<const uint8_t> bytes, const std::st
   summary.path = path;
   summary.format_major = header.header.major;
   summary.format_minor = header.header.minor;
+  summary.history = reader.window();
+  if (!summary.history.problem.empty()) summary.problems.push_back(summary.history.problem);
   // The first thing left out is what the report names; all of them go to `problems`.
   for (const format::ReadProblem& problem : reader.problems()) {
     if (!summary.truncated()) {

@@ -15,6 +15,7 @@
 #include "format/api.h"
 #include "format/memory_kind.h"
 #include "format/records.h"
+#include "format/trace_reader.h"
 
 namespace gmt::analyzer {
 
@@ -303,6 +304,8 @@ struct TraceSummary {
   std::string exec_program;
   uint64_t exec_time_ns = 0;
   uint64_t dropped_records = 0;
+  // A bounded trace's kept history (format 4.3): from when it is complete, what was carried.
+  format::HistoryWindow history;
   std::vector<std::string> problems;  // everything left out, where and why
   std::map<int, DeviceSummary> devices;
   // Memory that belongs to no device: pinned and registered host memory, address reservations.

@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "analyzer/run/preload_library.h"
+#include "format/size_limit.h"
 
 namespace gmt::analyzer {
 namespace {
@@ -155,10 +156,20 @@ std::string stack_mode(std::string_view mode) {
                               std::string(mode) + "'");
 }
 
+// A bounded trace's limit, checked here rather than warned about in every process.
+std::string max_size(std::string_view size) {
+  if (format::parse_max_size(size)) return std::string(size);
+  throw std::invalid_argument(
+      "--max-size takes a size of at least 1MiB (such as 1GiB, 64MiB or "
+      "a number of bytes), not '" +
+      std::string(size) + "'");
+}
+
 }  // namespace
 
 const char* run_usage() {
-  return "usage: gpumemtrace run [-o PATTERN] [--stacks none|native|python|all] [--] CMD ARGS...\n"
+  return "usage: gpumemtrace run [-o PATTERN] [--stacks none|native|python|all] [--max-size SIZE] "
+         "[--] CMD ARGS...\n"
          "\n"
          "Runs CMD with the preload library; every process of it that uses CUDA writes a trace.\n"
          "\n"
@@ -168,6 +179,9 @@ const char* run_usage() {
          "                        gpumemtrace.%p.gmt in the current directory)\n"
          "  --stacks MODE         stacks recorded with each allocation: none, native, python or\n"
          "                        all (default: $GPUMEMTRACE_STACKS, else all)\n"
+         "  --max-size SIZE       bound each trace to SIZE (1GiB, 64MiB, bytes; at least 1MiB):\n"
+         "                        the oldest history is dropped, what is live stays explained\n"
+         "                        (default: $GPUMEMTRACE_MAX_SIZE, else unbounded)\n"
          "  -h, --help            print this and exit\n"
          "\n"
          "The program's exit status is passed through.\n";
@@ -196,6 +210,11 @@ RunOptions parse_run_arguments(int argc, const char* const* argv) {
       options.stacks = stack_mode(argv[++i]);
     } else if (arg.rfind("--stacks=", 0) == 0) {
       options.stacks = stack_mode(arg.substr(9));
+    } else if (arg == "--max-size") {
+      if (i + 1 >= argc) throw std::invalid_argument("--max-size needs a size, such as 1GiB");
+      options.max_size = max_size(argv[++i]);
+    } else if (arg.rfind("--max-size=", 0) == 0) {
+      options.max_size = max_size(arg.substr(11));
     } else if (arg.size() > 1 && arg[0] == '-') {
       throw std::invalid_argument("unknown option '" + std::string(arg) +
                                   "' (usage: gpumemtrace run [-o PATTERN] [--stacks "
@@ -252,6 +271,7 @@ int run_traced(const RunOptions& options) {
   setenv("LD_PRELOAD", preload.c_str(), 1);
   setenv("GPUMEMTRACE_OUTPUT", pattern.c_str(), 1);
   if (!options.stacks.empty()) setenv("GPUMEMTRACE_STACKS", options.stacks.c_str(), 1);
+  if (!options.max_size.empty()) setenv("GPUMEMTRACE_MAX_SIZE", options.max_size.c_str(), 1);
   claim_nvtx_injection(*library);
 
   const FileIds before = existing_files(pattern);

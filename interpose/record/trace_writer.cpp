@@ -104,7 +104,8 @@ std::string stop_note_text(const std::string& why) {
 
 }  // namespace
 
-TraceWriter::TraceWriter(const Config& config) : config_(config), generation_(new_generation()) {
+TraceWriter::TraceWriter(const Config& config)
+    : config_(config), generation_(new_generation()), bounded_(config.max_size != 0) {
   // Room for the chunks of many threads made now: a chunk may be attached in a signal handler's
   // hook (its thread outside the writer), where growing the list would allocate.
   mapped_.reserve(256);
@@ -118,6 +119,7 @@ void TraceWriter::on_thread_exit(void* writer) {
   if (chunk.base != nullptr &&
       chunk.generation == self->generation_.load(std::memory_order_relaxed)) {
     seal(chunk);
+    self->left_locked(chunk, ChunkRole::kThread);
   }
   // Also a chunk of a recording that stopped: it is still mapped, and only its thread knows
   // when it is no longer written.
@@ -202,6 +204,13 @@ bool TraceWriter::grow_locked(std::string& why) {
       return false;
     }
     grow = std::min(grow, room);
+  }
+  if (bounded_) {
+    // A bounded trace reserves no more than its limit ahead (past it, chunks are reused).
+    const uint64_t room = config_.max_size > file_size_
+                              ? (config_.max_size - file_size_) / kChunkSize * kChunkSize
+                              : 0;
+    grow = std::max(need, std::min(grow, room));
   }
   while (true) {
     const int err = reserve_space(file_size_, grow);
@@ -353,10 +362,22 @@ bool TraceWriter::ensure_open_locked() {
   if (!create_file_locked(expand_output_pattern(config_.output_pattern, vars))) return false;
   mono_start_ns_ = monotonic_ns();
   uint8_t header[format::kFirstChunkOffset] = {};
-  format::write_header(header, kChunkSize);
+  format::write_header(header, kChunkSize, config_.max_size);
   if (!write_all(fd_, header, sizeof header)) {
     give_up_locked("cannot write trace file '" + path_ + "': " + std::strerror(errno));
     return false;
+  }
+  if (bounded_) {
+    // The words a bounded trace updates in place, each with one store (as a chunk's published
+    // word): mapped, so that they are in the page cache the moment they are stored.
+    void* map =
+        mmap(nullptr, format::kFirstChunkOffset, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+    if (map == MAP_FAILED) {
+      give_up_locked("cannot map the header of trace file '" + path_ +
+                     "': " + std::strerror(errno));
+      return false;
+    }
+    header_map_ = static_cast<uint8_t*>(map);
   }
   file_size_ = next_offset_ = format::kFirstChunkOffset;
   next_writer_ = 0;
@@ -369,14 +390,16 @@ bool TraceWriter::ensure_open_locked() {
 //
 // The descriptor is checked here, the only place it is used on the way: a program may have
 // closed it, or put a file of its own at its number, since the last chunk.
-bool TraceWriter::new_chunk_locked(ThreadChunk& chunk) {
+bool TraceWriter::new_chunk_locked(ThreadChunk& chunk, ChunkRole role) {
   if (!descriptor_ours_locked()) {
     stop_locked(chunk,
                 "the program closed the trace file's descriptor (or replaced it) and the file "
                 "cannot be opened again by its name");
     return false;
   }
-  if (next_offset_ + kChunkSize > file_size_) {
+  uint64_t offset = next_offset_;
+  const bool reused = reuse_locked(offset);
+  if (!reused && next_offset_ + kChunkSize > file_size_) {
     std::string why;
     if (!grow_locked(why)) {
       stop_locked(chunk, why);
@@ -384,14 +407,18 @@ bool TraceWriter::new_chunk_locked(ThreadChunk& chunk) {
     }
   }
   void* map = mmap(nullptr, kChunkSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd_,
-                   static_cast<off_t>(next_offset_));
+                   static_cast<off_t>(offset));
   if (map == MAP_FAILED) {
     stop_locked(chunk, std::string("mapping the next chunk failed (") + std::strerror(errno) +
-                           ") at byte " + std::to_string(next_offset_));
+                           ") at byte " + std::to_string(offset));
     return false;
   }
   mapped_.push_back(map);
-  next_offset_ += kChunkSize;
+  if (!reused) next_offset_ += kChunkSize;
+  if (bounded_ && role == ChunkRole::kThread &&
+      ++chunks_since_checkpoint_ >= std::max<uint64_t>(1, config_.max_size / 4 / kChunkSize)) {
+    checkpoint_due_.store(true, std::memory_order_relaxed);
+  }
   const uint32_t generation = generation_.load(std::memory_order_relaxed);
   if (chunk.generation != generation || chunk.base == nullptr) {
     chunk.writer = next_writer_++;
@@ -400,19 +427,32 @@ bool TraceWriter::new_chunk_locked(ThreadChunk& chunk) {
     if (have_thread_exit_key_) pthread_setspecific(thread_exit_key_, this);
   } else {
     seal(chunk);
+    left_locked(chunk, role);
     unmap_locked(chunk.base);  // the full chunk this thread leaves
     ++chunk.sequence;
   }
   chunk.base = static_cast<uint8_t*>(map);
+  chunk.offset = offset;
   chunk.used = 0;
   chunk.crc = 0;
   chunk.records = 0;
   chunk.generation = generation;
   chunk.codec = format::CodecState{};
   using L = format::ChunkHeaderLayout;
+  if (reused) {
+    // No reader may take the old records for the new writer's: the magic goes first, then the
+    // words that said how many bytes were published. The old bytes stay, unpublished.
+    __atomic_store_n(reinterpret_cast<uint32_t*>(chunk.base + L::kMagic), 0u, __ATOMIC_RELEASE);
+    __atomic_store_n(reinterpret_cast<uint64_t*>(chunk.base + L::kPublished), uint64_t{0},
+                     __ATOMIC_RELEASE);
+    __atomic_store_n(reinterpret_cast<uint64_t*>(chunk.base + L::kCounted), uint64_t{0},
+                     __ATOMIC_RELEASE);
+  }
   store_le<uint32_t>(chunk.base + L::kWriter, chunk.writer);
   store_le<uint32_t>(chunk.base + L::kSequence, chunk.sequence);
-  store_le<uint32_t>(chunk.base + L::kThread, static_cast<uint32_t>(thread_id()));
+  // The writer's own chunks name no thread.
+  store_le<uint32_t>(chunk.base + L::kThread,
+                     role == ChunkRole::kThread ? static_cast<uint32_t>(thread_id()) : 0u);
   // The magic last: a chunk with a magic is one a reader may look into.
   __atomic_store_n(reinterpret_cast<uint32_t*>(chunk.base + L::kMagic), format::kChunkMagic,
                    __ATOMIC_RELEASE);
@@ -420,6 +460,10 @@ bool TraceWriter::new_chunk_locked(ThreadChunk& chunk) {
 }
 
 void TraceWriter::write_process_info_locked(ThreadChunk& chunk) {
+  if (bounded_) {
+    append_locked(definitions_, ChunkRole::kDefinitions, capture_process_info(mono_start_ns_));
+    return;
+  }
   format::GrowableBuffer frame;
   format::encode_record(capture_process_info(mono_start_ns_), chunk.codec, frame);
   if (frame.size() <= kChunkSize - kChunkHeader) append(chunk, frame.data(), frame.size());
@@ -432,6 +476,10 @@ void TraceWriter::write_thread_locked(ThreadChunk& chunk) {
   rec.tid = thread_id();
   char name[64] = {};
   if (pthread_getname_np(pthread_self(), name, sizeof name) == 0) rec.name = name;
+  if (bounded_) {
+    append_locked(definitions_, ChunkRole::kDefinitions, rec);
+    return;
+  }
   format::FixedBuffer<format::max_record_bytes<format::ThreadRecord>()> frame;
   format::encode_record(rec, chunk.codec, frame);
   if (!frame.overflowed()) append(chunk, frame.data(), frame.size());
@@ -477,6 +525,10 @@ void TraceWriter::finish() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (chunk.base != nullptr && chunk.generation == generation_.load(std::memory_order_relaxed))
     seal(chunk);
+  for (ThreadChunk* own : {&definitions_, &checkpoints_}) {
+    if (own->base != nullptr && own->generation == generation_.load(std::memory_order_relaxed))
+      seal(*own);
+  }
   // Give back the disk space reserved for chunks that were never handed out. Exit-time frees
   // that still come find the file grown again on demand.
   if (!disabled_ && descriptor_ours_locked() &&
@@ -526,6 +578,16 @@ void TraceWriter::after_fork_in_child() {
   // parent's chunks are shared mappings: unmap them so that nothing here can write into them.
   for (void* map : mapped_) munmap(map, kChunkSize);
   mapped_.clear();
+  if (header_map_ != nullptr) munmap(header_map_, format::kFirstChunkOffset);
+  header_map_ = nullptr;
+  definitions_ = ThreadChunk{};
+  checkpoints_ = ThreadChunk{};
+  ring_.clear();
+  live_.clear();
+  last_tracked_ns_ = 0;
+  checkpoint_due_.store(false, std::memory_order_relaxed);
+  checkpoints_begun_ = newest_whole_checkpoint_ = chunks_since_checkpoint_ = 0;
+  dropped_records_ = 0;
   close_descriptor_locked();  // the parent's, if the number is still the trace's
   disabled_ = false;
   off_.store(false, std::memory_order_relaxed);
@@ -536,6 +598,93 @@ void TraceWriter::after_fork_in_child() {
   generation_.store(new_generation(), std::memory_order_release);
   thread_chunk() = ThreadChunk{};
   mutex_.unlock();
+  live_mutex_.unlock();
+}
+
+void TraceWriter::before_fork() {
+  live_mutex_.lock();
+  mutex_.lock();
+}
+
+void TraceWriter::after_fork_in_parent() {
+  mutex_.unlock();
+  live_mutex_.unlock();
+}
+
+void TraceWriter::store_header_word(std::size_t offset, uint64_t value) {
+  if (header_map_ == nullptr) return;
+  __atomic_store_n(reinterpret_cast<uint64_t*>(header_map_ + offset), value, __ATOMIC_RELEASE);
+}
+
+void TraceWriter::left_locked(const ThreadChunk& chunk, ChunkRole role) {
+  if (!bounded_ || role == ChunkRole::kDefinitions || chunk.base == nullptr) return;
+  ring_.left(chunk.offset, chunk.records, checkpoints_begun_);
+}
+
+// Only once the file has reached its limit; the header says which checkpoint a reader starts
+// from, and what was dropped, before the first byte of the chunk is written over.
+bool TraceWriter::reuse_locked(uint64_t& offset) {
+  if (!bounded_ || next_offset_ + kChunkSize <= config_.max_size) return false;
+  const std::optional<ChunkRing::Reuse> reuse = ring_.take(newest_whole_checkpoint_);
+  if (!reuse) {
+    // None to reuse yet: the file grows past its limit until a checkpoint makes one (one taken
+    // since the last chunk was handed out would make none).
+    if (chunks_since_checkpoint_ > 0) checkpoint_due_.store(true, std::memory_order_relaxed);
+    return false;
+  }
+  dropped_records_ += reuse->records;
+  store_header_word(format::BoundedHeaderLayout::kDroppedRecords, dropped_records_);
+  store_header_word(format::BoundedHeaderLayout::kValidFrom, reuse->valid_from);
+  offset = reuse->offset;
+  return true;
+}
+
+void TraceWriter::after_record(ThreadChunk& chunk) {
+  if (chunk.dropped != 0) note_dropped(chunk);
+  if (checkpoint_due_.load(std::memory_order_relaxed)) write_checkpoint();
+}
+
+// The live set as Carried records between a begin and an end. Its time is after every record
+// applied to the live set, and before any applied after it (both under live_mutex_): a reader
+// replays from it exactly.
+void TraceWriter::write_checkpoint() {
+  std::lock_guard<std::mutex> live_lock(live_mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!checkpoint_due_.exchange(false, std::memory_order_relaxed)) return;  // another did it
+  if (!bounded_ || !started() || disabled_) return;
+  uint64_t time = now_ns();
+  while (time <= last_tracked_ns_) time = now_ns();
+  const uint32_t id = ++checkpoints_begun_;
+  chunks_since_checkpoint_ = 0;
+  format::CheckpointRecord begin;
+  begin.time_ns = time;
+  begin.id = id;
+  begin.action = static_cast<uint32_t>(format::CheckpointAction::kBegin);
+  if (!append_locked(checkpoints_, ChunkRole::kCheckpoints, begin)) return;
+  uint64_t items = 0;
+  bool whole = true;
+  live_.for_each([&](const format::AllocRecord& a) {
+    if (!whole) return;
+    format::CarriedRecord c;
+    c.time_ns = time;
+    c.checkpoint = id;
+    c.alloc_time_ns = a.time_ns;
+    c.device = a.device;
+    c.kind = a.kind;
+    c.api = a.api;
+    c.public_api = a.public_api;
+    c.address = a.address;
+    c.size = a.size;
+    c.context = a.context;
+    c.stack = a.stack;
+    whole = append_locked(checkpoints_, ChunkRole::kCheckpoints, c);
+    items += whole ? 1 : 0;
+  });
+  if (!whole) return;
+  format::CheckpointRecord end = begin;
+  end.action = static_cast<uint32_t>(format::CheckpointAction::kEnd);
+  end.items = items;
+  if (append_locked(checkpoints_, ChunkRole::kCheckpoints, end)) newest_whole_checkpoint_ = id;
 }
 
 }  // namespace gmt::interpose

@@ -28,6 +28,8 @@
 #include "format/records.h"
 #include "interpose/common/clock.h"
 #include "interpose/config.h"
+#include "interpose/record/chunk_ring.h"
+#include "interpose/record/live_set.h"
 
 namespace gmt::interpose {
 
@@ -40,6 +42,7 @@ struct TraceChunkCursor {
   uint32_t generation = 0;  // the file it belongs to; stale after fork or a new file
   uint32_t sequence = 0;    // this writer's chunk number
   uint32_t writer = 0;
+  uint64_t offset = 0;       // of the chunk in the file
   format::CodecState codec;  // deltas restart in every chunk, which is read on its own
   // Set while this thread is inside the writer: a hook that a signal handler enters then
   // records nothing (it would write over the bytes being written, or wait on a lock this
@@ -68,9 +71,17 @@ class TraceWriter {
       return;
     }
     Busy busy(chunk);
-    write(chunk, rec);
-    if (chunk.dropped != 0) [[unlikely]]
-      note_dropped(chunk);
+    if constexpr (changes_live_set<R>()) {
+      if (bounded_) [[unlikely]] {
+        write_tracked(chunk, rec);
+      } else {
+        write(chunk, rec);
+      }
+    } else {
+      write(chunk, rec);
+    }
+    if (chunk.dropped != 0 || checkpoint_due_.load(std::memory_order_relaxed)) [[unlikely]]
+      after_record(chunk);
   }
 
   // Marks a normal exit. Only if a trace was started: exiting creates no file.
@@ -84,8 +95,8 @@ class TraceWriter {
   void exec_failed(int error);
 
   // fork(): the child must write none of the parent's chunks, and starts its own file.
-  void before_fork() { mutex_.lock(); }
-  void after_fork_in_parent() { mutex_.unlock(); }
+  void before_fork();
+  void after_fork_in_parent();
   void after_fork_in_child();
 
   // The file being written, empty before the first record.
@@ -117,23 +128,75 @@ class TraceWriter {
     ThreadChunk& chunk_;
   };
 
+  // Who writes a chunk: a thread, or (bounded traces) the writer itself, for the definitions it
+  // keeps in chunks never reused and for checkpoints.
+  enum class ChunkRole : uint8_t { kThread, kDefinitions, kCheckpoints };
+
+  // Returns whether the record was written (stamped with its time).
   template <class R>
-  void write(ThreadChunk& chunk, R& rec) {
+  bool write(ThreadChunk& chunk, R& rec) {
     constexpr std::size_t kMaxBytes = format::max_record_bytes<R>();
-    if (!usable(chunk, kMaxBytes) && !attach(chunk, kMaxBytes)) return;
+    if constexpr (format::is_definition<R>()) {
+      if (bounded_) return write_definition(rec);
+    }
+    if (!usable(chunk, kMaxBytes) && !attach(chunk, kMaxBytes)) return false;
     rec.time_ns = now_ns();
     if constexpr (format::encodes_in_place<R>()) {
       // Events: encoded in place, past the published bytes, then published.
       uint8_t* at = chunk.base + kChunkHeader + chunk.used;
       const std::size_t size = format::encode_record_at(rec, chunk.codec, at);
-      if (size != 0) publish(chunk, at, size);
+      if (size == 0) return false;
+      publish(chunk, at, size);
     } else {
       format::FixedBuffer<kMaxBytes> frame;
       format::encode_record(rec, chunk.codec, frame);
-      if (!frame.overflowed()) append(chunk, frame.data(), frame.size());
+      if (frame.overflowed()) return false;
+      append(chunk, frame.data(), frame.size());
     }
+    return true;
   }
 
+  // Bounded traces: an allocation, free or teardown is written and applied to the live set
+  // under one lock, which a checkpoint takes too, so that a checkpoint carries exactly what the
+  // records before its time left live.
+  template <class R>
+  void write_tracked(ThreadChunk& chunk, R& rec) {
+    std::lock_guard<std::mutex> lock(live_mutex_);
+    if (!write(chunk, rec)) return;
+    live_.apply(rec);
+    last_tracked_ns_ = rec.time_ns;
+  }
+  // Bounded traces: a definition goes into the chunks never reused.
+  template <class R>
+  bool write_definition(R& rec) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const bool first = !started();
+    if (!ensure_open_locked()) return false;
+    if (first) write_process_info_locked(definitions_);
+    rec.time_ns = now_ns();
+    return append_locked(definitions_, ChunkRole::kDefinitions, rec);
+  }
+  // Encodes `rec` (its time already set) into one of the writer's own chunks, taking a new one
+  // when it is full.
+  template <class R>
+  bool append_locked(ThreadChunk& chunk, ChunkRole role, const R& rec) {
+    format::GrowableBuffer frame;
+    format::encode_record(rec, chunk.codec, frame);
+    if (frame.size() > kChunkSize - kChunkHeader - kStopNoteRoom) return false;
+    if (!usable(chunk, frame.size())) {
+      if (!new_chunk_locked(chunk, role)) return false;
+      frame = format::GrowableBuffer{};
+      format::encode_record(rec, chunk.codec, frame);  // deltas restart in the new chunk
+    }
+    append(chunk, frame.data(), frame.size());
+    return true;
+  }
+  // What a record's end found to do: the note of what signal handlers dropped, a checkpoint.
+  void after_record(ThreadChunk& chunk);
+  // Writes a checkpoint of the live set (bounded traces).
+  void write_checkpoint();
+  // Bounded traces: a chunk to reuse instead of growing the file, into `offset`.
+  bool reuse_locked(uint64_t& offset);
   bool usable(const ThreadChunk& chunk, std::size_t bytes) const {
     return chunk.base != nullptr &&
            chunk.generation == generation_.load(std::memory_order_acquire) &&
@@ -165,7 +228,10 @@ class TraceWriter {
   // Recording stops for good (this file): the reason goes into this thread's chunk as a note
   // and into the header page; no thread writes again.
   void stop_locked(ThreadChunk& chunk, const std::string& why);
-  bool new_chunk_locked(ThreadChunk& chunk);
+  bool new_chunk_locked(ThreadChunk& chunk, ChunkRole role = ChunkRole::kThread);
+  // The chunk `chunk` leaves for good (sealed), for reuse when the trace is bounded.
+  void left_locked(const ThreadChunk& chunk, ChunkRole role);
+  void store_header_word(std::size_t offset, uint64_t value);
   void write_process_info_locked(ThreadChunk& chunk);
   void write_thread_locked(ThreadChunk& chunk);
   // Writes the chunk's record count into its header (format 4.1): when its thread leaves it.
@@ -210,6 +276,22 @@ class TraceWriter {
   std::vector<void*> mapped_;  // the chunks mapped now: one per live writing thread
   pthread_key_t thread_exit_key_{};
   bool have_thread_exit_key_ = false;
+
+  // Bounded traces (GPUMEMTRACE_MAX_SIZE): see format/README.md.
+  const bool bounded_;
+  std::atomic<bool> checkpoint_due_{false};
+  std::mutex live_mutex_;  // taken before mutex_
+  LiveSet live_;
+  uint64_t last_tracked_ns_ = 0;  // the time of the last record applied to live_
+  // Under mutex_:
+  ThreadChunk definitions_;  // the chunk definitions go to (never reused)
+  ThreadChunk checkpoints_;  // the chunk checkpoints go to
+  ChunkRing ring_;
+  uint32_t checkpoints_begun_ = 0;
+  uint32_t newest_whole_checkpoint_ = 0;
+  uint32_t chunks_since_checkpoint_ = 0;
+  uint64_t dropped_records_ = 0;
+  uint8_t* header_map_ = nullptr;  // the header page, mapped for the words updated in place
 };
 
 }  // namespace gmt::interpose

@@ -3,7 +3,8 @@
 // record of every type, in a sealed chunk (its count word written, as when a thread leaves a
 // chunk) and an open one (no count, as a thread still running at a kill leaves it), and the
 // ways a recording ends early: stopped (a stop note and the header's reason), ended by exec,
-// and a file that holds only a header with its reason. make_corpus.py runs it.
+// and a file that holds only a header with its reason; and a bounded trace (4.3) whose oldest
+// chunks were reused, rebuilt from a checkpoint. make_corpus.py runs it.
 //
 //   seed_writer OUTPUT_DIR
 #include <cstdint>
@@ -28,7 +29,8 @@ constexpr uint32_t kChunk = 4096;
 // One writer's chunk: records appended, then its header.
 class ChunkBuilder {
  public:
-  ChunkBuilder(uint32_t writer, uint32_t tid) : writer_(writer), tid_(tid) {}
+  ChunkBuilder(uint32_t writer, uint32_t tid, uint32_t sequence = 0)
+      : writer_(writer), tid_(tid), sequence_(sequence) {}
 
   template <class R>
   void add(R rec) {
@@ -44,10 +46,9 @@ class ChunkBuilder {
     std::memcpy(out.data() + kChunkHeaderSize, payload_.data(), used);
     using L = ChunkHeaderLayout;
     const uint32_t magic = kChunkMagic;
-    const uint32_t sequence = 0;
     std::memcpy(out.data() + L::kMagic, &magic, 4);
     std::memcpy(out.data() + L::kWriter, &writer_, 4);
-    std::memcpy(out.data() + L::kSequence, &sequence, 4);
+    std::memcpy(out.data() + L::kSequence, &sequence_, 4);
     std::memcpy(out.data() + L::kThread, &tid_, 4);
     const uint64_t published =
         published_word(used, extend_crc32c(0, out.data() + kChunkHeaderSize, used));
@@ -62,6 +63,7 @@ class ChunkBuilder {
  private:
   uint32_t writer_;
   uint32_t tid_;
+  uint32_t sequence_;
   uint64_t time_ = 0;
   uint32_t records_ = 0;
   CodecState codec_;
@@ -229,6 +231,68 @@ void early_ends(const std::string& dir) {
 
 }  // namespace
 
+// A bounded trace (4.3) whose oldest chunks were reused: definitions and checkpoints in the
+// writer's own chunks (thread 0), checkpoint 1 whole, checkpoint 2 whole and the one to start
+// from (the header's valid_from), and a thread's chunk whose first three were reused, with
+// records before and after checkpoint 2.
+void bounded(const std::string& dir) {
+  std::vector<uint8_t> head(kFirstChunkOffset, 0);
+  write_header(head.data(), kChunk, 1 << 20);
+  const uint64_t valid_from = 2;
+  const uint64_t dropped = 40;
+  std::memcpy(head.data() + BoundedHeaderLayout::kValidFrom, &valid_from, 8);
+  std::memcpy(head.data() + BoundedHeaderLayout::kDroppedRecords, &dropped, 8);
+
+  ChunkBuilder definitions(0, 0);
+  ProcessInfoRecord info;
+  info.pid = 300;
+  info.argv = {"seed", "--bounded"};
+  definitions.add(info);
+  definitions.add(StackRecord{.time_ns = 0, .id = 1, .frames = {0x401000}, .python = {}});
+
+  ChunkBuilder checkpoints(1, 0);  // times 1000, 2000, ...: checkpoint 2 begins at 4000
+  CarriedRecord carried;
+  carried.device = 0;
+  carried.api = Api::kCuMemAlloc;
+  carried.address = 0x7f0000000000;
+  carried.size = 1 << 20;
+  carried.stack = 1;
+  checkpoints.add(CheckpointRecord{.time_ns = 0, .id = 1, .action = 0, .items = 0});
+  checkpoints.add(CarriedRecord{carried});
+  checkpoints.add(CheckpointRecord{.time_ns = 0, .id = 1, .action = 1, .items = 1});
+  checkpoints.add(CheckpointRecord{.time_ns = 0, .id = 2, .action = 0, .items = 0});
+  carried.checkpoint = 2;
+  checkpoints.add(CarriedRecord{carried});
+  carried.address = 0x7f0000200000;
+  checkpoints.add(CarriedRecord{carried});
+  checkpoints.add(CheckpointRecord{.time_ns = 0, .id = 2, .action = 1, .items = 2});
+
+  ChunkBuilder thread(2, 100, 3);
+  AllocRecord alloc;
+  alloc.device = 0;
+  alloc.api = Api::kCuMemAlloc;
+  alloc.address = 0x7f0000200000;
+  alloc.size = 1 << 20;
+  alloc.stack = 1;
+  thread.add(alloc);  // at 1000: before checkpoint 2, which carries it
+  for (int i = 0; i < 4; ++i) {
+    alloc.address = 0x7f0000400000;
+    thread.add(alloc);
+    thread.add(FreeRecord{.time_ns = 0,
+                          .thread = 0,
+                          .api = Api::kCuMemFree,
+                          .public_api = Api::kUnknown,
+                          .address = 0x7f0000400000});
+  }
+  thread.add(FreeRecord{.time_ns = 0,
+                        .thread = 0,
+                        .api = Api::kCuMemFree,
+                        .public_api = Api::kUnknown,
+                        .address = 0x7f0000000000});
+  save(dir + "/bounded.gmt",
+       {head, definitions.bytes(true), checkpoints.bytes(true), thread.bytes(false)});
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(stderr, "usage: seed_writer OUTPUT_DIR\n");
@@ -236,5 +300,6 @@ int main(int argc, char** argv) {
   }
   every_record(argv[1]);
   early_ends(argv[1]);
+  bounded(argv[1]);
   return 0;
 }

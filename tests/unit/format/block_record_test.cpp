@@ -28,7 +28,7 @@ BlockRecord block_at(uint64_t t, BlockAction action, uint64_t address, uint64_t 
 TEST(BlockRecord, IsTypeTwentyOneOfFormatFourTwoAndEncodedInPlace) {
   EXPECT_EQ(static_cast<int>(BlockRecord::kType), 21);
   EXPECT_EQ(kVersionMajor, 4);
-  EXPECT_EQ(kVersionMinor, 2);
+  EXPECT_EQ(kUnboundedMinor, 2);  // what an unbounded trace, with its blocks, is written as
   static_assert(encodes_in_place<BlockRecord>());
   // Eight varint fields of at most 10 bytes, behind a 2 x 10-byte frame bound.
   EXPECT_EQ(max_record_bytes<BlockRecord>(), 100u);

@@ -56,6 +56,23 @@ TEST(RunArguments, MistakesAreExplained) {
   EXPECT_THROW(parse({"--"}), std::invalid_argument);
 }
 
+// --max-size is checked here, so that a typo is refused before anything runs.
+TEST(RunArguments, MaxSizeIsASizeOfAtLeastOneMiB) {
+  EXPECT_EQ(parse({"--max-size", "1GiB", "ls"}).max_size, "1GiB");
+  EXPECT_EQ(parse({"--max-size=64MiB", "ls"}).max_size, "64MiB");
+  EXPECT_EQ(parse({"ls"}).max_size, "");
+  try {
+    parse({"--max-size", "10parsecs", "ls"});
+    FAIL() << "expected an error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(),
+                 "--max-size takes a size of at least 1MiB (such as 1GiB, 64MiB or a number of "
+                 "bytes), not '10parsecs'");
+  }
+  EXPECT_THROW(parse({"--max-size=512KiB", "ls"}), std::invalid_argument);
+  EXPECT_THROW(parse({"--max-size"}), std::invalid_argument);
+}
+
 // -h and --help before the command ask for the usage; after it they are the program's.
 TEST(RunArguments, HelpIsAskedBeforeTheCommand) {
   EXPECT_TRUE(parse({"--help"}).help);

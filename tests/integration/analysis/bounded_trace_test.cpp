@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: Apache-2.0
+// Bounded traces (GPUMEMTRACE_MAX_SIZE): a run that writes about a hundred times the limit keeps
+// its file within the limit, and still explains exactly what is live (at exit, by site, at a
+// peak inside the history kept) against the same run traced without a limit.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "tests/integration/traced_run_fixture.h"
+
+namespace gmt::test {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+constexpr uint64_t kLimit = 1 * kMiB;
+constexpr uint64_t kChunk = 64 * 1024;
+// Iterations of workload_bounded_history: two events each, about 100 MiB of trace unbounded.
+constexpr long kIterations = 3'000'000;
+
+class BoundedTrace : public TracedRun {
+ protected:
+  json command_json(std::vector<std::string> args) const {
+    const ProcessResult r = cli(std::move(args));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0 ? json::parse(r.out) : json();
+  }
+  // Runs the workload traced and moves its trace to `name` in dir_.
+  std::string traced_to(const std::string& name, std::map<std::string, std::string> env) {
+    const ProcessResult r =
+        run_traced("workload_bounded_history", {std::to_string(kIterations)}, std::move(env));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const std::string path = dir_ + "/" + name;
+    fs::rename(only_trace(), path);
+    return path;
+  }
+  // The bytes a leaks --json group holds at the site whose frames name `function`.
+  static uint64_t leak_bytes_at(const json& leaks, const std::string& function) {
+    uint64_t bytes = 0;
+    for (const json& g : leaks["leaks"]) {
+      if (g.dump().find(function) != std::string::npos) bytes += g["bytes"].get<uint64_t>();
+    }
+    return bytes;
+  }
+};
+
+TEST_F(BoundedTrace, StaysWithinItsLimitAndExplainsEveryLiveByte) {
+  const std::string bounded = traced_to("bounded.gmt", {{"GPUMEMTRACE_MAX_SIZE", "1MiB"}});
+  const std::string whole = traced_to("whole.gmt", {});
+  // About a hundred times the limit written; the file within the limit plus one chunk per
+  // writing thread (the program's and the sampler's).
+  EXPECT_GE(fs::file_size(whole), 80 * kLimit);
+  EXPECT_LE(fs::file_size(bounded), kLimit + 2 * kChunk);
+
+  const json info = command_json({"info", bounded, "--json"});
+  ASSERT_TRUE(info["history"].is_object()) << info.dump();
+  EXPECT_EQ(info["history"]["max_size"], kLimit);
+  EXPECT_GT(info["history"]["dropped_events"].get<uint64_t>(), 2 * kIterations * 9 / 10);
+  EXPECT_GT(info["history"]["kept_from_ns"].get<uint64_t>(), 0u);
+  const json whole_info = command_json({"info", whole, "--json"});
+  EXPECT_TRUE(whole_info["history"].is_null());
+  EXPECT_EQ(whole_info["format"], "4.2");
+  EXPECT_EQ(info["format"], "4.3");
+
+  // Live at exit: the 8 held MiB and one 64 KiB leak per 10000 iterations, exactly, as the
+  // unbounded trace says too.
+  const uint64_t leaks = (kIterations + 9999) / 10000;
+  const json rep = report({bounded});
+  const json whole_rep = report({whole});
+  const json& d = device(rep, 0);
+  EXPECT_EQ(d["live_at_exit_bytes"], 8 * kMiB + leaks * 65536);
+  EXPECT_EQ(d["live_at_exit_count"], 8 + leaks);
+  EXPECT_EQ(d["live_at_exit_bytes"], device(whole_rep, 0)["live_at_exit_bytes"]);
+  // The peak, 1000 iterations before the end (inside the history kept): the held memory, the
+  // leaks so far and the 256 MiB spike.
+  const uint64_t leaks_at_spike = (kIterations - 1000 + 9999) / 10000 + 0;
+  EXPECT_EQ(d["peak_bytes"], 8 * kMiB + leaks_at_spike * 65536 + 256 * kMiB);
+  EXPECT_EQ(d["peak_bytes"], device(whole_rep, 0)["peak_bytes"]);
+
+  // By site: the same in both, the held buffers carried from before the history kept.
+  const json leaks_json = command_json({"leaks", bounded, "--json"});
+  const json whole_leaks = command_json({"leaks", whole, "--json"});
+  EXPECT_EQ(leak_bytes_at(leaks_json, "leaked_buffer"), leaks * 65536);
+  EXPECT_EQ(leak_bytes_at(leaks_json, "held_buffer"), 8 * kMiB);
+  EXPECT_EQ(leak_bytes_at(leaks_json, "leaked_buffer"),
+            leak_bytes_at(whole_leaks, "leaked_buffer"));
+  EXPECT_EQ(leak_bytes_at(leaks_json, "held_buffer"), leak_bytes_at(whole_leaks, "held_buffer"));
+
+  // Every command says from when the history is complete.
+  const ProcessResult text = cli({"info", bounded});
+  EXPECT_NE(text.out.find("history kept from "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find(" allocations ("), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("carried from before"), std::string::npos) << text.out;
+}
+
+TEST_F(BoundedTrace, WithoutTheVariableTheTraceIsFormat42WithNoCheckpoint) {
+  const ProcessResult r = run_traced("workload_runtime_shared", {"alloc:a:" + mib(2), "free:a"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string header = read_file(only_trace()).substr(0, 64);
+  ASSERT_EQ(header.size(), 64u);
+  EXPECT_EQ(header[10], 2);  // minor version
+  EXPECT_EQ(header.substr(16), std::string(48, '\0'));
+  const ProcessResult dump = cli({"dump", only_trace()});
+  EXPECT_EQ(dump.out.find("checkpoint"), std::string::npos);
+  EXPECT_EQ(dump.out.find("carried"), std::string::npos);
+}
+
+TEST_F(BoundedTrace, ABadValueWarnsAndRecordsWithoutALimit) {
+  for (const std::string value : {"12parsecs", "100KiB", "-5"}) {
+    SCOPED_TRACE(value);
+    const ProcessResult r = run_traced("workload_runtime_shared", {"alloc:a:" + mib(2), "free:a"},
+                                       {{"GPUMEMTRACE_MAX_SIZE", value}});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("GPUMEMTRACE_MAX_SIZE='" + value + "'"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("recording without a limit"), std::string::npos) << r.err;
+    EXPECT_EQ(read_file(only_trace())[10], 2);
+    fs::remove(only_trace());
+  }
+}
+
+TEST_F(BoundedTrace, RunMaxSizeBoundsTheTraceAndRefusesABadSize) {
+  const ProcessResult bad =
+      cli({"run", "--max-size", "10parsecs", "--", workload("workload_runtime_shared")});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--max-size"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("10parsecs"), std::string::npos) << bad.err;
+
+  std::map<std::string, std::string> env = base_env();
+  const ProcessResult r = cli({"run", "--max-size=2MiB", "-o", dir_ + "/run.%p.gmt", "--",
+                               workload("workload_runtime_shared"), "alloc:a:" + mib(2)},
+                              env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json info = command_json({"info", only_trace(), "--json"});
+  EXPECT_EQ(info["format"], "4.3");
+  EXPECT_EQ(info["history"]["max_size"], 2 * kMiB);
+  EXPECT_EQ(info["history"]["dropped_events"], 0);
+}
+
+// Killed while the trace is being reused: still readable, with exactly the live set the program
+// reported (the trace may hold one call more, made and traced but not reported).
+TEST_F(BoundedTrace, ASigkillMidRunLeavesAReadableTraceWithTheRightLiveSet) {
+  int out[2];
+  ASSERT_EQ(pipe(out), 0);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out[1], STDOUT_FILENO);
+    close(out[0]);
+    for (const auto& [name, value] : base_env()) setenv(name.c_str(), value.c_str(), 1);
+    setenv("GPUMEMTRACE_MAX_SIZE", "1MiB", 1);
+    setenv("LD_PRELOAD", preload().c_str(), 1);
+    if (!sanitizer_runtime().empty())
+      setenv("ASAN_OPTIONS", "detect_leaks=0:handle_segv=0:handle_abort=0", 1);
+    const std::string program = workload("workload_crash_loop");
+    execl(program.c_str(), program.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(out[1]);
+  // Each call reported is one line; about 200000 calls make several times the limit.
+  std::string reported;
+  char buf[65536];
+  std::size_t lines = 0;
+  for (ssize_t n; lines < 200000 && (n = read(out[0], buf, sizeof buf)) > 0;) {
+    reported.append(buf, static_cast<std::size_t>(n));
+    lines += static_cast<std::size_t>(std::count(buf, buf + n, '\n'));
+  }
+  kill(pid, SIGKILL);
+  for (ssize_t n; (n = read(out[0], buf, sizeof buf)) > 0;)
+    reported.append(buf, static_cast<std::size_t>(n));
+  close(out[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << status;
+
+  std::map<uint64_t, uint64_t> expected;  // address -> size, as reported
+  std::istringstream in(reported);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::string op;
+    uint64_t address = 0;
+    uint64_t size = 0;
+    fields >> op >> address >> size;
+    if (op == "a") expected[address] = size;
+    if (op == "f") expected.erase(address);
+  }
+  const std::string trace = only_trace();
+  EXPECT_LE(fs::file_size(trace), kLimit + 2 * kChunk);
+  const json info = command_json({"info", trace, "--json"});
+  ASSERT_TRUE(info["history"].is_object()) << info.dump();
+  EXPECT_GT(info["history"]["dropped_events"].get<uint64_t>(), 0u);
+  EXPECT_TRUE(info["problems"].empty()) << info.dump();
+
+  // The live set the trace ends with: its window's allocations (the carried first) and frees.
+  std::map<uint64_t, uint64_t> traced;
+  const ProcessResult dump = cli({"dump", trace});
+  ASSERT_EQ(dump.exit_code, 0) << dump.err;
+  std::istringstream records(dump.out);
+  for (std::string line; std::getline(records, line);) {
+    const json rec = json::parse(line);
+    if (rec["record"] == "alloc") traced[rec["address"]] = rec["size"];
+    if (rec["record"] == "free") traced.erase(rec["address"].get<uint64_t>());
+  }
+  std::size_t differences = 0;
+  for (const auto& [address, size] : expected) {
+    auto it = traced.find(address);
+    differences += it == traced.end() || it->second != size ? 1 : 0;
+  }
+  for (const auto& [address, size] : traced) differences += expected.count(address) == 0 ? 1 : 0;
+  EXPECT_LE(differences, 1u) << expected.size() << " live reported, " << traced.size()
+                             << " in the trace";
+  EXPECT_GE(expected.size(), 32u);
+}
+
+}  // namespace
+}  // namespace gmt::test

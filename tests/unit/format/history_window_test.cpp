@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: Apache-2.0
+// How a reader rebuilds a bounded trace's history (format 4.3): from the oldest whole checkpoint
+// the header allows, with its Carried records as allocations at its time, definitions whatever
+// their age, and nothing older.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "format/file_header.h"
+#include "format/trace_reader.h"
+#include "tests/unit/chunked_file.h"
+#include "tests/unit/trace_bytes.h"
+
+namespace gmt::format {
+namespace {
+
+using test::alloc_at;
+using test::ChunkedFile;
+using test::free_at;
+using test::process_record;
+
+CheckpointRecord checkpoint(uint64_t t, uint32_t id, CheckpointAction action, uint64_t items = 0) {
+  CheckpointRecord r;
+  r.time_ns = t;
+  r.id = id;
+  r.action = static_cast<uint32_t>(action);
+  r.items = items;
+  return r;
+}
+
+CarriedRecord carried(uint64_t t, uint32_t id, uint64_t address, uint64_t size) {
+  CarriedRecord r;
+  r.time_ns = t;
+  r.checkpoint = id;
+  r.alloc_time_ns = 1;
+  r.device = 0;
+  r.api = Api::kCuMemAlloc;
+  r.address = address;
+  r.size = size;
+  r.stack = 3;
+  return r;
+}
+
+void set_word(ChunkedFile& file, std::size_t offset, uint64_t value) {
+  std::memcpy(file.bytes().data() + offset, &value, sizeof value);
+}
+
+// Definitions (writer 0), checkpoints 1 and 2 (writer 1; checkpoint 2 whole only when
+// `second_whole`), and the one thread's chunk left after its first three were reused.
+ChunkedFile bounded_file(uint64_t valid_from, bool second_whole) {
+  ChunkedFile file;
+  set_word(file, BoundedHeaderLayout::kMaxSize, 1 << 20);
+  set_word(file, BoundedHeaderLayout::kValidFrom, valid_from);
+  set_word(file, BoundedHeaderLayout::kDroppedRecords, 50);
+  file.add_chunk(0, 0, 0, process_record());
+  std::vector<Record> checkpoints = {checkpoint(100, 1, CheckpointAction::kBegin),
+                                     carried(100, 1, 0xa000, 64),
+                                     checkpoint(100, 1, CheckpointAction::kEnd, 1),
+                                     checkpoint(300, 2, CheckpointAction::kBegin),
+                                     carried(300, 2, 0xa000, 64),
+                                     carried(300, 2, 0xc000, 32)};
+  if (second_whole) checkpoints.push_back(checkpoint(300, 2, CheckpointAction::kEnd, 2));
+  file.add_chunk_of(1, 0, 0, checkpoints);
+  file.add_chunk(2, 3, 100, alloc_at(250, 0, 0xc000, 32), free_at(320, 0xa000),
+                 alloc_at(400, 0, 0xd000, 8));
+  return file;
+}
+
+struct Seen {
+  std::vector<std::pair<uint64_t, uint64_t>> allocs;  // (time, address)
+  std::vector<uint64_t> frees;
+  std::size_t records = 0;
+};
+
+Seen read_window(ChunkedFile& file, HistoryWindow& window, uint64_t& expected) {
+  const HeaderCheck header = check_header(file.bytes());
+  EXPECT_TRUE(header.ok) << header.error;
+  TraceReader reader(file.bytes(), header.header);
+  window = reader.window();
+  expected = reader.expected_records();
+  Seen seen;
+  while (const Record* r = reader.next_record()) {
+    ++seen.records;
+    if (const auto* a = std::get_if<AllocRecord>(r))
+      seen.allocs.emplace_back(a->time_ns, a->address);
+    if (const auto* f = std::get_if<FreeRecord>(r)) seen.frees.push_back(f->address);
+    // Given as they are when nothing is rebuilt from them.
+    if (window.dropped) {
+      EXPECT_FALSE(std::holds_alternative<CheckpointRecord>(*r));
+      EXPECT_FALSE(std::holds_alternative<CarriedRecord>(*r));
+    }
+  }
+  return seen;
+}
+
+TEST(HistoryWindow, StartsFromTheOldestWholeCheckpointTheHeaderAllows) {
+  ChunkedFile file = bounded_file(2, true);
+  HistoryWindow window;
+  uint64_t expected = 0;
+  const Seen seen = read_window(file, window, expected);
+  EXPECT_TRUE(window.dropped);
+  EXPECT_EQ(window.max_size, 1u << 20);
+  EXPECT_EQ(window.checkpoint, 2u);
+  EXPECT_EQ(window.kept_from_ns, 300u);
+  EXPECT_EQ(window.dropped_records, 51u);  // 50 written over, the allocation at 250 before it
+  EXPECT_EQ(window.carried_allocations, 2u);
+  EXPECT_EQ(window.carried_bytes, 96u);
+  const std::vector<std::pair<uint64_t, uint64_t>> allocs = {
+      {300, 0xa000}, {300, 0xc000}, {400, 0xd000}};
+  EXPECT_EQ(seen.allocs, allocs);
+  EXPECT_EQ(seen.frees, std::vector<uint64_t>{0xa000});
+  EXPECT_EQ(seen.records, 5u);  // and the process
+  EXPECT_EQ(expected, 5u);
+}
+
+// Killed while checkpoint 2 was being written: checkpoint 1 is the one to start from, and the
+// history from its time is all there.
+TEST(HistoryWindow, ACheckpointWithoutItsEndIsNotUsed) {
+  ChunkedFile file = bounded_file(1, false);
+  HistoryWindow window;
+  uint64_t expected = 0;
+  const Seen seen = read_window(file, window, expected);
+  EXPECT_EQ(window.checkpoint, 1u);
+  EXPECT_EQ(window.kept_from_ns, 100u);
+  EXPECT_EQ(window.dropped_records, 50u);
+  const std::vector<std::pair<uint64_t, uint64_t>> allocs = {
+      {100, 0xa000}, {250, 0xc000}, {400, 0xd000}};
+  EXPECT_EQ(seen.allocs, allocs);
+  EXPECT_EQ(seen.records, 5u);
+  EXPECT_EQ(expected, 5u);
+}
+
+TEST(HistoryWindow, NoneLeftToStartFromIsAProblemAndTheRecordsComeAsTheyAre) {
+  ChunkedFile file = bounded_file(2, false);
+  HistoryWindow window;
+  uint64_t expected = 0;
+  const Seen seen = read_window(file, window, expected);
+  EXPECT_FALSE(window.dropped);
+  EXPECT_NE(window.problem.find("no whole checkpoint"), std::string::npos) << window.problem;
+  EXPECT_EQ(seen.allocs.size(), 2u);  // 250 and 400; the checkpoints' records are left out
+}
+
+TEST(HistoryWindow, ANothingDroppedBoundedTraceIsReadWhole) {
+  ChunkedFile file = bounded_file(0, true);
+  HistoryWindow window;
+  uint64_t expected = 0;
+  const Seen seen = read_window(file, window, expected);
+  EXPECT_FALSE(window.dropped);
+  EXPECT_TRUE(window.problem.empty());
+  EXPECT_EQ(window.max_size, 1u << 20);
+  EXPECT_EQ(seen.allocs.size(), 2u);
+}
+
+}  // namespace
+}  // namespace gmt::format
