@@ -6,13 +6,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Each step's time, so that a slow CI run shows where its minutes went.
+step() {
+  echo "=== $1 (at ${SECONDS}s) ==="
+}
+
+step "install"
 scripts/install-deps.sh
 scripts/check-format.sh
 
 source scripts/lib/cuda_args.sh
 
 for mode in normal sanitize; do
-  echo "=== $mode build ==="
+  step "$mode build"
   if [ "$mode" = sanitize ]; then
     scripts/build.sh --sanitize
     dir=build-sanitize
@@ -20,19 +26,22 @@ for mode in normal sanitize; do
     scripts/build.sh
     dir=build
   fi
-  echo "=== $mode tests ==="
+  step "$mode tests"
   ctest --test-dir "$dir" --output-on-failure -j "$(nproc)" --timeout 300
 done
 
-# The recorder's concurrency tests (threads, the sampler, phases) under ThreadSanitizer. Only the
-# unit tests: the preload cannot carry TSan's runtime into uninstrumented programs.
-echo "=== thread sanitizer: recorder ==="
+# The recorder's unit tests (threads, the sampler, phases, signals) and the analyzer's threads
+# (read-ahead, worker pool) under ThreadSanitizer. Only unit tests: the preload cannot carry
+# TSan's runtime into uninstrumented programs.
+step "thread sanitizer: recorder and pipeline"
 cmake -S . -B build-tsan -DGMT_TSAN=ON -DGMT_WERROR=ON "${cuda_args[@]}" >/dev/null
-cmake --build build-tsan -j "$(nproc)" --target unit_tests
-TSAN_OPTIONS="halt_on_error=1" build-tsan/bin/unit_tests
+cmake --build build-tsan -j "$(nproc)" --target recorder_tests pipeline_tests
+TSAN_OPTIONS="halt_on_error=1" build-tsan/bin/recorder_tests
+TSAN_OPTIONS="halt_on_error=1" build-tsan/bin/pipeline_tests
 
 fuzz_seconds="${GMT_FUZZ_SECONDS:-60}"
 if [ "$fuzz_seconds" -gt 0 ]; then
-  echo "=== fuzzing (${fuzz_seconds}s) ==="
+  step "fuzzing (${fuzz_seconds}s)"
   scripts/fuzz.sh "$fuzz_seconds"
 fi
+step "done"
