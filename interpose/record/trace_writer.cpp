@@ -618,7 +618,8 @@ void TraceWriter::store_header_word(std::size_t offset, uint64_t value) {
 
 void TraceWriter::left_locked(const ThreadChunk& chunk, ChunkRole role) {
   if (!bounded_ || role == ChunkRole::kDefinitions || chunk.base == nullptr) return;
-  ring_.left(chunk.offset, chunk.records, checkpoints_begun_);
+  // What reuse drops is history: the records of older checkpoints are not counted in it.
+  ring_.left(chunk.offset, role == ChunkRole::kCheckpoints ? 0 : chunk.records, checkpoints_begun_);
 }
 
 // Only once the file has reached its limit; the header says which checkpoint a reader starts
