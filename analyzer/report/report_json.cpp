@@ -4,6 +4,7 @@
 
 #include "analyzer/model/leak_classes.h"
 #include "analyzer/report/frame_text.h"
+#include "analyzer/report/history_text.h"
 #include "analyzer/report/job_view.h"
 #include "analyzer/report/json_fields.h"
 #include "analyzer/report/report.h"
@@ -126,6 +127,7 @@ void write_report_json(const ReportInput& input, std::ostream& out) {
       trace["end_time_ns"] = t.exec_time_ns;
     }
     if (t.dropped_records > 0) trace["dropped_records"] = t.dropped_records;
+    if (t.history.max_size != 0) trace["history"] = history_json(t);
     if (!t.symbolization_warnings.empty())
       trace["symbolization_warnings"] = t.symbolization_warnings;
     trace["rank"] = rank_json(t);

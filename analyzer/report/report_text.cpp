@@ -5,6 +5,7 @@
 #include "analyzer/model/leak_classes.h"
 #include "analyzer/report/byte_size.h"
 #include "analyzer/report/frame_text.h"
+#include "analyzer/report/history_text.h"
 #include "analyzer/report/job_view.h"
 #include "analyzer/report/report.h"
 #include "analyzer/report/views_report.h"
@@ -184,6 +185,8 @@ void write_report_text(const ReportInput& input, std::ostream& out) {
         << ": " << command_line(t.argv) << "\n";
     out << "  events        " << t.events << " over " << human_duration(t.duration_ns) << " ("
         << ending(t) << ")\n";
+    if (const std::string history = history_text(t); !history.empty())
+      out << "  history       " << history << "\n";
     if (t.unmatched_frees > 0) {
       out << "  note          " << t.unmatched_frees
           << " frees of addresses allocated before tracing started or by an API not tracked\n";
