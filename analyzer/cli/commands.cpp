@@ -2,20 +2,25 @@
 // The list of the CLI's commands (commands.h).
 #include "analyzer/cli/commands.h"
 
+#include "analyzer/cli/frames_option.h"
+
 namespace gmt::analyzer {
 
 Command add_trace_json_command(CLI::App& app, const char* name, const char* description,
-                               TraceJsonRun run) {
+                               TraceJsonRun run, bool stacks) {
   struct Options {
     std::string path;
     bool json = false;
+    FrameMode frames = FrameMode::kUser;
   };
   auto options = std::make_shared<Options>();
   CLI::App* command = app.add_subcommand(name, description);
   command->add_option("trace", options->path, "Trace file")->required();
   command->add_flag("--json", options->json, "Machine-readable output (contract in README.md)");
-  return {command,
-          [options, run] { return run(options->path, options->json, std::cout, std::cerr); }};
+  if (stacks) add_frames_option(*command, options->frames);
+  return {command, [options, run] {
+            return run(options->path, options->json, options->frames, std::cout, std::cerr);
+          }};
 }
 
 std::vector<Command> add_commands(CLI::App& app) {

@@ -19,6 +19,7 @@
 #include <ostream>
 #include <string>
 #include <vector>
+#include "analyzer/report/frame_policy.h"
 
 namespace gmt::analyzer {
 
@@ -31,9 +32,10 @@ struct Command {
 
 // A command that reads one trace and prints text or, with --json, JSON: `run(path, json, out,
 // err)` once parsed.
-using TraceJsonRun = int (*)(const std::string&, bool, std::ostream&, std::ostream&);
+using TraceJsonRun = int (*)(const std::string&, bool, FrameMode, std::ostream&, std::ostream&);
+// `stacks`: the command prints stacks, and takes --frames (frames_option.h).
 Command add_trace_json_command(CLI::App& app, const char* name, const char* description,
-                               TraceJsonRun run);
+                               TraceJsonRun run, bool stacks);
 
 // Every command, registered on `app` in the order `--help` lists them.
 std::vector<Command> add_commands(CLI::App& app);
@@ -63,12 +65,15 @@ struct PeakOptions {
   std::size_t top = 10;
   std::string by = "stack";  // "stack" | "library"
   bool json = false;
+  FrameMode frames = FrameMode::kUser;
 };
 int peak_command(const PeakOptions& options, std::ostream& out, std::ostream& err);
 
-int leaks_command(const std::string& path, bool json, std::ostream& out, std::ostream& err);
+int leaks_command(const std::string& path, bool json, FrameMode frames, std::ostream& out,
+                  std::ostream& err);
 
-int oom_command(const std::string& path, bool json, std::ostream& out, std::ostream& err);
+int oom_command(const std::string& path, bool json, FrameMode frames, std::ostream& out,
+                std::ostream& err);
 
 struct CheckOptions {
   std::string path;
@@ -90,14 +95,15 @@ struct TimelineOptions {
 };
 int timeline_command(const TimelineOptions& options, std::ostream& out, std::ostream& err);
 
-int diff_command(const std::string& before, const std::string& after, bool json, std::ostream& out,
-                 std::ostream& err);
+int diff_command(const std::string& before, const std::string& after, bool json, FrameMode frames,
+                 std::ostream& out, std::ostream& err);
 
 struct ExportOptions {
   std::string path;
   std::string format;         // "perfetto" | "pprof" | "folded" | "speedscope" | "memviz"
   std::string output;         // a file, or "-" for `out`
   std::string what = "peak";  // folded: "peak" | "leaks"
+  FrameMode frames = FrameMode::kUser;  // folded, speedscope, pprof, memviz
 };
 // Writes the trace in a format other tools open (export_formats.h); 1 when the trace is not
 // readable or the output cannot be written.
@@ -107,7 +113,7 @@ int export_command(const ExportOptions& options, std::ostream& out, std::ostream
 // Unreadable traces are named on `err` and the page reports the others; returns 1 when one was
 // unreadable or the page could not be written, else 0. `jobs`: as load_traces's.
 int html_command(const std::vector<std::string>& paths, const std::string& output,
-                 std::ostream& err, unsigned jobs = 0);
+                 std::ostream& err, unsigned jobs = 0, FrameMode frames = FrameMode::kUser);
 
 // `top`: watches the traces (files, directories, the traces of --pid processes) while they are
 // written and prints a frame every `interval` seconds: text, or a JSON line per frame

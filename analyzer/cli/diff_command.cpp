@@ -8,6 +8,7 @@
 
 #include "analyzer/cli/command_support.h"
 #include "analyzer/cli/commands.h"
+#include "analyzer/cli/frames_option.h"
 #include "analyzer/model/input/trace_error.h"
 #include "analyzer/model/leak_classes.h"
 #include "analyzer/report/byte_size.h"
@@ -118,7 +119,7 @@ nlohmann::ordered_json diff_json(const TraceSummary& a, const TraceSummary& b,
 }
 
 void write_diff_text(const nlohmann::ordered_json& diff, const std::vector<SiteChange>& changes,
-                     std::ostream& out) {
+                     FrameMode mode, std::ostream& out) {
   constexpr std::size_t kShown = 10;
   out << "before " << diff["before"].get<std::string>() << "\nafter  "
       << diff["after"].get<std::string>() << "\n";
@@ -133,15 +134,15 @@ void write_diff_text(const nlohmann::ordered_json& diff, const std::vector<SiteC
     const SiteChange& c = changes[i];
     out << "  at peak " << signed_bytes(change_of(c.before.peak, c.after.peak)) << ", never freed "
         << signed_bytes(change_of(c.before.leaked, c.after.leaked)) << "\n";
-    write_frames(c.frames, 4, "      ", out);
+    write_frames(c.frames, 4, "      ", out, mode);
   }
   if (changes.size() > kShown) out << "  ... " << changes.size() - kShown << " more sites\n";
 }
 
 }  // namespace
 
-int diff_command(const std::string& before, const std::string& after, bool json, std::ostream& out,
-                 std::ostream& err) {
+int diff_command(const std::string& before, const std::string& after, bool json, FrameMode frames,
+                 std::ostream& out, std::ostream& err) {
   TraceSummary a, b;
   try {
     a = load_trace(before, err);
@@ -158,7 +159,7 @@ int diff_command(const std::string& before, const std::string& after, bool json,
   if (json) {
     out << diff.dump(2) << "\n";
   } else {
-    write_diff_text(diff, changes, out);
+    write_diff_text(diff, changes, frames, out);
   }
   return 0;
 }
@@ -167,15 +168,17 @@ Command add_diff_command(CLI::App& app) {
   struct Options {
     std::string before, after;
     bool json = false;
+    FrameMode frames = FrameMode::kUser;
   };
   auto options = std::make_shared<Options>();
   CLI::App* diff = app.add_subcommand("diff", "Peak and leak changes by site between two traces");
   diff->add_option("before", options->before, "Trace before the change")->required();
   diff->add_option("after", options->after, "Trace after the change")->required();
   diff->add_flag("--json", options->json, "Machine-readable output (contract in README.md)");
+  add_frames_option(*diff, options->frames);
   return {diff, [options] {
-            return diff_command(options->before, options->after, options->json, std::cout,
-                                std::cerr);
+            return diff_command(options->before, options->after, options->json, options->frames,
+                                std::cout, std::cerr);
           }};
 }
 

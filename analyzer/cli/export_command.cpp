@@ -6,6 +6,7 @@
 
 #include "analyzer/cli/command_support.h"
 #include "analyzer/cli/commands.h"
+#include "analyzer/cli/frames_option.h"
 #include "analyzer/export/export_formats.h"
 #include "analyzer/model/input/trace_error.h"
 #include "analyzer/model/timeline_builder.h"
@@ -15,15 +16,16 @@ namespace {
 
 void write_format(const ExportOptions& options, TraceSummary& trace, std::ostream& out) {
   if (options.format == "folded") {
-    write_folded(trace, options.what == "leaks" ? ProfileWhat::kLeaks : ProfileWhat::kPeak, out);
+    write_folded(trace, options.what == "leaks" ? ProfileWhat::kLeaks : ProfileWhat::kPeak,
+                 options.frames, out);
   } else if (options.format == "speedscope") {
-    write_speedscope(trace, out);
+    write_speedscope(trace, options.frames, out);
   } else if (options.format == "pprof") {
-    write_pprof(trace, out);
+    write_pprof(trace, options.frames, out);
   } else if (options.format == "perfetto") {
     write_perfetto(trace, out);
   } else if (options.format == "memviz") {
-    write_memviz(trace, out);
+    write_memviz(trace, options.frames, out);
   } else {
     throw std::invalid_argument("unknown export format: " + options.format);
   }
@@ -70,6 +72,7 @@ Command add_export_command(CLI::App& app) {
       ->required()
       ->check(CLI::IsMember({"perfetto", "pprof", "folded", "speedscope", "memviz"}));
   export_->add_option("-o,--output", options->output, "Output file (\"-\": stdout)")->required();
+  add_frames_option(*export_, options->frames);
   CLI::Option* what =
       export_
           ->add_option("--what", options->what,

@@ -6,6 +6,7 @@
 
 #include "analyzer/cli/command_support.h"
 #include "analyzer/cli/commands.h"
+#include "analyzer/cli/frames_option.h"
 #include "analyzer/html/html_page.h"
 #include "analyzer/html/page_data.h"
 #include "analyzer/model/input/trace_error.h"
@@ -14,7 +15,7 @@
 namespace gmt::analyzer {
 
 int html_command(const std::vector<std::string>& paths, const std::string& output,
-                 std::ostream& err, unsigned jobs) {
+                 std::ostream& err, unsigned jobs, FrameMode frames) {
   ReportInput input = load_traces(paths, jobs);
   for (const UnreadableTrace& u : input.unreadable) err << "gpumemtrace: " << u.error << "\n";
   for (const TraceSummary& t : input.traces) {
@@ -24,7 +25,9 @@ int html_command(const std::vector<std::string>& paths, const std::string& outpu
   if (input.traces.empty()) return 1;  // every path was named above: no page of nothing
   nlohmann::ordered_json data;
   try {
-    data = html_report_data(input);
+    HtmlLimits limits;
+    limits.frame_mode = frames;
+    data = html_report_data(input, limits);
   } catch (const TraceError& e) {
     err << "gpumemtrace: " << e.what() << "\n";
     return 1;
@@ -48,6 +51,7 @@ Command add_html_command(CLI::App& app) {
     std::vector<std::string> paths;
     std::string output;
     unsigned jobs = 0;
+    FrameMode frames = FrameMode::kUser;
   };
   auto options = std::make_shared<Options>();
   CLI::App* html = app.add_subcommand(
@@ -57,8 +61,10 @@ Command add_html_command(CLI::App& app) {
   html->add_option("-j,--jobs", options->jobs,
                    "Traces read at once (default: $GPUMEMTRACE_JOBS, else one per CPU)")
       ->check(CLI::Range(1u, 4096u));
+  add_frames_option(*html, options->frames);
   return {html, [options] {
-            return html_command(options->paths, options->output, std::cerr, options->jobs);
+            return html_command(options->paths, options->output, std::cerr, options->jobs,
+                                options->frames);
           }};
 }
 

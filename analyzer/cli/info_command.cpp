@@ -138,7 +138,8 @@ void write_info_text(const TraceSummary& t, std::ostream& out) {
 
 }  // namespace
 
-int info_command(const std::string& path, bool json, std::ostream& out, std::ostream& err) {
+int info_command(const std::string& path, bool json, FrameMode /*frames: none printed*/,
+                 std::ostream& out, std::ostream& err) {
   TraceSummary trace;
   try {
     trace = load_trace(path, err);
@@ -156,7 +157,7 @@ int info_command(const std::string& path, bool json, std::ostream& out, std::ost
 
 Command add_info_command(CLI::App& app) {
   return add_trace_json_command(app, "info", "What a trace holds and whether it is whole",
-                                &info_command);
+                                &info_command, false);
 }
 
 }  // namespace gmt::analyzer

@@ -108,8 +108,8 @@ nlohmann::ordered_json leaks_json(const TraceSummary& trace, ResolvedStacks& fra
           {"reservations", reservations_json(trace, frames, owners)}};
 }
 
-void write_leaks_text(const TraceSummary& trace, ResolvedStacks& frames, bool colour,
-                      std::ostream& out) {
+void write_leaks_text(const TraceSummary& trace, ResolvedStacks& frames, FrameMode mode,
+                      bool colour, std::ostream& out) {
   constexpr std::size_t kGroupsShown = 10;
   constexpr std::size_t kFramesShown = 4;
   if (trace.leaks.empty()) {
@@ -132,7 +132,7 @@ void write_leaks_text(const TraceSummary& trace, ResolvedStacks& frames, bool co
     if (leak) out << " (" << rate_text(g.growth_bytes_per_s) << ")";
     if (g.freed_at_exit) out << " (freed only at exit)";
     out << "  " << device_name(g.device) << "  " << printable(owners.of(g.stack)) << "\n";
-    write_frames(frames[g.stack], kFramesShown, "        ", out);
+    write_frames(frames[g.stack], kFramesShown, "        ", out, mode);
   }
   if (trace.leaks.size() > kGroupsShown) {
     out << "  ... " << trace.leaks.size() - kGroupsShown << " more groups (--json lists all)\n";
@@ -142,7 +142,8 @@ void write_leaks_text(const TraceSummary& trace, ResolvedStacks& frames, bool co
 
 }  // namespace
 
-int leaks_command(const std::string& path, bool json, std::ostream& out, std::ostream& err) {
+int leaks_command(const std::string& path, bool json, FrameMode mode, std::ostream& out,
+                  std::ostream& err) {
   TraceSummary trace;
   try {
     trace = load_trace(path, err);
@@ -157,14 +158,14 @@ int leaks_command(const std::string& path, bool json, std::ostream& out, std::os
   if (json) {
     out << leaks_json(trace, frames).dump(2) << "\n";
   } else {
-    write_leaks_text(trace, frames, colour_wanted(1), out);
+    write_leaks_text(trace, frames, mode, colour_wanted(1), out);
   }
   return 0;
 }
 
 Command add_leaks_command(CLI::App& app) {
   return add_trace_json_command(app, "leaks", "Allocations never freed, grouped and classified",
-                                &leaks_command);
+                                &leaks_command, true);
 }
 
 }  // namespace gmt::analyzer

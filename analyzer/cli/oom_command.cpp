@@ -48,7 +48,8 @@ nlohmann::ordered_json oom_json(const TraceSummary& trace, ResolvedStacks& frame
           {"ooms", failures}};
 }
 
-void write_oom_text(const TraceSummary& trace, ResolvedStacks& frames, std::ostream& out) {
+void write_oom_text(const TraceSummary& trace, ResolvedStacks& frames, FrameMode mode,
+                    std::ostream& out) {
   constexpr std::size_t kFailuresShown = 5;
   constexpr std::size_t kHoldersShown = 5;
   constexpr std::size_t kFramesShown = 3;
@@ -83,7 +84,7 @@ void write_oom_text(const TraceSummary& trace, ResolvedStacks& frames, std::ostr
       }
     }
     out << "    failed call\n";
-    write_frames(frames[f.stack], kFramesShown, "      ", out);
+    write_frames(frames[f.stack], kFramesShown, "      ", out, mode);
     if (!f.holders.empty()) out << "    held then\n";
     for (std::size_t h = 0; h < f.holders.size() && h < kHoldersShown; ++h) {
       const PeakSite& holder = f.holders[h];
@@ -95,7 +96,7 @@ void write_oom_text(const TraceSummary& trace, ResolvedStacks& frames, std::ostr
       out << "      " << human_bytes(holder.bytes) << " in " << holder.count;
       if (holder.allocator >= 0) out << " " << allocator_name(holder.allocator) << " blocks";
       out << "\n";
-      write_frames(frames[holder.stack], kFramesShown, "        ", out);
+      write_frames(frames[holder.stack], kFramesShown, "        ", out, mode);
     }
   }
   if (total > kFailuresShown) out << "  ... " << total - kFailuresShown << " more (--json)\n";
@@ -103,7 +104,8 @@ void write_oom_text(const TraceSummary& trace, ResolvedStacks& frames, std::ostr
 
 }  // namespace
 
-int oom_command(const std::string& path, bool json, std::ostream& out, std::ostream& err) {
+int oom_command(const std::string& path, bool json, FrameMode mode, std::ostream& out,
+                std::ostream& err) {
   TraceSummary trace;
   try {
     trace = load_trace(path, err);
@@ -120,14 +122,14 @@ int oom_command(const std::string& path, bool json, std::ostream& out, std::ostr
   if (json) {
     out << oom_json(trace, frames).dump(2) << "\n";
   } else {
-    write_oom_text(trace, frames, out);
+    write_oom_text(trace, frames, mode, out);
   }
   return 0;
 }
 
 Command add_oom_command(CLI::App& app) {
   return add_trace_json_command(app, "oom", "Every failed allocation and what was held then",
-                                &oom_command);
+                                &oom_command, true);
 }
 
 }  // namespace gmt::analyzer

@@ -7,6 +7,7 @@
 
 #include "analyzer/cli/command_support.h"
 #include "analyzer/cli/commands.h"
+#include "analyzer/cli/frames_option.h"
 #include "analyzer/model/input/trace_error.h"
 #include "analyzer/model/leak_classes.h"
 #include "analyzer/model/owner_library.h"
@@ -108,7 +109,8 @@ nlohmann::ordered_json peak_json(const TraceSummary& trace, const std::vector<De
 }
 
 void write_peak_text(const std::vector<DevicePeak>& peaks, const std::string& by,
-                     ResolvedStacks& frames, OwnerLibraryCache& owners, std::ostream& out) {
+                     ResolvedStacks& frames, FrameMode mode, OwnerLibraryCache& owners,
+                     std::ostream& out) {
   constexpr std::size_t kFramesShown = 4;
   for (const DevicePeak& p : peaks) {
     uint64_t count = 0;
@@ -128,10 +130,10 @@ void write_peak_text(const std::vector<DevicePeak>& peaks, const std::string& by
         out << "(" << allocator_name(g.allocator) << " cache: free)\n";
       } else if (g.allocator >= 0) {
         out << printable(owners.of(g.stack)) << " (" << allocator_name(g.allocator) << " blocks)\n";
-        write_frames(frames[g.stack], kFramesShown, "        ", out);
+        write_frames(frames[g.stack], kFramesShown, "        ", out, mode);
       } else {
         out << printable(owners.of(g.stack)) << "\n";
-        write_frames(frames[g.stack], kFramesShown, "        ", out);
+        write_frames(frames[g.stack], kFramesShown, "        ", out, mode);
       }
     }
   }
@@ -168,7 +170,7 @@ int peak_command(const PeakOptions& options, std::ostream& out, std::ostream& er
   } else if (peaks.empty()) {
     out << options.path << ": no device memory was allocated\n";
   } else {
-    write_peak_text(peaks, options.by, frames, owners, out);
+    write_peak_text(peaks, options.by, frames, options.frames, owners, out);
   }
   return 0;
 }
@@ -186,6 +188,7 @@ Command add_peak_command(CLI::App& app) {
       ->check(CLI::IsMember({"stack", "library"}))
       ->capture_default_str();
   peak->add_flag("--json", options->json, "Machine-readable output (contract in README.md)");
+  add_frames_option(*peak, options->frames);
   return {peak, [options] { return peak_command(*options, std::cout, std::cerr); }};
 }
 

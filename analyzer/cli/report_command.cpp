@@ -2,17 +2,19 @@
 // `gpumemtrace report TRACE...`: one section per trace, in text or in JSON.
 #include "analyzer/cli/command_support.h"
 #include "analyzer/cli/commands.h"
+#include "analyzer/cli/frames_option.h"
 #include "analyzer/report/report.h"
 
 namespace gmt::analyzer {
 namespace {
 
-int report_command(const std::vector<std::string>& paths, bool json, unsigned jobs) {
+int report_command(const std::vector<std::string>& paths, bool json, FrameMode frames,
+                   unsigned jobs) {
   const ReportInput input = load_traces(paths, jobs);
   if (json) {
     write_report_json(input, std::cout);
   } else {
-    write_report_text(input, std::cout);
+    write_report_text(input, frames, std::cout);
   }
   for (const auto& u : input.unreadable) std::cerr << "gpumemtrace: " << u.error << "\n";
   for (const auto& t : input.traces) {
@@ -29,6 +31,7 @@ Command add_report_command(CLI::App& app) {
   struct Options {
     std::vector<std::string> paths;
     bool json = false;
+    FrameMode frames = FrameMode::kUser;
     unsigned jobs = 0;
   };
   auto options = std::make_shared<Options>();
@@ -39,8 +42,10 @@ Command add_report_command(CLI::App& app) {
       ->add_option("-j,--jobs", options->jobs,
                    "Traces read at once (default: $GPUMEMTRACE_JOBS, else one per CPU)")
       ->check(CLI::Range(1u, 4096u));
-  return {report,
-          [options] { return report_command(options->paths, options->json, options->jobs); }};
+  add_frames_option(*report, options->frames);
+  return {report, [options] {
+            return report_command(options->paths, options->json, options->frames, options->jobs);
+          }};
 }
 
 }  // namespace gmt::analyzer

@@ -29,6 +29,7 @@
 #include "analyzer/model/live_trace.h"
 #include "analyzer/model/owner_library.h"
 #include "analyzer/report/byte_size.h"
+#include "analyzer/report/frame_policy.h"
 #include "analyzer/report/stack_frames.h"
 
 namespace gmt::analyzer {
@@ -101,21 +102,11 @@ uint64_t unix_ns() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-// The frame to name a site by: the first Python frame, else the first native frame in a module
-// that is neither CUDA's plumbing nor a framework's allocator, else the leaf.
+// The frame to name a site by: the first frame in the user's code (frame_policy.h), else the
+// leaf.
 const SiteFrame* telling_frame(const std::vector<SiteFrame>& frames) {
-  for (const SiteFrame& f : frames) {
-    if (f.kind == "python") return &f;
-  }
-  for (const SiteFrame& f : frames) {
-    if (f.module && !passes_allocations_on(*f.module) &&
-        !caching_allocator_library(library_name(*f.module)))
-      return &f;
-  }
-  for (const SiteFrame& f : frames) {
-    if (!f.module || !passes_allocations_on(*f.module)) return &f;
-  }
-  return frames.empty() ? nullptr : &frames.front();
+  if (frames.empty()) return nullptr;
+  return &frames[first_user_frame(frames).value_or(0)];
 }
 
 struct Watched {

@@ -32,15 +32,18 @@ std::vector<WeightedStack> leak_stacks(const TraceSummary& trace) {
   return out;
 }
 
-ResolvedStacks resolve_weighted(TraceSummary& trace, const std::vector<WeightedStack>& stacks) {
+ResolvedStacks resolve_weighted(TraceSummary& trace, const std::vector<WeightedStack>& stacks,
+                                FrameMode mode) {
   std::vector<uint32_t> ids;
   ids.reserve(stacks.size());
   for (const WeightedStack& s : stacks) ids.push_back(s.stack);
-  return resolve_stacks(trace, ids, trace.symbolization_warnings);
+  ResolvedStacks resolved = resolve_stacks(trace, ids, trace.symbolization_warnings);
+  for (auto& [id, frames] : resolved) frames = flame_frames(frames, mode);
+  return resolved;
 }
 
 std::string frame_label(const SiteFrame& frame) {
-  if (frame.file || !frame.module) return frame.function;
+  if (frame.file || !frame.module || unsymbolized(frame)) return frame.function;
   const std::string& module = *frame.module;
   return frame.function + " (" + module.substr(module.find_last_of('/') + 1) + ")";
 }

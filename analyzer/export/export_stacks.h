@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "analyzer/model/trace_summary.h"
+#include "analyzer/report/frame_policy.h"
 #include "analyzer/report/stack_frames.h"
 
 namespace gmt::analyzer {
@@ -32,11 +33,14 @@ std::vector<WeightedStack> peak_stacks(const TraceSummary& trace);
 // live at the end): they add up to the bytes of every kind live at the end of the trace.
 std::vector<WeightedStack> leak_stacks(const TraceSummary& trace);
 
-// The symbolized frames of every stack in `stacks` (leaf first).
-ResolvedStacks resolve_weighted(TraceSummary& trace, const std::vector<WeightedStack>& stacks);
+// The symbolized frames of every stack in `stacks` (leaf first), as a flame graph shows them
+// (flame_frames: with FrameMode::kUser, the `via` frame under the first user frame).
+ResolvedStacks resolve_weighted(TraceSummary& trace, const std::vector<WeightedStack>& stacks,
+                                FrameMode mode);
 
 // A frame's name for a flame graph: the function, with the module's file name when there is no
-// source file to tell apart two unknown functions ("0x1a2b (libfoo.so)").
+// source file to tell apart two functions of one name ("cudaMalloc (libcudart.so.13)"); an
+// unsymbolized frame already names its module ("libfoo.so+0x1a2b").
 std::string frame_label(const SiteFrame& frame);
 
 // The frame that stands for an allocation recorded without a stack.

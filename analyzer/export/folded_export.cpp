@@ -20,10 +20,10 @@ std::string folded_name(std::string name) {
 
 }  // namespace
 
-void write_folded(TraceSummary& trace, ProfileWhat what, std::ostream& out) {
+void write_folded(TraceSummary& trace, ProfileWhat what, FrameMode mode, std::ostream& out) {
   const std::vector<WeightedStack> stacks =
       what == ProfileWhat::kLeaks ? leak_stacks(trace) : peak_stacks(trace);
-  ResolvedStacks frames = resolve_weighted(trace, stacks);
+  ResolvedStacks frames = resolve_weighted(trace, stacks, mode);
   // Sites whose frames symbolize alike are one line, as a flame graph would merge them anyway.
   std::map<std::string, uint64_t> lines;
   for (const WeightedStack& s : stacks) {

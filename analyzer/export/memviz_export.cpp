@@ -226,7 +226,7 @@ void write_entry(PickleWriter& p, FrameLists& frames, const Entry& e) {
 
 }  // namespace
 
-void write_memviz(TraceSummary& trace, std::ostream& out) {
+void write_memviz(TraceSummary& trace, FrameMode mode, std::ostream& out) {
   MemvizReplay replay(trace);
   {
     MappedFile file(trace.path);
@@ -250,6 +250,7 @@ void write_memviz(TraceSummary& trace, std::ostream& out) {
   std::sort(stacks.begin(), stacks.end());
   stacks.erase(std::unique(stacks.begin(), stacks.end()), stacks.end());
   ResolvedStacks resolved = resolve_stacks(trace, stacks, trace.symbolization_warnings);
+  for (auto& [id, f] : resolved) f = flame_frames(f, mode);
 
   PickleWriter p(out);
   FrameLists frames(p, resolved);

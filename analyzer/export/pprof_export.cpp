@@ -134,7 +134,7 @@ struct SiteValues {
 
 }  // namespace
 
-void write_pprof(TraceSummary& trace, std::ostream& out) {
+void write_pprof(TraceSummary& trace, FrameMode mode, std::ostream& out) {
   const ExportPass pass = read_export_pass(trace, 0);
   // By (device, stack): every site that allocated, with what it held at its device's peak.
   std::map<std::pair<int, uint32_t>, SiteValues> sites;
@@ -152,7 +152,7 @@ void write_pprof(TraceSummary& trace, std::ostream& out) {
   }
   std::vector<WeightedStack> all;
   for (const auto& [key, v] : sites) all.push_back({{}, key.first, key.second, 0, 0});
-  ResolvedStacks frames = resolve_weighted(trace, all);
+  ResolvedStacks frames = resolve_weighted(trace, all, mode);
 
   ProfileTables tables(trace);
   ProtoWriter head;

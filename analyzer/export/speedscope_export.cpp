@@ -59,12 +59,12 @@ ordered_json sampled_profile(const std::string& name, const std::vector<Weighted
 
 }  // namespace
 
-void write_speedscope(TraceSummary& trace, std::ostream& out) {
+void write_speedscope(TraceSummary& trace, FrameMode mode, std::ostream& out) {
   const std::vector<WeightedStack> peak = peak_stacks(trace);
   const std::vector<WeightedStack> leaks = leak_stacks(trace);
   std::vector<WeightedStack> both = peak;
   both.insert(both.end(), leaks.begin(), leaks.end());
-  ResolvedStacks resolved = resolve_weighted(trace, both);
+  ResolvedStacks resolved = resolve_weighted(trace, both, mode);
   SharedFrames shared;
   ordered_json profiles = ordered_json::array();
   profiles.push_back(sampled_profile("live at the peak", peak, resolved, shared));

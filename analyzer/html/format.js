@@ -63,7 +63,8 @@ gmt.deviceName = function (ordinal) {
   return ordinal >= 0 ? "device " + ordinal : "no device";
 };
 
-// A stack as the page prints it: one frame per line, leaf (the allocating call) first.
+// A stack as the page prints it: one frame per line, from the first frame in the user's code
+// (the frames below it are the `via` line under it) out to the program's entry.
 gmt.stackList = function (stack) {
   const list = gmt.el("ol", { class: "frames" });
   if (!stack.frames || stack.frames.length === 0) {
@@ -76,6 +77,7 @@ gmt.stackList = function (stack) {
     gmt.el("li", null, gmt.el("span", { class: "function" }, fn), " ",
            where ? gmt.el("span", { class: "where" }, where) : null);
   stack.frames.slice(0, shown).forEach((f) => list.append(frame(f)));
+  if (stack.via) list.firstChild.append(gmt.el("div", { class: "via" }, stack.via));
   const rest = stack.frames.length - shown + stack.more_frames;
   if (rest > 0) {
     const more = gmt.el("ol", { class: "frames", start: shown + 1 }, stack.frames.slice(shown).map(frame));

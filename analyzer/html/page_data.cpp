@@ -66,10 +66,13 @@ class DataBuilder {
     if (added) {
       ordered_json frames = ordered_json::array();
       const auto it = resolved.find(id);
-      const std::size_t size = it == resolved.end() ? 0 : it->second.size();
+      const ShownStack shown =
+          it == resolved.end() ? ShownStack{} : shown_stack(it->second, limits_.frame_mode);
+      const std::size_t size = shown.frames.size();
       for (std::size_t i = 0; i < size && i < limits_.frames; ++i)
-        frames.push_back(frame(it->second[i]));
-      stacks_.push_back({{"frames", frames}, {"more_frames", size - frames.size()}});
+        frames.push_back(frame(shown.frames[i]));
+      stacks_.push_back(
+          {{"frames", frames}, {"via", text(shown.via)}, {"more_frames", size - frames.size()}});
     }
     return {{"stack", at->second}};
   }
@@ -110,7 +113,8 @@ class DataBuilder {
         path.emplace_back(cache_label(s.allocator), "");
       } else if (const auto it = resolved.find(s.stack);
                  it != resolved.end() && !it->second.empty()) {
-        for (auto f = it->second.rbegin(); f != it->second.rend(); ++f) {
+        const std::vector<SiteFrame> shown = flame_frames(it->second, limits_.frame_mode);
+        for (auto f = shown.rbegin(); f != shown.rend(); ++f) {
           const ordered_json shown = frame(*f);
           path.emplace_back(text(frame_label(*f)), shown[1].get<std::string>());
         }

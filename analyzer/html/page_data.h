@@ -24,10 +24,11 @@ struct HtmlLimits {
   std::size_t peak_sites = 10;     // with their stacks, per device
   std::size_t holders = 10;        // per failed allocation, with their stacks
   std::size_t ooms = 100;          // failed allocations per trace
-  std::size_t leaks = kReportLeakGroups;  // leak groups per trace (the ones with frames)
-  std::size_t phase_runs = 2000;          // per trace
-  std::size_t frames = 24;                // per stack
-  std::size_t text = 300;                 // characters of a function or file name
+  std::size_t leaks = kReportLeakGroups;    // leak groups per trace (the ones with frames)
+  std::size_t phase_runs = 2000;            // per trace
+  std::size_t frames = 24;                  // per stack, as frame_mode shows it
+  FrameMode frame_mode = FrameMode::kUser;  // frame_policy.h
+  std::size_t text = 300;                   // characters of a function or file name
   std::size_t process_rows = 1000;
 };
 

@@ -21,6 +21,7 @@ gmt.Report = class {
       const stack = trace.stacks[item.stack];
       item.frames = stack ? stack.frames : [];
       item.more_frames = stack ? stack.more_frames : 0;
+      item.via = stack ? stack.via : "";
     };
     for (const device of trace.devices) device.peak_sites.forEach(link);
     for (const oom of trace.ooms) {

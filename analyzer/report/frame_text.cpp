@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "analyzer/report/frame_text.h"
 
-#include <optional>
 #include <sstream>
 
 namespace gmt::analyzer {
@@ -49,49 +48,26 @@ std::string frame_text(const SiteFrame& f) {
   if (f.file) {
     text << "  " << printable(basename_of(*f.file));
     if (f.line) text << ':' << *f.line;
-  } else if (f.module) {
+  } else if (f.module && !unsymbolized(f)) {
     text << "  (" << printable(basename_of(*f.module)) << ')';
   }
   return text.str();
 }
 
-namespace {
-
-// The CUDA runtime's and driver's own libraries.
-bool cuda_library(const std::optional<std::string>& module) {
-  if (!module) return false;
-  const std::string name = module->substr(module->rfind('/') + 1);
-  return name.rfind("libcudart", 0) == 0 || name.rfind("libcuda.so", 0) == 0;
-}
-
-}  // namespace
-
 void write_frames(const std::vector<SiteFrame>& frames, std::size_t shown,
-                  const std::string& indent, std::ostream& out) {
-  if (frames.empty()) out << indent << "(no stack recorded)\n";
-  // A stack that went through the CUDA runtime starts with its internals: the text starts at
-  // the runtime's entry point (the last of those frames, cudaMalloc), so that the frames shown
-  // are the program's. The JSON keeps them all.
-  std::size_t first = 0;
-  while (first + 1 < frames.size() && cuda_library(frames[first].module) &&
-         cuda_library(frames[first + 1].module)) {
-    ++first;
+                  const std::string& indent, std::ostream& out, FrameMode mode) {
+  if (frames.empty()) {
+    out << indent << "(no stack recorded)\n";
+    return;
   }
-  // With Python frames further down, they are what the user wrote: the native frames between
-  // the entry point and them are summed up in one line.
-  std::size_t python = first;
-  while (python < frames.size() && frames[python].kind != "python") ++python;
-  if (python < frames.size() && python > first + 1 && python >= first + shown && shown > 1) {
-    out << indent << frame_text(frames[first]) << "\n";
-    out << indent << "... " << python - first - 1 << " native frames\n";
-    first = python;
-    shown -= 1;
+  const ShownStack stack = shown_stack(frames, mode);
+  if (mode == FrameMode::kAll) shown = stack.frames.size();
+  for (std::size_t i = 0; i < stack.frames.size() && i < shown; ++i) {
+    out << indent << frame_text(stack.frames[i]) << "\n";
+    if (i == 0 && !stack.via.empty()) out << indent << "  " << printable(stack.via) << "\n";
   }
-  for (std::size_t i = first; i < frames.size() && i < first + shown; ++i) {
-    out << indent << frame_text(frames[i]) << "\n";
-  }
-  if (frames.size() > first + shown) {
-    out << indent << "... " << frames.size() - first - shown << " more frames\n";
+  if (stack.frames.size() > shown) {
+    out << indent << "... " << stack.frames.size() - shown << " more frames\n";
   }
 }
 

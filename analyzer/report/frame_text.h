@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "analyzer/model/trace_summary.h"
+#include "analyzer/report/frame_policy.h"
 
 namespace gmt::analyzer {
 
@@ -20,11 +21,14 @@ std::string printable(std::string_view text);
 // "device 0", or "device unknown" for -1.
 std::string device_name(int device);
 
-// "function  file.cpp:12", or "function  (libfoo.so)" without debug information.
+// "function  file.cpp:12", "function  (libfoo.so)" without debug information, or
+// "libfoo.so+0x1a2b" for a function nothing names.
 std::string frame_text(const SiteFrame& frame);
 
-// Up to `shown` frames, one per line after `indent`, and how many more there are.
+// The stack as frame_policy.h shows it, one frame per line after `indent`: the first user
+// frame, the `via` line under it (indented two more), then its callers, up to `shown` frames and
+// how many more there are. FrameMode::kAll writes every frame.
 void write_frames(const std::vector<SiteFrame>& frames, std::size_t shown,
-                  const std::string& indent, std::ostream& out);
+                  const std::string& indent, std::ostream& out, FrameMode mode = FrameMode::kUser);
 
 }  // namespace gmt::analyzer

@@ -38,13 +38,10 @@ std::string basename(const std::string& path) {
   return path.substr(path.find_last_of('/') + 1);
 }
 
-// The frame that names a site: the first one outside the CUDA libraries (libcudart, libcuda).
+// The frame that names a site: the first one in the user's code (frame_policy.h), else the leaf.
 const SiteFrame* naming_frame(const std::vector<SiteFrame>& frames) {
-  for (const SiteFrame& f : frames) {
-    if (f.module && basename(*f.module).starts_with("libcuda")) continue;
-    return &f;
-  }
-  return frames.empty() ? nullptr : &frames.front();
+  if (frames.empty()) return nullptr;
+  return &frames[first_user_frame(frames).value_or(0)];
 }
 
 std::string site_name(const std::vector<SiteFrame>& frames) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "analyzer/report/json_fields.h"
 
+#include "analyzer/report/frame_policy.h"
 #include "format/api.h"
 
 namespace gmt::analyzer {
@@ -31,12 +32,16 @@ nlohmann::ordered_json device_counts_json(const DeviceSummary& d) {
 nlohmann::ordered_json frames_json(const std::vector<SiteFrame>& frames) {
   using nlohmann::ordered_json;
   ordered_json out = ordered_json::array();
-  for (const SiteFrame& f : frames) {
+  // Every frame is kept; the one a text report starts from (frame_policy.h) is marked.
+  const std::optional<std::size_t> user = first_user_frame(frames);
+  for (std::size_t i = 0; i < frames.size(); ++i) {
+    const SiteFrame& f = frames[i];
     out.push_back({{"function", f.function},
                    {"file", f.file ? ordered_json(*f.file) : nullptr},
                    {"line", f.line ? ordered_json(*f.line) : nullptr},
                    {"module", f.module ? ordered_json(*f.module) : nullptr},
-                   {"kind", f.kind}});
+                   {"kind", f.kind},
+                   {"user", user == i}});
   }
   return out;
 }

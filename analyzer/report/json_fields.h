@@ -28,6 +28,8 @@ nlohmann::ordered_json rank_json(const TraceSummary& trace);
 // live_at_exit_bytes, live_at_exit_count, alloc_count, free_count, failed_alloc_count.
 nlohmann::ordered_json device_counts_json(const DeviceSummary& device);
 
+// Every frame, leaf first: function, file, line, module, kind ("native" | "python") and user
+// (true on the first frame in the user's code, the one the text reports start from).
 nlohmann::ordered_json frames_json(const std::vector<SiteFrame>& frames);
 
 // A site's lifetime statistics: allocations made there, temporaries, sizes by power of two.

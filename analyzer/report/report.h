@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "analyzer/model/trace_summary.h"
+#include "analyzer/report/frame_policy.h"
 #include "analyzer/report/stack_frames.h"
 
 namespace gmt::analyzer {
@@ -37,6 +38,7 @@ struct ReportInput {
 ReportInput load_traces(const std::vector<std::string>& paths, unsigned jobs = 0);
 
 void write_report_json(const ReportInput& input, std::ostream& out);
-void write_report_text(const ReportInput& input, std::ostream& out);
+// Stacks as frame_policy.h shows them in `frames` mode.
+void write_report_text(const ReportInput& input, FrameMode frames, std::ostream& out);
 
 }  // namespace gmt::analyzer

@@ -62,7 +62,7 @@ void write_kinds(const std::map<format::MemoryKind, KindUsage>& kinds, const std
 }
 
 // The largest allocation sites live at the peak, with the first frames of each stack.
-void write_sites(const DeviceSummary& d, std::ostream& out) {
+void write_sites(const DeviceSummary& d, FrameMode frames, std::ostream& out) {
   if (d.top_sites.empty() || (d.top_sites.size() == 1 && d.top_sites[0].frames.empty())) return;
   constexpr std::size_t kFramesShown = 10;
   out << "    top sites at the peak\n";
@@ -78,13 +78,7 @@ void write_sites(const DeviceSummary& d, std::ostream& out) {
                                 : (site.count == 1 ? " allocation" : " allocations"));
     if (site.allocator >= 0) out << " of the " << allocator_name(site.allocator) << " allocator";
     out << "\n";
-    if (site.frames.empty()) out << "        (no stack recorded)\n";
-    for (std::size_t i = 0; i < site.frames.size() && i < kFramesShown; ++i) {
-      out << "        " << frame_text(site.frames[i]) << "\n";
-    }
-    if (site.frames.size() > kFramesShown) {
-      out << "        ... " << site.frames.size() - kFramesShown << " more frames\n";
-    }
+    write_frames(site.frames, kFramesShown, "        ", out, frames);
   }
 }
 
@@ -105,7 +99,8 @@ std::string views_title(const std::string& what, const std::optional<ViewValues>
   return title + ")";
 }
 
-void write_device(const TraceSummary& t, const DeviceSummary& d, std::ostream& out) {
+void write_device(const TraceSummary& t, const DeviceSummary& d, FrameMode frames,
+                  std::ostream& out) {
   out << "  "
       << (d.device >= 0 ? "device " + std::to_string(d.device) : std::string("device unknown"));
   if (!d.identity.pci_bus_id.empty()) {
@@ -124,7 +119,7 @@ void write_device(const TraceSummary& t, const DeviceSummary& d, std::ostream& o
   if (d.teardown_free_count > 0) out << ", freed by context teardown " << d.teardown_free_count;
   out << "\n";
   write_kinds(d.by_kind, "    ", out);
-  write_sites(d, out);
+  write_sites(d, frames, out);
   write_views_text(views_title("views at the peak", d.views_at_peak, d.peak_time_ns, d.peak_bytes),
                    d.views_at_peak, d.peak_bytes, by_library_at_peak(t, d), out);
   write_views_text(views_title("views at exit", d.views_at_exit, d.peak_time_ns, d.peak_bytes),
@@ -178,7 +173,7 @@ void write_run_table(const std::vector<TraceSummary>& traces, std::ostream& out)
 
 }  // namespace
 
-void write_report_text(const ReportInput& input, std::ostream& out) {
+void write_report_text(const ReportInput& input, FrameMode frames, std::ostream& out) {
   for (const TraceSummary& t : input.traces) {
     out << "trace " << t.path << "\n";
     out << "  process       pid " << t.pid << " (parent " << t.ppid << ") on " << printable(t.host)
@@ -195,7 +190,7 @@ void write_report_text(const ReportInput& input, std::ostream& out) {
     for (const std::string& note : t.notes) {
       out << "  recording     " << printable(note) << "\n";
     }
-    for (const auto& [ordinal, d] : t.devices) write_device(t, d, out);
+    for (const auto& [ordinal, d] : t.devices) write_device(t, d, frames, out);
     write_phases_text(t, out);
     write_leak_line(t, out);
     if (!t.process_kinds.empty()) {

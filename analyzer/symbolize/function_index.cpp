@@ -46,6 +46,15 @@ void FunctionIndex::index_children(Dwarf_Die* parent, const std::string& scope, 
       while ((offset = dwarf_ranges(&child, offset, &base, &low, &high)) > 0) {
         if (low < high) index.ranges.push_back({low, high, child});
       }
+      // A concrete copy of a function also inlined elsewhere points to its abstract instance.
+      Dwarf_Attribute attribute;
+      Dwarf_Die origin;
+      Dwarf_Addr entry = 0;
+      if (dwarf_formref_die(dwarf_attr(&child, DW_AT_abstract_origin, &attribute), &origin) !=
+              nullptr &&
+          dwarf_entrypc(&child, &entry) == 0) {
+        out_of_line_.emplace(origin.addr, entry);
+      }
     } else if (tag == DW_TAG_namespace || tag == DW_TAG_class_type ||
                tag == DW_TAG_structure_type || tag == DW_TAG_union_type) {
       // Written as the demangler writes them, so DWARF and symbol names read alike.
@@ -80,6 +89,15 @@ const std::string& FunctionIndex::scope_of(Dwarf_Die* declaration) {
   unit_index(&unit);
   auto found = scopes_.find(declaration->addr);
   return found != scopes_.end() ? found->second : kNone;
+}
+
+std::optional<Dwarf_Addr> FunctionIndex::out_of_line_entry(Dwarf_Die* origin) {
+  Dwarf_Die unit;
+  if (dwarf_diecu(origin, &unit, nullptr, nullptr) == nullptr) return std::nullopt;
+  unit_index(&unit);
+  auto found = out_of_line_.find(origin->addr);
+  if (found == out_of_line_.end()) return std::nullopt;
+  return found->second;
 }
 
 }  // namespace gmt::analyzer::symbolize

@@ -27,6 +27,11 @@ class FunctionIndex {
   // or one not found (the declaration's unit is indexed first if needed).
   const std::string& scope_of(Dwarf_Die* declaration);
 
+  // The entry (in the unit's address space) of an out-of-line copy of the function whose
+  // abstract instance is `origin` (what DW_AT_abstract_origin of its inlined instances names),
+  // if its unit has one.
+  std::optional<Dwarf_Addr> out_of_line_entry(Dwarf_Die* origin);
+
  private:
   struct Range {
     Dwarf_Addr low, high;  // [low, high)
@@ -44,6 +49,7 @@ class FunctionIndex {
   // file, a dwz alternate file, and every unit.
   std::unordered_map<const void*, Unit> units_;
   std::unordered_map<const void*, std::string> scopes_;
+  std::unordered_map<const void*, Dwarf_Addr> out_of_line_;  // by abstract instance DIE
 };
 
 }  // namespace gmt::analyzer::symbolize

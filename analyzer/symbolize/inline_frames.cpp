@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "analyzer/symbolize/demangle.h"
 
@@ -31,6 +32,17 @@ SourceLocation line_table_location(Dwfl_Module* module, Dwarf_Addr address) {
   SourceLocation location;
   Dwfl_Line* line = dwfl_module_getsrc(module, address);
   if (line == nullptr) return location;
+  // The line table's closest row below an address past the unit's code (between two of its
+  // ranges: main and main.cold with _start between them) is the end of the code before it,
+  // whose file and line belong to no instruction there (_start read "stl_vector.h:733"). The
+  // address must be in the unit's ranges, where it has any.
+  Dwarf_Addr bias = 0;
+  Dwarf_Die* unit = dwfl_module_addrdie(module, address, &bias);
+  if (unit != nullptr &&
+      (dwarf_hasattr(unit, DW_AT_ranges) != 0 || dwarf_hasattr(unit, DW_AT_low_pc) != 0) &&
+      dwarf_haspc(unit, address - bias) == 0) {
+    return location;
+  }
   int number = 0;
   const char* file = dwfl_lineinfo(line, nullptr, &number, nullptr, nullptr, nullptr);
   if (file != nullptr && file[0] != '\0') location.file = file;
@@ -73,9 +85,28 @@ const char* mangled_name(Dwarf_Die* function) {
   return name != nullptr && name[0] == '_' && name[1] == 'Z' ? name : nullptr;
 }
 
+// "name [clone .constprop.0]" and "name.cold" are parts or copies of `name`: one function.
+std::string without_clone_suffix(std::string name, bool mangled) {
+  if (mangled) {
+    while (name.ends_with("]")) {
+      const std::size_t clone = name.rfind(" [clone ");
+      if (clone == std::string::npos) break;
+      name.erase(clone);
+    }
+    return name;
+  }
+  for (const char* suffix : {".cold", ".part.", ".constprop.", ".isra.", ".lto_priv."}) {
+    const std::size_t at = name.find(suffix);
+    if (at != std::string::npos && at > 0) name.erase(at);
+  }
+  return name;
+}
+
+// The symbol table's name for the function at `address`: demangled, clone suffixes cut.
 std::string symbol_name(SymbolTable& symbols, Dwarf_Addr address) {
   const char* name = symbols.name_at(address);
-  return name != nullptr ? demangle(name) : std::string();
+  if (name == nullptr) return {};
+  return without_clone_suffix(demangle(name), name[0] == '_' && name[1] == 'Z');
 }
 
 // The DIE where a function is declared: an inlined or out-of-line instance points to its
@@ -106,16 +137,28 @@ std::string qualified_name(Dwarf_Die* function, FunctionIndex& index) {
 }
 
 // A DWARF function's name, demangled: from its mangled name when there is one. GCC writes none
-// for C functions, main, extern "C" and functions with internal linkage; then the symbol table's
-// name is preferred for the outermost function, so that it reads the same with and without
-// debug info ("static_function(int)"). Inlined functions without a linkage name have no symbol
-// of their own: their qualified DW_AT_name is used ("inlined_helper").
+// for C functions, main, extern "C" and functions with internal linkage; then the symbol table
+// names the function, as it would without debug info ("static_function(int)"): for the
+// outermost function, at the address; for an inlined one, at its out-of-line copy, so that a
+// function inlined at one call and not at another has one name (and its sites are one site).
+// An inlined function without a copy of its own is named by its qualified DW_AT_name
+// ("inlined_helper"). Clone suffixes (".cold", "[clone .constprop.0]") are cut: the same function.
 std::string function_name(Dwarf_Die* function, ModuleIndexes& indexes, Dwarf_Addr address,
-                          bool outermost) {
+                          Dwarf_Addr bias, bool outermost) {
   if (const char* mangled = mangled_name(function)) return demangle(mangled);
   if (outermost) {
     std::string from_symbols = symbol_name(indexes.symbols, address);
     if (!from_symbols.empty()) return from_symbols;
+  } else {
+    Dwarf_Attribute attribute;
+    Dwarf_Die origin;
+    if (dwarf_formref_die(dwarf_attr(function, DW_AT_abstract_origin, &attribute), &origin) !=
+        nullptr) {
+      if (const std::optional<Dwarf_Addr> entry = indexes.functions.out_of_line_entry(&origin)) {
+        std::string from_symbols = symbol_name(indexes.symbols, *entry + bias);
+        if (!from_symbols.empty()) return from_symbols;
+      }
+    }
   }
   return qualified_name(function, indexes.functions);
 }
@@ -129,10 +172,9 @@ bool may_contain_code(int tag) {
 
 // The function containing `address` and the inlined instances nested in it down to the
 // innermost one holding the address: [function, outer inlined..., innermost inlined].
-std::vector<Dwarf_Die> physical_chain(Dwfl_Module* module, FunctionIndex& index,
-                                      Dwarf_Addr address) {
+std::vector<Dwarf_Die> physical_chain(Dwfl_Module* module, FunctionIndex& index, Dwarf_Addr address,
+                                      Dwarf_Addr& bias) {
   std::vector<Dwarf_Die> chain;
-  Dwarf_Addr bias = 0;
   Dwarf_Die* unit = dwfl_module_addrdie(module, address, &bias);
   if (unit == nullptr) return chain;
   const Dwarf_Addr unit_address = address - bias;
@@ -169,12 +211,13 @@ std::vector<SymbolizedFrame> inline_frames(Dwfl_Module* module, ModuleIndexes& i
   std::vector<SymbolizedFrame> frames;
   SourceLocation location = line_table_location(module, address);
 
-  std::vector<Dwarf_Die> chain = physical_chain(module, indexes.functions, address);
+  Dwarf_Addr bias = 0;  // module address - unit address
+  std::vector<Dwarf_Die> chain = physical_chain(module, indexes.functions, address, bias);
   for (size_t i = chain.size(); i-- > 0;) {
     Dwarf_Die* scope = &chain[i];
     const bool inlined = i > 0;
     SymbolizedFrame frame;
-    frame.function = function_name(scope, indexes, address, !inlined);
+    frame.function = function_name(scope, indexes, address, bias, !inlined);
     frame.file = location.file;
     frame.line = location.line;
     frame.inlined = inlined;

@@ -16,6 +16,12 @@ std::string hex(uint64_t value) {
   return text;
 }
 
+// "libfoo.so+0x1a2b"; "0x1a2b" for a module without a name.
+std::string offset_name(const std::string& path, uint64_t offset) {
+  const std::string name = path.substr(path.find_last_of('/') + 1);
+  return name.empty() ? hex(offset) : name + "+" + hex(offset);
+}
+
 // The kernel's vDSO is reported by dl_iterate_phdr under a name no file has; saying so for
 // every trace would only be noise.
 bool is_vdso(const std::string& path) {
@@ -110,9 +116,11 @@ std::vector<SymbolizedFrame> Symbolizer::lookup(uint64_t address, bool is_return
   std::vector<SymbolizedFrame> frames = entry.debug->frames_at(pc - entry.info.load_base);
   if (frames.empty()) frames.emplace_back();
   for (SymbolizedFrame& frame : frames) {
-    // Unknown functions are named by the offset of the address as given, which is what
-    // `addr2line -e <module>` or `objdump -d` of the module take.
-    if (frame.function.empty()) frame.function = hex(address - entry.info.load_base);
+    // Unknown functions are named by the module and the offset of the address as given
+    // ("libcudart.so.13+0x41b5e"), which is what `addr2line -e <module>` or `objdump -d` of the
+    // module take.
+    if (frame.function.empty())
+      frame.function = offset_name(entry.info.path, address - entry.info.load_base);
     frame.module = entry.info.path;
   }
   return frames;

@@ -30,7 +30,7 @@ struct ModuleInfo {
 };
 
 struct SymbolizedFrame {
-  std::string function;             // demangled; "0x<hex offset>" within the module when unknown
+  std::string function;             // demangled; "<module file name>+0x<hex offset>" when unknown
   std::optional<std::string> file;  // source path as DWARF gives it (absolute where possible)
   std::optional<int> line;
   std::string module;    // module path as recorded ("" for an address in no module)

@@ -38,6 +38,11 @@ std::string hex(uint64_t value) {
   return text;
 }
 
+// An unsymbolized frame's name: the module's file name and the offset ("libfoo.so+0x1a2b").
+std::string offset_name(const std::string& path, uint64_t offset) {
+  return path.substr(path.find_last_of('/') + 1) + "+" + hex(offset);
+}
+
 struct Expected {
   std::string function;
   std::string file;  // basename; "" when no file is expected
@@ -209,7 +214,8 @@ TEST_F(SymbolizerTest, BuildIdMismatchIsWarnedOnceAndLeavesOffsets) {
   for (const char* name : {"plain", "namespaced", "inlined"}) {
     const auto& frames = symbolizer.symbolize(address(name));
     ASSERT_EQ(frames.size(), 1u);
-    expect_frame(frames[0], {hex(address(name) - module.load_base), "", 0}, module.path);
+    expect_frame(frames[0], {offset_name(module.path, address(name) - module.load_base), "", 0},
+                 module.path);
   }
   const auto warnings = symbolizer.warnings();
   ASSERT_EQ(warnings.size(), 1u);
@@ -223,7 +229,9 @@ TEST_F(SymbolizerTest, AnotherFileAtTheRecordedPathIsNotUsed) {
   symbolizer.add_module(library_at(program_.path));
   const auto& frames = symbolizer.symbolize(address("plain"));
   ASSERT_EQ(frames.size(), 1u);
-  expect_frame(frames[0], {hex(address("plain") - library_.load_base), "", 0}, program_.path);
+  expect_frame(frames[0],
+               {offset_name(program_.path, address("plain") - library_.load_base), "", 0},
+               program_.path);
   ASSERT_EQ(symbolizer.warnings().size(), 1u);
   EXPECT_NE(symbolizer.warnings()[0].find(library_.build_id), std::string::npos);
   EXPECT_NE(symbolizer.warnings()[0].find(program_.build_id), std::string::npos);
@@ -234,7 +242,7 @@ TEST_F(SymbolizerTest, FileWithoutBuildIdIsNotTheOneThatRan) {
   const std::string path = std::string(kVariantsDir) + "/libfixture_no_build_id.so";
   symbolizer.add_module(library_at(path));
   EXPECT_EQ(symbolizer.symbolize(address("plain")).front().function,
-            hex(address("plain") - library_.load_base));
+            offset_name(path, address("plain") - library_.load_base));
   ASSERT_EQ(symbolizer.warnings().size(), 1u);
   EXPECT_NE(symbolizer.warnings()[0].find("the file has none"), std::string::npos)
       << symbolizer.warnings()[0];
@@ -245,7 +253,7 @@ TEST_F(SymbolizerTest, MissingFileIsWarnedAndLeavesOffsets) {
   symbolizer.add_module(library_at("/nonexistent/gpumemtrace/libgone.so"));
   const auto& frames = symbolizer.symbolize(address("plain"));
   ASSERT_EQ(frames.size(), 1u);
-  expect_frame(frames[0], {hex(address("plain") - library_.load_base), "", 0},
+  expect_frame(frames[0], {"libgone.so+" + hex(address("plain") - library_.load_base), "", 0},
                "/nonexistent/gpumemtrace/libgone.so");
   ASSERT_EQ(symbolizer.warnings().size(), 1u);
   EXPECT_NE(symbolizer.warnings()[0].find("cannot open"), std::string::npos);
@@ -265,9 +273,9 @@ TEST_F(SymbolizerTest, FilesThatAreNotElfAreWarnedAbout) {
   directory.path = folder.string();
   symbolizer.add_module(directory);
   EXPECT_EQ(symbolizer.symbolize(address("plain")).front().function,
-            hex(address("plain") - library_.load_base));
+            offset_name(text.path, address("plain") - library_.load_base));
   EXPECT_EQ(symbolizer.symbolize(address("main_program")).front().function,
-            hex(address("main_program") - program_.load_base));
+            offset_name(directory.path, address("main_program") - program_.load_base));
   ASSERT_EQ(symbolizer.warnings().size(), 2u);
   EXPECT_NE(symbolizer.warnings()[0].find("not a usable ELF file"), std::string::npos)
       << symbolizer.warnings()[0];
@@ -397,7 +405,7 @@ TEST_F(SymbolizerTest, InconsistentModuleRecordsDoNotCrash) {
   vdso.end = vdso.start + 0x2000;
   vdso.load_base = vdso.start;
   symbolizer.add_module(vdso);
-  EXPECT_EQ(symbolizer.symbolize(vdso.start + 0x10).front().function, "0x10");
+  EXPECT_EQ(symbolizer.symbolize(vdso.start + 0x10).front().function, "linux-vdso.so.1+0x10");
 
   // The unnamed module is worth a warning; the vDSO, which never has a file, is not.
   const auto warnings = symbolizer.warnings();

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// How the text reports print a stack: from the CUDA runtime's entry point on, not its internals.
+// How the text reports print a stack: from the user's frame on, the CUDA runtime's internals
+// folded into one line.
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -31,24 +32,22 @@ std::string written(const std::vector<SiteFrame>& frames, std::size_t shown) {
   return out.str();
 }
 
-TEST(FrameText, StacksStartAtTheRuntimesEntryPoint) {
+TEST(FrameText, StacksStartAtTheUsersFrame) {
   const std::vector<SiteFrame> frames = {
-      in("0x41b5e", "/x/libcudart.so.13"), in("0x146f3", "/x/libcudart.so.13"),
-      in("cudaMalloc", "/x/libcudart.so.13"), at("allocate", "/src/model.cpp", 12),
-      at("main", "/src/main.cpp", 40)};
-  EXPECT_EQ(written(frames, 2),
-            "  cudaMalloc  (libcudart.so.13)\n  allocate  model.cpp:12\n"
-            "  ... 1 more frames\n");
+      in("libcudart.so.13+0x41b5e", "/x/libcudart.so.13"),
+      in("libcudart.so.13+0x146f3", "/x/libcudart.so.13"), in("cudaMalloc", "/x/libcudart.so.13"),
+      at("allocate", "/src/model.cpp", 12), at("main", "/src/main.cpp", 40)};
+  EXPECT_EQ(written(frames, 1),
+            "  allocate  model.cpp:12\n    via cudaMalloc\n  ... 1 more frames\n");
   EXPECT_EQ(written(frames, 5),
-            "  cudaMalloc  (libcudart.so.13)\n  allocate  model.cpp:12\n"
-            "  main  main.cpp:40\n");
+            "  allocate  model.cpp:12\n    via cudaMalloc\n  main  main.cpp:40\n");
 }
 
-// A PyTorch allocation: the runtime's entry point, then the Python frames that led to it, the
-// native frames between them summed up.
+// A PyTorch allocation: the Python frame that led to it first, the native frames below it
+// named by the layers they belong to.
 TEST(FrameText, PythonFramesAreShownPastTheNativeOnes) {
   std::vector<SiteFrame> frames = {
-      in("0x41b5e", "/x/libcudart.so.13"), in("cudaMalloc", "/x/libcudart.so.13"),
+      in("libcudart.so.13+0x41b5e", "/x/libcudart.so.13"), in("cudaMalloc", "/x/libcudart.so.13"),
       in("c10::allocate", "/x/libc10_cuda.so"), in("at::empty", "/x/libtorch_cpu.so")};
   SiteFrame leak = at("main", "/src/train.py", 30);
   leak.kind = "python";
@@ -56,26 +55,19 @@ TEST(FrameText, PythonFramesAreShownPastTheNativeOnes) {
   module.kind = "python";
   frames.push_back(leak);
   frames.push_back(module);
-  EXPECT_EQ(written(frames, 2),
-            "  cudaMalloc  (libcudart.so.13)\n  ... 2 native frames\n"
-            "  main  train.py:30\n  ... 1 more frames\n");
+  EXPECT_EQ(written(frames, 1),
+            "  main  train.py:30\n    via cudaMalloc \u2190 c10 \u2190 libtorch\n"
+            "  ... 1 more frames\n");
   EXPECT_EQ(written(frames, 3),
-            "  cudaMalloc  (libcudart.so.13)\n  ... 2 native frames\n"
-            "  main  train.py:30\n  <module>  train.py:37\n");
-  // Room for all of them: nothing is summed up.
-  EXPECT_EQ(written(frames, 5),
-            "  cudaMalloc  (libcudart.so.13)\n  c10::allocate  (libc10_cuda.so)\n"
-            "  at::empty  (libtorch_cpu.so)\n  main  train.py:30\n"
+            "  main  train.py:30\n    via cudaMalloc \u2190 c10 \u2190 libtorch\n"
             "  <module>  train.py:37\n");
 }
 
 TEST(FrameText, OtherStacksAreShownFromTheLeaf) {
-  const std::vector<SiteFrame> driver = {in("cuMemAlloc_v2", "/usr/lib/libcuda.so.1"),
-                                         at("allocate", "/src/model.cpp", 12)};
-  EXPECT_EQ(written(driver, 3), "  cuMemAlloc_v2  (libcuda.so.1)\n  allocate  model.cpp:12\n");
-  const std::vector<SiteFrame> only_runtime = {in("0x1", "/x/libcudart.so.12"),
-                                               in("0x2", "/x/libcudart.so.12")};
-  EXPECT_EQ(written(only_runtime, 1), "  0x2  (libcudart.so.12)\n");
+  const std::vector<SiteFrame> only_runtime = {in("libcudart.so.12+0x1", "/x/libcudart.so.12"),
+                                               in("cudaMalloc", "/x/libcudart.so.12")};
+  EXPECT_EQ(written(only_runtime, 1), "  libcudart.so.12+0x1\n  ... 1 more frames\n");
+  EXPECT_EQ(written(only_runtime, 2), "  libcudart.so.12+0x1\n  cudaMalloc  (libcudart.so.12)\n");
   EXPECT_EQ(written({}, 3), "  (no stack recorded)\n");
 }
 

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+// Which frames of a stack a report shows. A stack is shown from the first frame in the user's
+// code: the innermost Python frame where there are any, else the first native frame outside the
+// CUDA driver and runtime (a static cudart linked into the program included), the frameworks'
+// allocator machinery and the libraries they call (c10, libtorch, XLA, CuPy, NCCL, cuBLAS,
+// cuDNN...), the C/C++ runtime and gpumemtrace itself. The frames between it and the allocation
+// fold into one line naming the path taken ("via cudaMalloc ← c10 caching allocator"). Every
+// text report, the HTML page and the flame-graph exports show stacks this way; `--frames all`
+// shows every frame, and JSON keeps every frame with the first user frame marked.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analyzer/model/trace_summary.h"
+
+namespace gmt::analyzer {
+
+enum class FrameMode {
+  kUser,  // from the first user frame on, the frames before it folded into one line
+  kAll,   // every frame
+};
+
+// Whose code a frame is.
+enum class FrameOrigin {
+  kUser,
+  kCudaRuntime,  // libcuda, libcudart, a static cudart's symbols: where the allocation happens
+  kLibrary,      // frameworks and CUDA libraries: c10, libtorch, XLA, CuPy, NCCL, cuBLAS...
+  kSystem,       // libc, libstdc++, the dynamic loader, the program's start (_start)
+  kProfiler,     // libgpumemtrace
+};
+
+FrameOrigin frame_origin(const SiteFrame& frame);
+
+// A native frame that nothing names: its function reads "module+0xOFFSET" (or "0xADDRESS" for
+// an address in no module).
+bool unsymbolized(const SiteFrame& frame);
+
+// The index of the first frame in the user's code (leaf first): the innermost Python frame, else
+// the first symbolized native frame of the user's, else the first unsymbolized one of the user's;
+// nullopt when every frame is internal (or there are none).
+std::optional<std::size_t> first_user_frame(const std::vector<SiteFrame>& frames);
+
+// The path from the first user frame `user` to the allocation, frames [0, user): "via " the
+// outermost CUDA runtime entry point, then the layers that called it, nearest first:
+// "via cudaMalloc ← c10 caching allocator". "" when `user` is 0.
+std::string via_text(const std::vector<SiteFrame>& frames, std::size_t user);
+
+struct ShownStack {
+  // Leaf first: from the first user frame out, without the program's start (_start,
+  // __libc_start_main) past the last other frame; every frame with FrameMode::kAll, or when no
+  // frame is the user's.
+  std::vector<SiteFrame> frames;
+  std::string via;  // the folded frames (via_text); "" when nothing is folded
+};
+
+ShownStack shown_stack(const std::vector<SiteFrame>& frames, FrameMode mode);
+
+// The shown stack as a flame graph draws it, leaf first: the `via` line as a frame of its own
+// (kind "via") below the user's frame.
+std::vector<SiteFrame> flame_frames(const std::vector<SiteFrame>& frames, FrameMode mode);
+
+}  // namespace gmt::analyzer

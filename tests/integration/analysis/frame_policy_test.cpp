@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: Apache-2.0
+// The reports' stacks start at the user's line, on the simulated stack: a leak through the
+// static runtime (whose frames are in the program's own module) and a leak from Python (whose
+// native frames are the runtime's, ctypes' and the interpreter's). `--frames all` shows them all.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tests/integration/process_runner.h"
+#include "tests/integration/traced_run_fixture.h"
+
+using nlohmann::json;
+
+namespace gmt::test {
+namespace {
+
+class FramePolicy : public TracedRun {
+ protected:
+  // The lines of `text` after the first one that contains `header`.
+  static std::vector<std::string> lines_after(const std::string& text, const std::string& header) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    bool found = false;
+    for (std::string line; std::getline(in, line);) {
+      if (found) lines.push_back(line);
+      if (!found && line.find(header) != std::string::npos) found = true;
+    }
+    EXPECT_TRUE(found) << "no line with '" << header << "' in\n" << text;
+    return lines;
+  }
+
+  std::string leaks_text(const std::vector<std::string>& extra = {}) const {
+    std::vector<std::string> args = {"leaks", only_trace()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const ProcessResult r = cli(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out;
+  }
+};
+
+TEST_F(FramePolicy, StaticRuntimeLeakStartsAtTheUsersFunction) {
+  const ProcessResult run = run_traced("workload_static_leak", {});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string line = std::to_string(printed(run.out, "leak_line"));
+  const std::string text = leaks_text();
+  const std::vector<std::string> group = lines_after(text, "32.0 MiB in 1  ");
+  ASSERT_GE(group.size(), 3u) << text;
+  EXPECT_EQ(group[0], "        leaky::load_table()  static_leak.cpp:" + line) << text;
+  EXPECT_EQ(group[1], "          via cudaMalloc") << text;
+  EXPECT_EQ(group[2].rfind("        main  static_leak.cpp:", 0), 0u) << text;
+
+  // Every frame: the runtime's, then the user's, then the program's start.
+  const std::string all = leaks_text({"--frames", "all"});
+  const std::vector<std::string> frames = lines_after(all, "32.0 MiB in 1  ");
+  const auto at = [&](const std::string& function) {
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+      if (frames[i].rfind("        " + function, 0) == 0) return i;
+    }
+    ADD_FAILURE() << function << " not in\n" << all;
+    return frames.size();
+  };
+  EXPECT_LT(at("cudaMalloc  runtime_memory.cpp:"), at("leaky::load_table()"));
+  EXPECT_LT(at("leaky::load_table()"), at("main  static_leak.cpp"));
+  EXPECT_LT(at("main  static_leak.cpp"), at("_start  (workload_static_leak)"));
+  EXPECT_EQ(all.find("via "), std::string::npos) << all;
+
+  // JSON keeps every frame and marks the one the text starts from.
+  const ProcessResult leaks_json = cli({"leaks", only_trace(), "--json"});
+  ASSERT_EQ(leaks_json.exit_code, 0) << leaks_json.err;
+  const json stack = json::parse(leaks_json.out)["leaks"][0]["frames"];
+  int users = 0;
+  for (const json& frame : stack) {
+    if (!frame["user"].get<bool>()) continue;
+    ++users;
+    EXPECT_EQ(frame["function"], "leaky::load_table()");
+    EXPECT_EQ(frame["line"], printed(run.out, "leak_line"));
+  }
+  EXPECT_EQ(users, 1) << stack.dump(1);
+  EXPECT_EQ(stack[0]["user"], false);
+}
+
+TEST_F(FramePolicy, PythonLeakStartsAtThePythonLine) {
+  if (system("python3 -c pass") != 0) GTEST_SKIP() << "python3 is not installed";
+  ProcessSpec spec;
+  spec.argv = {"/usr/bin/env", "python3", workload("python_allocations.py"),
+               std::string(GMT_FAKECUDA_LIB_DIR) + "/libcudart.so.13", "CDLL"};
+  spec.set_env = base_env();
+  spec.set_env["LD_PRELOAD"] = preload();
+  spec.cwd = dir_;
+  const ProcessResult r = run_process(spec);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string text = leaks_text();
+  // The three layers, from one call site, are never freed.
+  const std::vector<std::string> group = lines_after(text, "192 MiB in 3  ");
+  ASSERT_GE(group.size(), 3u) << text;
+  EXPECT_EQ(group[0], "        allocate  python_allocations.py:" +
+                          std::to_string(printed(r.out, "allocate_line")))
+      << text;
+  EXPECT_EQ(group[1], "          via cudaMalloc") << text;
+  EXPECT_EQ(group[2], "        Model.build_layer  python_allocations.py:" +
+                          std::to_string(printed(r.out, "build_layer_line")))
+      << text;
+
+  const std::string all = leaks_text({"--frames", "all"});
+  const std::vector<std::string> frames = lines_after(all, "192 MiB in 3  ");
+  ASSERT_FALSE(frames.empty()) << all;
+  EXPECT_EQ(frames[0].rfind("        cudaMalloc  runtime_memory.cpp:", 0), 0u) << all;
+}
+
+}  // namespace
+}  // namespace gmt::test
