@@ -53,6 +53,7 @@ Command add_diff_command(CLI::App& app);
 Command add_export_command(CLI::App& app);
 Command add_html_command(CLI::App& app);
 Command add_top_command(CLI::App& app);
+Command add_summarize_command(CLI::App& app);
 
 // `run` parses its own arguments (everything from the program's name on belongs to the
 // program, "--" and options included, which CLI11 cannot express): `argv` is what follows
@@ -76,10 +77,13 @@ int oom_command(const std::string& path, bool json, FrameMode frames, std::ostre
                 std::ostream& err);
 
 struct CheckOptions {
-  std::string path;
-  std::optional<uint64_t> max_peak;  // bytes, on any one device
-  std::optional<uint64_t> max_leak;  // bytes left as probable leaks or unfreed
+  std::vector<std::string> paths;    // traces, summaries, directories (load_traces)
+  std::optional<uint64_t> max_peak;  // bytes, on any one device of any process
+  std::optional<uint64_t> max_leak;  // bytes left as probable leaks or unfreed, in any process
   bool no_oom = false;
+  std::optional<double> max_imbalance;  // highest peak / median of the processes' peaks
+  std::string imbalance_text;           // as given, for the FAIL line
+  unsigned jobs = 0;
 };
 int check_command(const CheckOptions& options, std::ostream& out, std::ostream& err);
 
@@ -99,8 +103,9 @@ int diff_command(const std::string& before, const std::string& after, bool json,
                  std::ostream& out, std::ostream& err);
 
 struct ExportOptions {
-  std::string path;
-  std::string format;         // "perfetto" | "pprof" | "folded" | "speedscope" | "memviz"
+  std::vector<std::string> paths;  // one trace; jsonl: traces, summaries, directories
+  std::string format;         // "perfetto" | "pprof" | "folded" | "speedscope" | "memviz" | "jsonl"
+  unsigned jobs = 0;          // jsonl: as load_traces's
   std::string output;         // a file, or "-" for `out`
   std::string what = "peak";  // folded: "peak" | "leaks"
   FrameMode frames = FrameMode::kUser;  // folded, speedscope, pprof, memviz

@@ -10,6 +10,7 @@
 #include "analyzer/export/export_formats.h"
 #include "analyzer/model/input/trace_error.h"
 #include "analyzer/model/timeline_builder.h"
+#include "analyzer/report/report.h"
 
 namespace gmt::analyzer {
 namespace {
@@ -31,15 +32,44 @@ void write_format(const ExportOptions& options, TraceSummary& trace, std::ostrea
   }
 }
 
+// jsonl: every trace and summary `paths` name, read as `report` reads them.
+int export_jsonl(const ExportOptions& options, std::ostream& out, std::ostream& err) {
+  const ReportInput input = load_traces(options.paths, options.jobs);
+  for (const UnreadableTrace& u : input.unreadable) err << "gpumemtrace: " << u.error << "\n";
+  for (const TraceSummary& t : input.traces) {
+    for (const std::string& problem : t.problems)
+      err << "gpumemtrace: " << t.path << ": left out at " << problem << "\n";
+  }
+  if (!input.unreadable.empty()) return 1;
+  if (options.output == "-") {
+    write_jsonl(input, out);
+    out.flush();
+    return out ? 0 : 1;
+  }
+  std::ofstream file(options.output, std::ios::binary | std::ios::trunc);
+  if (!file) {
+    err << "gpumemtrace: cannot create " << options.output << ": " << std::strerror(errno) << "\n";
+    return 1;
+  }
+  write_jsonl(input, file);
+  file.close();
+  if (!file) {
+    err << "gpumemtrace: cannot write " << options.output << ": " << std::strerror(errno) << "\n";
+    return 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int export_command(const ExportOptions& options, std::ostream& out, std::ostream& err) {
+  if (options.format == "jsonl") return export_jsonl(options, out, err);
   SummaryOptions summary_options;
   // The counters' buckets: as fine as the bucket limit allows, whatever the trace's length.
   if (options.format == "perfetto") summary_options.timeline_resolution_ns = 1;
   TraceSummary trace;
   try {
-    trace = load_trace(options.path, err, summary_options);
+    trace = load_trace(options.paths.front(), err, summary_options);
   } catch (const TraceError& e) {
     err << "gpumemtrace: " << e.what() << "\n";
     return 1;
@@ -66,11 +96,19 @@ int export_command(const ExportOptions& options, std::ostream& out, std::ostream
 Command add_export_command(CLI::App& app) {
   auto options = std::make_shared<ExportOptions>();
   CLI::App* export_ = app.add_subcommand(
-      "export", "Write a trace for other viewers: perfetto, pprof, folded, speedscope, memviz");
-  export_->add_option("trace", options->path, "Trace file")->required();
+      "export",
+      "Write a trace for other viewers: perfetto, pprof, folded, speedscope, memviz, jsonl");
+  export_
+      ->add_option("traces", options->paths,
+                   "Trace file (jsonl: traces, summaries, or directories of them)")
+      ->required();
   export_->add_option("--format", options->format, "Output format")
       ->required()
-      ->check(CLI::IsMember({"perfetto", "pprof", "folded", "speedscope", "memviz"}));
+      ->check(CLI::IsMember({"perfetto", "pprof", "folded", "speedscope", "memviz", "jsonl"}));
+  export_
+      ->add_option("-j,--jobs", options->jobs,
+                   "jsonl: traces read at once (default: $GPUMEMTRACE_JOBS, else one per CPU)")
+      ->check(CLI::Range(1u, 4096u));
   export_->add_option("-o,--output", options->output, "Output file (\"-\": stdout)")->required();
   add_frames_option(*export_, options->frames);
   CLI::Option* what =
@@ -84,6 +122,12 @@ Command add_export_command(CLI::App& app) {
             if (what->count() > 0 && options->format != "folded") {
               std::cerr << "gpumemtrace: --what applies to --format folded only, not "
                         << options->format << "\n";
+              return 2;
+            }
+            // One trace for a viewer's file; only the rows of jsonl add up over several.
+            if (options->paths.size() > 1 && options->format != "jsonl") {
+              std::cerr << "gpumemtrace: --format " << options->format
+                        << " takes one trace (jsonl takes several)\n";
               return 2;
             }
             return export_command(*options, std::cout, std::cerr);

@@ -23,11 +23,20 @@ int html_command(const std::vector<std::string>& paths, const std::string& outpu
       err << "gpumemtrace: " << t.path << ": left out at " << problem << "\n";
   }
   if (input.traces.empty()) return 1;  // every path was named above: no page of nothing
+  // The page's timelines and flame graphs come from a trace's records, which a summary has not.
+  bool summaries = false;
+  for (std::size_t i = 0; i < input.traces.size(); ++i) {
+    if (input.summary_files[i].empty()) continue;
+    err << "gpumemtrace: " << input.summary_files[i]
+        << " is a summary: html needs the trace itself (report reads summaries)\n";
+    summaries = true;
+  }
+  if (summaries) return 1;
   nlohmann::ordered_json data;
   try {
     HtmlLimits limits;
     limits.frame_mode = frames;
-    data = html_report_data(input, limits);
+    data = html_report_data(input, limits, jobs);
   } catch (const TraceError& e) {
     err << "gpumemtrace: " << e.what() << "\n";
     return 1;

@@ -8,6 +8,7 @@
 
 #include "analyzer/model/trace_summary.h"
 #include "analyzer/report/frame_policy.h"
+#include "analyzer/report/report.h"
 
 namespace gmt::analyzer {
 
@@ -31,5 +32,10 @@ void write_perfetto(TraceSummary& trace, std::ostream& out);
 
 // A pickle that PyTorch's memory viewer (MemoryViz.js, torch.cuda._memory_viz) loads.
 void write_memviz(TraceSummary& trace, FrameMode frames, std::ostream& out);
+
+// JSON Lines for DuckDB, pandas or Spark: one row per process, device, site and class (the top
+// sites at the device's peak, the listed leak groups, the failed allocations by site) of every
+// trace or summary in `input`. README.md lists the columns.
+void write_jsonl(const ReportInput& input, std::ostream& out);
 
 }  // namespace gmt::analyzer

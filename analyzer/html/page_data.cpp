@@ -10,8 +10,10 @@
 #include "analyzer/model/leak_classes.h"
 #include "analyzer/model/library_timeline.h"
 #include "analyzer/model/owner_library.h"
+#include "analyzer/model/worker_pool.h"
 #include "analyzer/report/byte_size.h"
 #include "analyzer/report/cuda_error_name.h"
+#include "analyzer/report/job_view.h"
 #include "analyzer/report/json_fields.h"
 #include "analyzer/report/stack_frames.h"
 #include "analyzer/report/views_report.h"
@@ -405,7 +407,7 @@ ordered_json process_rows(const std::vector<TraceSummary>& traces, std::size_t l
 
 }  // namespace
 
-ordered_json html_report_data(ReportInput& input, const HtmlLimits& limits) {
+ordered_json html_report_data(ReportInput& input, const HtmlLimits& limits, unsigned jobs) {
   uint64_t device_count = 0;
   for (const TraceSummary& t : input.traces) {
     for (const auto& [ordinal, d] : t.devices) device_count += shown(ordinal, d) ? 1 : 0;
@@ -413,10 +415,16 @@ ordered_json html_report_data(ReportInput& input, const HtmlLimits& limits) {
   const uint64_t buckets =
       std::clamp<uint64_t>(limits.buckets_in_all / std::max<uint64_t>(device_count, 1),
                            limits.min_buckets, limits.buckets_per_device);
-  DataBuilder builder(limits);
+  // Each trace's part by a worker of its own (a builder per trace: its table of stacks and its
+  // owners are the trace's), put in place by index: the page is the same whatever the number.
+  std::vector<ordered_json> parts(input.traces.size());
+  for_each_index(input.traces.size(), worker_count(jobs), [&](std::size_t i) {
+    DataBuilder builder(limits);
+    parts[i] = builder.trace(i, input.traces[i], input.frames[i], buckets);
+  });
   ordered_json traces = ordered_json::array();
-  for (std::size_t i = 0; i < input.traces.size(); ++i)
-    traces.push_back(builder.trace(i, input.traces[i], input.frames[i], buckets));
+  for (ordered_json& part : parts) traces.push_back(std::move(part));
+  parts.clear();
   ordered_json unreadable = ordered_json::array();
   for (const UnreadableTrace& u : input.unreadable)
     unreadable.push_back({{"path", u.path}, {"error", u.error}});
@@ -432,6 +440,7 @@ ordered_json html_report_data(ReportInput& input, const HtmlLimits& limits) {
           {"traces", traces},
           {"processes", input.traces.size() > 1 ? process_rows(input.traces, limits.process_rows)
                                                 : ordered_json::array()},
+          {"job", input.traces.size() > 1 ? job_json(input) : ordered_json(nullptr)},
           {"unreadable", unreadable}};
 }
 

@@ -32,8 +32,10 @@ struct HtmlLimits {
   std::size_t process_rows = 1000;
 };
 
-// The object embedded in the page. Reads each trace's file again (its path in the model);
-// throws TraceError when one cannot be read.
-nlohmann::ordered_json html_report_data(ReportInput& input, const HtmlLimits& limits = {});
+// The object embedded in the page. Reads each trace's file again (its path in the model), one
+// trace per worker (`jobs`: as load_traces's), the same whatever their number; throws TraceError
+// when one cannot be read.
+nlohmann::ordered_json html_report_data(ReportInput& input, const HtmlLimits& limits = {},
+                                        unsigned jobs = 0);
 
 }  // namespace gmt::analyzer

@@ -41,6 +41,7 @@ gmt.Report = class {
     if (d.processes.length > 0) {
       root.append(gmt.el("h2", null, "processes"), gmt.processTable(d.processes));
     }
+    if (d.job) root.append(gmt.jobView(d.job));
     for (const u of d.unreadable) root.append(gmt.el("p", { class: "error" }, "unreadable: " + u.error));
     for (const trace of d.traces) root.append(this.traceSection(trace));
   }

@@ -108,3 +108,34 @@ gmt.processTable = function (rows) {
                    gmt.bytesCell(peaks), gmt.bytesCell(leaks), gmt.cell(ooms, { class: "num" }), gmt.cell("")));
   return gmt.table(["pid", "rank", "device", "peak", "leaks", "OOMs", ""], body, { class: "processes" });
 };
+
+// The job view (report's `job`): the highest peak against the median, the job's first failed
+// allocation, and the sites never freed merged across the processes.
+gmt.jobView = function (job) {
+  const who = (p) => (p.rank === null ? "pid " + p.pid : "rank " + p.rank + " (pid " + p.pid + ")");
+  const device = (n) => (n >= 0 ? "device " + n : "device unknown");
+  const view = gmt.el("div", { class: "job" });
+  const h = job.highest_peak;
+  if (h) {
+    view.append(gmt.el("p", { class: "job-highest" }, "highest peak " + gmt.bytes(h.peak_bytes) + " on " +
+                       who(h) + " " + device(h.device) + ": " + gmt.bytes(h.excess_over_median_bytes) +
+                       " over the median " + gmt.bytes(job.median_peak_bytes) +
+                       (job.spread === null ? "" : ", spread " + job.spread.toFixed(2) + "x")));
+  }
+  const o = job.first_oom;
+  if (o) {
+    view.append(gmt.el("p", { class: "job-oom" }, "first OOM " + new Date(o.wall_time_ns / 1e6).toISOString() +
+                       " on " + who(o) + " " + device(o.device) + ": " + gmt.bytes(o.requested_bytes) +
+                       " asked in " + o.site));
+  }
+  if (job.leak_sites.length > 0) {
+    const body = job.leak_sites.map((s) => gmt.el("tr", null, gmt.cell(s.site),
+      gmt.cell(s.processes + " of " + job.processes, { class: "num" }),
+      gmt.cell(s.min_bytes === s.max_bytes ? gmt.bytes(s.min_bytes) :
+               gmt.bytes(s.min_bytes) + " to " + gmt.bytes(s.max_bytes), { class: "num" }),
+      gmt.bytesCell(s.bytes)));
+    view.append(gmt.el("h3", null, "never freed, by site across the processes"),
+                gmt.table(["site", "processes", "each", "in all"], body, { class: "job-leaks" }));
+  }
+  return view;
+};

@@ -44,6 +44,12 @@ const SiteFrame* naming_frame(const std::vector<SiteFrame>& frames) {
   return &frames[first_user_frame(frames).value_or(0)];
 }
 
+}  // namespace
+
+std::string site_identity(const std::vector<SiteFrame>& frames) {
+  return site_key(frames);
+}
+
 std::string site_name(const std::vector<SiteFrame>& frames) {
   const SiteFrame* f = naming_frame(frames);
   if (f == nullptr) return "(no stack)";
@@ -61,6 +67,8 @@ std::string who(const TraceSummary& t) {
   return (t.rank ? "rank " + std::to_string(*t.rank) + " (pid " + std::to_string(t.pid) + ")"
                  : "pid " + std::to_string(t.pid));
 }
+
+namespace {
 
 std::string wall_clock(uint64_t ns) {
   const std::time_t seconds = static_cast<std::time_t>(ns / 1000000000);
@@ -212,7 +220,8 @@ ordered_json job_json(const ReportInput& input) {
   ordered_json sites = ordered_json::array();
   for (std::size_t s = 0; s < view.leak_sites.size() && s < kJobLeakSitesJson; ++s) {
     const JobLeakSite& site = view.leak_sites[s];
-    sites.push_back({{"bytes", site.bytes},
+    sites.push_back({{"site", site_name(site.frames)},
+                     {"bytes", site.bytes},
                      {"processes", site.traces.size()},
                      {"min_bytes", site.min_bytes},
                      {"max_bytes", site.max_bytes},
@@ -231,7 +240,9 @@ ordered_json job_json(const ReportInput& input) {
     oom["wall_time_ns"] = view.first_oom->wall_time_ns;
     oom["time_ns"] = f.time_ns;
     oom["requested_bytes"] = f.requested_bytes;
-    oom["frames"] = frames_json(frames_of(input, view.first_oom->trace, f.stack));
+    const std::vector<SiteFrame> frames = frames_of(input, view.first_oom->trace, f.stack);
+    oom["site"] = site_name(frames);
+    oom["frames"] = frames_json(frames);
     job["first_oom"] = oom;
   } else {
     job["first_oom"] = nullptr;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
+#include <string>
 #include <vector>
 
 #include "analyzer/report/report.h"
@@ -52,6 +53,17 @@ inline constexpr std::size_t kJobLeakSitesText = 10;
 inline constexpr std::size_t kJobLeakSitesJson = 100;
 
 JobView job_view(const ReportInput& input);
+
+// "rank 2 (pid 1234)", or "pid 1234" for a process with no rank.
+std::string who(const TraceSummary& trace);
+
+// What makes two processes' sites the same site: the function, file and line of every frame
+// (not the module's load address, which differs from process to process), as one string.
+std::string site_identity(const std::vector<SiteFrame>& frames);
+
+// The name of a site as the job view prints it: its first frame outside the CUDA libraries,
+// "record_history() train.cpp:9" (or "function (libfoo.so)"); "(no stack)" for no frames.
+std::string site_name(const std::vector<SiteFrame>& frames);
 
 // The lines that follow the table of processes in the text report.
 void write_job_text(const ReportInput& input, std::ostream& out);

@@ -27,12 +27,17 @@ struct ReportInput {
   std::vector<TraceSummary> traces;
   // For each trace, the frames of the stacks its listed leaks and failed allocations name.
   std::vector<ResolvedStacks> frames;
+  // For each trace, the summary it was read from (trace_summary_json.h), "" when read from the
+  // trace: only what a summary holds is there, and no records can be read again.
+  std::vector<std::string> summary_files;
   std::vector<UnreadableTrace> unreadable;
 };
 
-// `paths` are trace files, or directories whose traces (*.gmt and *.gmt.<pid> files that start
-// with the trace magic) are all read, in name order; a file named twice is read once. A
-// directory without a trace is in `unreadable` ("no traces in DIR").
+// `paths` are trace files or summaries (`gpumemtrace summarize`, told by their content), or
+// directories whose traces (*.gmt and *.gmt.<pid> files that start with the trace magic) and
+// summaries (files that start as one, starts_like_a_summary) are all read, in name order; a file
+// named twice is read once. A directory without either is in `unreadable` ("no traces in
+// DIR").
 // Traces are read by `jobs` workers, one trace each (0: worker_count(), $GPUMEMTRACE_JOBS or one
 // per CPU); the result is the same, in the same order, whatever the number.
 ReportInput load_traces(const std::vector<std::string>& paths, unsigned jobs = 0);

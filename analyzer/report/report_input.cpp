@@ -16,6 +16,7 @@
 #include "analyzer/model/worker_pool.h"
 #include "analyzer/report/peak_sites.h"
 #include "analyzer/report/report.h"
+#include "analyzer/report/trace_summary_json.h"
 
 namespace gmt::analyzer {
 
@@ -67,8 +68,9 @@ TraceFiles trace_files(const std::vector<std::string>& paths) {
     std::vector<std::string> found;
     for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
       std::error_code type_ec;
-      if (entry.is_regular_file(type_ec) && trace_name(entry.path().filename().string()) &&
-          starts_like_a_trace(entry.path())) {
+      if (entry.is_regular_file(type_ec) &&
+          ((trace_name(entry.path().filename().string()) && starts_like_a_trace(entry.path())) ||
+           starts_like_a_summary(entry.path()))) {
         found.push_back(entry.path().string());
       }
     }
@@ -103,6 +105,7 @@ ReportInput load_traces(const std::vector<std::string>& paths, unsigned jobs) {
   struct Loaded {
     std::optional<TraceSummary> trace;
     ResolvedStacks frames;
+    std::string summary_file;  // "" for a trace
     std::string error;
   };
   std::vector<Loaded> loaded(files.files.size());
@@ -117,6 +120,18 @@ ReportInput load_traces(const std::vector<std::string>& paths, unsigned jobs) {
   for_each_index(files.files.size(), workers, [&](std::size_t i) {
     const std::string& path = files.files[i];
     try {
+      // A summary is told by its content: a JSON object, where a trace starts with its magic.
+      if (!starts_like_a_trace(path) && starts_like_json(path)) {
+        SummaryInput summary = read_trace_summary(path);
+        loaded[i].frames = std::move(summary.frames);
+        loaded[i].trace = std::move(summary.trace);
+        loaded[i].summary_file = path;
+        if (job_progress) {
+          std::lock_guard<std::mutex> lock(progress_mutex);
+          job_progress->advance(ProgressBar::kStride);
+        }
+        return;
+      }
       SummaryOptions options;
       if (workers > 1) {
         options.read_ahead = false;  // the other workers already use the other CPUs
@@ -140,6 +155,7 @@ ReportInput load_traces(const std::vector<std::string>& paths, unsigned jobs) {
     if (loaded[i].trace) {
       input.traces.push_back(std::move(*loaded[i].trace));
       input.frames.push_back(std::move(loaded[i].frames));
+      input.summary_files.push_back(std::move(loaded[i].summary_file));
     } else {
       input.unreadable.push_back({files.files[i], std::move(loaded[i].error)});
     }

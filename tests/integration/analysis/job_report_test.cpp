@@ -1,7 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // `report` on the traces of a simulated distributed job (tests/workloads/job_rank.cpp, one
-// process per RANK): the job view (text and `job` in JSON), and the same output whatever the
-// number of workers that read the traces.
+// process per RANK): the job view (text and `job` in JSON, and in the HTML page), the same output
+// whatever the number of workers that read the traces, the same job view through summaries
+// (`summarize`), the rows of `export --format jsonl`, and `check` on a job (--max-imbalance).
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -25,6 +30,26 @@ class JobReport : public TracedRun {
       ASSERT_EQ(r.exit_code, 0) << r.err;
     }
     ASSERT_EQ(traces().size(), 4u);
+  }
+
+  // `summarize` of each trace into dir_/summaries, named after it (so that they sort as the
+  // traces do) but with no .gmt in the name: summaries are told by their content.
+  std::string summarize_job() {
+    const std::string dir = dir_ + "/summaries";
+    std::filesystem::create_directory(dir);
+    for (const std::string& trace : traces()) {
+      const std::string name = std::filesystem::path(trace).stem().string() + ".summary";
+      const ProcessResult r = cli({"summarize", trace, "-o", dir + "/" + name});
+      EXPECT_EQ(r.exit_code, 0) << r.err;
+      EXPECT_EQ(r.out, "");
+    }
+    return dir;
+  }
+
+  // The text report from the table of processes on: the run's rows and the job view.
+  static std::string job_text(const std::string& report) {
+    const std::size_t at = report.find("run of ");
+    return at == std::string::npos ? "" : report.substr(at);
   }
 };
 
@@ -157,6 +182,256 @@ TEST_F(JobReport, SameOutputWhateverTheNumberOfWorkers) {
   const ProcessResult bad = cli({"report", dir_}, {{"GPUMEMTRACE_JOBS", "none"}});
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.err.find("GPUMEMTRACE_JOBS"), std::string::npos) << bad.err;
+}
+
+TEST_F(JobReport, HtmlSameWhateverTheNumberOfWorkersWithTheJobView) {
+  ASSERT_NO_FATAL_FAILURE(run_job());
+  const std::string one = dir_ + "/one.html", four = dir_ + "/four.html";
+  const ProcessResult serial = cli({"html", dir_, "-o", one, "--jobs", "1"});
+  const ProcessResult parallel = cli({"html", dir_, "-o", four, "--jobs", "4"});
+  ASSERT_EQ(serial.exit_code, 0) << serial.err;
+  ASSERT_EQ(parallel.exit_code, 0) << parallel.err;
+  const std::string page = read_file(one);
+  EXPECT_GT(page.size(), 10000u);
+  EXPECT_EQ(page, read_file(four));
+
+  // The page's data holds the report's job view, as `report --json` has it.
+  const std::string open = "<script type=\"application/json\" id=\"gmt-data\">";
+  const std::size_t start = page.find(open);
+  ASSERT_NE(start, std::string::npos);
+  const std::size_t end = page.find("</script>", start);
+  const json data = json::parse(page.substr(start + open.size(), end - start - open.size()));
+  EXPECT_EQ(data["job"], report({dir_})["job"]);
+  EXPECT_EQ(data["job"]["highest_peak"]["rank"], 2);
+}
+
+TEST_F(JobReport, SummariesGiveTheSameJobView) {
+  ASSERT_NO_FATAL_FAILURE(run_job());
+  const std::string summaries = summarize_job();
+  const std::vector<std::string> files = {
+      summaries + "/" + std::filesystem::path(traces()[0]).stem().string() + ".summary"};
+  const std::string text = read_file(files[0]);
+  // "format" first, then "version": how a directory's summaries are told from other files.
+  EXPECT_EQ(text.rfind("{\"format\":\"gpumemtrace-summary\",\"version\":\"1.0\",", 0), 0u)
+      << text.substr(0, 100);
+  const json first = json::parse(text);
+  EXPECT_EQ(first["format"], "gpumemtrace-summary");
+  EXPECT_EQ(first["version"], "1.0");
+  EXPECT_EQ(first["trace"]["rank"], 0);
+  EXPECT_EQ(first["trace"]["path"], traces()[0]);
+
+  // JSON: the same job object, and the same traces' paths, ranks and devices.
+  const json from_traces = report({dir_});
+  const json from_summaries = report({summaries});
+  EXPECT_EQ(from_summaries["job"], from_traces["job"]);
+  ASSERT_EQ(from_summaries["traces"].size(), 4u);
+  for (int i = 0; i < 4; ++i) {
+    for (const char* key : {"path", "pid", "rank", "events", "end", "argv", "host"})
+      EXPECT_EQ(from_summaries["traces"][i][key], from_traces["traces"][i][key]) << key;
+  }
+  EXPECT_EQ(from_summaries["leaks"], from_traces["leaks"]);
+  EXPECT_EQ(from_summaries["ooms"].size(), from_traces["ooms"].size());
+
+  // Text: the table of processes and the job view, the same to the byte.
+  const ProcessResult text_traces = cli({"report", dir_});
+  const ProcessResult text_summaries = cli({"report", summaries});
+  ASSERT_EQ(text_traces.exit_code, 0) << text_traces.err;
+  ASSERT_EQ(text_summaries.exit_code, 0) << text_summaries.err;
+  EXPECT_NE(job_text(text_traces.out).find("highest peak"), std::string::npos);
+  EXPECT_EQ(job_text(text_summaries.out), job_text(text_traces.out));
+
+  // Summaries and traces mixed, named as files: the same job.
+  const std::vector<std::string> all = traces();
+  std::vector<std::string> mixed = {"report", "--json"};
+  for (int i = 0; i < 4; ++i) {
+    mixed.push_back(i % 2 == 0 ? all[i]
+                               : summaries + "/" + std::filesystem::path(all[i]).stem().string() +
+                                     ".summary");
+  }
+  const ProcessResult r = cli(mixed);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["job"], from_traces["job"]);
+
+  // html needs the records: it names the summary and makes no page.
+  const ProcessResult html = cli({"html", files[0], "-o", dir_ + "/s.html"});
+  EXPECT_EQ(html.exit_code, 1);
+  EXPECT_EQ(html.err, "gpumemtrace: " + files[0] +
+                          " is a summary: html needs the trace itself (report reads summaries)\n");
+}
+
+TEST_F(JobReport, DamagedOrNewerSummariesAreNamed) {
+  ASSERT_NO_FATAL_FAILURE(run_job());
+  const std::string summaries = summarize_job();
+  const std::string path =
+      summaries + "/" + std::filesystem::path(traces()[1]).stem().string() + ".summary";
+  const std::string text = read_file(path);
+
+  // A newer major version: refused, with the file and the versions named.
+  const std::string newer = dir_ + "/newer.summary";
+  {
+    json j = json::parse(text);
+    j["version"] = "2.0";
+    std::ofstream(newer) << j.dump();
+  }
+  ProcessResult r = cli({"report", newer});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "gpumemtrace: " + newer +
+                       ": not a readable gpumemtrace summary: version 2.0 is newer than this "
+                       "gpumemtrace reads (1.x): summarize the trace again with this version\n");
+  // A newer minor version is read (its added fields are not needed).
+  {
+    json j = json::parse(text);
+    j["version"] = "1.7";
+    j["added_later"] = 1;
+    std::ofstream(newer) << j.dump();
+  }
+  r = cli({"report", newer});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+
+  // Cut in half, in a directory of summaries: named, and the others still reported.
+  std::ofstream(path, std::ios::trunc) << text.substr(0, text.size() / 2);
+  r = cli({"report", "--json", summaries});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err.rfind(
+                "gpumemtrace: " + path + ": not a readable gpumemtrace summary: damaged JSON: ", 0),
+            0u)
+      << r.err;
+  EXPECT_EQ(json::parse(r.out)["traces"].size(), 3u);
+
+  // A field missing: named.
+  {
+    json j = json::parse(text);
+    j["trace"].erase("pid");
+    std::ofstream(path, std::ios::trunc) << j.dump();
+  }
+  r = cli({"check", path});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "gpumemtrace: " + path + ": not a readable gpumemtrace summary: no \"pid\" field\n");
+}
+
+TEST_F(JobReport, JsonlRowsPerRankDeviceAndSite) {
+  ASSERT_NO_FATAL_FAILURE(run_job());
+  const ProcessResult r = cli({"export", dir_, "--format", "jsonl", "-o", "-"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<json> rows;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) rows.push_back(json::parse(line));
+
+  // Per rank: the sites at the peak (the working set, named by its allocate() frame, the leak of
+  // rank 2, record_history), the leak groups, and the failed allocation of ranks 1 and 3.
+  struct Row {
+    int rank;
+    const char* row_class;
+    uint64_t bytes;
+    const char* site;
+  };
+  const uint64_t kTiB = uint64_t{1} << 40;
+  const std::vector<Row> expected = {
+      {0, "peak", 16 * kMiB, "allocate"},
+      {0, "peak", 4 * kMiB, "record_history"},
+      {0, "unfreed", 4 * kMiB, "record_history"},
+      {1, "peak", 32 * kMiB, "allocate"},
+      {1, "peak", 4 * kMiB, "record_history"},
+      {1, "unfreed", 4 * kMiB, "record_history"},
+      {1, "failed", kTiB, "oversized_batch"},
+      {2, "peak", 48 * kMiB, "allocate"},
+      {2, "peak", 32 * kMiB, "leak_on_one_rank"},
+      {2, "peak", 4 * kMiB, "record_history"},
+      {2, "unfreed", 32 * kMiB, "leak_on_one_rank"},
+      {2, "unfreed", 4 * kMiB, "record_history"},
+      {3, "peak", 64 * kMiB, "allocate"},
+      {3, "peak", 4 * kMiB, "record_history"},
+      {3, "unfreed", 4 * kMiB, "record_history"},
+      {3, "failed", kTiB, "oversized_batch"},
+  };
+  const uint64_t peaks[] = {20, 36, 84, 68};
+  const json rep = report({dir_});
+  ASSERT_EQ(rows.size(), expected.size()) << r.out;
+  std::map<std::string, std::string> ids;  // site function -> site_id, the same on every rank
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const json& row = rows[i];
+    const Row& e = expected[i];
+    EXPECT_EQ(row["trace"], e.rank) << i;
+    EXPECT_EQ(row["rank"], e.rank) << i;
+    EXPECT_EQ(row["path"], traces()[e.rank]) << i;
+    EXPECT_EQ(row["pid"], rep["traces"][e.rank]["pid"]) << i;
+    EXPECT_EQ(row["device"], 0) << i;
+    EXPECT_EQ(row["device_peak_bytes"], peaks[e.rank] * kMiB) << i;
+    EXPECT_EQ(row["class"], e.row_class) << i;
+    EXPECT_EQ(row["bytes"], e.bytes) << i;
+    EXPECT_EQ(row["count"], 1) << i;
+    EXPECT_EQ(row["allocator"], nullptr) << i;
+    const std::string site = row["site"];
+    EXPECT_NE(site.find(std::string(e.site) + "("), std::string::npos) << i << ": " << site;
+    EXPECT_NE(site.find(" job_rank.cpp:"), std::string::npos) << i << ": " << site;
+    EXPECT_EQ(row["site_id"].get<std::string>().size(), 16u);
+    EXPECT_TRUE(names(row["frames"], std::string(e.site) + "()") ||
+                std::string(e.site) == "allocate")
+        << i;
+    const auto [at, added] = ids.try_emplace(e.site, row["site_id"].get<std::string>());
+    EXPECT_EQ(at->second, row["site_id"].get<std::string>()) << i << ": " << e.site;
+  }
+  EXPECT_EQ(ids.size(), 4u);
+
+  // The same rows, to the byte, from the summaries and from one summary file per rank.
+  const std::string summaries = summarize_job();
+  const ProcessResult from_summaries =
+      cli({"export", summaries, "--format", "jsonl", "-o", dir_ + "/rows.jsonl"});
+  ASSERT_EQ(from_summaries.exit_code, 0) << from_summaries.err;
+  EXPECT_EQ(read_file(dir_ + "/rows.jsonl"), r.out);
+
+  // Another format takes one trace.
+  const ProcessResult two =
+      cli({"export", traces()[0], traces()[1], "--format", "pprof", "-o", "-"});
+  EXPECT_EQ(two.exit_code, 2);
+  EXPECT_EQ(two.err, "gpumemtrace: --format pprof takes one trace (jsonl takes several)\n");
+}
+
+TEST_F(JobReport, CheckMaxImbalance) {
+  ASSERT_NO_FATAL_FAILURE(run_job());
+  const std::string summaries = summarize_job();
+  const json rep = report({dir_});
+  const std::string rank2 =
+      "rank 2 (pid " + std::to_string(rep["traces"][2]["pid"].get<uint64_t>()) + ")";
+  // Peaks 20, 36, 84, 68 MiB: the median 52 MiB, rank 2's 84 MiB is 1.62x it.
+  for (const std::string& job : {dir_, summaries}) {
+    ProcessResult r = cli({"check", job, "--max-imbalance", "1.7"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out,
+              "OK: 4 processes, highest peak 84.0 MiB, never freed 48.0 MiB, 2 failed "
+              "allocations, spread 1.62x\n");
+    r = cli({"check", job, "--max-imbalance", "1.6"});
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_EQ(r.out, "FAIL: highest peak 84.0 MiB (88080384 bytes) on " + rank2 +
+                         " device 0 is 1.62x the median 52.0 MiB of 4 processes and devices, "
+                         "exceeds --max-imbalance 1.6\n");
+    // --max-peak on every rank: the one over it named.
+    r = cli({"check", job, "--max-peak", "80MiB"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.out, "FAIL: peak 84.0 MiB (88080384 bytes) on " + rank2 +
+                         " device 0 exceeds --max-peak 80.0 MiB\n");
+    r = cli({"check", job, "--max-leak", "36MiB"});
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    r = cli({"check", job, "--max-leak", "35MiB"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.out,
+              "FAIL: 36.0 MiB (37748736 bytes) never freed (probable leaks and unfreed) on " +
+                  rank2 + " exceeds --max-leak 35.0 MiB\n");
+  }
+  // One trace: its own peak is its median.
+  EXPECT_EQ(cli({"check", traces()[2], "--max-imbalance", "1"}).exit_code, 0);
+
+  // Usage errors exit 2, as every option's.
+  for (const std::string bad : {"0.5", "abc", "nan", "inf", "", "1.5x", "-2"}) {
+    const ProcessResult r = cli({"check", dir_, "--max-imbalance", bad});
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_EQ(
+        r.err.substr(0, r.err.find('\n')),
+        "gpumemtrace: --max-imbalance: expected a ratio of 1 or more (1.5), got '" + bad + "'")
+        << r.err;
+    EXPECT_EQ(r.out, "");
+  }
 }
 
 }  // namespace

@@ -1,0 +1,453 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "analyzer/report/trace_summary_json.h"
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "analyzer/model/input/trace_error.h"
+#include "analyzer/model/leak_classes.h"
+#include "analyzer/report/report.h"
+
+namespace gmt::analyzer {
+namespace {
+
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+// The summary's table of stacks: each distinct list of frames once, named by its index.
+class StackTable {
+ public:
+  // The index of `frames` in the table (added if new).
+  std::size_t index(const std::vector<SiteFrame>& frames) {
+    ordered_json entry = ordered_json::array();
+    for (const SiteFrame& f : frames) {
+      entry.push_back({{"function", f.function},
+                       {"file", f.file ? ordered_json(*f.file) : nullptr},
+                       {"line", f.line ? ordered_json(*f.line) : nullptr},
+                       {"module", f.module ? ordered_json(*f.module) : nullptr},
+                       {"kind", f.kind}});
+    }
+    const auto [at, added] = index_.try_emplace(entry.dump(), table_.size());
+    if (added) table_.push_back(std::move(entry));
+    return at->second;
+  }
+
+  // A recorded stack's index, or null for stack 0 (an allocation recorded without a stack).
+  ordered_json stack(const ResolvedStacks& frames, uint32_t id) {
+    if (id == 0) return nullptr;
+    const auto found = frames.find(id);
+    return index(found != frames.end() ? found->second : std::vector<SiteFrame>{});
+  }
+
+  ordered_json take() { return std::move(table_); }
+
+ private:
+  std::map<std::string, std::size_t> index_;
+  ordered_json table_ = ordered_json::array();
+};
+
+ordered_json devices_json(const TraceSummary& t, StackTable& stacks) {
+  ordered_json devices = ordered_json::array();
+  for (const auto& [ordinal, d] : t.devices) {
+    ordered_json sites = ordered_json::array();
+    for (const ResolvedSite& s : d.top_sites) {
+      sites.push_back({{"bytes", s.bytes},
+                       {"count", s.count},
+                       {"allocator", s.allocator},
+                       {"cache", s.cache},
+                       {"stack", stacks.index(s.frames)}});
+    }
+    devices.push_back({{"device", ordinal},
+                       {"name", d.identity.name},
+                       {"pci_bus_id", d.identity.pci_bus_id},
+                       {"peak_bytes", d.peak_bytes},
+                       {"peak_time_ns", d.peak_time_ns},
+                       {"peak_phase", d.peak_phase},
+                       {"live_bytes", d.live_bytes},
+                       {"live_count", d.live_count},
+                       {"alloc_count", d.alloc_count},
+                       {"free_count", d.free_count},
+                       {"teardown_free_count", d.teardown_free_count},
+                       {"failed_alloc_count", d.failed_alloc_count},
+                       {"peak_sites", sites}});
+  }
+  return devices;
+}
+
+// The listed leak groups with their stacks, and the rest summed by device and class: every
+// byte never freed is still counted (check's --max-leak, the leaks column).
+void add_leaks(const TraceSummary& t, const ResolvedStacks& frames, StackTable& stacks,
+               ordered_json& out) {
+  ordered_json leaks = ordered_json::array();
+  std::map<std::pair<int, LeakClass>, LeakGroup> rest;
+  std::map<std::pair<int, LeakClass>, uint64_t> rest_groups;
+  for (std::size_t i = 0; i < t.leaks.size(); ++i) {
+    const LeakGroup& g = t.leaks[i];
+    if (i >= kReportLeakGroups) {
+      LeakGroup& sum = rest[{g.device, g.leak_class}];
+      sum.bytes += g.bytes;
+      sum.resident_bytes += g.resident_bytes;
+      sum.count += g.count;
+      ++rest_groups[{g.device, g.leak_class}];
+      continue;
+    }
+    leaks.push_back({{"device", g.device},
+                     {"class", leak_class_name(g.leak_class)},
+                     {"bytes", g.bytes},
+                     {"resident_bytes", g.resident_bytes},
+                     {"count", g.count},
+                     {"growth_bytes_per_s", g.growth_bytes_per_s},
+                     {"freed_at_exit", g.freed_at_exit},
+                     {"allocator", g.allocator},
+                     {"stack", stacks.stack(frames, g.stack)}});
+  }
+  ordered_json not_listed = ordered_json::array();
+  for (const auto& [key, g] : rest) {
+    not_listed.push_back({{"device", key.first},
+                          {"class", leak_class_name(key.second)},
+                          {"groups", rest_groups[key]},
+                          {"bytes", g.bytes},
+                          {"resident_bytes", g.resident_bytes},
+                          {"count", g.count}});
+  }
+  out["leaks"] = leaks;
+  out["leaks_not_listed"] = not_listed;
+}
+
+ordered_json failures_json(const TraceSummary& t, const ResolvedStacks& frames,
+                           StackTable& stacks) {
+  ordered_json failures = ordered_json::array();
+  for (const FailedAllocation& f : t.failures) {
+    failures.push_back({{"time_ns", f.time_ns},
+                        {"device", f.device},
+                        {"kind", format::memory_kind_name(f.kind)},
+                        {"api", format::api_name(f.api)},
+                        {"driver_api", format::api_name(f.driver_api)},
+                        {"requested_bytes", f.requested_bytes},
+                        {"error", f.error},
+                        {"live_bytes", f.live_bytes},
+                        {"allocator", f.allocator},
+                        {"stack", stacks.stack(frames, f.stack)}});
+  }
+  return failures;
+}
+
+// Reading: each field looked up by name, with the file named in every error.
+class Reader {
+ public:
+  explicit Reader(std::string path) : path_(std::move(path)) {}
+
+  [[noreturn]] void fail(const std::string& why) const {
+    throw TraceError(path_ + ": not a readable gpumemtrace summary: " + why);
+  }
+
+  const json& at(const json& object, const char* key) const {
+    if (!object.is_object()) fail(std::string("expected an object holding \"") + key + "\"");
+    const auto it = object.find(key);
+    if (it == object.end()) fail(std::string("no \"") + key + "\" field");
+    return *it;
+  }
+
+  template <class T>
+  T get(const json& object, const char* key) const {
+    try {
+      return at(object, key).get<T>();
+    } catch (const json::exception& e) {
+      fail(std::string("\"") + key + "\": " + e.what());
+    }
+  }
+
+  std::optional<std::string> optional_string(const json& object, const char* key) const {
+    const json& v = at(object, key);
+    return v.is_null() ? std::nullopt : std::optional<std::string>(get<std::string>(object, key));
+  }
+
+  LeakClass leak_class(const json& object) const {
+    const std::string name = get<std::string>(object, "class");
+    // Every class by its value, in order: leak_class_name names each (and values past the last
+    // class as the last, which the first match has already passed).
+    for (int value = 0; value < 64; ++value) {
+      const auto c = static_cast<LeakClass>(value);
+      if (name == leak_class_name(c)) return c;
+    }
+    fail("unknown leak class \"" + name + "\"");
+  }
+
+  format::MemoryKind kind(const json& object) const {
+    const std::string name = get<std::string>(object, "kind");
+    for (uint8_t k = 0; k < format::kMemoryKindCount; ++k) {
+      const auto kind = static_cast<format::MemoryKind>(k);
+      if (format::memory_kind_name(kind) == name) return kind;
+    }
+    fail("unknown memory kind \"" + name + "\"");
+  }
+
+  format::Api api(const json& object, const char* key) const {
+    const std::string name = get<std::string>(object, key);
+    for (uint16_t a = 0; a < static_cast<uint16_t>(format::Api::kCount); ++a) {
+      const auto api = static_cast<format::Api>(a);
+      if (format::api_name(api) == name) return api;
+    }
+    fail(std::string("unknown API \"") + name + "\"");
+  }
+
+  std::vector<SiteFrame> frames(const json& entry) const {
+    if (!entry.is_array()) fail("a stack is not an array of frames");
+    std::vector<SiteFrame> out;
+    for (const json& f : entry) {
+      SiteFrame frame;
+      frame.function = get<std::string>(f, "function");
+      frame.file = optional_string(f, "file");
+      if (!at(f, "line").is_null()) frame.line = get<int>(f, "line");
+      frame.module = optional_string(f, "module");
+      frame.kind = get<std::string>(f, "kind");
+      out.push_back(std::move(frame));
+    }
+    return out;
+  }
+
+  // A stack reference: null (stack 0), or index i of the table, renumbered i + 1.
+  uint32_t stack(const json& object, std::size_t table_size) const {
+    const json& v = at(object, "stack");
+    if (v.is_null()) return 0;
+    const auto index = get<std::size_t>(object, "stack");
+    if (index >= table_size) fail("stack " + std::to_string(index) + " is not in \"stacks\"");
+    return static_cast<uint32_t>(index + 1);
+  }
+
+ private:
+  std::string path_;
+};
+
+void check_version(const Reader& r, const json& root) {
+  if (!root.is_object() || !root.contains("format") ||
+      root["format"] != json(std::string(kSummaryFormat))) {
+    r.fail(std::string("its \"format\" is not \"") + kSummaryFormat + "\"");
+  }
+  const std::string version = r.get<std::string>(root, "version");
+  int major = 0, minor = 0;
+  char dot = 0;
+  std::istringstream text(version);
+  if (!(text >> major >> dot >> minor) || dot != '.' || !text.eof() || major < 1) {
+    r.fail("version \"" + version + "\" is not MAJOR.MINOR");
+  }
+  if (major > kSummaryMajor) {
+    r.fail("version " + version + " is newer than this gpumemtrace reads (" +
+           std::to_string(kSummaryMajor) + ".x): summarize the trace again with this version");
+  }
+}
+
+void read_identity(const Reader& r, const json& root, TraceSummary& t) {
+  const json& trace = r.at(root, "trace");
+  t.path = r.get<std::string>(trace, "path");
+  t.format_major = r.get<uint16_t>(trace, "format_major");
+  t.format_minor = r.get<uint16_t>(trace, "format_minor");
+  t.pid = r.get<uint64_t>(trace, "pid");
+  t.ppid = r.get<uint64_t>(trace, "ppid");
+  t.host = r.get<std::string>(trace, "host");
+  t.argv = r.get<std::vector<std::string>>(trace, "argv");
+  t.env = r.get<std::vector<std::string>>(trace, "env");
+  if (!r.at(trace, "rank").is_null()) t.rank = r.get<int>(trace, "rank");
+  t.wall_start_ns = r.get<uint64_t>(trace, "wall_start_ns");
+  t.duration_ns = r.get<uint64_t>(trace, "duration_ns");
+  t.events = r.get<uint64_t>(trace, "events");
+  t.unmatched_frees = r.get<uint64_t>(trace, "unmatched_frees");
+  t.failed_host_alloc_count = r.get<uint64_t>(trace, "failed_host_alloc_count");
+  const std::string end = r.get<std::string>(trace, "end");
+  bool known = false;
+  for (TraceEnd e : {TraceEnd::kExited, TraceEnd::kCut, TraceEnd::kTruncated, TraceEnd::kCorrupt,
+                     TraceEnd::kStopped, TraceEnd::kExec, TraceEnd::kFailed}) {
+    if (end == end_name(e)) {
+      t.end = e;
+      known = true;
+    }
+  }
+  if (!known) r.fail("unknown end \"" + end + "\"");
+  t.end_offset = r.get<uint64_t>(trace, "end_offset");
+  t.end_reason = r.get<std::string>(trace, "end_reason");
+  t.stop_time_ns = r.get<uint64_t>(trace, "stop_time_ns");
+  t.stop_reason = r.get<std::string>(trace, "stop_reason");
+  t.exec_program = r.get<std::string>(trace, "exec_program");
+  t.exec_time_ns = r.get<uint64_t>(trace, "exec_time_ns");
+  t.dropped_records = r.get<uint64_t>(trace, "dropped_records");
+  t.notes = r.get<std::vector<std::string>>(trace, "notes");
+  t.problems = r.get<std::vector<std::string>>(trace, "problems");
+  t.symbolization_warnings = r.get<std::vector<std::string>>(trace, "symbolization_warnings");
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw TraceError(path + ": cannot open the summary");
+  std::ostringstream text;
+  text << file.rdbuf();
+  if (file.bad()) throw TraceError(path + ": cannot read the summary");
+  return text.str();
+}
+
+// The first `n` bytes of the file (fewer if it is shorter).
+std::string head(const std::filesystem::path& path, std::size_t n) {
+  std::ifstream file(path, std::ios::binary);
+  std::string text(n, '\0');
+  file.read(text.data(), static_cast<std::streamsize>(n));
+  text.resize(static_cast<std::size_t>(std::max<std::streamsize>(file.gcount(), 0)));
+  return text;
+}
+
+}  // namespace
+
+ordered_json trace_summary_json(const TraceSummary& t, const ResolvedStacks& frames) {
+  StackTable stacks;
+  ordered_json out = {
+      {"format", kSummaryFormat},
+      {"version", std::to_string(kSummaryMajor) + "." + std::to_string(kSummaryMinor)}};
+  out["trace"] = {{"path", t.path},
+                  {"format_major", t.format_major},
+                  {"format_minor", t.format_minor},
+                  {"pid", t.pid},
+                  {"ppid", t.ppid},
+                  {"host", t.host},
+                  {"argv", t.argv},
+                  {"env", t.env},
+                  {"rank", t.rank ? ordered_json(*t.rank) : nullptr},
+                  {"wall_start_ns", t.wall_start_ns},
+                  {"duration_ns", t.duration_ns},
+                  {"events", t.events},
+                  {"unmatched_frees", t.unmatched_frees},
+                  {"failed_host_alloc_count", t.failed_host_alloc_count},
+                  {"end", end_name(t.end)},
+                  {"end_offset", t.end_offset},
+                  {"end_reason", t.end_reason},
+                  {"stop_time_ns", t.stop_time_ns},
+                  {"stop_reason", t.stop_reason},
+                  {"exec_program", t.exec_program},
+                  {"exec_time_ns", t.exec_time_ns},
+                  {"dropped_records", t.dropped_records},
+                  {"notes", t.notes},
+                  {"problems", t.problems},
+                  {"symbolization_warnings", t.symbolization_warnings}};
+  out["devices"] = devices_json(t, stacks);
+  add_leaks(t, frames, stacks, out);
+  out["failures"] = failures_json(t, frames, stacks);
+  out["failures_not_kept"] = t.failures_not_kept;
+  out["stacks"] = stacks.take();
+  return out;
+}
+
+SummaryInput read_trace_summary(const std::string& path) {
+  const Reader r(path);
+  json root;
+  try {
+    root = json::parse(read_file(path));
+  } catch (const json::parse_error& e) {
+    r.fail(std::string("damaged JSON: ") + e.what());
+  }
+  check_version(r, root);
+  SummaryInput in;
+  TraceSummary& t = in.trace;
+  read_identity(r, root, t);
+
+  const json& stacks = r.at(root, "stacks");
+  if (!stacks.is_array()) r.fail("\"stacks\" is not an array");
+  std::vector<std::vector<SiteFrame>> table;
+  for (const json& entry : stacks) table.push_back(r.frames(entry));
+  for (std::size_t i = 0; i < table.size(); ++i)
+    in.frames.emplace(static_cast<uint32_t>(i + 1), table[i]);
+
+  for (const json& d : r.at(root, "devices")) {
+    const int ordinal = r.get<int>(d, "device");
+    DeviceSummary& device = t.devices[ordinal];
+    device.device = ordinal;
+    device.identity.name = r.get<std::string>(d, "name");
+    device.identity.pci_bus_id = r.get<std::string>(d, "pci_bus_id");
+    device.peak_bytes = r.get<uint64_t>(d, "peak_bytes");
+    device.peak_time_ns = r.get<uint64_t>(d, "peak_time_ns");
+    device.peak_phase = r.get<std::string>(d, "peak_phase");
+    device.live_bytes = r.get<uint64_t>(d, "live_bytes");
+    device.live_count = r.get<uint64_t>(d, "live_count");
+    device.alloc_count = r.get<uint64_t>(d, "alloc_count");
+    device.free_count = r.get<uint64_t>(d, "free_count");
+    device.teardown_free_count = r.get<uint64_t>(d, "teardown_free_count");
+    device.failed_alloc_count = r.get<uint64_t>(d, "failed_alloc_count");
+    for (const json& s : r.at(d, "peak_sites")) {
+      ResolvedSite site;
+      site.bytes = r.get<uint64_t>(s, "bytes");
+      site.count = r.get<uint64_t>(s, "count");
+      site.allocator = r.get<int>(s, "allocator");
+      site.cache = r.get<bool>(s, "cache");
+      const uint32_t stack = r.stack(s, table.size());
+      if (stack != 0) site.frames = table[stack - 1];
+      device.top_sites.push_back(std::move(site));
+    }
+  }
+
+  for (const json& g : r.at(root, "leaks")) {
+    LeakGroup group;
+    group.device = r.get<int>(g, "device");
+    group.leak_class = r.leak_class(g);
+    group.bytes = r.get<uint64_t>(g, "bytes");
+    group.resident_bytes = r.get<uint64_t>(g, "resident_bytes");
+    group.count = r.get<uint64_t>(g, "count");
+    group.growth_bytes_per_s = r.get<double>(g, "growth_bytes_per_s");
+    group.freed_at_exit = r.get<bool>(g, "freed_at_exit");
+    group.allocator = r.get<int>(g, "allocator");
+    group.stack = r.stack(g, table.size());
+    t.leaks.push_back(group);
+  }
+  // The groups past the listed ones, one per device and class, after them: counted, never
+  // listed (the job view and the report list only the first kReportLeakGroups).
+  for (const json& g : r.at(root, "leaks_not_listed")) {
+    LeakGroup group;
+    group.device = r.get<int>(g, "device");
+    group.leak_class = r.leak_class(g);
+    group.bytes = r.get<uint64_t>(g, "bytes");
+    group.resident_bytes = r.get<uint64_t>(g, "resident_bytes");
+    group.count = r.get<uint64_t>(g, "count");
+    t.leaks.push_back(group);
+  }
+
+  for (const json& f : r.at(root, "failures")) {
+    FailedAllocation failure;
+    failure.time_ns = r.get<uint64_t>(f, "time_ns");
+    failure.device = r.get<int>(f, "device");
+    failure.kind = r.kind(f);
+    failure.api = r.api(f, "api");
+    failure.driver_api = r.api(f, "driver_api");
+    failure.requested_bytes = r.get<uint64_t>(f, "requested_bytes");
+    failure.error = r.get<uint32_t>(f, "error");
+    failure.live_bytes = r.get<uint64_t>(f, "live_bytes");
+    failure.allocator = r.get<int>(f, "allocator");
+    failure.stack = r.stack(f, table.size());
+    t.failures.push_back(std::move(failure));
+  }
+  t.failures_not_kept = r.get<uint64_t>(root, "failures_not_kept");
+  return in;
+}
+
+bool starts_like_a_summary(const std::filesystem::path& path) {
+  const std::string text = head(path, 256);
+  std::size_t at = 0;
+  const auto skip_space = [&] {
+    while (at < text.size() && std::isspace(static_cast<unsigned char>(text[at]))) ++at;
+  };
+  const auto expect = [&](std::string_view token) {
+    skip_space();
+    if (text.compare(at, token.size(), token) != 0) return false;
+    at += token.size();
+    return true;
+  };
+  return expect("{") && expect("\"format\"") && expect(":") &&
+         expect(std::string("\"") + kSummaryFormat + "\"");
+}
+
+bool starts_like_json(const std::filesystem::path& path) {
+  for (char c : head(path, 256)) {
+    if (std::isspace(static_cast<unsigned char>(c))) continue;
+    return c == '{';
+  }
+  return false;
+}
+
+}  // namespace gmt::analyzer
