@@ -3,7 +3,9 @@
 # Times `report DIR` and `html DIR` on a simulated distributed job: N traces (default 1000) of
 # about 40,000 events each, one per rank of tests/workloads/job_rank.cpp run under the preload
 # on the simulated CUDA stack. Prints a Markdown table: wall time and peak RSS with 1 and 2
-# workers (--jobs), and for one trace alone. Not a test: nothing here fails on a slow machine.
+# workers (--jobs), and for one trace alone (report, html, summarize), with the CPU time (user +
+# system) and the load average.
+# Not a test: nothing here fails on a slow machine.
 #
 # Usage: scripts/bench-job.sh [N]
 #   GMT_BUILD_DIR   an existing build to use, with gpumemtrace, the preload and job_rank built
@@ -49,7 +51,8 @@ generated=$(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv
 cp "$scratch/job/rank0.gmt" "$scratch/one/"
 echo "bench-job: generated in ${generated} s ($(du -sh "$scratch/job" | cut -f1))" >&2
 
-# Wall seconds and peak RSS (MiB) of one command, from /usr/bin/time -v.
+# Wall seconds, CPU seconds (user + system: what other work on the machine does not inflate)
+# and peak RSS (MiB) of one command, from /usr/bin/time -v.
 measure() {
   local log="$scratch/time.log"
   /usr/bin/time -v "$@" >/dev/null 2>"$log" || {
@@ -64,12 +67,15 @@ seconds = 0.0
 for part in wall.split(":"):
     seconds = seconds * 60 + float(part)
 rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", text).group(1))
-print(f"{seconds:.2f} s | {rss / 1024:.0f} MiB")
+cpu = sum(float(re.search(rf"{what} time \(seconds\): (\S+)", text).group(1))
+          for what in ("User", "System"))
+print(f"{seconds:.2f} s | {cpu:.2f} s | {rss / 1024:.0f} MiB")
 PY
 }
 
-echo "| command | traces | workers | wall | peak RSS |"
-echo "|---|---|---|---|---|"
+load_at_start="$(cut -d' ' -f1-3 /proc/loadavg)"
+echo "| command | traces | workers | wall | CPU | peak RSS |"
+echo "|---|---|---|---|---|---|"
 for what in "report" "html"; do
   for jobs in 1 2; do
     if [ "$what" = report ]; then
@@ -82,5 +88,10 @@ for what in "report" "html"; do
 done
 echo "| report TRACE | 1 | 1 | $(measure "$cli" report "$scratch/one/rank0.gmt" --jobs 1) |"
 echo "| html TRACE | 1 | 1 | $(measure "$cli" html "$scratch/one/rank0.gmt" -o "$scratch/one.html" --jobs 1) |"
+echo "| summarize TRACE | 1 | 1 | $(measure "$cli" summarize "$scratch/one/rank0.gmt" -o "$scratch/one.summary") |"
 echo
-echo "Generated $count traces of $((steps * 2)) events in ${generated} s on $(nproc) CPUs."
+echo "Generated $count traces of $((steps * 2)) events in ${generated} s on $(nproc) CPUs;" \
+  "summary of one trace: $(stat -c %s "$scratch/one.summary") bytes."
+# Other work on the machine shows in the figures: the load average when the timing began and
+# ended (1, 5 and 15 minutes).
+echo "Load average: $load_at_start at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end."
