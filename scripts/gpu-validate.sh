@@ -13,7 +13,11 @@
 #      caching allocator and with expandable segments, through PyTorch's block events, checked
 #      against PyTorch's own snapshot (every active block and segment, allocated and reserved);
 #   7. torchrun with two ranks: one trace per rank;
-#   8. every trace's chunk headers count its records (format 4.1), checked apart from the reader.
+#   9. stacks open at the user's line (the frame policy), for PyTorch and an nvcc program;
+#  10. classes: address-space reservations apart, what libraries keep on purpose (library_cache);
+#  11. a bounded trace (--max-size) of a PyTorch loop, watched by `top` while it runs;
+#  12. torchrun with eight ranks on the one GPU: the job view;
+#  13. every trace's chunk headers count its records (format 4.1), checked apart from the reader.
 # Exits non-zero when any check failed.
 # Usage: scripts/gpu-validate.sh [OUTPUT_DIR]   (default: $OUT, else gpu-validate-output)
 # Uses build-gpu/ if it holds a build (carried from elsewhere), else builds one (no tests).
@@ -45,7 +49,7 @@ for variant in plain matmul; do
 done
 
 echo "--- 2. nvcc programs: static cudart, shared cudart, and the driver through -lcuda"
-nvcc -O1 -o "$out/seq_static" tests/gpu/alloc_sequence.cu >>"$out/build.log" 2>&1 || echo "FAIL nvcc static"
+nvcc -O1 -g -o "$out/seq_static" tests/gpu/alloc_sequence.cu >>"$out/build.log" 2>&1 || echo "FAIL nvcc static"
 nvcc -O1 -cudart shared -o "$out/seq_shared" tests/gpu/alloc_sequence.cu >>"$out/build.log" 2>&1 || echo "FAIL nvcc shared"
 nvcc -O1 -DUSE_DRIVER -o "$out/seq_driver" tests/gpu/alloc_sequence.cu -lcuda >>"$out/build.log" 2>&1 || echo "FAIL nvcc driver"
 declare -A seq_apis=([seq_static]="{'cuMemAlloc': 4}/{'cuMemFree': 3}"
@@ -204,7 +208,67 @@ echo "--- 7. torchrun, two ranks (gloo) on one GPU: one trace per rank"
 traced_torchrun ranks 29541 gloo shared
 check "ranks traced" "[0, 1]" "$(json_field "$out/ranks.report.json" 'sorted(t["rank"] for t in d["traces"] if t["rank"] is not None)')"
 
-echo "--- 8. format 4.1: every trace's chunk headers count their records"
+echo "--- 9. stacks open at the user's line"
+# first_frame_after TRACE PATTERN: the first frame line under the first leak group whose line
+# matches PATTERN, as `leaks` prints it.
+first_frame_after() { "$gmt" leaks "$1" | awk -v p="$2" 'found { print; exit } $0 ~ p { found = 1 }' | sed 's/^ *//'; }
+line=$(json_field "$out/cached_default.oracle.json" 'd["leak_line"]')
+first=$(first_frame_after "$(ls "$out"/cached_default.*.gmt | head -1)" 'probable_leak')
+echo "first line under the planted leak: $first"
+check "the planted leak's first line is remember()'s" "remember  planted_leak_cached.py:$line" "$first"
+check "leaks --json marks that frame as the user's" True "$(json_field "$out/cached_default.leaks.json" '[[f["file"].endswith("planted_leak_cached.py") for f in l["frames"] if f.get("user")] for l in d["leaks"] if l["class"] == "probable_leak"][0] == [True]')"
+first=$(first_frame_after "$(ls "$out"/seq_static.*.gmt | head -1)" 'unfreed')
+echo "first line under the static-cudart program's unfreed group: $first"
+check "the nvcc program (static cudart) opens at its own source" True "$(case "$first" in *alloc_sequence.cu:*) echo True ;; *) echo False ;; esac)"
+"$gmt" leaks "$(ls "$out"/seq_static.*.gmt | head -1)" | head -12
+"$gmt" leaks --frames all "$(ls "$out"/seq_static.*.gmt | head -1)" | head -16
+
+echo "--- 10. classes: address space apart, what libraries keep on purpose"
+"$gmt" leaks "$(ls "$out"/cached_expandable.*.gmt | head -1)" | grep -E 'address space|cached|library_cache' | head -8
+check "expandable: no never-freed group of 64 GiB or more (address space is apart)" True "$(json_field "$out/cached_expandable.leaks.json" 'all(l["bytes"] < 64 << 30 for l in d["leaks"])')"
+check "expandable: the reservations are listed apart, on device 0" True "$(json_field "$out/cached_expandable.leaks.json" 'len(d.get("reservations", [])) > 0 and all(r["device"] == 0 for r in d["reservations"])')"
+for name in nccl jax_default; do
+  "$gmt" leaks --json "$out"/$name.*.gmt >"$out/$name.leaks.json"
+  echo "INFO $name never freed by class: $(json_field "$out/$name.leaks.json" 'sorted({(l["class"], l.get("library")) for l in d["leaks"]}, key=str)')"
+  check "$name: what the library keeps is library_cache" True "$(json_field "$out/$name.leaks.json" 'any(l["class"] == "library_cache" for l in d["leaks"])')"
+done
+
+echo "--- 11. a bounded trace (--max-size 2MiB) of a PyTorch loop, watched by top while it runs"
+rm -f "$out"/steady.*.gmt "$out/steady.figures.json"
+GPUMEMTRACE_CACHE_DIR="$out/shim-cache" "$gmt" run --max-size 2MiB -o "$out/steady.%p.gmt" -- \
+  python3 tests/gpu/steady_loop.py 40 "$out/steady.figures.json" >"$out/steady.log" 2>&1 &
+steady_pid=$!
+for _ in $(seq 60); do
+  [ -f "$out/steady.figures.json" ] && [ "$(json_field "$out/steady.figures.json" 'd["step"]')" -ge 200 ] && break
+  sleep 1
+done
+steady_trace=$(ls "$out"/steady.*.gmt | head -1)
+"$gmt" top --once "$steady_trace" | tee "$out/steady.top.txt"
+"$gmt" top --once --json "$steady_trace" >"$out/steady.top.json"
+cp "$out/steady.figures.json" "$out/steady.figures_at_top.json"
+nvidia-smi --query-compute-apps=pid,used_memory --format=csv | tee "$out/steady.nvidia-smi.txt"
+echo "PyTorch at that moment: $(cat "$out/steady.figures_at_top.json")"
+check "top: the loop is running, with its framework's reserved bytes" True "$(json_field "$out/steady.top.json" '[p["state"] == "running" and p["devices"][0]["framework_reserved_bytes"] is not None and p["devices"][0]["framework_reserved_bytes"] > 0 for p in d["processes"]] == [True]')"
+wait "$steady_pid" || { echo "FAIL steady_loop.py (see steady.log)"; tail -5 "$out/steady.log"; failures=$((failures + 1)); }
+"$gmt" info "$steady_trace" | tee "$out/steady.info.txt" | head -20
+"$gmt" info --json "$steady_trace" >"$out/steady.info.json"
+"$gmt" leaks --json "$steady_trace" >"$out/steady.leaks.json"
+"$gmt" leaks "$steady_trace" | head -16
+size=$(stat -c %s "$steady_trace")
+echo "INFO bounded trace: limit $((2 << 20)) bytes, file $size bytes"
+check "bounded: the file is within the limit plus 16 chunks of 64 KiB" True "$([ "$size" -le $(((2 << 20) + 16 * 65536)) ] && echo True || echo False)"
+check "bounded: info says the history was cut" True "$(grep -q 'history kept from' "$out/steady.info.txt" && echo True || echo False)"
+steady_line=$(json_field "$out/steady.figures.json" 'd["leak_line"]')
+check "bounded: the planted leak is the top probable leak, at steady_loop.py:$steady_line" True "$(json_field "$out/steady.leaks.json" '[any(f["file"] is not None and f["file"].endswith("steady_loop.py") and f["line"] == int(sys.argv[3]) for f in l["frames"]) for l in d["leaks"] if l["class"] == "probable_leak"][:1] == [True]' "$steady_line")"
+check "bounded: PyTorch's allocated at the end (blocks never freed) equals torch's" "$(json_field "$out/steady.figures.json" 'd["memory_allocated"]')" "$(json_field "$out/steady.leaks.json" 'sum(g["bytes"] for g in d["leaks"] if g.get("allocator") == "pytorch" and g.get("level") == "block")')"
+check "bounded: and with the cache, its reserved" "$(json_field "$out/steady.figures.json" 'd["memory_reserved"]')" "$(json_field "$out/steady.leaks.json" 'sum(g["bytes"] for g in d["leaks"] if g.get("allocator") == "pytorch" and g.get("level") in ("block", "cache"))')"
+
+echo "--- 12. torchrun, eight ranks (gloo) on one GPU: the job view"
+NPROC=8 traced_torchrun job8 29561 gloo shared
+check "ranks traced" "[0, 1, 2, 3, 4, 5, 6, 7]" "$(json_field "$out/job8.report.json" 'sorted(t["rank"] for t in d["traces"] if t["rank"] is not None)')"
+check "the highest peak is rank 7's (it keeps 256 MiB more than rank 6)" 7 "$(json_field "$out/job8.report.json" 'd["job"]["highest_peak"]["rank"]')"
+
+echo "--- 13. format 4.1: every trace's chunk headers count their records"
 counts=$(python3 tests/gpu/chunk_counts.py $(find "$out" -name '*.gmt' | sort) | tail -1)
 echo "$counts"
 check "chunks whose header's record count is wrong, in every trace of this run" 0 "${counts##*mismatched }"

@@ -11,14 +11,14 @@ check() {
 # json_field FILE EXPRESSION [ARG...]: the Python expression's value, with the file's JSON as d.
 json_field() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 
-# traced_torchrun NAME PORT ARG...: two ranks of tests/gpu/ranks.py ARG... under torchrun,
+# traced_torchrun NAME PORT ARG...: NPROC ranks (default 2) of tests/gpu/ranks.py ARG... under torchrun,
 # traced into $out/NAME/ (one trace per rank); prints the run table and writes
 # $out/NAME.report.json.
 traced_torchrun() {
   local name=$1 port=$2
   shift 2
   rm -rf "${out:?}/$name" && mkdir -p "$out/$name"
-  "$gmt" run -o "$out/$name/rank%r.%p.gmt" -- torchrun --nproc_per_node=2 --master_port="$port" \
+  "$gmt" run -o "$out/$name/rank%r.%p.gmt" -- torchrun --nproc_per_node="${NPROC:-2}" --master_port="$port" \
     tests/gpu/ranks.py "$@" >"$out/$name.log" 2>&1 ||
     { echo "FAIL torchrun (see $name.log)"; tail -5 "$out/$name.log"; failures=$((failures + 1)); }
   "$gmt" report "$out/$name" | sed -n '/^run of/,$p'
