@@ -267,6 +267,20 @@ echo "--- 12. torchrun, eight ranks (gloo) on one GPU: the job view"
 NPROC=8 traced_torchrun job8 29561 gloo shared
 check "ranks traced" "[0, 1, 2, 3, 4, 5, 6, 7]" "$(json_field "$out/job8.report.json" 'sorted(t["rank"] for t in d["traces"] if t["rank"] is not None)')"
 check "the highest peak is rank 7's (it keeps 256 MiB more than rank 6)" 7 "$(json_field "$out/job8.report.json" 'd["job"]["highest_peak"]["rank"]')"
+rm -rf "$out/job8-summaries" && mkdir -p "$out/job8-summaries"
+for t in "$out"/job8/*.gmt; do
+  "$gmt" summarize "$t" -o "$out/job8-summaries/$(basename "$t" .gmt).summary.json"
+done
+"$gmt" report --json "$out/job8-summaries" >"$out/job8.summaries.report.json"
+check "the job view from the ranks' summaries equals the one from their traces" True \
+  "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["job"] == json.load(open(sys.argv[2]))["job"])' "$out/job8.report.json" "$out/job8.summaries.report.json")"
+"$gmt" export --format jsonl -o "$out/job8.jsonl" "$out/job8" && echo "jsonl export: $(wc -l <"$out/job8.jsonl") rows"
+# Rank 7 keeps 2 GiB of its own, the median rank about 1.1 GiB: a spread of about 1.7.
+"$gmt" check --max-imbalance 1.5 "$out/job8" >"$out/job8.check.txt" 2>&1
+check "check --max-imbalance 1.5 fails the job" 1 "$?"
+cat "$out/job8.check.txt"
+"$gmt" check --max-imbalance 2.5 "$out/job8" >/dev/null 2>&1
+check "check --max-imbalance 2.5 passes it" 0 "$?"
 
 echo "--- 13. format 4.1: every trace's chunk headers count their records"
 counts=$(python3 tests/gpu/chunk_counts.py $(find "$out" -name '*.gmt' | sort) | tail -1)
