@@ -92,7 +92,7 @@ TEST_F(HtmlInBrowser, DrawsThePeakAndAClickShowsItsLargestAllocation) {
     EXPECT_EQ(heading.rfind("the peak: 218 MiB at ", 0), 0u) << heading;
     EXPECT_TRUE(heading.ends_with(" in trainer::step > backward")) << heading;
     EXPECT_EQ(moment["site_bytes"], 100 * kMiB) << how;
-    EXPECT_EQ(moment["site_function"], "(anonymous namespace)::must_alloc") << how;
+    EXPECT_EQ(moment["site_function"], "(anonymous namespace)::must_alloc(unsigned long)") << how;
     const std::string text = moment["site_text"];
     EXPECT_EQ(text.rfind("100 MiB in 1 allocation \u00b7 workload_phases", 0), 0u) << text;
     EXPECT_NE(text.find("must_alloc"), std::string::npos) << text;
