@@ -50,12 +50,25 @@ __attribute__((noinline, noipa)) int function_with_inline(int value) {
   return result;
 }
 
+// Inlined into one caller and kept out of line too (called through a pointer): a function that
+// must read the same either way, or its sites would split.
+static inline __attribute__((always_inline)) int inlined_and_not(int value, const char* site) {
+  gmt_fixture_report_call_site(site, __LINE__);
+  return value * 7;
+}
+
+__attribute__((noinline, noipa)) int calls_both_copies(int value) {
+  int (*volatile out_of_line)(int, const char*) = &inlined_and_not;
+  return inlined_and_not(value, "inlined_copy") + out_of_line(value, "out_of_line_copy");
+}
+
 extern "C" int gmt_fixture_library_run(gmt_fixture::CallSiteSink sink) {
   g_sink = sink;
   int total = gmt_fixture_plain(1);
   total += static_cast<int>(gmt_fixture::scale(2, 1.5, "x"));
   total += static_function(3);
   total += function_with_inline(4);
+  total += calls_both_copies(5);
   // Entry points, for exact-PC lookups (the first frame of a stack).
   sink("plain_entry", reinterpret_cast<const void*>(&gmt_fixture_plain), 0);
   sink("namespaced_entry", reinterpret_cast<const void*>(&gmt_fixture::scale), 0);

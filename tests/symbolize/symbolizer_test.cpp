@@ -160,6 +160,22 @@ TEST_F(SymbolizerTest, InlinedHelperGivesInlineChain) {
                library_.path);
 }
 
+// One name per function: the inlined instance is named as its out-of-line copy's symbol.
+TEST_F(SymbolizerTest, InlinedAndOutOfLineCopiesHaveOneName) {
+  Symbolizer symbolizer;
+  add_all_modules(symbolizer);
+  const std::vector<SymbolizedFrame> inlined = symbolizer.symbolize(address("inlined_copy"));
+  ASSERT_EQ(inlined.size(), 2u);
+  EXPECT_TRUE(inlined[0].inlined);
+  EXPECT_EQ(inlined[0].function, "inlined_and_not(int, char const*)");
+  EXPECT_EQ(inlined[1].function, "calls_both_copies(int)");
+  const std::vector<SymbolizedFrame> out_of_line =
+      symbolizer.symbolize(address("out_of_line_copy"));
+  ASSERT_EQ(out_of_line.size(), 1u);
+  EXPECT_FALSE(out_of_line[0].inlined);
+  EXPECT_EQ(out_of_line[0].function, "inlined_and_not(int, char const*)");
+}
+
 TEST_F(SymbolizerTest, FunctionInMainExecutable) {
   Symbolizer symbolizer;
   add_all_modules(symbolizer);
