@@ -108,9 +108,43 @@ bool LiveTrace::read_header() {
   return true;
 }
 
+void LiveTrace::start_from_checkpoint() {
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) return;
+  std::vector<uint8_t> bytes(static_cast<std::size_t>(st.st_size));
+  if (bytes.size() < format::kFirstChunkOffset || !pread_all(fd_, bytes.data(), bytes.size(), 0))
+    return;
+  const format::HeaderCheck header = format::check_header(bytes);
+  checkpoint_looked_ = true;
+  if (!header.ok || header.header.valid_from == 0) return;  // nothing dropped: read as it comes
+  format::TraceReader reader(bytes, header.header);
+  if (!reader.window().dropped) return;
+  while (const format::Record* record = reader.next_record()) apply(*record);
+  replay_.summary().history = reader.window();
+  // Every chunk is read up to what the copy holds: the next refresh goes on from there.
+  const uint64_t chunk_size = header.header.chunk_size;
+  const uint64_t count = (bytes.size() - format::kFirstChunkOffset) / chunk_size;
+  chunks_.assign(count, ChunkState{});
+  for (std::size_t i = 0; i < count; ++i) {
+    const uint8_t* h = bytes.data() + format::kFirstChunkOffset + i * chunk_size;
+    if (u32le(h + format::ChunkHeaderLayout::kMagic) != format::kChunkMagic) continue;
+    const uint32_t length =
+        format::published_length(u64le(h + format::ChunkHeaderLayout::kPublished));
+    if (length > chunk_size - format::kChunkHeaderSize) continue;
+    ChunkState& c = chunks_[i];
+    c.writer = u32le(h + format::ChunkHeaderLayout::kWriter);
+    c.sequence = u32le(h + format::ChunkHeaderLayout::kSequence);
+    c.thread = u32le(h + format::ChunkHeaderLayout::kThread);
+    c.consumed_length = length;
+    c.consumed_records =
+        format::RecordDecoder::count_records({h + format::kChunkHeaderSize, length});
+  }
+}
+
 bool LiveTrace::refresh() {
   if (!read_header()) return false;
   error_.clear();
+  if (!checkpoint_looked_ && header_->max_size != 0) start_from_checkpoint();
   struct stat st {};
   if (::fstat(fd_, &st) != 0) return false;
   const uint64_t chunk_size = header_->chunk_size;

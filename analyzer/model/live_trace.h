@@ -80,6 +80,9 @@ class LiveTrace {
   struct Pending;
 
   bool read_header();
+  // A bounded trace that dropped history before the watch began: its state is rebuilt from the
+  // whole file as the reader gives it (from its checkpoint), and its chunks marked as read.
+  void start_from_checkpoint();
   void apply(const format::Record& record);
   void mark_second(uint64_t time_ns);
 
@@ -90,6 +93,7 @@ class LiveTrace {
   std::string stop_reason_;
   std::vector<ChunkState> chunks_;  // by index in the file
   Replay replay_;
+  bool checkpoint_looked_ = false;  // start_from_checkpoint() has looked
   bool described_ = false;
   bool saw_end_ = false;
   uint64_t mono_start_ns_ = 0;

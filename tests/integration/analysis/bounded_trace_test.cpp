@@ -218,6 +218,16 @@ TEST_F(BoundedTrace, ASigkillMidRunLeavesAReadableTraceWithTheRightLiveSet) {
   EXPECT_LE(differences, 1u) << expected.size() << " live reported, " << traced.size()
                              << " in the trace";
   EXPECT_GE(expected.size(), 32u);
+
+  // `top`, which reads a trace as it is written, rebuilds the same live set from the checkpoint.
+  const ProcessResult top = cli({"top", "--once", "--json", trace});
+  ASSERT_EQ(top.exit_code, 0) << top.err;
+  const json frame = json::parse(top.out);
+  ASSERT_EQ(frame["processes"].size(), 1u) << top.out;
+  ASSERT_EQ(frame["processes"][0]["devices"].size(), 1u) << top.out;
+  uint64_t traced_bytes = 0;
+  for (const auto& [address, size] : traced) traced_bytes += size;
+  EXPECT_EQ(frame["processes"][0]["devices"][0]["live_bytes"], traced_bytes) << top.out;
 }
 
 }  // namespace
