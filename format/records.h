@@ -41,6 +41,7 @@ enum class RecordType : uint8_t {
   kBlock = 21,
   kCheckpoint = 22,
   kCarried = 23,
+  kCarriedBlock = 24,
 };
 
 // The most payload bytes a record of integer fields can take: every field as a 10-byte varint.
@@ -670,12 +671,45 @@ struct CarriedRecord {
   }
 };
 
+// A caching allocator's block or segment live at a checkpoint (4.3): its Block record's fields,
+// with the time it was made in `block_time_ns`. kAlloc for a live block (followed by a
+// kFreeRequested when its free was requested and not completed), kSegmentAlloc for a segment,
+// kSegmentMap for a mapped range (what is left of it where part was unmapped).
+struct CarriedBlockRecord {
+  static constexpr RecordType kType = RecordType::kCarriedBlock;
+  uint64_t time_ns = 0;
+  uint64_t thread = 0;  // from the chunk (the checkpoint's writer: 0)
+  uint32_t checkpoint = 0;
+  uint64_t block_time_ns = 0;
+  uint32_t allocator = 0;
+  uint32_t action = 0;
+  int32_t device = -1;
+  uint64_t address = 0;
+  uint64_t size = 0;
+  uint64_t stream = 0;
+  uint32_t stack = 0;
+
+  template <class Self, class V>
+  static constexpr void fields(Self& r, V& v) {
+    v.time("time_ns", r.time_ns);
+    v.u32("checkpoint", r.checkpoint);
+    v.u64("block_time_ns", r.block_time_ns);
+    v.u32("allocator", r.allocator);
+    v.u32("action", r.action);
+    v.i32("device", r.device);
+    v.address("address", r.address);
+    v.u64("size", r.size);
+    v.u64("stream", r.stream);
+    v.u32("stack", r.stack);
+  }
+};
+
 using Record =
     std::variant<ProcessInfoRecord, AllocRecord, FreeRecord, AllocFailedRecord, EndRecord,
                  ContextRecord, ContextDestroyedRecord, MapRecord, UnmapRecord, RetainHandleRecord,
                  StackRecord, ModuleRecord, PythonCodeRecord, ThreadRecord, DeviceRecord,
                  SampleRecord, NameRecord, PhaseRecord, NoteRecord, PoolRecord, BlockRecord,
-                 CheckpointRecord, CarriedRecord>;
+                 CheckpointRecord, CarriedRecord, CarriedBlockRecord>;
 
 // Records that define an id or describe the process rather than tell an event: a bounded trace
 // keeps them whatever their age (the writer puts them in chunks it never reuses).

@@ -39,7 +39,7 @@ template <class R>
 constexpr uint8_t tie_rank_of() {
   // A checkpoint's records too: a free at the checkpoint's nanosecond came after it was taken.
   if constexpr (is_definition<R>() || std::is_same_v<R, CheckpointRecord> ||
-                std::is_same_v<R, CarriedRecord>) {
+                std::is_same_v<R, CarriedRecord> || std::is_same_v<R, CarriedBlockRecord>) {
     return 0;
   } else if constexpr (std::is_same_v<R, FreeRecord> || std::is_same_v<R, UnmapRecord> ||
                        std::is_same_v<R, ContextDestroyedRecord>) {
@@ -412,7 +412,9 @@ struct CheckpointSeen {
   uint64_t time_ns = 0;
   bool begun = false;
   std::optional<uint64_t> items;  // from its end
-  uint64_t carried = 0;
+  uint64_t carried = 0;           // Carried and CarriedBlock records: what `items` counts
+  uint64_t carried_allocations = 0;
+  uint64_t carried_blocks = 0;
   uint64_t carried_bytes = 0;
   uint64_t events_before = 0;  // events (neither definitions nor checkpoints) before its begin
 };
@@ -451,7 +453,13 @@ static HistoryWindow find_window(std::span<const uint8_t> file, const FileHeader
       ++checkpoint_records;
       CheckpointSeen& s = seen[c->checkpoint];
       ++s.carried;
+      ++s.carried_allocations;
       if (counts_as_carried_bytes(c->kind)) s.carried_bytes += c->size;
+    } else if (const auto* c = std::get_if<CarriedBlockRecord>(record)) {
+      ++checkpoint_records;
+      CheckpointSeen& s = seen[c->checkpoint];
+      ++s.carried;
+      ++s.carried_blocks;
     } else if (!std::visit([](const auto& r) { return is_definition<std::decay_t<decltype(r)>>(); },
                            *record) &&
                !std::holds_alternative<NoteRecord>(*record)) {
@@ -466,7 +474,8 @@ static HistoryWindow find_window(std::span<const uint8_t> file, const FileHeader
     window.checkpoint = id;
     window.kept_from_ns = s.time_ns;
     window.dropped_records = header.dropped_records + s.events_before;
-    window.carried_allocations = s.carried;
+    window.carried_allocations = s.carried_allocations;
+    window.carried_blocks = s.carried_blocks;
     window.carried_bytes = s.carried_bytes;
     expected_records = total - checkpoint_records + s.carried - s.events_before;
     return window;
@@ -502,8 +511,9 @@ const HistoryWindow& TraceReader::window() const {
 }
 
 // A record other than an allocation or a free, as the window gives it: definitions and notes
-// whatever their time, the chosen checkpoint's Carried records as allocations at its time,
-// nothing else of the checkpoints, and the rest from the window's start on.
+// whatever their time, the chosen checkpoint's Carried records as allocations and its
+// CarriedBlock records as block events at its time, nothing else of the checkpoints, and the rest
+// from the window's start on.
 const Record* TraceReader::State::in_window(const Record* other) {
   if (other == nullptr) return nullptr;
   if (std::holds_alternative<CheckpointRecord>(*other)) return nullptr;
@@ -520,6 +530,20 @@ const Record* TraceReader::State::in_window(const Record* other) {
     a.size = c->size;
     a.context = c->context;
     a.stack = c->stack;
+    return &converted;
+  }
+  if (const auto* c = std::get_if<CarriedBlockRecord>(other)) {
+    if (c->checkpoint != window.checkpoint) return nullptr;
+    BlockRecord& b = converted.emplace<BlockRecord>();
+    b.time_ns = window.kept_from_ns;
+    b.thread = c->thread;
+    b.allocator = c->allocator;
+    b.action = c->action;
+    b.device = c->device;
+    b.address = c->address;
+    b.size = c->size;
+    b.stream = c->stream;
+    b.stack = c->stack;
     return &converted;
   }
   const bool timeless =

@@ -51,6 +51,8 @@ struct HistoryWindow {
   uint64_t dropped_records = 0;      // events before kept_from_ns: written over, or still there
   uint64_t carried_allocations = 0;  // live at kept_from_ns, given as allocations then
   uint64_t carried_bytes = 0;        // their bytes (address reservations left out)
+  uint64_t carried_blocks = 0;       // caching allocators' blocks, segments and mapped ranges, as
+                                     // Block records then
   // Why the history before the last records could not be rebuilt, when it could not (no whole
   // checkpoint left to start from): the records are then given as they are.
   std::string problem;

@@ -63,7 +63,8 @@ const char* record_type_name(std::size_t index) {
                                        "pool",
                                        "block",
                                        "checkpoint",
-                                       "carried"};
+                                       "carried",
+                                       "carried_block"};
   static_assert(std::size(kNames) == std::variant_size_v<format::Record>);
   return index < std::size(kNames) ? kNames[index] : "unknown";
 }

@@ -177,6 +177,7 @@ class Replay {
   // A bounded trace's checkpoints: the reader gives the one it starts from as allocations.
   void on(const format::CheckpointRecord&) {}
   void on(const format::CarriedRecord&) {}
+  void on(const format::CarriedBlockRecord&) {}
   // The sites whose allocations still live at the end are segments an allocator reported.
   void finish_blocks();
   // Address space reserved and never given back, by site and device (summary_.reservations).

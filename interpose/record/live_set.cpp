@@ -54,4 +54,96 @@ void LiveSet::apply(const format::ContextDestroyedRecord& r) {
   });
 }
 
+LiveBlocks::Pool& LiveBlocks::pool(uint32_t allocator, int32_t device) {
+  for (Pool& p : pools_) {
+    if (p.allocator == allocator && p.device == device) return p;
+  }
+  Pool& p = pools_.emplace_back();
+  p.allocator = allocator;
+  p.device = device;
+  return p;
+}
+
+// Every mapped range inside [address, address + size) goes; one that straddles an end keeps its
+// part outside.
+void LiveBlocks::unmap(Pool& p, uint64_t address, uint64_t size) {
+  const uint64_t end = address + size;
+  auto it = p.maps.upper_bound(address);
+  if (it != p.maps.begin()) --it;
+  while (it != p.maps.end() && it->first < end) {
+    const format::BlockRecord range = it->second;
+    const uint64_t range_end = range.address + range.size;
+    if (range_end <= address) {
+      ++it;
+      continue;
+    }
+    it = p.maps.erase(it);
+    if (range.address < address) {
+      format::BlockRecord left = range;
+      left.size = address - range.address;
+      p.maps.emplace(left.address, left);
+    }
+    if (range_end > end) {
+      format::BlockRecord right = range;
+      right.address = end;
+      right.size = range_end - end;
+      it = p.maps.emplace(right.address, right).first;
+      ++it;
+    }
+  }
+}
+
+void LiveBlocks::apply(const format::BlockRecord& r) {
+  using format::BlockAction;
+  Pool& p = pool(r.allocator, r.device);
+  switch (static_cast<BlockAction>(r.action)) {
+    case BlockAction::kAlloc: {
+      Block replaced;
+      p.blocks.put(r.address, Block{r, {}, false}, &replaced);
+      break;
+    }
+    case BlockAction::kFreeRequested: {
+      Block b;
+      if (p.blocks.take(r.address, &b)) {
+        Block replaced;
+        p.blocks.put(r.address, Block{b.alloc, r, true}, &replaced);
+      }
+      break;
+    }
+    case BlockAction::kFreeCompleted: {
+      Block taken;
+      p.blocks.take(r.address, &taken);
+      break;
+    }
+    case BlockAction::kSegmentAlloc: {
+      format::BlockRecord replaced;
+      p.segments.put(r.address, r, &replaced);
+      break;
+    }
+    case BlockAction::kSegmentFree: {
+      format::BlockRecord taken;
+      p.segments.take(r.address, &taken);
+      break;
+    }
+    case BlockAction::kSegmentMap:
+      unmap(p, r.address, r.size);  // a range mapped again replaces what was there
+      if (r.size != 0) p.maps.emplace(r.address, r);
+      break;
+    case BlockAction::kSegmentUnmap:
+      unmap(p, r.address, r.size);
+      break;
+    case BlockAction::kOom:
+      break;
+  }
+}
+
+std::size_t LiveBlocks::size() const {
+  std::size_t n = 0;
+  for (const Pool& p : pools_) {
+    n += p.segments.size() + p.maps.size();
+    p.blocks.for_each([&](const Block& b) { n += b.requested ? 2 : 1; });
+  }
+  return n;
+}
+
 }  // namespace gmt::interpose

@@ -1,22 +1,70 @@
 // SPDX-License-Identifier: Apache-2.0
 // What a bounded trace's checkpoint carries: every allocation live now, with its Alloc record's
-// fields. Kept only when the trace is bounded (GPUMEMTRACE_MAX_SIZE), by the writer, which
-// applies each allocation, free and context teardown under the lock it writes the record in, so
-// that a checkpoint's live set is exactly the records before its time.
+// fields, and every block and segment the caching allocators reported live (LiveBlocks). Kept only
+// when the trace is bounded (GPUMEMTRACE_MAX_SIZE), by the writer, which applies each allocation,
+// free and context teardown under the lock it writes the record in, so that a checkpoint's live set
+// is exactly the records before its time.
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <vector>
 
 #include "format/records.h"
 #include "interpose/record/live_size_table.h"
 
 namespace gmt::interpose {
 
+// The caching allocators' live blocks and segments, per allocator and device, from their Block
+// records: a block from kAlloc until kFreeCompleted (with its kFreeRequested kept once the user
+// freed it), a segment from kSegmentAlloc until kSegmentFree, a mapped range from kSegmentMap
+// until kSegmentUnmap (trimmed, or split in two, where only part of it is unmapped).
+class LiveBlocks {
+ public:
+  void apply(const format::BlockRecord& r);
+
+  // Calls `visit(record)` with the Block records that rebuild what is live, each with the time
+  // it was written: segments, mapped ranges, then each block's kAlloc (and its kFreeRequested).
+  template <class Visit>
+  void for_each(Visit visit) const {
+    for (const Pool& p : pools_) {
+      p.segments.for_each(visit);
+      for (const auto& [address, range] : p.maps) visit(range);
+      p.blocks.for_each([&](const Block& b) {
+        visit(b.alloc);
+        if (b.requested) visit(b.request);
+      });
+    }
+  }
+  // How many records for_each() gives.
+  std::size_t size() const;
+  void clear() { pools_.clear(); }
+
+ private:
+  struct Block {
+    format::BlockRecord alloc;
+    format::BlockRecord request;  // the kFreeRequested, when `requested`
+    bool requested = false;
+  };
+  struct Pool {
+    uint32_t allocator = 0;
+    int32_t device = -1;
+    LiveTable<Block> blocks;                       // by address
+    LiveTable<format::BlockRecord> segments;       // by address
+    std::map<uint64_t, format::BlockRecord> maps;  // by first byte; never overlapping
+  };
+  Pool& pool(uint32_t allocator, int32_t device);
+  static void unmap(Pool& p, uint64_t address, uint64_t size);
+
+  std::vector<Pool> pools_;  // few: one per allocator and device
+};
+
 class LiveSet {
  public:
   void apply(const format::AllocRecord& r);
   void apply(const format::FreeRecord& r);
   void apply(const format::ContextDestroyedRecord& r);
+  void apply(const format::BlockRecord& r) { blocks_.apply(r); }
   template <class R>
   void apply(const R&) {}  // nothing else changes what is live
 
@@ -24,18 +72,24 @@ class LiveSet {
   void for_each(Visit visit) const {
     table_.for_each(visit);
   }
+  const LiveBlocks& blocks() const { return blocks_; }
   std::size_t size() const { return table_.size(); }
-  void clear() { table_.clear(); }
+  void clear() {
+    table_.clear();
+    blocks_.clear();
+  }
 
  private:
   LiveTable<format::AllocRecord> table_;
+  LiveBlocks blocks_;
 };
 
 // Whether a record changes the live set: what the writer applies under its lock.
 template <class R>
 constexpr bool changes_live_set() {
   return std::is_same_v<R, format::AllocRecord> || std::is_same_v<R, format::FreeRecord> ||
-         std::is_same_v<R, format::ContextDestroyedRecord>;
+         std::is_same_v<R, format::ContextDestroyedRecord> ||
+         std::is_same_v<R, format::BlockRecord>;
 }
 
 }  // namespace gmt::interpose

@@ -645,7 +645,8 @@ void TraceWriter::after_record(ThreadChunk& chunk) {
   if (checkpoint_due_.load(std::memory_order_relaxed)) write_checkpoint();
 }
 
-// The live set as Carried records between a begin and an end. Its time is after every record
+// The live set as Carried records (allocations) and CarriedBlock records (the caching
+// allocators' blocks and segments) between a begin and an end. Its time is after every record
 // applied to the live set, and before any applied after it (both under live_mutex_): a reader
 // replays from it exactly.
 void TraceWriter::write_checkpoint() {
@@ -678,6 +679,22 @@ void TraceWriter::write_checkpoint() {
     c.size = a.size;
     c.context = a.context;
     c.stack = a.stack;
+    whole = append_locked(checkpoints_, ChunkRole::kCheckpoints, c);
+    items += whole ? 1 : 0;
+  });
+  live_.blocks().for_each([&](const format::BlockRecord& b) {
+    if (!whole) return;
+    format::CarriedBlockRecord c;
+    c.time_ns = time;
+    c.checkpoint = id;
+    c.block_time_ns = b.time_ns;
+    c.allocator = b.allocator;
+    c.action = b.action;
+    c.device = b.device;
+    c.address = b.address;
+    c.size = b.size;
+    c.stream = b.stream;
+    c.stack = b.stack;
     whole = append_locked(checkpoints_, ChunkRole::kCheckpoints, c);
     items += whole ? 1 : 0;
   });
