@@ -9,8 +9,12 @@
 // allocator asks the runtime for a new segment; run with too little device memory for it, it
 // reports its OOM. Prints `oom=1` when it did, and the allocator's figures.
 //
+// `cached_training STEPS [KEEP_EVERY]`: KEEP_EVERY (3 unless given) spaces the kept activations,
+// so that a long run (a bounded trace's) keeps few.
+//
 // Prints `keep_line=N` (the line of keep_activation's allocation), the kept blocks' count and
 // bytes, and the allocator's own figures at the end, for the tests to compare exactly.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -21,7 +25,7 @@
 namespace training {
 
 constexpr std::size_t kMiB = 1024 * 1024;
-constexpr int kKeepEvery = 3;
+int keep_every = 3;
 
 std::vector<void*> kept;
 std::size_t kept_bytes = 0;
@@ -52,7 +56,7 @@ __attribute__((noinline)) void step(sim::CachingAllocator& allocator, int n) {
     activations.push_back(must(allocator.allocate((4 + layer) * kMiB)));
   }
   void* scratch = must(allocator.allocate(64 * 1024));  // small pool
-  if (n % kKeepEvery == 0) keep_activation(allocator);
+  if (n % keep_every == 0) keep_activation(allocator);
   allocator.free(scratch);
   for (auto it = activations.rbegin(); it != activations.rend(); ++it) allocator.free(*it);
 }
@@ -83,6 +87,7 @@ int fragment() {
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "fragment") == 0) return training::fragment();
   const int steps = argc > 1 ? std::atoi(argv[1]) : 60;
+  if (argc > 2) training::keep_every = std::max(1, std::atoi(argv[2]));
   sim::CachingAllocator allocator(0);
   void* weights = training::must(allocator.allocate(24 * training::kMiB));
 #pragma GCC unroll 1
