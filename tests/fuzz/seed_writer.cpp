@@ -232,9 +232,9 @@ void early_ends(const std::string& dir) {
 }  // namespace
 
 // A bounded trace (4.3) whose oldest chunks were reused: definitions and checkpoints in the
-// writer's own chunks (thread 0), checkpoint 1 whole, checkpoint 2 whole and the one to start
-// from (the header's valid_from), and a thread's chunk whose first three were reused, with
-// records before and after checkpoint 2.
+// writer's own chunks (thread 0), checkpoint 1 whole, checkpoint 2 whole (allocations and a
+// caching allocator's segment and block) and the one to start from (the header's valid_from), and a
+// thread's chunk whose first three were reused, with records before and after checkpoint 2.
 void bounded(const std::string& dir) {
   std::vector<uint8_t> head(kFirstChunkOffset, 0);
   write_header(head.data(), kChunk, 1 << 20);
@@ -265,7 +265,24 @@ void bounded(const std::string& dir) {
   checkpoints.add(CarriedRecord{carried});
   carried.address = 0x7f0000200000;
   checkpoints.add(CarriedRecord{carried});
-  checkpoints.add(CheckpointRecord{.time_ns = 0, .id = 2, .action = 1, .items = 2});
+  // A caching allocator's segment (the allocation above) and a block in it whose free was
+  // requested: its kAlloc, then its kFreeRequested.
+  CarriedBlockRecord block;
+  block.checkpoint = 2;
+  block.allocator = 1;
+  block.action = static_cast<uint32_t>(BlockAction::kSegmentAlloc);
+  block.device = 0;
+  block.address = 0x7f0000200000;
+  block.size = 1 << 20;
+  block.stack = 1;
+  checkpoints.add(CarriedBlockRecord{block});
+  block.action = static_cast<uint32_t>(BlockAction::kAlloc);
+  block.size = 4096;
+  checkpoints.add(CarriedBlockRecord{block});
+  block.action = static_cast<uint32_t>(BlockAction::kFreeRequested);
+  block.stack = 0;
+  checkpoints.add(CarriedBlockRecord{block});
+  checkpoints.add(CheckpointRecord{.time_ns = 0, .id = 2, .action = 1, .items = 5});
 
   ChunkBuilder thread(2, 100, 3);
   AllocRecord alloc;
