@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <tuple>
 #include <vector>
 
 #include "format/file_header.h"
@@ -150,6 +151,80 @@ TEST(HistoryWindow, ANothingDroppedBoundedTraceIsReadWhole) {
   EXPECT_TRUE(window.problem.empty());
   EXPECT_EQ(window.max_size, 1u << 20);
   EXPECT_EQ(seen.allocs.size(), 2u);
+}
+
+CarriedBlockRecord carried_block(uint32_t id, BlockAction action, uint64_t address, uint64_t size,
+                                 uint32_t stack) {
+  CarriedBlockRecord r;
+  r.time_ns = 300;
+  r.checkpoint = id;
+  r.block_time_ns = 7;
+  r.allocator = 1;
+  r.action = static_cast<uint32_t>(action);
+  r.device = 0;
+  r.address = address;
+  r.size = size;
+  r.stream = 5;
+  r.stack = stack;
+  return r;
+}
+
+BlockRecord block_at(uint64_t t, BlockAction action, uint64_t address, uint64_t size) {
+  BlockRecord r;
+  r.time_ns = t;
+  r.allocator = 1;
+  r.action = static_cast<uint32_t>(action);
+  r.device = 0;
+  r.address = address;
+  r.size = size;
+  return r;
+}
+
+// A caching allocator's blocks and segments carried by the checkpoint come as Block records at
+// its time, in the order written, with their fields; its block events before that time do not.
+TEST(HistoryWindow, CarriedBlocksAreGivenAsBlockRecordsAtTheCheckpointsTime) {
+  ChunkedFile file;
+  set_word(file, BoundedHeaderLayout::kMaxSize, 1 << 20);
+  set_word(file, BoundedHeaderLayout::kValidFrom, 1);
+  file.add_chunk(0, 0, 0, process_record());
+  file.add_chunk_of(1, 0, 0,
+                    {checkpoint(300, 1, CheckpointAction::kBegin), carried(300, 1, 0xa000, 1 << 20),
+                     carried_block(1, BlockAction::kSegmentAlloc, 0xa000, 1 << 20, 4),
+                     carried_block(1, BlockAction::kAlloc, 0xa000, 512, 6),
+                     carried_block(1, BlockAction::kFreeRequested, 0xa000, 512, 0),
+                     checkpoint(300, 1, CheckpointAction::kEnd, 4)});
+  file.add_chunk_of(2, 3, 100,
+                    {block_at(250, BlockAction::kAlloc, 0xa200, 256),
+                     block_at(320, BlockAction::kFreeCompleted, 0xa000, 512)});
+  const HeaderCheck header = check_header(file.bytes());
+  ASSERT_TRUE(header.ok) << header.error;
+  TraceReader reader(file.bytes(), header.header);
+  EXPECT_TRUE(reader.window().dropped);
+  EXPECT_EQ(reader.window().carried_allocations, 1u);
+  EXPECT_EQ(reader.window().carried_blocks, 3u);
+  EXPECT_EQ(reader.expected_records(), 6u);  // the process, an allocation, four block events
+  std::vector<std::tuple<uint64_t, uint32_t, uint64_t, uint64_t, uint64_t, uint32_t>> blocks;
+  std::size_t records = 0;
+  while (const Record* r = reader.next_record()) {
+    ++records;
+    EXPECT_FALSE(std::holds_alternative<CarriedBlockRecord>(*r));
+    if (const auto* b = std::get_if<BlockRecord>(r)) {
+      EXPECT_EQ(b->allocator, 1u);
+      EXPECT_EQ(b->device, 0);
+      blocks.emplace_back(b->time_ns, b->action, b->address, b->size, b->stream, b->stack);
+    }
+  }
+  EXPECT_EQ(records, 6u);
+  const uint32_t seg = static_cast<uint32_t>(BlockAction::kSegmentAlloc);
+  const uint32_t alloc = static_cast<uint32_t>(BlockAction::kAlloc);
+  const uint32_t requested = static_cast<uint32_t>(BlockAction::kFreeRequested);
+  const uint32_t completed = static_cast<uint32_t>(BlockAction::kFreeCompleted);
+  EXPECT_EQ(blocks,
+            (std::vector<std::tuple<uint64_t, uint32_t, uint64_t, uint64_t, uint64_t, uint32_t>>{
+                {300, seg, 0xa000, 1 << 20, 5, 4},
+                {300, alloc, 0xa000, 512, 5, 6},
+                {300, requested, 0xa000, 512, 5, 0},
+                {320, completed, 0xa000, 512, 0, 0}}));
 }
 
 }  // namespace
