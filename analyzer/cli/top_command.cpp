@@ -329,17 +329,18 @@ class Top {
         {"failed_alloc_count", d.failed_alloc_count},
         {"by_kind", std::move(by_kind)},
         {"by_library", std::move(by_library)}};
-    // The framework's figures: its latest report, else its block events.
+    // The framework's figures: its block events where it reports them, else its latest
+    // report. Never both added: the views take their framework figures from the same blocks.
     std::optional<uint64_t> allocated, reserved;
     const std::optional<ViewValues>& v = d.views_at_exit;
-    if (v) {
-      allocated = v->framework_allocated_bytes;
-      reserved = v->framework_reserved_bytes;
-    }
     for (const AllocatorUsage& a : s.allocators) {
       if (a.device != ordinal) continue;
       allocated = allocated.value_or(0) + a.allocated_bytes;
       reserved = reserved.value_or(0) + a.reserved_bytes;
+    }
+    if (!allocated && v) {
+      allocated = v->framework_allocated_bytes;
+      reserved = v->framework_reserved_bytes;
     }
     dj["framework_allocated_bytes"] = or_null(allocated);
     dj["framework_reserved_bytes"] = or_null(reserved);

@@ -45,6 +45,18 @@ const json* frame_of(const json& group, const std::string& function) {
   return nullptr;
 }
 
+// `top` shows the allocator's allocated and reserved bytes once: from its blocks, not again
+// from the views that are made of the same blocks.
+TEST_F(FrameworkBlocks, TopShowsTheAllocatorsFiguresOnce) {
+  const std::string trace = traced_training();
+  const json frame = command_json({"top", "--once", "--json", trace});
+  ASSERT_EQ(frame["processes"].size(), 1u) << frame.dump();
+  const json& device = frame["processes"][0]["devices"][0];
+  EXPECT_EQ(device["framework_allocated_bytes"], printed(last_output_, "allocated"))
+      << device.dump();
+  EXPECT_EQ(device["framework_reserved_bytes"], printed(last_output_, "reserved")) << device.dump();
+}
+
 TEST_F(FrameworkBlocks, TheLeakBehindTheCacheIsAtTheLineThatKeepsTheBlocks) {
   const std::string trace = traced_training();
   const int64_t kept_count = printed(last_output_, "kept_count");
