@@ -136,6 +136,8 @@ TEST_F(BoundedTrace, RunMaxSizeBoundsTheTraceAndRefusesABadSize) {
   EXPECT_NE(bad.err.find("10parsecs"), std::string::npos) << bad.err;
 
   std::map<std::string, std::string> env = base_env();
+  // Under AddressSanitizer its runtime must come first in what `run` preloads.
+  if (!sanitizer_runtime().empty()) env["LD_PRELOAD"] = sanitizer_runtime();
   const ProcessResult r = cli({"run", "--max-size=2MiB", "-o", dir_ + "/run.%p.gmt", "--",
                                workload("workload_runtime_shared"), "alloc:a:" + mib(2)},
                               env);
