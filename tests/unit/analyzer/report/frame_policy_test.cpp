@@ -7,33 +7,12 @@
 
 #include "analyzer/report/frame_policy.h"
 #include "analyzer/report/frame_text.h"
+#include "tests/unit/analyzer/report/site_frames.h"
 
 namespace gmt::analyzer {
 namespace {
 
-SiteFrame in(const std::string& function, const std::string& module) {
-  SiteFrame f;
-  f.function = function;
-  f.module = module;
-  return f;
-}
-
-SiteFrame at(const std::string& function, const std::string& file, int line,
-             const std::string& module = "/opt/app/train") {
-  SiteFrame f = in(function, module);
-  f.file = file;
-  f.line = line;
-  return f;
-}
-
-SiteFrame python(const std::string& function, const std::string& file, int line) {
-  SiteFrame f;
-  f.function = function;
-  f.file = file;
-  f.line = line;
-  f.kind = "python";
-  return f;
-}
+using namespace test_frames;
 
 std::string written(const std::vector<SiteFrame>& frames, std::size_t shown,
                     FrameMode mode = FrameMode::kUser) {

@@ -6,25 +6,12 @@
 #include <sstream>
 
 #include "analyzer/report/frame_text.h"
+#include "tests/unit/analyzer/report/site_frames.h"
 
 namespace gmt::analyzer {
 namespace {
 
-SiteFrame in(const std::string& function, const std::string& module) {
-  SiteFrame f;
-  f.function = function;
-  f.module = module;
-  return f;
-}
-
-SiteFrame at(const std::string& function, const std::string& file, int line) {
-  SiteFrame f;
-  f.function = function;
-  f.file = file;
-  f.line = line;
-  f.module = "/opt/app/train";
-  return f;
-}
+using namespace test_frames;
 
 std::string written(const std::vector<SiteFrame>& frames, std::size_t shown) {
   std::ostringstream out;
