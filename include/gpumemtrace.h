@@ -74,7 +74,9 @@ static inline void gpumemtrace_framework_view(int device, uint64_t allocated, ui
 /* A caching allocator's block event: what its user asked for (a tensor), inside the segments it
  * got from CUDA, which the trace records on its own. Called on the thread that allocates or frees,
  * so that the event gets that thread's stacks. Called by framework shims (PyTorch's allocator
- * trace tracker, CuPy's MemoryHook) and by any allocator that wants its blocks seen. */
+ * trace tracker, CuPy's MemoryHook) and by any allocator that wants its blocks seen. The size is
+ * the block's own (what the allocator counts), except for GPUMEMTRACE_ALLOCATOR_PYTORCH, whose
+ * trace entries give the size asked for: the analyzer rebuilds those blocks by PyTorch's rules. */
 enum gpumemtrace_allocator {
   GPUMEMTRACE_ALLOCATOR_OTHER = 0,
   GPUMEMTRACE_ALLOCATOR_PYTORCH = 1,

@@ -11,6 +11,8 @@ BlockReplay::Pool& BlockReplay::pool(uint32_t allocator, int device) {
   Pool& p = pools_[{allocator, device}];
   p.usage.allocator = allocator;
   p.usage.device = device;
+  if (allocator == static_cast<uint32_t>(format::BlockAllocator::kPytorch) && !p.extents)
+    p.extents.emplace();
   return p;
 }
 
@@ -38,20 +40,61 @@ void BlockReplay::end_block(Pool& p, uint64_t address) {
   p.blocks.erase(it);
 }
 
+void BlockReplay::resize_block(Pool& p, uint64_t address, uint64_t size) {
+  const auto it = p.blocks.find(address);
+  if (it == p.blocks.end()) return;  // freed, its streams pending: not counted
+  BlockSiteStats& s = sites_[it->second.site];
+  s.live_bytes = s.live_bytes - it->second.size + size;
+  p.usage.allocated_bytes = p.usage.allocated_bytes - it->second.size + size;
+  it->second.size = size;
+}
+
+// The block's size as its allocator counts it.
+uint64_t BlockReplay::block_size(Pool& p, const format::BlockRecord& r) {
+  if (!p.extents) return r.size;
+  return p.extents->allocate(r.address, r.size,
+                             [&](uint64_t address, uint64_t size) { resize_block(p, address, size); });
+}
+
+void BlockReplay::follow_extents(Pool& p, const format::BlockRecord& r) {
+  if (!p.extents) return;
+  switch (static_cast<BlockAction>(r.action)) {
+    case BlockAction::kFreeCompleted:
+      p.extents->release(r.address);
+      break;
+    case BlockAction::kSegmentAlloc:
+      p.extents->add_segment(r.address, r.size);
+      break;
+    case BlockAction::kSegmentFree:
+      p.extents->remove_segment(r.address);
+      break;
+    case BlockAction::kSegmentMap:
+      p.extents->map(r.address, r.size);
+      break;
+    case BlockAction::kSegmentUnmap:
+      p.extents->unmap(r.address, r.size);
+      break;
+    default:
+      break;
+  }
+}
+
 void BlockReplay::on(const format::BlockRecord& r) {
   Pool& p = pool(r.allocator, r.device);
   ++p.usage.block_events;
+  follow_extents(p, r);
   AllocatorUsage& u = p.usage;
   switch (static_cast<BlockAction>(r.action)) {
     case BlockAction::kAlloc: {
       end_block(p, r.address);  // the same block twice: its free was not reported
+      const uint64_t size = block_size(p, r);
       const uint32_t index = site(r.allocator, r.device, r.stack);
-      p.blocks[r.address] = Block{r.size, index};
+      p.blocks[r.address] = Block{size, index};
       BlockSiteStats& s = sites_[index];
-      s.live_bytes += r.size;
+      s.live_bytes += size;
       ++s.live_count;
       ++s.allocations;
-      u.allocated_bytes += r.size;
+      u.allocated_bytes += size;
       ++u.live_blocks;
       u.peak_allocated_bytes = std::max(u.peak_allocated_bytes, u.allocated_bytes);
       break;

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "analyzer/model/block_extents.h"
 #include "analyzer/model/trace_summary.h"
 #include "format/records.h"
 
@@ -64,10 +65,15 @@ class BlockReplay {
     std::unordered_map<uint64_t, Block> blocks;       // live blocks by address
     std::unordered_map<uint64_t, uint64_t> segments;  // reported segments by address: size
     AllocatorUsage usage;
+    // PyTorch reports the sizes asked for; the blocks' own come from here.
+    std::optional<BlockExtents> extents;
   };
   Pool& pool(uint32_t allocator, int device);
   uint32_t site(uint32_t allocator, int device, uint32_t stack);
   void end_block(Pool& p, uint64_t address);
+  void resize_block(Pool& p, uint64_t address, uint64_t size);
+  uint64_t block_size(Pool& p, const format::BlockRecord& r);
+  static void follow_extents(Pool& p, const format::BlockRecord& r);
 
   std::map<std::pair<uint32_t, int>, Pool> pools_;  // by (allocator, device)
   std::vector<BlockSiteStats> sites_;

@@ -6,6 +6,7 @@
 // is exactly the records before its time.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <vector>
@@ -24,16 +25,25 @@ class LiveBlocks {
   void apply(const format::BlockRecord& r);
 
   // Calls `visit(record)` with the Block records that rebuild what is live, each with the time
-  // it was written: segments, mapped ranges, then each block's kAlloc (and its kFreeRequested).
+  // it was written: segments, mapped ranges, then each block's kAlloc (and its kFreeRequested),
+  // highest address first.
   template <class Visit>
   void for_each(Visit visit) const {
     for (const Pool& p : pools_) {
       p.segments.for_each(visit);
       for (const auto& [address, range] : p.maps) visit(range);
-      p.blocks.for_each([&](const Block& b) {
-        visit(b.alloc);
-        if (b.requested) visit(b.request);
+      // Highest address first: a reader that rebuilds a block's extent from the blocks above it
+      // (PyTorch reports the sizes asked for, not the blocks') has them all by then.
+      std::vector<const Block*> blocks;
+      blocks.reserve(p.blocks.size());
+      p.blocks.for_each([&](const Block& b) { blocks.push_back(&b); });
+      std::sort(blocks.begin(), blocks.end(), [](const Block* a, const Block* b) {
+        return a->alloc.address > b->alloc.address;
       });
+      for (const Block* b : blocks) {
+        visit(b->alloc);
+        if (b->requested) visit(b->request);
+      }
     }
   }
   // How many records for_each() gives.

@@ -12,6 +12,11 @@
 // `cached_training STEPS [KEEP_EVERY]`: KEEP_EVERY (3 unless given) spaces the kept activations,
 // so that a long run (a bounded trace's) keeps few.
 //
+// With SIM_ALLOCATOR=pytorch the allocator reports as PyTorch's trace tracker does (the sizes
+// asked for, not the blocks'), and the loop ends holding what makes the two differ most: a
+// 4-byte scalar (a 512-byte block, as a loss tensor) and a request that takes a whole 20 MiB
+// segment because what would be left (under 1 MiB) is not worth splitting off.
+//
 // Prints `keep_line=N` (the line of keep_activation's allocation), the kept blocks' count and
 // bytes, and the allocator's own figures at the end, for the tests to compare exactly.
 #include <algorithm>
@@ -84,14 +89,30 @@ int fragment() {
 
 }  // namespace training
 
+namespace training {
+
+// What is held at the end beside the kept activations, as PyTorch reports it.
+__attribute__((noinline)) void hold_scalar_and_unsplit_block(sim::CachingAllocator& allocator) {
+  static void* loss = must(allocator.allocate(4));
+  static void* unsplit = must(allocator.allocate(19 * kMiB + 600 * 1024));
+  (void)loss;
+  (void)unsplit;
+}
+
+}  // namespace training
+
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "fragment") == 0) return training::fragment();
   const int steps = argc > 1 ? std::atoi(argv[1]) : 60;
   if (argc > 2) training::keep_every = std::max(1, std::atoi(argv[2]));
-  sim::CachingAllocator allocator(0);
+  const char* as = std::getenv("SIM_ALLOCATOR");
+  const bool as_pytorch = as != nullptr && std::strcmp(as, "pytorch") == 0;
+  sim::CachingAllocator allocator(0, as_pytorch ? sim::CachingAllocator::Reporting::kAsPytorch
+                                                : sim::CachingAllocator::Reporting::kBlockSizes);
   void* weights = training::must(allocator.allocate(24 * training::kMiB));
 #pragma GCC unroll 1
   for (int n = 0; n < steps; ++n) training::step(allocator, n);
+  if (as_pytorch) training::hold_scalar_and_unsplit_block(allocator);
   std::printf("keep_line=%d\n", training::keep_line);
   std::printf("kept_count=%zu\n", training::kept.size());
   std::printf("kept_bytes=%zu\n", training::kept_bytes);

@@ -19,11 +19,14 @@ constexpr std::size_t kLargeSegment = 20 * kMiB;
 constexpr std::size_t kMinLargeAlloc = 10 * kMiB;  // above: a segment of its own size
 constexpr std::size_t kRoundLarge = 2 * kMiB;
 
-void report(uint32_t action, int device, uintptr_t address, std::size_t size, uint64_t stream) {
-  gpumemtrace_framework_block(GPUMEMTRACE_ALLOCATOR_OTHER, action, device, address, size, stream);
-}
-
 }  // namespace
+
+void CachingAllocator::report(uint32_t action, uintptr_t address, std::size_t size,
+                              uint64_t stream) const {
+  const uint32_t allocator = reporting_ == Reporting::kAsPytorch ? GPUMEMTRACE_ALLOCATOR_PYTORCH
+                                                                 : GPUMEMTRACE_ALLOCATOR_OTHER;
+  gpumemtrace_framework_block(allocator, action, device_, address, size, stream);
+}
 
 std::size_t CachingAllocator::round_size(std::size_t bytes) {
   if (bytes < kMinBlock) return kMinBlock;
@@ -58,14 +61,14 @@ void* CachingAllocator::allocate(std::size_t bytes, uint64_t stream) {
     const std::size_t segment = segment_size(size);
     void* p = nullptr;
     if (cudaMalloc(&p, segment) != cudaSuccess) {
-      report(GPUMEMTRACE_BLOCK_OOM, device_, 0, size, stream);
+      report(GPUMEMTRACE_BLOCK_OOM, 0, size, stream);
       return nullptr;
     }
     address = reinterpret_cast<uintptr_t>(p);
     blocks_[address] = Block{segment, address, segment, false, small, stream};
     reserved_ += segment;
     ++segments_;
-    report(GPUMEMTRACE_BLOCK_SEGMENT_ALLOC, device_, address, segment, stream);
+    report(GPUMEMTRACE_BLOCK_SEGMENT_ALLOC, address, segment, stream);
   }
   Block& b = blocks_.at(address);
   // Split off what is left when it is worth a block: any remainder in small segments, more
@@ -77,9 +80,11 @@ void* CachingAllocator::allocate(std::size_t bytes, uint64_t stream) {
     insert_free(address + size);
   }
   b.allocated = true;
+  b.requested = bytes;
   b.stream = stream;
   allocated_ += b.size;
-  report(GPUMEMTRACE_BLOCK_ALLOC, device_, address, b.size, stream);
+  // PyTorch's trace entries carry the size asked for (orig_size), not the block's.
+  report(GPUMEMTRACE_BLOCK_ALLOC, address, reported(b), stream);
   return reinterpret_cast<void*>(address);
 }
 
@@ -89,11 +94,11 @@ void CachingAllocator::free(void* p) {
   if (it == blocks_.end() || !it->second.allocated) return;
   uintptr_t address = it->first;
   Block& b = it->second;
-  report(GPUMEMTRACE_BLOCK_FREE_REQUESTED, device_, address, b.size, b.stream);
+  const std::size_t freed = reported(b);
+  report(GPUMEMTRACE_BLOCK_FREE_REQUESTED, address, freed, b.stream);
   allocated_ -= b.size;
   b.allocated = false;
   const uint64_t stream = b.stream;
-  const std::size_t freed = b.size;
   // Merged with its free neighbours in the same segment.
   auto next = std::next(it);
   if (next != blocks_.end() && !next->second.allocated && next->second.segment == b.segment) {
@@ -111,7 +116,7 @@ void CachingAllocator::free(void* p) {
     }
   }
   insert_free(it->first);
-  report(GPUMEMTRACE_BLOCK_FREE_COMPLETED, device_, address, freed, stream);
+  report(GPUMEMTRACE_BLOCK_FREE_COMPLETED, address, freed, stream);
 }
 
 }  // namespace sim

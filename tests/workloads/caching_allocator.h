@@ -3,7 +3,10 @@
 // (2 MiB for requests up to 1 MiB, 20 MiB up to 10 MiB, larger ones rounded up to 2 MiB), splits
 // them into blocks (sizes rounded up to 512 bytes), keeps freed blocks cached for reuse (best
 // fit, merged with their free neighbours) and never gives a segment back. It reports every
-// block event through gpumemtrace.h's gpumemtrace_framework_block(), as a framework's shim would.
+// block event through gpumemtrace.h's gpumemtrace_framework_block(), as a framework's shim would:
+// with the blocks' own sizes as allocator "other" (kBlockSizes), or as PyTorch's trace tracker
+// does (kAsPytorch): allocator "pytorch", and a block's events give the size asked for, while
+// allocated_bytes() counts the blocks (torch.cuda.memory_allocated()).
 #pragma once
 
 #include <cstddef>
@@ -16,7 +19,9 @@ namespace sim {
 
 class CachingAllocator {
  public:
-  explicit CachingAllocator(int device) : device_(device) {}
+  enum class Reporting { kBlockSizes, kAsPytorch };
+  explicit CachingAllocator(int device, Reporting reporting = Reporting::kBlockSizes)
+      : device_(device), reporting_(reporting) {}
   CachingAllocator(const CachingAllocator&) = delete;
   CachingAllocator& operator=(const CachingAllocator&) = delete;
 
@@ -41,6 +46,7 @@ class CachingAllocator {
     bool allocated = false;
     bool small = false;
     uint64_t stream = 0;
+    std::size_t requested = 0;  // what the block's user asked for, while allocated
   };
   // Free blocks by (pool, size, address): best fit is the first of the right pool at or above
   // the size.
@@ -49,7 +55,14 @@ class CachingAllocator {
   void insert_free(uintptr_t address);
   void erase_free(uintptr_t address);
 
+  void report(uint32_t action, uintptr_t address, std::size_t size, uint64_t stream) const;
+  // The size a block event gives for `b`.
+  std::size_t reported(const Block& b) const {
+    return reporting_ == Reporting::kAsPytorch ? b.requested : b.size;
+  }
+
   int device_;
+  Reporting reporting_;
   std::map<uintptr_t, Block> blocks_;  // every block, by address
   std::set<FreeKey> free_;
   uint64_t allocated_ = 0;

@@ -34,7 +34,10 @@ class BoundedBlocks : public TracedRun {
     std::string trace;
     std::string output;
   };
+  // The allocator reports as PyTorch's does (the sizes asked for), so that the analyzer rebuilds
+  // the carried blocks' extents as it does the others'.
   Run traced_training(const std::string& name, std::map<std::string, std::string> env) {
+    env["SIM_ALLOCATOR"] = "pytorch";
     const ProcessResult r =
         run_traced("workload_cached_training", {std::to_string(kSteps), std::to_string(kKeepEvery)},
                    std::move(env));

@@ -153,6 +153,75 @@ TEST_F(FrameworkBlocks, DumpPrintsTheBlockRecords) {
   EXPECT_EQ(blocks, 60 * 15 + 20 + 1 + segment_allocs);
 }
 
+// PyTorch's trace entries give the size asked for (4 bytes for a scalar, 3 MiB + 1000 for a kept
+// activation), while its figures count the blocks: 512 bytes, the request rounded up, or a whole
+// free block when what is left is not worth splitting. The analyzer rebuilds the blocks from the
+// segments, so that every figure is the allocator's own.
+TEST_F(FrameworkBlocks, PytorchsRequestSizesAreCountedAsItsBlocks) {
+  const ProcessResult run =
+      run_traced("workload_cached_training", {"60"}, {{"SIM_ALLOCATOR", "pytorch"}});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string trace = only_trace();
+  const int64_t allocated = printed(run.out, "allocated");
+  const int64_t reserved = printed(run.out, "reserved");
+  const int64_t kept_bytes = printed(run.out, "kept_bytes");
+  // The weights, the kept blocks, the scalar's 512 bytes and the unsplit request's 20 MiB.
+  const int64_t mib = static_cast<int64_t>(kMiB);
+  ASSERT_EQ(allocated, 24 * mib + kept_bytes + 512 + 20 * mib);
+
+  // The trace holds what was asked for.
+  const ProcessResult dump = cli({"dump", trace});
+  ASSERT_EQ(dump.exit_code, 0) << dump.err;
+  int scalar = 0;
+  int unsplit = 0;
+  std::size_t start = 0;
+  while (start < dump.out.size()) {
+    const std::size_t end = dump.out.find('\n', start);
+    const json line = json::parse(dump.out.substr(start, end - start));
+    start = end == std::string::npos ? dump.out.size() : end + 1;
+    if (line["record"] != "block" || line["action"] != 0) continue;
+    EXPECT_EQ(line["allocator"], 1);
+    scalar += line["size"] == 4 ? 1 : 0;
+    unsplit += line["size"] == 19 * kMiB + 600 * 1024 ? 1 : 0;
+  }
+  EXPECT_EQ(scalar, 1);
+  EXPECT_EQ(unsplit, 1);
+
+  const json r = report({trace});
+  const json& d = device(r, 0);
+  EXPECT_EQ(number(d, "views.at_exit.framework_allocated_bytes"), allocated);
+  EXPECT_EQ(number(d, "views.at_exit.framework_reserved_bytes"), reserved);
+
+  const json frame = command_json({"top", "--once", "--json", trace});
+  const json& top_device = frame["processes"][0]["devices"][0];
+  EXPECT_EQ(top_device["framework_allocated_bytes"], allocated) << top_device.dump();
+
+  const json leaks = command_json({"leaks", trace, "--json"});
+  bool found_kept = false;
+  int64_t held = 0;
+  std::vector<int64_t> held_at_end;  // the scalar's and the unsplit request's sites
+  for (const json& g : leaks["leaks"]) {
+    EXPECT_EQ(g["allocator"], "pytorch") << g.dump();
+    if (g["level"] == "block") held += g["bytes"].get<int64_t>();
+    if (g["class"] == "cached") {
+      EXPECT_EQ(g["bytes"], reserved - allocated);
+    }
+    if (frame_of(g, "keep_activation") != nullptr) {
+      found_kept = true;
+      EXPECT_EQ(g["class"], "probable_leak");
+      EXPECT_EQ(g["bytes"], kept_bytes);
+      EXPECT_EQ(g["count"], printed(run.out, "kept_count"));
+    }
+    if (frame_of(g, "hold_scalar_and_unsplit_block") != nullptr) {
+      held_at_end.push_back(g["bytes"].get<int64_t>());
+    }
+  }
+  EXPECT_TRUE(found_kept) << leaks.dump(1);
+  std::sort(held_at_end.begin(), held_at_end.end());
+  EXPECT_EQ(held_at_end, (std::vector<int64_t>{512, 20 * mib}));
+  EXPECT_EQ(held, allocated);
+}
+
 // At the peak, the allocator's blocks by the line that asked for them and its free cache, not
 // the segments by the line that grew the cache; the rows add up to the peak.
 TEST_F(FrameworkBlocks, ThePeakIsTheBlocksBySiteAndTheCache) {

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "analyzer/model/block_extents.h"
+
+#include <iterator>
+
+namespace gmt::analyzer {
+namespace {
+
+constexpr uint64_t kMinBlock = 512;         // PyTorch's kMinBlockSize
+constexpr uint64_t kSmallSize = 1ull << 20;  // its kSmallSize: the small pool's largest request
+
+// The range of `ranges` (by address: size) holding `address`, or ranges.end().
+std::map<uint64_t, uint64_t>::const_iterator holding(const std::map<uint64_t, uint64_t>& ranges,
+                                                     uint64_t address) {
+  auto it = ranges.upper_bound(address);
+  if (it == ranges.begin()) return ranges.end();
+  --it;
+  return address < it->first + it->second ? it : ranges.end();
+}
+
+}  // namespace
+
+uint64_t BlockExtents::rounded(uint64_t requested) {
+  if (requested < kMinBlock) return kMinBlock;
+  return (requested + kMinBlock - 1) / kMinBlock * kMinBlock;
+}
+
+// A free block of `free_bytes` given out for `u`'s request: all of it, or the request with the
+// rest split off.
+uint64_t BlockExtents::size_in(uint64_t free_bytes, const Used& u) {
+  // Less room than the request: what the trace told of the blocks around it is not the whole
+  // story; the request is the best figure left.
+  if (free_bytes <= u.rounded) return u.rounded;
+  const uint64_t rest = free_bytes - u.rounded;
+  const bool split = u.fine_split ? rest >= kMinBlock : rest > kSmallSize;
+  return split ? u.rounded : free_bytes;
+}
+
+std::pair<uint64_t, bool> BlockExtents::container_end(uint64_t address) const {
+  if (const auto s = holding(segments_, address); s != segments_.end())
+    return {s->first + s->second, false};
+  if (const auto m = holding(mapped_, address); m != mapped_.end())
+    return {m->first + m->second, true};
+  return {0, false};
+}
+
+uint64_t BlockExtents::allocate(uint64_t address, uint64_t requested, const Resize& resize) {
+  Used u;
+  u.rounded = rounded(requested);
+  const auto [container, expandable] = container_end(address);
+  u.fine_split = expandable || u.rounded <= kSmallSize;
+  u.size = u.rounded;
+  if (container != 0) {
+    uint64_t end = container;
+    const auto next = used_.upper_bound(address);
+    if (next != used_.end() && next->first < end) end = next->first;
+    u.size = size_in(end - address, u);
+  }
+  // A block below whose extent runs into this one ends where this one starts.
+  const auto at = used_.lower_bound(address);
+  if (at != used_.begin()) {
+    const auto prev = std::prev(at);
+    if (prev->first + prev->second.size > address) {
+      const uint64_t size = size_in(address - prev->first, prev->second);
+      if (size != prev->second.size) {
+        prev->second.size = size;
+        resize(prev->first, size);
+      }
+    }
+  }
+  used_.insert_or_assign(address, u);  // a block handed out again: its free was not reported
+  return u.size;
+}
+
+void BlockExtents::release(uint64_t address) {
+  used_.erase(address);
+}
+
+void BlockExtents::add_segment(uint64_t address, uint64_t size) {
+  segments_.insert_or_assign(address, size);
+}
+
+void BlockExtents::remove_segment(uint64_t address) {
+  segments_.erase(address);
+}
+
+void BlockExtents::map(uint64_t address, uint64_t size) {
+  if (size == 0) return;
+  unmap(address, size);  // mapped again: replaces what was there
+  uint64_t start = address;
+  uint64_t end = address + size;
+  auto next = mapped_.lower_bound(address);
+  if (next != mapped_.begin()) {
+    const auto prev = std::prev(next);
+    if (prev->first + prev->second == start) {
+      start = prev->first;
+      mapped_.erase(prev);
+    }
+  }
+  next = mapped_.lower_bound(end);
+  if (next != mapped_.end() && next->first == end) {
+    end += next->second;
+    mapped_.erase(next);
+  }
+  mapped_.emplace(start, end - start);
+}
+
+// Every mapped byte in [address, address + size) goes; a range that straddles an end keeps its
+// part outside.
+void BlockExtents::unmap(uint64_t address, uint64_t size) {
+  const uint64_t end = address + size;
+  auto it = mapped_.upper_bound(address);
+  if (it != mapped_.begin()) --it;
+  while (it != mapped_.end() && it->first < end) {
+    const uint64_t start = it->first;
+    const uint64_t range_end = start + it->second;
+    if (range_end <= address) {
+      ++it;
+      continue;
+    }
+    it = mapped_.erase(it);
+    if (start < address) mapped_.emplace(start, address - start);
+    if (range_end > end) it = std::next(mapped_.emplace(end, range_end - end).first);
+  }
+}
+
+}  // namespace gmt::analyzer

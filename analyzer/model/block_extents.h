@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+// PyTorch's allocator trace entries give the size its user asked for (a 4-byte scalar, 3 MiB +
+// 1000 bytes), while its own figures (memory_allocated(), the snapshot's blocks) count the block
+// it handed out: the request rounded up to 512 bytes, or the whole free block it came from when
+// what would be left is not worth splitting off. This rebuilds each block's extent from what the
+// trace has (its segments, mapped ranges and the other blocks) by the allocator's own rules:
+//   - a block starts at the start of a free block, which runs to the next block in use (freed
+//     blocks are merged with free neighbours) or to the end of its segment or mapped range;
+//   - the rest is split off when at least 512 bytes in the small pool (requests up to 1 MiB) and
+//     with expandable segments, more than 1 MiB in the large pool.
+// Not modelled: roundup_power2_divisions and max_split_size in PYTORCH_CUDA_ALLOC_CONF (blocks
+// then read as the request rounded to 512 bytes, or their free block).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+
+namespace gmt::analyzer {
+
+class BlockExtents {
+ public:
+  // Called with (address, new size) for a block in use whose extent a later block showed to end
+  // sooner: blocks given out of order (a bounded trace's carried blocks from an older writer), or
+  // an allocator configured beyond the rules above.
+  using Resize = std::function<void(uint64_t address, uint64_t size)>;
+
+  // A block handed out at `address` for `requested` bytes: the bytes the allocator counts for it.
+  uint64_t allocate(uint64_t address, uint64_t requested, const Resize& resize);
+  // The block's free completed: it is merged into the cache, no longer a boundary.
+  void release(uint64_t address);
+  void add_segment(uint64_t address, uint64_t size);
+  void remove_segment(uint64_t address);
+  // Expandable segments: pages mapped into (or out of) the allocator's reservation.
+  void map(uint64_t address, uint64_t size);
+  void unmap(uint64_t address, uint64_t size);
+
+  // PyTorch's round_size(): what a request takes at least.
+  static uint64_t rounded(uint64_t requested);
+
+ private:
+  struct Used {
+    uint64_t rounded = 0;
+    uint64_t size = 0;
+    bool fine_split = false;  // small pool or expandable: split off anything of 512 bytes
+  };
+  // The end of the segment or mapped range holding `address`, and whether it is mapped
+  // (expandable); 0 when none holds it.
+  std::pair<uint64_t, bool> container_end(uint64_t address) const;
+  static uint64_t size_in(uint64_t free_bytes, const Used& u);
+
+  std::map<uint64_t, Used> used_;          // blocks in use or freed with streams pending
+  std::map<uint64_t, uint64_t> segments_;  // by address: size
+  std::map<uint64_t, uint64_t> mapped_;    // by address: size; adjacent ranges merged
+};
+
+}  // namespace gmt::analyzer
