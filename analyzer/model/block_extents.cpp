@@ -6,7 +6,7 @@
 namespace gmt::analyzer {
 namespace {
 
-constexpr uint64_t kMinBlock = 512;         // PyTorch's kMinBlockSize
+constexpr uint64_t kMinBlock = 512;          // PyTorch's kMinBlockSize
 constexpr uint64_t kSmallSize = 1ull << 20;  // its kSmallSize: the small pool's largest request
 
 // The range of `ranges` (by address: size) holding `address`, or ranges.end().

@@ -52,8 +52,8 @@ void BlockReplay::resize_block(Pool& p, uint64_t address, uint64_t size) {
 // The block's size as its allocator counts it.
 uint64_t BlockReplay::block_size(Pool& p, const format::BlockRecord& r) {
   if (!p.extents) return r.size;
-  return p.extents->allocate(r.address, r.size,
-                             [&](uint64_t address, uint64_t size) { resize_block(p, address, size); });
+  return p.extents->allocate(
+      r.address, r.size, [&](uint64_t address, uint64_t size) { resize_block(p, address, size); });
 }
 
 void BlockReplay::follow_extents(Pool& p, const format::BlockRecord& r) {

@@ -37,9 +37,8 @@ class LiveBlocks {
       std::vector<const Block*> blocks;
       blocks.reserve(p.blocks.size());
       p.blocks.for_each([&](const Block& b) { blocks.push_back(&b); });
-      std::sort(blocks.begin(), blocks.end(), [](const Block* a, const Block* b) {
-        return a->alloc.address > b->alloc.address;
-      });
+      std::sort(blocks.begin(), blocks.end(),
+                [](const Block* a, const Block* b) { return a->alloc.address > b->alloc.address; });
       for (const Block* b : blocks) {
         visit(b->alloc);
         if (b->requested) visit(b->request);

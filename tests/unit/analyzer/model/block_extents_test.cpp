@@ -103,7 +103,8 @@ TEST(BlockExtents, ABlockInsideAnEarlierExtentCutsIt) {
   EXPECT_EQ(e.allocate(kBase + 19 * kMiB + 512 * 1024, 512 * 1024), 512 * 1024u);
   // 11.5 MiB from its start to the new block: 0.5 MiB over its request, not split.
   ASSERT_EQ(e.resized.size(), 1u);
-  EXPECT_EQ(e.resized[0], (std::pair<uint64_t, uint64_t>{kBase + 8 * kMiB, 11 * kMiB + 512 * 1024}));
+  EXPECT_EQ(e.resized[0],
+            (std::pair<uint64_t, uint64_t>{kBase + 8 * kMiB, 11 * kMiB + 512 * 1024}));
 }
 
 }  // namespace
