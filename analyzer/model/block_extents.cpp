@@ -72,6 +72,24 @@ uint64_t BlockExtents::allocate(uint64_t address, uint64_t requested, const Resi
   return u.size;
 }
 
+void BlockExtents::follow(const format::BlockRecord& r) {
+  using format::BlockAction;
+  switch (static_cast<BlockAction>(r.action)) {
+    case BlockAction::kFreeCompleted:
+      return release(r.address);
+    case BlockAction::kSegmentAlloc:
+      return add_segment(r.address, r.size);
+    case BlockAction::kSegmentFree:
+      return remove_segment(r.address);
+    case BlockAction::kSegmentMap:
+      return map(r.address, r.size);
+    case BlockAction::kSegmentUnmap:
+      return unmap(r.address, r.size);
+    default:
+      return;
+  }
+}
+
 void BlockExtents::release(uint64_t address) {
   used_.erase(address);
 }

@@ -16,6 +16,8 @@
 #include <functional>
 #include <map>
 
+#include "format/records.h"
+
 namespace gmt::analyzer {
 
 class BlockExtents {
@@ -27,6 +29,8 @@ class BlockExtents {
 
   // A block handed out at `address` for `requested` bytes: the bytes the allocator counts for it.
   uint64_t allocate(uint64_t address, uint64_t requested, const Resize& resize);
+  // Follows an event other than kAlloc: segments, mapped ranges, completed frees.
+  void follow(const format::BlockRecord& r);
   // The block's free completed: it is merged into the cache, no longer a boundary.
   void release(uint64_t address);
   void add_segment(uint64_t address, uint64_t size);

@@ -56,33 +56,10 @@ uint64_t BlockReplay::block_size(Pool& p, const format::BlockRecord& r) {
       r.address, r.size, [&](uint64_t address, uint64_t size) { resize_block(p, address, size); });
 }
 
-void BlockReplay::follow_extents(Pool& p, const format::BlockRecord& r) {
-  if (!p.extents) return;
-  switch (static_cast<BlockAction>(r.action)) {
-    case BlockAction::kFreeCompleted:
-      p.extents->release(r.address);
-      break;
-    case BlockAction::kSegmentAlloc:
-      p.extents->add_segment(r.address, r.size);
-      break;
-    case BlockAction::kSegmentFree:
-      p.extents->remove_segment(r.address);
-      break;
-    case BlockAction::kSegmentMap:
-      p.extents->map(r.address, r.size);
-      break;
-    case BlockAction::kSegmentUnmap:
-      p.extents->unmap(r.address, r.size);
-      break;
-    default:
-      break;
-  }
-}
-
 void BlockReplay::on(const format::BlockRecord& r) {
   Pool& p = pool(r.allocator, r.device);
   ++p.usage.block_events;
-  follow_extents(p, r);
+  if (p.extents) p.extents->follow(r);
   AllocatorUsage& u = p.usage;
   switch (static_cast<BlockAction>(r.action)) {
     case BlockAction::kAlloc: {

@@ -73,7 +73,6 @@ class BlockReplay {
   void end_block(Pool& p, uint64_t address);
   void resize_block(Pool& p, uint64_t address, uint64_t size);
   uint64_t block_size(Pool& p, const format::BlockRecord& r);
-  static void follow_extents(Pool& p, const format::BlockRecord& r);
 
   std::map<std::pair<uint32_t, int>, Pool> pools_;  // by (allocator, device)
   std::vector<BlockSiteStats> sites_;

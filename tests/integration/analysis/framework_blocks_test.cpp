@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -220,6 +221,73 @@ TEST_F(FrameworkBlocks, PytorchsRequestSizesAreCountedAsItsBlocks) {
   std::sort(held_at_end.begin(), held_at_end.end());
   EXPECT_EQ(held_at_end, (std::vector<int64_t>{512, 20 * mib}));
   EXPECT_EQ(held, allocated);
+}
+
+// The memviz export shows the allocator as PyTorch's own snapshot would: its segments, each tiled
+// by its blocks (rebuilt from the sizes asked for) and the free space between them, and its block
+// events in the device's trace instead of one block per segment.
+TEST_F(FrameworkBlocks, MemvizHasTheAllocatorsBlocksInsideItsSegments) {
+  const ProcessResult run =
+      run_traced("workload_cached_training", {"60"}, {{"SIM_ALLOCATOR", "pytorch"}});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string trace = only_trace();
+  const std::string pickle = dir_ + "/snapshot.pickle";
+  const ProcessResult exported = cli({"export", trace, "--format", "memviz", "-o", pickle});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  ProcessSpec spec;
+  spec.argv = {"/usr/bin/env", "python3", "-c",
+               "import json, pickle, sys; print(json.dumps(pickle.load(open(sys.argv[1], 'rb'))))",
+               pickle};
+  const ProcessResult loaded = run_process(spec);
+  ASSERT_EQ(loaded.exit_code, 0) << loaded.err;
+  const json snapshot = json::parse(loaded.out);
+
+  int64_t reserved = 0;
+  int64_t allocated = 0;
+  int64_t active_blocks = 0;
+  std::vector<int64_t> smallest;  // blocks under 1 KiB: the scalar's
+  for (const json& segment : snapshot["segments"]) {
+    reserved += segment["total_size"].get<int64_t>();
+    allocated += segment["allocated_size"].get<int64_t>();
+    EXPECT_EQ(
+        segment["segment_type"],
+        segment["total_size"].get<int64_t>() <= 2 * static_cast<int64_t>(kMiB) ? "small" : "large");
+    // The blocks tile the segment.
+    uint64_t cursor = segment["address"];
+    int64_t in_use = 0;
+    for (const json& b : segment["blocks"]) {
+      EXPECT_EQ(b["address"], cursor) << segment.dump();
+      cursor += b["size"].get<uint64_t>();
+      if (b["state"] == "active_allocated") {
+        ++active_blocks;
+        in_use += b["size"].get<int64_t>();
+        EXPECT_GE(b["size"], b["requested_size"]);
+        EXPECT_FALSE(b["frames"].empty());
+        if (b["size"] < 1024) smallest.push_back(b["size"]);
+      } else {
+        EXPECT_EQ(b["state"], "inactive");
+      }
+    }
+    EXPECT_EQ(cursor, segment["address"].get<uint64_t>() + segment["total_size"].get<uint64_t>());
+    EXPECT_EQ(in_use, segment["allocated_size"]);
+  }
+  EXPECT_EQ(snapshot["segments"].size(), static_cast<std::size_t>(printed(run.out, "segments")));
+  EXPECT_EQ(reserved, printed(run.out, "reserved"));
+  EXPECT_EQ(allocated, printed(run.out, "allocated"));
+  EXPECT_EQ(smallest, std::vector<int64_t>{512});
+  // The weights, the kept activations, the scalar and the unsplit block.
+  EXPECT_EQ(active_blocks, 1 + printed(run.out, "kept_count") + 2);
+
+  // Per step: five blocks allocated, freed (requested, completed); the kept ones; the weights;
+  // the two held at the end; the segments once each.
+  std::map<std::string, int> actions;
+  for (const json& e : snapshot["device_traces"][0]) ++actions[e["action"].get<std::string>()];
+  const int allocs = 60 * 5 + static_cast<int>(printed(run.out, "kept_count")) + 1 + 2;
+  EXPECT_EQ(actions["alloc"], allocs);
+  EXPECT_EQ(actions["free_requested"], 60 * 5);
+  EXPECT_EQ(actions["free_completed"], 60 * 5);
+  EXPECT_EQ(actions["segment_alloc"], printed(run.out, "segments"));
+  EXPECT_EQ(actions.size(), 4u);
 }
 
 // At the peak, the allocator's blocks by the line that asked for them and its free cache, not
