@@ -169,14 +169,17 @@ for variant in default expandable; do
   "$gmt" leaks --json "$trace" >"$out/cached_$variant.leaks.json"
   "$gmt" report --json "$trace" >"$out/cached_$variant.report.json"
   "$gmt" dump "$trace" >"$out/cached_$variant.dump.jsonl"
+  "$gmt" export --format memviz "$trace" -o "$out/cached_$variant.memviz.pickle"
   check "$variant: the trace notes the block events" True "$(json_field "$out/cached_$variant.report.json" 'any(n.startswith("pytorch block events on") for n in d["traces"][0]["notes"])')"
   line=$(json_field "$out/cached_$variant.oracle.json" 'd["leak_line"]')
   check "$variant: the planted leak is the top probable leak, at planted_leak_cached.py:$line" True "$(json_field "$out/cached_$variant.leaks.json" '[any(f["file"] is not None and f["file"].endswith("planted_leak_cached.py") and f["line"] == int(sys.argv[3]) for f in l["frames"]) for l in d["leaks"] if l["class"] == "probable_leak"][:1] == [True]' "$line")"
-  oracle=$(python3 tests/gpu/block_oracle.py "$out/cached_$variant.oracle.json" "$out/cached_$variant.dump.jsonl" "$out/cached_$variant.report.json" "$out/cached_$variant.leaks.json" | tee -a "$out/oracle.log" | tail -1)
+  oracle=$(python3 tests/gpu/block_oracle.py "$out/cached_$variant.oracle.json" "$out/cached_$variant.dump.jsonl" "$out/cached_$variant.report.json" "$out/cached_$variant.leaks.json" "$out/cached_$variant.memviz.pickle" | tee -a "$out/oracle.log" | tail -1)
   echo "$oracle"
   check "$variant: torch's active blocks live in the trace (missing/extra)" "blocks_missing=0 blocks_extra=0" "$(echo "$oracle" | grep -o 'blocks_missing=[0-9]* blocks_extra=[0-9]*')"
   check "$variant: PyTorch's allocated/reserved at the end (leaks: blocks, cache) equal torch's" "allocated_equal=True reserved_equal=True" "$(echo "$oracle" | grep -o 'allocated_equal=[A-Za-z]* reserved_equal=[A-Za-z]*')"
   if [ "$variant" = default ]; then
+    python3 -m torch.cuda._memory_viz segment_plot "$out/cached_default.memviz.pickle" -o "$out/cached_default.segments.html" >"$out/cached_memviz.log" 2>&1
+    check "default: torch's memory_viz draws the exported segments and blocks" "0" "$?"
     check "default: torch's segments live in the trace, blocks and driver (missing/extra/driver)" "segments_missing=0 segments_extra=0 driver_segments_missing=0" "$(echo "$oracle" | grep -o 'segments_missing=[0-9]* segments_extra=[0-9]* driver_segments_missing=[0-9]*')"
   fi
 done

@@ -40,6 +40,11 @@ def main():
         if step % 5 == 0:
             line = remember(torch.cat([hidden] * 4))
         del hidden, loss, x
+    # Held to the end, so that PyTorch's blocks differ from the sizes asked for (which are all its
+    # trace entries give): a 4-byte scalar in a 512-byte block, and 3 MiB + 1000 bytes rounded up
+    # to 512 bytes, or more where the rest of its free block is not worth splitting off.
+    scalar = torch.zeros((), device="cuda")
+    odd = torch.empty(3 * 2**20 + 1000, dtype=torch.uint8, device="cuda")
     torch.cuda.synchronize()
     snapshot = torch.cuda.memory._snapshot()
     blocks, segments = [], []
@@ -59,6 +64,7 @@ def main():
         "blocks": blocks,
         "segments": segments,
     }
+    assert scalar.untyped_storage().nbytes() == 4 and odd.untyped_storage().nbytes() == 3 * 2**20 + 1000
     with open(sys.argv[1], "w") as f:
         json.dump(oracle, f)
     print(f"leak_line={line} kept={len(kept)} allocated={oracle['memory_allocated']} "
