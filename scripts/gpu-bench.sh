@@ -7,7 +7,8 @@
 # driver's stream-ordered pool). Prints time per step and the ratio to untraced.
 # Usage: scripts/gpu-bench.sh [OUTPUT_DIR]   (default: $OUT, else gpu-bench-output)
 # GMT_BENCH_ROUNDS (default 3) and GMT_BENCH_ALLOCATORS (default "caching nocache async") narrow
-# a run to fit a time limit.
+# a run to fit a time limit. GMT_BENCH_MODEL=small times a CPU-bound step instead (tiny layers:
+# the cost per allocation event shows, see tests/gpu/mlp_step_time.py).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-${OUT:-gpu-bench-output}}"

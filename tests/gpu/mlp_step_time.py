@@ -4,7 +4,11 @@
 Usage: python3 mlp_step_time.py [--history python|all] OUT_JSON
 Prints and writes the median time per step (ms) over the timed steps. With --history, PyTorch's
 own torch.cuda.memory._record_memory_history(stacks=...) is on during the loop, for comparison.
+GMT_BENCH_MODEL=small trains 16 layers of 64 features on 32 rows instead: a step of tiny kernels
+whose time is the CPU's (launches, autograd, the allocator and whatever records it), where a
+tracer's cost per allocation shows instead of hiding behind the GPU's work.
 """
+import os
 import json
 import statistics
 import sys
@@ -22,12 +26,20 @@ def main():
     out_path = args[0]
     torch.manual_seed(0)
     device = torch.device("cuda:0")
-    model = torch.nn.Sequential(
-        torch.nn.Linear(1024, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 4096), torch.nn.ReLU(),
-        torch.nn.Linear(4096, 1024)).to(device)
+    small = os.environ.get("GMT_BENCH_MODEL") == "small"
+    if small:
+        features, rows = 64, 32
+        model = torch.nn.Sequential(
+            *[m for _ in range(16) for m in (torch.nn.Linear(features, features), torch.nn.ReLU())]
+        ).to(device)
+    else:
+        features, rows = 1024, 512
+        model = torch.nn.Sequential(
+            torch.nn.Linear(1024, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 4096),
+            torch.nn.ReLU(), torch.nn.Linear(4096, 1024)).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    x = torch.randn(512, 1024, device=device)
-    y = torch.randn(512, 1024, device=device)
+    x = torch.randn(rows, features, device=device)
+    y = torch.randn(rows, features, device=device)
     if history is not None:
         torch.cuda.memory._record_memory_history(max_entries=100000, stacks=history)
 
@@ -41,16 +53,18 @@ def main():
         step()
     torch.cuda.synchronize()
     times = []
+    steps = 400 if small else 40
     for _ in range(5):
         t0 = time.perf_counter()
-        for _ in range(40):
+        for _ in range(steps):
             step()
         torch.cuda.synchronize()
-        times.append((time.perf_counter() - t0) / 40 * 1e3)
+        times.append((time.perf_counter() - t0) / steps * 1e3)
     # "native" (the caching allocator, or none with PYTORCH_NO_CUDA_MEMORY_CACHING=1) or
     # "cudaMallocAsync": which one the run measured.
     result = {"ms_per_step": statistics.median(times), "samples": times,
-              "allocator_backend": torch.cuda.get_allocator_backend()}
+              "allocator_backend": torch.cuda.get_allocator_backend(),
+              "model": "small" if small else "large"}
     print(json.dumps(result))
     with open(out_path, "w") as f:
         json.dump(result, f)
