@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "analyzer/model/block_replay.h"
 #include "analyzer/model/input/mapped_file.h"
 #include "analyzer/model/input/trace_error.h"
 #include "format/file_header.h"
@@ -90,10 +91,21 @@ ExportPass read_export_pass(const TraceSummary& trace, uint64_t resolution_ns) {
   ExportPass pass;
   pass.resolution_ns = resolution_ns;
   PhaseRuns phases(pass);
+  // A caching allocator's allocated and reserved bytes at each of its block events: where it
+  // reported blocks, they are the framework's series, not the figures the program sampled.
+  BlockReplay blocks;
+  std::map<int, std::map<std::string, ViewSeries>> block_views;
   format::TraceReader reader(file.bytes(), header.header, file.page_access());
   while (const std::optional<format::Record> record = reader.next()) {
     if (const auto* a = std::get_if<format::AllocRecord>(&*record)) {
       pass.allocated_bytes[site_key(a->device, a->stack)] += a->size;
+    } else if (const auto* b = std::get_if<format::BlockRecord>(&*record);
+               b != nullptr && resolution_ns > 0) {
+      blocks.on(*b);
+      const uint64_t bucket = std::min(b->time_ns, trace.duration_ns) / resolution_ns;
+      auto& series = block_views[b->device];
+      add_point(series["framework_allocated"], bucket, blocks.allocated_bytes(b->device));
+      add_point(series["framework_reserved"], bucket, blocks.reserved_bytes(b->device));
     } else if (const auto* s = std::get_if<format::SampleRecord>(&*record);
                s != nullptr && resolution_ns > 0) {
       // A sample past the last event still lands in the last bucket: the series stays bounded.
@@ -107,6 +119,9 @@ ExportPass read_export_pass(const TraceSummary& trace, uint64_t resolution_ns) {
     }
   }
   phases.finish(trace.duration_ns);
+  for (auto& [device, series] : block_views) {
+    for (auto& [name, points] : series) pass.views[device][name] = std::move(points);
+  }
   return pass;
 }
 

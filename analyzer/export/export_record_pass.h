@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // What some exports need that the model does not keep, read in one more pass over the trace's
 // records: the bytes allocated at each site over the whole run (pprof's alloc_space), each
-// device's sampled views over time and each run of a phase (perfetto's counters and slices).
-// Memory grows with the number of sites, of timeline buckets and of phases kept, never with the
-// number of records.
+// device's views over time (sampled, and a caching allocator's allocated and reserved bytes from
+// its block events) and each run of a phase (perfetto's counters and slices).
+// Memory grows with the number of sites, of timeline buckets, of phases kept and of the
+// allocators' live blocks, never with the number of records.
 #pragma once
 
 #include <cstdint>

@@ -139,6 +139,30 @@ TEST_F(HtmlReport, TimelinePhasesViewsAndLeaksAreTheModels) {
   EXPECT_TRUE(leaf_main);
 }
 
+// A caching allocator that reports its blocks draws its allocated and reserved bytes as two
+// series from its block events, with no figures reported by the program: five 4 MiB blocks in
+// one 20 MiB segment (workload_cached_training fragment).
+TEST_F(HtmlReport, TheAllocatorsAllocatedAndReservedComeFromItsBlocks) {
+  const ProcessResult run =
+      run_traced("workload_cached_training", {"fragment"},
+                 {{"FAKECUDA_DEVICE_MEMORY", "33554432"}, {"FAKECUDA_CONTEXT_OVERHEAD", "0"}});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const json data = embedded_data(read_file(html({only_trace()})));
+  const json& tl = data["traces"][0]["devices"][0]["timeline"];
+  const auto series = [&tl](const char* view) {
+    std::vector<uint64_t> values;
+    for (const json& point : tl["views"][view]) values.push_back(point[1]);
+    return values;
+  };
+  const std::vector<uint64_t> allocated = series("framework_allocated");
+  const std::vector<uint64_t> reserved = series("framework_reserved");
+  ASSERT_FALSE(allocated.empty()) << tl.dump();
+  ASSERT_EQ(reserved.size(), allocated.size());
+  EXPECT_EQ(*std::max_element(allocated.begin(), allocated.end()), 20 * kMiB);
+  EXPECT_EQ(*std::max_element(reserved.begin(), reserved.end()), 20 * kMiB);
+  for (std::size_t i = 0; i < allocated.size(); ++i) EXPECT_LE(allocated[i], reserved[i]);
+}
+
 TEST_F(HtmlReport, RunOfProcessesMarksTheHighestPeakAndShowsFailedAllocations) {
   // a 1, b 4, free a, c 2, a failed 64 GiB (6 MiB live: b and c), d 8, e 3, free b, free d,
   // f 5 (MiB): peak 17 MiB, 10 MiB never freed. The second process: 3 MiB, freed.
