@@ -47,6 +47,13 @@ for e in snapshot["device_traces"][0] if snapshot["device_traces"] else []:
         blocks[e["addr"]] = e["size"]
     elif e["action"] == "free_completed":
         blocks.pop(e["addr"], None)
+# The export shows every other driver allocation too (cuBLAS's own cudaMalloc...), as one block
+# of its size: a live driver allocation that is not one of PyTorch's segments is none of its
+# blocks (which start there only when they start a segment).
+outside = {a for a in driver if a not in segments}
+outside_blocks = {a: s for a, s in blocks.items() if a in outside}
+for a in outside_blocks:
+    del blocks[a]
 
 want_blocks = {(b["address"], b["size"]) for b in oracle["blocks"]}
 want_segments = {(s["address"], s["size"]) for s in oracle["segments"]}
@@ -63,7 +70,8 @@ print(f"torch: {len(want_blocks)} active blocks, {len(want_segments)} segments, 
       f"allocated {oracle['memory_allocated']}, reserved {oracle['memory_reserved']}")
 print(f"trace: {len(requested)} live blocks asking for {sum(requested.values())} bytes; "
       f"model: {len(have_blocks)} live blocks of {sum(blocks.values())} bytes, "
-      f"{len(have_segments)} segments; framework_allocated_bytes {views.get('framework_allocated_bytes')}, "
+      f"{len(have_segments)} segments; outside PyTorch's allocator: {len(outside_blocks)} "
+      f"driver allocations of {sum(outside_blocks.values())} bytes; framework_allocated_bytes {views.get('framework_allocated_bytes')}, "
       f"framework_reserved_bytes {views.get('framework_reserved_bytes')} (views at exit, the last sample); "
       f"at the end: allocated {ours_allocated}, reserved {ours_reserved}")
 print(f"blocks_missing={len(want_blocks - have_blocks)} blocks_extra={len(have_blocks - want_blocks)} "
