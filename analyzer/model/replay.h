@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "analyzer/model/backward_attribution.h"
 #include "analyzer/model/block_replay.h"
 #include "analyzer/model/containers/flat_hash_map.h"
 #include "analyzer/model/timeline_builder.h"
@@ -307,6 +308,7 @@ class Replay {
   std::optional<TimelineBuilder> timeline_;
   ViewsReplay views_;
   BlockReplay blocks_;
+  BackwardAttribution backward_;  // the stacks of blocks of autograd threads
   // By ordinal, the devices in their peak's plateau: the allocated bytes their rows were taken
   // at, none yet.
   std::map<int, std::optional<uint64_t>> block_plateaus_;

@@ -8,7 +8,13 @@ namespace gmt::analyzer {
 
 void Replay::on(const format::BlockRecord& r) {
   summary_.duration_ns = std::max(summary_.duration_ns, r.time_ns);
-  blocks_.on(r);
+  if (r.action == static_cast<uint32_t>(format::BlockAction::kAlloc)) {
+    format::BlockRecord attributed = r;
+    attributed.stack = backward_.stack_for(summary_, r.thread, r.stack);
+    blocks_.on(attributed);
+  } else {
+    blocks_.on(r);
+  }
   if (r.action == static_cast<uint32_t>(format::BlockAction::kSegmentAlloc)) {
     if (const auto* e = live_.find(Key{Space::kAddress, r.address})) {
       site_rest_[e->site].stats->framework_segments = true;

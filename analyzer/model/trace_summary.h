@@ -45,7 +45,9 @@ struct SiteFrame {
   std::optional<std::string> file;
   std::optional<int> line;
   std::optional<std::string> module;
-  std::string kind = "native";  // "native" | "python"
+  // "native" | "python" | "attribution": the mark before Python frames taken from the thread
+  // that called backward() (BackwardAttribution)
+  std::string kind = "native";
 };
 
 // A peak site with its stack symbolized.
@@ -322,6 +324,9 @@ struct TraceSummary {
     std::string file;
   };
   std::unordered_map<uint32_t, PythonCode> python_code;
+  // The code id of the frame that marks Python frames taken from another thread (a block of an
+  // autograd thread's under the frames of the thread that called backward(), BackwardAttribution).
+  static constexpr uint32_t kAttributionCode = 0xFFFFFFFF;
   std::vector<std::string> symbolization_warnings;
   std::map<uint64_t, std::string> threads;  // tid -> name, for the threads that recorded
   std::vector<std::string>

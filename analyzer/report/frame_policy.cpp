@@ -134,6 +134,7 @@ std::optional<std::string> entry_point(const std::vector<SiteFrame>& frames, std
 
 FrameOrigin frame_origin(const SiteFrame& frame) {
   if (frame.kind == "python") return FrameOrigin::kUser;
+  if (frame.kind == "attribution") return FrameOrigin::kLibrary;
   if (frame.module) {
     const FrameOrigin by_module = module_origin(*frame.module);
     if (by_module != FrameOrigin::kUser) return by_module;
@@ -144,7 +145,7 @@ FrameOrigin frame_origin(const SiteFrame& frame) {
 }
 
 bool unsymbolized(const SiteFrame& frame) {
-  if (frame.kind == "python") return false;
+  if (frame.kind == "python" || frame.kind == "attribution") return false;
   const std::string_view function = frame.function;
   if (function.starts_with("0x")) return true;
   if (!frame.module) return false;
@@ -186,7 +187,8 @@ std::string via_text(const std::vector<SiteFrame>& frames, std::size_t user) {
   for (std::size_t i = entry; i < user && i < frames.size(); ++i) {
     const FrameOrigin origin = frame_origin(frames[i]);
     if (origin != FrameOrigin::kLibrary && origin != FrameOrigin::kUser) continue;
-    std::string layer = origin == FrameOrigin::kLibrary
+    std::string layer = frames[i].kind == "attribution" ? frames[i].function
+                        : origin == FrameOrigin::kLibrary
                             ? layer_name(frames[i])
                             : module_stem(basename_of(frames[i].module.value_or("")));
     if (layer.empty() || std::find(parts.begin(), parts.end(), layer) != parts.end()) continue;

@@ -20,8 +20,10 @@ void append_python_frames(const TraceSummary& trace, const std::vector<uint64_t>
                           std::vector<SiteFrame>& frames) {
   for (uint64_t packed : python) {
     SiteFrame frame;
-    frame.kind = "python";
-    auto code = trace.python_code.find(static_cast<uint32_t>(packed >> 32));
+    const auto id = static_cast<uint32_t>(packed >> 32);
+    // The mark before frames taken from another thread (BackwardAttribution).
+    frame.kind = id == TraceSummary::kAttributionCode ? "attribution" : "python";
+    auto code = trace.python_code.find(id);
     frame.function = code != trace.python_code.end() ? code->second.name : "<unknown>";
     if (code != trace.python_code.end() && !code->second.file.empty())
       frame.file = code->second.file;

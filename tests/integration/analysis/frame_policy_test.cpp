@@ -108,5 +108,54 @@ TEST_F(FramePolicy, PythonLeakStartsAtThePythonLine) {
   EXPECT_EQ(frames[0].rfind("        cudaMalloc  runtime_memory.cpp:", 0), 0u) << all;
 }
 
+// Gradients allocated on a native thread of the autograd engine's (no Python frames of its own)
+// while the main thread waits in backward(): the leak is shown at the user's backward() call,
+// under a mark that says the frames are the calling thread's, without torch.autograd's frames.
+TEST_F(FramePolicy, AutogradThreadBlocksAreShownAtTheBackwardCall) {
+  if (system("python3 -c pass") != 0) GTEST_SKIP() << "python3 is not installed";
+  constexpr int kSteps = 5;
+  ProcessSpec spec;
+  spec.argv = {"/usr/bin/env", "python3", workload("autograd/train.py"),
+               workload("libgmt_autograd_engine.so"), std::to_string(kSteps)};
+  spec.set_env = base_env();
+  spec.set_env["LD_PRELOAD"] = preload();
+  spec.cwd = dir_;
+  const ProcessResult r = run_process(spec);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const int64_t line = printed(r.out, "backward_line");
+
+  const std::string text = leaks_text();
+  const std::vector<std::string> group = lines_after(text, "5.00 MiB in 5  unfreed");
+  ASSERT_GE(group.size(), 3u) << text;
+  EXPECT_EQ(group[0], "        train_step  train.py:" + std::to_string(line)) << text;
+  EXPECT_NE(group[1].find("\u2190 autograd thread, for backward() below"), std::string::npos)
+      << text;
+  EXPECT_EQ(group[2].rfind("        <module>  train.py:", 0), 0u) << text;
+
+  const ProcessResult leaks_json = cli({"leaks", only_trace(), "--json"});
+  ASSERT_EQ(leaks_json.exit_code, 0) << leaks_json.err;
+  const json leaks = json::parse(leaks_json.out);
+  const json* kept = nullptr;
+  for (const json& g : leaks["leaks"]) {
+    if (g["level"] == "block" && g["class"] == "unfreed") kept = &g;
+  }
+  ASSERT_NE(kept, nullptr) << leaks_json.out;
+  EXPECT_EQ((*kept)["count"], kSteps);
+  // Native frames (the engine's thread), the mark, then the caller's frames from train_step out.
+  std::vector<std::string> kinds;
+  const json* user = nullptr;
+  for (const json& f : (*kept)["frames"]) {
+    if (kinds.empty() || kinds.back() != f["kind"]) kinds.push_back(f["kind"]);
+    if (f["user"].get<bool>()) user = &f;
+    if (f["kind"] == "python") {
+      EXPECT_EQ(f["file"].get<std::string>().find("/torch/"), std::string::npos) << f.dump();
+    }
+  }
+  EXPECT_EQ(kinds, (std::vector<std::string>{"native", "attribution", "python"}));
+  ASSERT_NE(user, nullptr);
+  EXPECT_EQ((*user)["function"], "train_step");
+  EXPECT_EQ((*user)["line"], line);
+}
+
 }  // namespace
 }  // namespace gmt::test

@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: Apache-2.0
+// A stand-in for PyTorch's autograd engine, for tests/workloads/autograd/train.py: backward() on
+// the calling thread allocates the root gradient (as torch.autograd's _make_grads does, with the
+// caller's Python frames on the stack), then a native worker thread, which has no Python frames
+// of its own (PyTorch's device threads), allocates the gradients through the simulated caching
+// allocator, which reports them as PyTorch's does. Each call keeps `keep` of them, the leak.
+#include <thread>
+#include <vector>
+
+#include "tests/workloads/caching_allocator.h"
+
+namespace {
+
+constexpr std::size_t kGradientBytes = 1 << 20;
+std::vector<void*> kept;
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) void* gmt_engine_new() {
+  return new sim::CachingAllocator(0, sim::CachingAllocator::Reporting::kAsPytorch);
+}
+
+extern "C" __attribute__((visibility("default"))) void gmt_engine_backward(void* engine,
+                                                                           int gradients,
+                                                                           int keep) {
+  auto& allocator = *static_cast<sim::CachingAllocator*>(engine);
+  void* root = allocator.allocate(4);
+  std::thread device_thread([&] {
+    for (int i = 0; i < gradients; ++i) {
+      void* gradient = allocator.allocate(kGradientBytes);
+      if (i < keep) {
+        kept.push_back(gradient);
+      } else {
+        allocator.free(gradient);
+      }
+    }
+  });
+  device_thread.join();
+  allocator.free(root);
+}
