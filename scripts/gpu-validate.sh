@@ -220,6 +220,12 @@ first=$(first_frame_after "$(ls "$out"/cached_default.*.gmt | head -1)" 'in [0-9
 echo "first line under the planted leak: $first"
 check "the planted leak's first line is remember()'s" "remember  planted_leak_cached.py:$line" "$first"
 check "leaks --json marks that frame as the user's" True "$(json_field "$out/cached_default.leaks.json" '[[f["file"].endswith("planted_leak_cached.py") for f in l["frames"] if f.get("user")] for l in d["leaks"] if l["class"] == "probable_leak"][0] == [True]')"
+# Gradients are allocated on PyTorch's autograd thread, which has no Python frames: at the peak
+# they are shown at the loss.backward() line, marked as the calling thread's frames.
+backward_line=$(grep -n 'loss.backward()' tests/gpu/planted_leak_cached.py | head -1 | cut -d: -f1)
+"$gmt" peak --json --top 1000 "$(ls "$out"/cached_default.*.gmt | head -1)" >"$out/cached_default.peak.json"
+check "blocks of the autograd thread are shown at loss.backward(), planted_leak_cached.py:$backward_line" True "$(json_field "$out/cached_default.peak.json" 'any(any(f["kind"] == "attribution" for f in g["frames"]) and [(f["file"] or "").endswith("planted_leak_cached.py") and f["line"] == int(sys.argv[3]) for f in g["frames"] if f.get("user")] == [True] for dev in d["devices"] for g in dev["groups"])' "$backward_line")"
+"$gmt" peak "$(ls "$out"/cached_default.*.gmt | head -1)" | grep -B1 -A2 'autograd thread' | head -8
 first=$(first_frame_after "$(ls "$out"/seq_static.*.gmt | head -1)" 'in [0-9]+  unfreed')
 echo "first line under the static-cudart program's unfreed group: $first"
 check "the nvcc program (static cudart) opens at its own source" True "$(case "$first" in *alloc_sequence.cu:*) echo True ;; *) echo False ;; esac)"
