@@ -7,8 +7,10 @@
 # driver's stream-ordered pool). Prints time per step and the ratio to untraced.
 # Usage: scripts/gpu-bench.sh [OUTPUT_DIR]   (default: $OUT, else gpu-bench-output)
 # GMT_BENCH_ROUNDS (default 3) and GMT_BENCH_ALLOCATORS (default "caching nocache async") narrow
-# a run to fit a time limit. GMT_BENCH_MODEL=small times a CPU-bound step instead (tiny layers:
-# the cost per allocation event shows, see tests/gpu/mlp_step_time.py).
+# a run to fit a time limit, as GMT_BENCH_MODES does (default: all six below). GMT_BENCH_MODEL=small
+# times a CPU-bound step instead (tiny layers: the cost per allocation event shows, see
+# tests/gpu/mlp_step_time.py); GMT_BENCH_CPUS (a taskset list, e.g. "2-5") pins every run to
+# the same cores, which narrows the spread of a CPU-bound step.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-${OUT:-gpu-bench-output}}"
@@ -22,13 +24,15 @@ measure() {  # measure ALLOCATOR MODE ROUND
     echo "PyTorch's history does not support cudaMallocAsync" >"$out/$1.$2.not_run"
     return
   fi
+  local pin=()
+  [ -n "${GMT_BENCH_CPUS:-}" ] && pin=(taskset -c "$GMT_BENCH_CPUS")
   [ "$allocator" = nocache ] && env+=(PYTORCH_NO_CUDA_MEMORY_CACHING=1)
   [ "$allocator" = async ] && env+=(PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync)
   case $mode in
-    untraced) env "${env[@]}" python3 tests/gpu/mlp_step_time.py "$out/$name.json" ;;
-    torch_history_python) env "${env[@]}" python3 tests/gpu/mlp_step_time.py --history python "$out/$name.json" ;;
-    torch_history_all) env "${env[@]}" python3 tests/gpu/mlp_step_time.py --history all "$out/$name.json" ;;
-    gmt_*) env "${env[@]}" GPUMEMTRACE_STACKS="${mode#gmt_}" "$gmt" run -o "$out/$name.%p.gmt" -- \
+    untraced) "${pin[@]}" env "${env[@]}" python3 tests/gpu/mlp_step_time.py "$out/$name.json" ;;
+    torch_history_python) "${pin[@]}" env "${env[@]}" python3 tests/gpu/mlp_step_time.py --history python "$out/$name.json" ;;
+    torch_history_all) "${pin[@]}" env "${env[@]}" python3 tests/gpu/mlp_step_time.py --history all "$out/$name.json" ;;
+    gmt_*) "${pin[@]}" env "${env[@]}" GPUMEMTRACE_STACKS="${mode#gmt_}" "$gmt" run -o "$out/$name.%p.gmt" -- \
       python3 tests/gpu/mlp_step_time.py "$out/$name.json" ;;
   esac >"$out/$name.log" 2>&1 || echo "FAIL $name (see $name.log)"
 }
@@ -37,7 +41,7 @@ measure() {  # measure ALLOCATOR MODE ROUND
 # one configuration only; the table takes each configuration's median over the rounds.
 rounds=${GMT_BENCH_ROUNDS:-3}
 read -r -a allocators <<<"${GMT_BENCH_ALLOCATORS:-caching nocache async}"
-modes=(untraced gmt_none gmt_native gmt_all torch_history_python torch_history_all)
+read -r -a modes <<<"${GMT_BENCH_MODES:-untraced gmt_none gmt_native gmt_all torch_history_python torch_history_all}"
 for round in $(seq 1 "$rounds"); do
   for allocator in "${allocators[@]}"; do
     for mode in "${modes[@]}"; do measure "$allocator" "$mode" "$round"; done
