@@ -42,6 +42,7 @@ enum class RecordType : uint8_t {
   kCheckpoint = 22,
   kCarried = 23,
   kCarriedBlock = 24,
+  kCarriedVmm = 25,
 };
 
 // The most payload bytes a record of integer fields can take: every field as a 10-byte varint.
@@ -704,12 +705,50 @@ struct CarriedBlockRecord {
   }
 };
 
+// What a CarriedVmm record carries.
+enum class CarriedVmmAction : uint32_t {
+  kMap = 0,      // a mapping live at the checkpoint: its Map record's fields
+  kRetain = 1,   // one reference more to `handle` (cuMemRetainAllocationHandle) than its creation
+  kRelease = 2,  // `handle` was released (cuMemRelease) and lives on through its mappings
+};
+
+// The VMM state live at a checkpoint (4.4) beside its physical allocations (Carried records):
+// each mapping, then each handle's references beyond its creation, then each handle already
+// released whose memory its mappings keep. `event_time_ns` is when the mapping was made (0 for
+// the others); `time_ns` is the checkpoint's.
+struct CarriedVmmRecord {
+  static constexpr RecordType kType = RecordType::kCarriedVmm;
+  uint64_t time_ns = 0;
+  uint64_t thread = 0;  // from the chunk (the checkpoint's writer: 0)
+  uint32_t checkpoint = 0;
+  uint32_t action = 0;  // CarriedVmmAction
+  uint64_t event_time_ns = 0;
+  int32_t device = -1;
+  uint64_t address = 0;
+  uint64_t size = 0;
+  uint64_t offset = 0;
+  uint64_t handle = 0;
+
+  template <class Self, class V>
+  static constexpr void fields(Self& r, V& v) {
+    v.time("time_ns", r.time_ns);
+    v.u32("checkpoint", r.checkpoint);
+    v.u32("action", r.action);
+    v.u64("event_time_ns", r.event_time_ns);
+    v.i32("device", r.device);
+    v.address("address", r.address);
+    v.u64("size", r.size);
+    v.u64("offset", r.offset);
+    v.u64("handle", r.handle);
+  }
+};
+
 using Record =
     std::variant<ProcessInfoRecord, AllocRecord, FreeRecord, AllocFailedRecord, EndRecord,
                  ContextRecord, ContextDestroyedRecord, MapRecord, UnmapRecord, RetainHandleRecord,
                  StackRecord, ModuleRecord, PythonCodeRecord, ThreadRecord, DeviceRecord,
                  SampleRecord, NameRecord, PhaseRecord, NoteRecord, PoolRecord, BlockRecord,
-                 CheckpointRecord, CarriedRecord, CarriedBlockRecord>;
+                 CheckpointRecord, CarriedRecord, CarriedBlockRecord, CarriedVmmRecord>;
 
 // Records that define an id or describe the process rather than tell an event: a bounded trace
 // keeps them whatever their age (the writer puts them in chunks it never reuses).

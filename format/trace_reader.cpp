@@ -39,7 +39,8 @@ template <class R>
 constexpr uint8_t tie_rank_of() {
   // A checkpoint's records too: a free at the checkpoint's nanosecond came after it was taken.
   if constexpr (is_definition<R>() || std::is_same_v<R, CheckpointRecord> ||
-                std::is_same_v<R, CarriedRecord> || std::is_same_v<R, CarriedBlockRecord>) {
+                std::is_same_v<R, CarriedRecord> || std::is_same_v<R, CarriedBlockRecord> ||
+                std::is_same_v<R, CarriedVmmRecord>) {
     return 0;
   } else if constexpr (std::is_same_v<R, FreeRecord> || std::is_same_v<R, UnmapRecord> ||
                        std::is_same_v<R, ContextDestroyedRecord>) {
@@ -412,7 +413,7 @@ struct CheckpointSeen {
   uint64_t time_ns = 0;
   bool begun = false;
   std::optional<uint64_t> items;  // from its end
-  uint64_t carried = 0;           // Carried and CarriedBlock records: what `items` counts
+  uint64_t carried = 0;           // Carried, CarriedBlock, CarriedVmm records: what `items` counts
   uint64_t carried_allocations = 0;
   uint64_t carried_blocks = 0;
   uint64_t carried_bytes = 0;
@@ -460,6 +461,9 @@ static HistoryWindow find_window(std::span<const uint8_t> file, const FileHeader
       CheckpointSeen& s = seen[c->checkpoint];
       ++s.carried;
       ++s.carried_blocks;
+    } else if (const auto* c = std::get_if<CarriedVmmRecord>(record)) {
+      ++checkpoint_records;
+      ++seen[c->checkpoint].carried;
     } else if (!std::visit([](const auto& r) { return is_definition<std::decay_t<decltype(r)>>(); },
                            *record) &&
                !std::holds_alternative<NoteRecord>(*record)) {
@@ -511,9 +515,9 @@ const HistoryWindow& TraceReader::window() const {
 }
 
 // A record other than an allocation or a free, as the window gives it: definitions and notes
-// whatever their time, the chosen checkpoint's Carried records as allocations and its
-// CarriedBlock records as block events at its time, nothing else of the checkpoints, and the rest
-// from the window's start on.
+// whatever their time, the chosen checkpoint's Carried records as allocations, its CarriedBlock
+// records as block events and its CarriedVmm records as maps, retains and releases at its time,
+// nothing else of the checkpoints, and the rest from the window's start on.
 const Record* TraceReader::State::in_window(const Record* other) {
   if (other == nullptr) return nullptr;
   if (std::holds_alternative<CheckpointRecord>(*other)) return nullptr;
@@ -545,6 +549,35 @@ const Record* TraceReader::State::in_window(const Record* other) {
     b.stream = c->stream;
     b.stack = c->stack;
     return &converted;
+  }
+  if (const auto* c = std::get_if<CarriedVmmRecord>(other)) {
+    if (c->checkpoint != window.checkpoint) return nullptr;
+    switch (static_cast<CarriedVmmAction>(c->action)) {
+      case CarriedVmmAction::kMap: {
+        MapRecord& m = converted.emplace<MapRecord>();
+        m.time_ns = window.kept_from_ns;
+        m.device = c->device;
+        m.address = c->address;
+        m.size = c->size;
+        m.offset = c->offset;
+        m.handle = c->handle;
+        return &converted;
+      }
+      case CarriedVmmAction::kRetain: {
+        RetainHandleRecord& h = converted.emplace<RetainHandleRecord>();
+        h.time_ns = window.kept_from_ns;
+        h.handle = c->handle;
+        return &converted;
+      }
+      case CarriedVmmAction::kRelease: {
+        FreeRecord& f = converted.emplace<FreeRecord>();
+        f.time_ns = window.kept_from_ns;
+        f.api = Api::kCuMemRelease;
+        f.address = c->handle;
+        return &converted;
+      }
+    }
+    return nullptr;  // an action this build does not know
   }
   const bool timeless =
       std::holds_alternative<NoteRecord>(*other) ||

@@ -62,6 +62,15 @@ for mode in "${modes[@]}"; do
   rm -f "$scratch/recorder.$mode".*.gmt
   recorder_args+=("$mode" "$scratch/recorder.$mode.json")
 done
+# A bounded trace (GPUMEMTRACE_MAX_SIZE): every allocation and free also goes through the live
+# set the checkpoints are written from, under one lock; the run writes far more than its limit.
+echo "bench: running recorder_bench with GPUMEMTRACE_STACKS=native GPUMEMTRACE_MAX_SIZE=64MiB" >&2
+GPUMEMTRACE_STACKS=native GPUMEMTRACE_MAX_SIZE=64MiB GPUMEMTRACE_OUTPUT="$scratch/recorder.bounded.%p.gmt" \
+  "$dir/bin/recorder_bench" --benchmark_repetitions=9 --benchmark_min_time=0.1 \
+  --benchmark_enable_random_interleaving=true --benchmark_format=json \
+  >"$scratch/recorder.bounded.json"
+rm -f "$scratch/recorder.bounded".*.gmt
+recorder_args+=("native, bounded to 64 MiB" "$scratch/recorder.bounded.json")
 python3 tests/bench/recorder_table.py "${recorder_args[@]}" >>"$scratch/table.md"
 
 # Python frames: a Python program through ctypes, untraced and with each stack mode, one after

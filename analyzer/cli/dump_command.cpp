@@ -64,7 +64,8 @@ const char* record_type_name(std::size_t index) {
                                        "block",
                                        "checkpoint",
                                        "carried",
-                                       "carried_block"};
+                                       "carried_block",
+                                       "carried_vmm"};
   static_assert(std::size(kNames) == std::variant_size_v<format::Record>);
   return index < std::size(kNames) ? kNames[index] : "unknown";
 }

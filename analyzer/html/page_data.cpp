@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "analyzer/html/page_data.h"
 
+#include "analyzer/report/history_text.h"
+
 #include <algorithm>
 #include <queue>
 #include <unordered_map>
@@ -13,6 +15,7 @@
 #include "analyzer/model/worker_pool.h"
 #include "analyzer/report/byte_size.h"
 #include "analyzer/report/cuda_error_name.h"
+#include "analyzer/report/history_text.h"
 #include "analyzer/report/job_view.h"
 #include "analyzer/report/json_fields.h"
 #include "analyzer/report/stack_frames.h"
@@ -225,6 +228,8 @@ class DataBuilder {
             {"end", end_name(t.end)},
             {"end_reason", t.end_reason},
             {"notes", t.notes},
+            {"history", history_json(t)},
+            {"history_text", text(history_text(t))},
             {"symbolization_warnings", warnings},
             {"devices", devices},
             {"ooms", ooms},

@@ -55,6 +55,8 @@ gmt.Report = class {
       gmt.el("p", null, t.events + " events over " + gmt.duration(t.duration_ns) + " \u00b7 " +
              (t.end === "exited" ? "complete" : t.end) + (t.end_reason ? ": " + t.end_reason : "") +
              " \u00b7 " + t.path));
+    // A bounded trace's kept history: from when it is complete, what was carried from before.
+    if (t.history_text) section.append(gmt.el("p", { class: "note history" }, t.history_text));
     for (const note of t.notes.concat(t.symbolization_warnings)) {
       section.append(gmt.el("p", { class: "note" }, note));
     }

@@ -41,11 +41,46 @@ uint64_t key_freed_by(Api api, uint64_t address) {
 void LiveSet::apply(const format::AllocRecord& r) {
   format::AllocRecord replaced;
   table_.put(key_of(r.kind, r.address), r, &replaced);
+  if (r.kind == MemoryKind::kVmmPhysical) vmm_.created(r.address);
 }
 
 void LiveSet::apply(const format::FreeRecord& r) {
+  if (r.api == Api::kCuMemRelease && !vmm_.released(r.address)) return;
   format::AllocRecord taken;
   table_.take(key_freed_by(r.api, r.address), &taken);
+}
+
+void LiveSet::apply(const format::UnmapRecord& r) {
+  vmm_.apply(r, [this](uint64_t handle) {
+    format::AllocRecord taken;
+    table_.take(key_of(MemoryKind::kVmmPhysical, handle), &taken);
+  });
+}
+
+void LiveVmm::apply(const format::MapRecord& r) {
+  maps_.insert_or_assign(r.address, r);
+  if (const auto refs = handles_.find(r.handle); refs != handles_.end()) ++refs->second.mappings;
+}
+
+void LiveVmm::apply(const format::RetainHandleRecord& r) {
+  if (const auto refs = handles_.find(r.handle); refs != handles_.end()) ++refs->second.references;
+}
+
+bool LiveVmm::released(uint64_t handle) {
+  const auto refs = handles_.find(handle);
+  if (refs == handles_.end()) return true;  // made before recording: nothing keeps it here
+  if (refs->second.references > 0) --refs->second.references;
+  if (refs->second.references > 0 || refs->second.mappings > 0) return false;
+  handles_.erase(refs);
+  return true;
+}
+
+std::size_t LiveVmm::size() const {
+  std::size_t n = maps_.size();
+  for (const auto& [handle, refs] : handles_) {
+    n += (refs.references > 1 ? refs.references - 1 : 0) + (refs.references == 0 ? 1 : 0);
+  }
+  return n;
 }
 
 void LiveSet::apply(const format::ContextDestroyedRecord& r) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // What a bounded trace's checkpoint carries: every allocation live now, with its Alloc record's
-// fields, and every block and segment the caching allocators reported live (LiveBlocks). Kept only
+// fields, every block and segment the caching allocators reported live (LiveBlocks), and the
+// VMM mappings and handle references that keep physical memory alive (LiveVmm). Kept only
 // when the trace is bounded (GPUMEMTRACE_MAX_SIZE), by the writer, which applies each allocation,
 // free and context teardown under the lock it writes the record in, so that a checkpoint's live set
 // is exactly the records before its time.
@@ -68,12 +69,71 @@ class LiveBlocks {
   std::vector<Pool> pools_;  // few: one per allocator and device
 };
 
+// What keeps VMM physical memory alive beyond its handle's Alloc record: its mappings, and the
+// references to the handle (its creation's, one more per cuMemRetainAllocationHandle, one less
+// per cuMemRelease). The memory goes when neither is left, as the analyzer replays it: NCCL and
+// others release a handle right after mapping it, and the mapping keeps the memory.
+class LiveVmm {
+ public:
+  void created(uint64_t handle) { handles_[handle] = Refs{}; }
+  void apply(const format::MapRecord& r);
+  void apply(const format::RetainHandleRecord& r);
+  // cuMemRelease: whether the handle's memory goes now (false while it is mapped or retained).
+  bool released(uint64_t handle);
+  // cuMemUnmap: every mapping that starts in the range ends; calls `gone(handle)` for each handle
+  // whose memory goes with it.
+  template <class Gone>
+  void apply(const format::UnmapRecord& r, Gone gone) {
+    const uint64_t end = r.address + r.size;
+    for (auto it = maps_.lower_bound(r.address); it != maps_.end() && it->first < end;) {
+      const uint64_t handle = it->second.handle;
+      it = maps_.erase(it);
+      const auto refs = handles_.find(handle);
+      if (refs == handles_.end() || refs->second.mappings == 0) continue;
+      if (--refs->second.mappings == 0 && refs->second.references == 0) {
+        handles_.erase(refs);
+        gone(handle);
+      }
+    }
+  }
+  // Calls `map(record)` for each mapping, then `retained(handle)` once for each reference to a
+  // handle beyond its creation's, then `released(handle)` for each released one that its
+  // mappings keep.
+  template <class Map, class Retained, class Released>
+  void for_each(Map map, Retained retained, Released released) const {
+    for (const auto& [address, r] : maps_) map(r);
+    for (const auto& [handle, refs] : handles_) {
+      for (uint32_t extra = 1; extra < refs.references; ++extra) retained(handle);
+    }
+    for (const auto& [handle, refs] : handles_) {
+      if (refs.references == 0) released(handle);
+    }
+  }
+  // How many records for_each() gives.
+  std::size_t size() const;
+  void clear() {
+    handles_.clear();
+    maps_.clear();
+  }
+
+ private:
+  struct Refs {
+    uint32_t references = 1;
+    uint32_t mappings = 0;
+  };
+  std::map<uint64_t, Refs> handles_;            // by handle, those created while recording
+  std::map<uint64_t, format::MapRecord> maps_;  // by address
+};
+
 class LiveSet {
  public:
   void apply(const format::AllocRecord& r);
   void apply(const format::FreeRecord& r);
   void apply(const format::ContextDestroyedRecord& r);
   void apply(const format::BlockRecord& r) { blocks_.apply(r); }
+  void apply(const format::MapRecord& r) { vmm_.apply(r); }
+  void apply(const format::UnmapRecord& r);
+  void apply(const format::RetainHandleRecord& r) { vmm_.apply(r); }
   template <class R>
   void apply(const R&) {}  // nothing else changes what is live
 
@@ -82,15 +142,18 @@ class LiveSet {
     table_.for_each(visit);
   }
   const LiveBlocks& blocks() const { return blocks_; }
+  const LiveVmm& vmm() const { return vmm_; }
   std::size_t size() const { return table_.size(); }
   void clear() {
     table_.clear();
     blocks_.clear();
+    vmm_.clear();
   }
 
  private:
   LiveTable<format::AllocRecord> table_;
   LiveBlocks blocks_;
+  LiveVmm vmm_;
 };
 
 // Whether a record changes the live set: what the writer applies under its lock.
@@ -98,7 +161,8 @@ template <class R>
 constexpr bool changes_live_set() {
   return std::is_same_v<R, format::AllocRecord> || std::is_same_v<R, format::FreeRecord> ||
          std::is_same_v<R, format::ContextDestroyedRecord> ||
-         std::is_same_v<R, format::BlockRecord>;
+         std::is_same_v<R, format::BlockRecord> || std::is_same_v<R, format::MapRecord> ||
+         std::is_same_v<R, format::UnmapRecord> || std::is_same_v<R, format::RetainHandleRecord>;
 }
 
 }  // namespace gmt::interpose

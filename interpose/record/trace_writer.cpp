@@ -645,10 +645,10 @@ void TraceWriter::after_record(ThreadChunk& chunk) {
   if (checkpoint_due_.load(std::memory_order_relaxed)) write_checkpoint();
 }
 
-// The live set as Carried records (allocations) and CarriedBlock records (the caching
-// allocators' blocks and segments) between a begin and an end. Its time is after every record
-// applied to the live set, and before any applied after it (both under live_mutex_): a reader
-// replays from it exactly.
+// The live set as Carried records (allocations), CarriedBlock records (the caching allocators'
+// blocks and segments) and CarriedVmm records (mappings, handle references) between a begin and
+// an end. Its time is after every record applied to the live set, and before any applied after
+// it (both under live_mutex_): a reader replays from it exactly.
 void TraceWriter::write_checkpoint() {
   std::lock_guard<std::mutex> live_lock(live_mutex_);
   std::lock_guard<std::mutex> lock(mutex_);
@@ -698,6 +698,28 @@ void TraceWriter::write_checkpoint() {
     whole = append_locked(checkpoints_, ChunkRole::kCheckpoints, c);
     items += whole ? 1 : 0;
   });
+  const auto carry_vmm = [&](format::CarriedVmmAction action, uint64_t handle,
+                             const format::MapRecord* map) {
+    if (!whole) return;
+    format::CarriedVmmRecord c;
+    c.time_ns = time;
+    c.checkpoint = id;
+    c.action = static_cast<uint32_t>(action);
+    c.handle = handle;
+    if (map != nullptr) {
+      c.event_time_ns = map->time_ns;
+      c.device = map->device;
+      c.address = map->address;
+      c.size = map->size;
+      c.offset = map->offset;
+    }
+    whole = append_locked(checkpoints_, ChunkRole::kCheckpoints, c);
+    items += whole ? 1 : 0;
+  };
+  live_.vmm().for_each(
+      [&](const format::MapRecord& m) { carry_vmm(format::CarriedVmmAction::kMap, m.handle, &m); },
+      [&](uint64_t handle) { carry_vmm(format::CarriedVmmAction::kRetain, handle, nullptr); },
+      [&](uint64_t handle) { carry_vmm(format::CarriedVmmAction::kRelease, handle, nullptr); });
   if (!whole) return;
   format::CheckpointRecord end = begin;
   end.action = static_cast<uint32_t>(format::CheckpointAction::kEnd);

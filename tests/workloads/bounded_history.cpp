@@ -4,10 +4,16 @@
 // memory is known at every moment, so a bounded trace's report can be checked against an
 // unbounded one's.
 //
-//   workload_bounded_history ITERATIONS
+//   workload_bounded_history ITERATIONS [vmm]
 //
+// With `vmm`, it also holds 48 MiB of VMM memory from the start to the end: 32 MiB mapped and
+// released at once (as NCCL does: the mapping keeps the memory), and 16 MiB mapped and retained
+// (cuMemRetainAllocationHandle: two references, never released).
 // Prints "done" after the last iteration.
+#include <cuda.h>
 #include <cuda_runtime_api.h>
+
+#include <cstring>
 
 #include <cstdio>
 #include <cstdlib>
@@ -40,16 +46,51 @@ __attribute__((noinline)) void spike() {
   cudaFree(p);
 }
 
+void must(CUresult result, const char* call) {
+  if (result != CUDA_SUCCESS) {
+    std::fprintf(stderr, "%s failed: %d\n", call, static_cast<int>(result));
+    std::exit(3);
+  }
+}
+
+struct Mapped {
+  CUmemGenericAllocationHandle handle = 0;
+  CUdeviceptr va = 0;
+};
+
+// `bytes` of physical memory mapped at a reservation of its own.
+Mapped mapped(size_t bytes) {
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
+  Mapped m;
+  must(cuMemCreate(&m.handle, bytes, &prop, 0), "cuMemCreate");
+  must(cuMemAddressReserve(&m.va, bytes, 0, 0, 0), "cuMemAddressReserve");
+  must(cuMemMap(m.va, bytes, 0, m.handle, 0), "cuMemMap");
+  CUmemAccessDesc access{{CU_MEM_LOCATION_TYPE_DEVICE, 0}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+  must(cuMemSetAccess(m.va, bytes, &access, 1), "cuMemSetAccess");
+  return m;
+}
+
+__attribute__((noinline)) void vmm_buffers() {
+  must(cuMemRelease(mapped(32u << 20).handle), "cuMemRelease");
+  const Mapped m = mapped(16u << 20);
+  CUmemGenericAllocationHandle retained = 0;
+  must(cuMemRetainAllocationHandle(&retained, reinterpret_cast<void*>(m.va)),
+       "cuMemRetainAllocationHandle");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: workload_bounded_history ITERATIONS\n");
+  if (argc != 2 && !(argc == 3 && std::strcmp(argv[2], "vmm") == 0)) {
+    std::fprintf(stderr, "usage: workload_bounded_history ITERATIONS [vmm]\n");
     return 2;
   }
   const long iterations = std::atol(argv[1]);
   std::vector<void*> held;
   for (int i = 0; i < 8; ++i) held.push_back(held_buffer());
+  if (argc == 3) vmm_buffers();
   std::vector<void*> leaked;
   for (long i = 0; i < iterations; ++i) {
     churn(i);

@@ -70,7 +70,7 @@ TEST_F(BoundedTrace, StaysWithinItsLimitAndExplainsEveryLiveByte) {
   const json whole_info = command_json({"info", whole, "--json"});
   EXPECT_TRUE(whole_info["history"].is_null());
   EXPECT_EQ(whole_info["format"], "4.2");
-  EXPECT_EQ(info["format"], "4.3");
+  EXPECT_EQ(info["format"], "4.4");
 
   // Live at exit: the 8 held MiB and one 64 KiB leak per 10000 iterations, exactly, as the
   // unbounded trace says too.
@@ -101,6 +101,45 @@ TEST_F(BoundedTrace, StaysWithinItsLimitAndExplainsEveryLiveByte) {
   EXPECT_NE(text.out.find("history kept from "), std::string::npos) << text.out;
   EXPECT_NE(text.out.find(" allocations ("), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("carried from before"), std::string::npos) << text.out;
+}
+
+// VMM memory mapped long before the history kept: a handle released right after its mapping (the
+// mapping keeps its memory, as NCCL's buffers) and one retained and released once. The
+// checkpoints carry the mappings and the references, so both are live at exit, as unbounded.
+TEST_F(BoundedTrace, VmmMemoryKeptByMappingsAndReferencesIsCarried) {
+  constexpr long kVmmIterations = 1'500'000;
+  const auto run = [&](const std::string& name, std::map<std::string, std::string> env) {
+    const ProcessResult r = run_traced("workload_bounded_history",
+                                       {std::to_string(kVmmIterations), "vmm"}, std::move(env));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    fs::create_directories(dir_ + "/kept");
+    const std::string path = dir_ + "/kept/" + name;
+    fs::rename(only_trace(), path);
+    return path;
+  };
+  const std::string bounded = run("bounded.gmt", {{"GPUMEMTRACE_MAX_SIZE", "1MiB"}});
+  const std::string whole = run("whole.gmt", {});
+  EXPECT_GE(fs::file_size(whole), 20 * kLimit);
+  const json info = command_json({"info", bounded, "--json"});
+  ASSERT_TRUE(info["history"].is_object()) << info.dump();
+  EXPECT_GT(info["history"]["dropped_events"].get<uint64_t>(), kVmmIterations);
+
+  const uint64_t leaks = (kVmmIterations + 9999) / 10000;
+  const uint64_t live = 8 * kMiB + leaks * 65536 + 48 * kMiB;
+  EXPECT_EQ(device(report({whole}), 0)["live_at_exit_bytes"], live);
+  EXPECT_EQ(device(report({bounded}), 0)["live_at_exit_bytes"], live);
+  const json leaks_json = command_json({"leaks", bounded, "--json"});
+  EXPECT_EQ(leak_bytes_at(leaks_json, "vmm_buffers"), 48 * kMiB) << leaks_json.dump(1);
+  EXPECT_EQ(leak_bytes_at(leaks_json, "vmm_buffers"),
+            leak_bytes_at(command_json({"leaks", whole, "--json"}), "vmm_buffers"));
+
+  // The mappings are carried too: the mapped bytes are the unbounded run's.
+  const json bounded_report = report({bounded});
+  const json whole_report = report({whole});
+  const json& kinds = device(bounded_report, 0)["by_kind"];
+  EXPECT_EQ(kinds["vmm_physical"]["live_at_exit_bytes"], 48 * kMiB) << kinds.dump();
+  EXPECT_EQ(kinds["vmm_mapping"]["live_at_exit_bytes"], 48 * kMiB) << kinds.dump();
+  EXPECT_EQ(kinds["vmm_mapping"], device(whole_report, 0)["by_kind"]["vmm_mapping"]);
 }
 
 TEST_F(BoundedTrace, WithoutTheVariableTheTraceIsFormat42WithNoCheckpoint) {
@@ -143,7 +182,7 @@ TEST_F(BoundedTrace, RunMaxSizeBoundsTheTraceAndRefusesABadSize) {
                               env);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json info = command_json({"info", only_trace(), "--json"});
-  EXPECT_EQ(info["format"], "4.3");
+  EXPECT_EQ(info["format"], "4.4");
   EXPECT_EQ(info["history"]["max_size"], 2 * kMiB);
   EXPECT_EQ(info["history"]["dropped_events"], 0);
 }

@@ -163,6 +163,27 @@ TEST_F(HtmlReport, TheAllocatorsAllocatedAndReservedComeFromItsBlocks) {
   for (std::size_t i = 0; i < allocated.size(); ++i) EXPECT_LE(allocated[i], reserved[i]);
 }
 
+// A bounded trace that dropped history: the page says from when it is complete and what was
+// carried, as `info` does.
+TEST_F(HtmlReport, ABoundedTraceSaysWhatHistoryItKept) {
+  const ProcessResult run =
+      run_traced("workload_cached_training", {"100000", "200"}, {{"GPUMEMTRACE_MAX_SIZE", "1MiB"}});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string trace = only_trace();
+  const json data = embedded_data(read_file(html({trace})));
+  const json& t = data["traces"][0];
+  const ProcessResult info = cli({"info", trace, "--json"});
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  const json history = json::parse(info.out)["history"];
+  ASSERT_TRUE(history.is_object()) << info.out;
+  EXPECT_GT(history["dropped_events"].get<uint64_t>(), 0u);
+  EXPECT_EQ(t["history"], history);
+  const std::string line = t["history_text"];
+  EXPECT_EQ(line.rfind("history kept from ", 0), 0u) << line;
+  const ProcessResult text = cli({"info", trace});
+  EXPECT_NE(text.out.find(line), std::string::npos) << text.out;
+}
+
 TEST_F(HtmlReport, RunOfProcessesMarksTheHighestPeakAndShowsFailedAllocations) {
   // a 1, b 4, free a, c 2, a failed 64 GiB (6 MiB live: b and c), d 8, e 3, free b, free d,
   // f 5 (MiB): peak 17 MiB, 10 MiB never freed. The second process: 3 MiB, freed.

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -225,6 +226,64 @@ TEST(HistoryWindow, CarriedBlocksAreGivenAsBlockRecordsAtTheCheckpointsTime) {
                 {300, alloc, 0xa000, 512, 5, 6},
                 {300, requested, 0xa000, 512, 5, 0},
                 {320, completed, 0xa000, 512, 0, 0}}));
+}
+
+CarriedVmmRecord carried_vmm(CarriedVmmAction action, uint64_t handle, uint64_t address = 0) {
+  CarriedVmmRecord r;
+  r.time_ns = 300;
+  r.checkpoint = 1;
+  r.action = static_cast<uint32_t>(action);
+  r.handle = handle;
+  if (action == CarriedVmmAction::kMap) {
+    r.event_time_ns = 9;
+    r.device = 0;
+    r.address = address;
+    r.size = 2 << 20;
+    r.offset = 0;
+  }
+  return r;
+}
+
+// VMM state carried by the checkpoint (4.4) comes as a Map, a RetainHandle and a cuMemRelease
+// Free at its time, in the order written, after the handle's allocation.
+TEST(HistoryWindow, CarriedVmmRecordsAreGivenAsMapsRetainsAndReleases) {
+  ChunkedFile file;
+  set_word(file, BoundedHeaderLayout::kMaxSize, 1 << 20);
+  set_word(file, BoundedHeaderLayout::kValidFrom, 1);
+  file.add_chunk(0, 0, 0, process_record());
+  CarriedRecord handle = carried(300, 1, 0x77, 2 << 20);
+  handle.kind = MemoryKind::kVmmPhysical;
+  handle.api = Api::kCuMemCreate;
+  file.add_chunk_of(
+      1, 0, 0,
+      {checkpoint(300, 1, CheckpointAction::kBegin), handle,
+       carried_vmm(CarriedVmmAction::kMap, 0x77, 0x40000000),
+       carried_vmm(CarriedVmmAction::kRetain, 0x77), carried_vmm(CarriedVmmAction::kRelease, 0x77),
+       checkpoint(300, 1, CheckpointAction::kEnd, 4)});
+  file.add_chunk_of(2, 3, 100, {block_at(320, BlockAction::kAlloc, 0xa200, 256)});
+  const HeaderCheck header = check_header(file.bytes());
+  ASSERT_TRUE(header.ok) << header.error;
+  TraceReader reader(file.bytes(), header.header);
+  ASSERT_TRUE(reader.window().dropped) << reader.window().problem;
+  EXPECT_EQ(reader.window().checkpoint, 1u);
+  std::vector<std::string> seen;
+  while (const Record* r = reader.next_record()) {
+    EXPECT_FALSE(std::holds_alternative<CarriedVmmRecord>(*r));
+    if (const auto* a = std::get_if<AllocRecord>(r)) {
+      seen.push_back("alloc " + std::to_string(a->address) + " at " + std::to_string(a->time_ns));
+    } else if (const auto* m = std::get_if<MapRecord>(r)) {
+      seen.push_back("map " + std::to_string(m->address) + " of " + std::to_string(m->handle) +
+                     " size " + std::to_string(m->size) + " at " + std::to_string(m->time_ns));
+    } else if (const auto* h = std::get_if<RetainHandleRecord>(r)) {
+      seen.push_back("retain " + std::to_string(h->handle) + " at " + std::to_string(h->time_ns));
+    } else if (const auto* f = std::get_if<FreeRecord>(r)) {
+      EXPECT_EQ(f->api, Api::kCuMemRelease);
+      seen.push_back("release " + std::to_string(f->address) + " at " + std::to_string(f->time_ns));
+    }
+  }
+  EXPECT_EQ(seen, (std::vector<std::string>{"alloc 119 at 300",
+                                            "map 1073741824 of 119 size 2097152 at 300",
+                                            "retain 119 at 300", "release 119 at 300"}));
 }
 
 }  // namespace
