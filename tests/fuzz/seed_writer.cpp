@@ -3,7 +3,7 @@
 // record of every type, in a sealed chunk (its count word written, as when a thread leaves a
 // chunk) and an open one (no count, as a thread still running at a kill leaves it), and the
 // ways a recording ends early: stopped (a stop note and the header's reason), ended by exec,
-// and a file that holds only a header with its reason; and a bounded trace (4.3) whose oldest
+// and a file that holds only a header with its reason; and a bounded trace (4.4) whose oldest
 // chunks were reused, rebuilt from a checkpoint. make_corpus.py runs it.
 //
 //   seed_writer OUTPUT_DIR
@@ -231,7 +231,7 @@ void early_ends(const std::string& dir) {
 
 }  // namespace
 
-// A bounded trace (4.3) whose oldest chunks were reused: definitions and checkpoints in the
+// A bounded trace (4.4) whose oldest chunks were reused: definitions and checkpoints in the
 // writer's own chunks (thread 0), checkpoint 1 whole, checkpoint 2 whole (allocations and a
 // caching allocator's segment and block) and the one to start from (the header's valid_from), and a
 // thread's chunk whose first three were reused, with records before and after checkpoint 2.
@@ -282,7 +282,27 @@ void bounded(const std::string& dir) {
   block.action = static_cast<uint32_t>(BlockAction::kFreeRequested);
   block.stack = 0;
   checkpoints.add(CarriedBlockRecord{block});
-  checkpoints.add(CheckpointRecord{.time_ns = 0, .id = 2, .action = 1, .items = 5});
+  // A VMM handle released while mapped, with one more reference (4.4): its allocation, then its
+  // mapping, the extra reference and the release.
+  carried.kind = MemoryKind::kVmmPhysical;
+  carried.api = Api::kCuMemCreate;
+  carried.address = 0x99;
+  carried.size = 2 << 20;
+  checkpoints.add(CarriedRecord{carried});
+  CarriedVmmRecord vmm;
+  vmm.checkpoint = 2;
+  vmm.handle = 0x99;
+  vmm.action = static_cast<uint32_t>(CarriedVmmAction::kMap);
+  vmm.device = 0;
+  vmm.address = 0x7f1000000000;
+  vmm.size = 2 << 20;
+  checkpoints.add(CarriedVmmRecord{vmm});
+  vmm = CarriedVmmRecord{.checkpoint = 2, .handle = 0x99};
+  vmm.action = static_cast<uint32_t>(CarriedVmmAction::kRetain);
+  checkpoints.add(CarriedVmmRecord{vmm});
+  vmm.action = static_cast<uint32_t>(CarriedVmmAction::kRelease);
+  checkpoints.add(CarriedVmmRecord{vmm});
+  checkpoints.add(CheckpointRecord{.time_ns = 0, .id = 2, .action = 1, .items = 9});
 
   ChunkBuilder thread(2, 100, 3);
   AllocRecord alloc;
