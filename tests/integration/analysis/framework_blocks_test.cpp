@@ -9,6 +9,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/integration/traced_run_fixture.h"
@@ -32,6 +33,21 @@ class FrameworkBlocks : public TracedRun {
     const ProcessResult r = cli(args);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return json::parse(r.out);
+  }
+
+  // `dump TRACE`'s Block records, one JSON object each.
+  std::vector<json> block_records(const std::string& trace) const {
+    const ProcessResult dump = cli({"dump", trace});
+    EXPECT_EQ(dump.exit_code, 0) << dump.err;
+    std::vector<json> blocks;
+    std::size_t start = 0;
+    while (start < dump.out.size()) {
+      const std::size_t end = dump.out.find('\n', start);
+      json line = json::parse(dump.out.substr(start, end - start));
+      start = end == std::string::npos ? dump.out.size() : end + 1;
+      if (line["record"] == "block") blocks.push_back(std::move(line));
+    }
+    return blocks;
   }
 };
 
@@ -132,16 +148,9 @@ TEST_F(FrameworkBlocks, TheViewsHaveTheAllocatorsOwnFiguresAtExit) {
 
 TEST_F(FrameworkBlocks, DumpPrintsTheBlockRecords) {
   const std::string trace = traced_training();
-  const ProcessResult dump = cli({"dump", trace});
-  ASSERT_EQ(dump.exit_code, 0) << dump.err;
   int blocks = 0;
   int segment_allocs = 0;
-  std::size_t start = 0;
-  while (start < dump.out.size()) {
-    const std::size_t end = dump.out.find('\n', start);
-    const json line = json::parse(dump.out.substr(start, end - start));
-    start = end == std::string::npos ? dump.out.size() : end + 1;
-    if (line["record"] != "block") continue;
+  for (const json& line : block_records(trace)) {
     ++blocks;
     EXPECT_EQ(line["allocator"], 0);
     EXPECT_EQ(line["device"], 0);
@@ -171,16 +180,10 @@ TEST_F(FrameworkBlocks, PytorchsRequestSizesAreCountedAsItsBlocks) {
   ASSERT_EQ(allocated, 24 * mib + kept_bytes + 512 + 20 * mib);
 
   // The trace holds what was asked for.
-  const ProcessResult dump = cli({"dump", trace});
-  ASSERT_EQ(dump.exit_code, 0) << dump.err;
   int scalar = 0;
   int unsplit = 0;
-  std::size_t start = 0;
-  while (start < dump.out.size()) {
-    const std::size_t end = dump.out.find('\n', start);
-    const json line = json::parse(dump.out.substr(start, end - start));
-    start = end == std::string::npos ? dump.out.size() : end + 1;
-    if (line["record"] != "block" || line["action"] != 0) continue;
+  for (const json& line : block_records(trace)) {
+    if (line["action"] != 0) continue;
     EXPECT_EQ(line["allocator"], 1);
     scalar += line["size"] == 4 ? 1 : 0;
     unsplit += line["size"] == 19 * kMiB + 600 * 1024 ? 1 : 0;
