@@ -26,6 +26,7 @@
 
 #include "analyzer/cli/command_support.h"
 #include "analyzer/cli/commands.h"
+#include "analyzer/model/leak_classes.h"
 #include "analyzer/model/live_trace.h"
 #include "analyzer/model/owner_library.h"
 #include "analyzer/report/byte_size.h"
@@ -109,6 +110,46 @@ const SiteFrame* telling_frame(const std::vector<SiteFrame>& frames) {
   return &frames[first_user_frame(frames).value_or(0)];
 }
 
+// A row of the live sites: a driver site, or a caching allocator's block site or free cache.
+struct LiveSite {
+  uint32_t stack = 0;
+  uint64_t bytes = 0;
+  uint64_t count = 0;
+  int allocator = -1;  // format::BlockAllocator of a block or cache row; -1 for a driver site
+  bool cache = false;
+};
+
+// What `ordinal` holds now by site, largest first: the driver's sites, less the segments of the
+// caching allocators that report their blocks, whose live blocks by site and free cache stand
+// in their place (which line grew the cache is an accident of it).
+std::vector<LiveSite> live_sites(const TraceSummary& s, int ordinal) {
+  std::vector<LiveSite> rows;
+  for (const auto& [key, site] : s.sites) {
+    if (site.device != ordinal || site.live_resident_bytes == 0) continue;
+    const uint64_t segments = std::min(site.live_resident_bytes, site.framework_segment_bytes);
+    const uint64_t count =
+        site.live_resident_count - std::min(site.live_resident_count, site.framework_segment_count);
+    if (site.live_resident_bytes > segments)
+      rows.push_back({site.stack, site.live_resident_bytes - segments, count});
+  }
+  for (const auto& [key, block] : s.block_sites) {
+    if (block.device == ordinal && block.live_bytes > 0)
+      rows.push_back(
+          {block.stack, block.live_bytes, block.live_count, static_cast<int>(block.allocator)});
+  }
+  for (const AllocatorUsage& a : s.allocators) {
+    if (a.device == ordinal && a.reserved_bytes > a.allocated_bytes)
+      rows.push_back({0, a.reserved_bytes - a.allocated_bytes, a.live_segments,
+                      static_cast<int>(a.allocator), true});
+  }
+  std::sort(rows.begin(), rows.end(), [](const LiveSite& a, const LiveSite& b) {
+    if (a.bytes != b.bytes) return a.bytes > b.bytes;
+    if (a.cache != b.cache) return b.cache;
+    return a.stack < b.stack;
+  });
+  return rows;
+}
+
 struct Watched {
   std::unique_ptr<LiveTrace> trace;
   ResolvedStacks stacks;  // symbolized once
@@ -159,6 +200,11 @@ class Top {
         if (site.live_resident_bytes > 0 && !w.stacks.count(site.stack))
           missing.push_back(site.stack);
       }
+      for (const auto& [key, block] : w.trace->summary().block_sites) {
+        if (block.live_bytes > 0 && !w.stacks.count(block.stack)) missing.push_back(block.stack);
+      }
+      std::sort(missing.begin(), missing.end());
+      missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
       if (!missing.empty()) {
         ResolvedStacks more = resolve_stacks(w.trace->summary(), missing, w.warnings);
         for (uint32_t id : missing) w.stacks[id] = std::move(more[id]);
@@ -286,34 +332,36 @@ class Top {
         by_kind[std::string(format::memory_kind_name(kind))] = usage.live_bytes;
     }
     std::map<std::string, uint64_t> libraries;
-    std::vector<const SiteStats*> sites;
     for (const auto& [key, site] : s.sites) {
       if (site.device != ordinal || site.live_resident_bytes == 0) continue;
       libraries[owners.of(site.stack)] += site.live_resident_bytes;
-      sites.push_back(&site);
     }
     Json by_library = Json::object();
     std::vector<std::pair<std::string, uint64_t>> ordered(libraries.begin(), libraries.end());
     std::stable_sort(ordered.begin(), ordered.end(),
                      [](const auto& a, const auto& b) { return a.second > b.second; });
     for (const auto& [name, bytes] : ordered) by_library[name] = bytes;
-    std::sort(sites.begin(), sites.end(), [](const SiteStats* a, const SiteStats* b) {
-      if (a->live_resident_bytes != b->live_resident_bytes)
-        return a->live_resident_bytes > b->live_resident_bytes;
-      return a->stack < b->stack;
-    });
+    std::vector<LiveSite> sites = live_sites(s, ordinal);
     Json top_sites = Json::array();
     for (std::size_t i = 0; i < sites.size() && i < kSitesShown; ++i) {
-      const SiteStats& site = *sites[i];
+      const LiveSite& site = sites[i];
       auto it = w.stacks.find(site.stack);
       static const std::vector<SiteFrame> kNone;
       const std::vector<SiteFrame>& frames = it != w.stacks.end() ? it->second : kNone;
       const SiteFrame* shown = telling_frame(frames);
-      top_sites.push_back({{"bytes", site.live_resident_bytes},
-                           {"count", site.live_resident_count},
-                           {"library", owners.of(site.stack)},
-                           {"frame", shown ? frame_text(*shown) : std::string("(no stack)")},
-                           {"frames", frames_json(frames)}});
+      std::string frame = shown ? frame_text(*shown) : std::string("(no stack)");
+      if (site.cache) frame = std::string("(") + allocator_name(site.allocator) + " cache: free)";
+      Json row = {{"bytes", site.bytes},
+                  {"count", site.count},
+                  {"library", site.allocator >= 0 ? std::string(allocator_name(site.allocator))
+                                                  : owners.of(site.stack)},
+                  {"frame", std::move(frame)},
+                  {"frames", frames_json(site.cache ? kNone : frames)}};
+      if (site.allocator >= 0) {
+        row["allocator"] = allocator_name(site.allocator);
+        row["level"] = site.cache ? "cache" : "block";
+      }
+      top_sites.push_back(std::move(row));
     }
     const uint64_t before =
         now_ns > kGrowthWindowNs ? t.live_bytes_at(ordinal, now_ns - kGrowthWindowNs) : 0;

@@ -72,6 +72,20 @@ TEST_F(FrameworkBlocks, TopShowsTheAllocatorsFiguresOnce) {
   EXPECT_EQ(device["framework_allocated_bytes"], printed(last_output_, "allocated"))
       << device.dump();
   EXPECT_EQ(device["framework_reserved_bytes"], printed(last_output_, "reserved")) << device.dump();
+  // Its live sites are its blocks by the line that asked for them and its free cache, not its
+  // segments by the line that grew the cache: the kept activations lead, and the rows add up to
+  // what the allocator reserved (every tracked byte is its).
+  const json& sites = device["top_sites"];
+  ASSERT_FALSE(sites.empty());
+  EXPECT_EQ(sites[0]["level"], "block") << sites.dump(1);
+  EXPECT_NE(frame_of(sites[0], "keep_activation"), nullptr) << sites.dump(1);
+  EXPECT_EQ(sites[0]["bytes"], printed(last_output_, "kept_bytes"));
+  int64_t total = 0;
+  for (const json& site : sites) {
+    EXPECT_EQ(site["allocator"], "other") << site.dump();
+    total += site["bytes"].get<int64_t>();
+  }
+  EXPECT_EQ(total, printed(last_output_, "reserved"));
 }
 
 TEST_F(FrameworkBlocks, TheLeakBehindTheCacheIsAtTheLineThatKeepsTheBlocks) {
