@@ -36,15 +36,31 @@ struct Table {
   }
 };
 
-Table& table() {
+const fs::path& table_dir() {
   static const fs::path dir =
       fs::temp_directory_path() / ("gmt-stacks-" + std::to_string(getpid()));
+  return dir;
+}
+
+Table& table() {
   static Table* t = [] {
-    fs::create_directories(dir);
-    return new Table((dir / "s.%p.gmt").string());
+    fs::create_directories(table_dir());
+    return new Table((table_dir() / "s.%p.gmt").string());
   }();
   return *t;
 }
+
+// The table's trace goes with the test program: the writer lives on (as the runtime's does), its
+// folder does not.
+class RemoveTableDir : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::error_code ignored;
+    fs::remove_all(table_dir(), ignored);
+  }
+};
+[[maybe_unused]] const auto* const kRemoveTableDir =
+    ::testing::AddGlobalTestEnvironment(new RemoveTableDir);
 
 uint32_t intern(const std::vector<uint64_t>& frames, int native) {
   return table().stacks->intern(frames.data(), native, static_cast<int>(frames.size()) - native,
