@@ -42,25 +42,20 @@ BackwardAttribution::Python BackwardAttribution::python_of(const TraceSummary& s
   return p;
 }
 
-void BackwardAttribution::saw(const TraceSummary& summary, uint64_t thread, uint32_t stack) {
-  if (stack == 0 || summary.python_code.empty()) return;
+uint32_t BackwardAttribution::stack_for(TraceSummary& summary, uint64_t thread, uint32_t stack) {
+  if (stack == 0) return stack;
   switch (python_of(summary, stack)) {
     case Python::kInBackward:
       caller_ = Caller{thread, stack};
-      return;
+      return stack;
     case Python::kOutsideBackward:
       if (caller_ && caller_->thread == thread) caller_.reset();
-      return;
+      return stack;
     case Python::kNone:
-      return;
+      break;
   }
-}
-
-uint32_t BackwardAttribution::stack_for(TraceSummary& summary, uint64_t thread, uint32_t stack) {
-  saw(summary, thread, stack);
   // A bounded trace's carried blocks name no thread (0): nothing to tell them apart by.
-  if (stack == 0 || !caller_ || caller_->thread == thread || thread == 0) return stack;
-  if (python_of(summary, stack) != Python::kNone) return stack;
+  if (!caller_ || caller_->thread == thread || thread == 0) return stack;
   return attributed(summary, stack, caller_->stack);
 }
 

@@ -6,8 +6,8 @@
 // frames of the call. A block allocated on a thread with no Python frames while another thread
 // is in backward() is counted under a stack made of its own native frames and that thread's
 // Python frames from the user's call outward, marked by a frame of kind "attribution" between
-// the two (TraceSummary::kAttributionCode). The other thread is in backward() from its allocation
-// in it to its next allocation outside it.
+// the two (TraceSummary::kAttributionCode). The other thread is in backward() from its block
+// allocated in it to its next block allocated outside it.
 #pragma once
 
 #include <cstdint>
@@ -23,10 +23,10 @@ namespace gmt::analyzer {
 class BackwardAttribution {
  public:
   // The stack to count a block that `thread` allocated with `stack` under: its own, or the
-  // attributed one.
+  // attributed one. Every block allocation is told: the caller's own blocks show its calls in
+  // and out of backward() (driver allocations are not needed for that, and stay off the replay's
+  // hot path).
   uint32_t stack_for(TraceSummary& summary, uint64_t thread, uint32_t stack);
-  // Any other allocation, for the calls in and out of backward() it shows.
-  void saw(const TraceSummary& summary, uint64_t thread, uint32_t stack);
 
  private:
   enum class Python : uint8_t { kNone, kOutsideBackward, kInBackward };

@@ -456,7 +456,6 @@ void Replay::on(const format::ProcessInfoRecord& r) {
 // Inline (with on_free()): into apply_events(), for every event, 1 % fewer instructions.
 [[gnu::always_inline]] inline void Replay::on(const format::AllocRecord& r) {
   saw_event(r.time_ns);
-  backward_.saw(summary_, r.thread, r.stack);
   const Key key{space_of(r.kind), r.address};
   const LiveAllocation a{r.device, r.kind, r.size, r.context, site_index(r.device, r.stack),
                          r.time_ns};
