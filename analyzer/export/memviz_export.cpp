@@ -179,6 +179,8 @@ class MemvizReplay {
   }
   void segment_allocated(const format::BlockRecord& r);
   void segment_freed(const format::BlockRecord& r);
+  // The blocks of the segment holding `address`, or loose_.
+  std::map<uint64_t, AllocatorBlock>& blocks_holding(uint64_t address);
   AllocatorBlock* block_at(uint64_t address);
   uint64_t block_size(const format::BlockRecord& r);
   void add(int device, const Entry& e) {
@@ -198,8 +200,7 @@ class MemvizReplay {
 
 void MemvizReplay::on(const format::BlockRecord& r) {
   using format::BlockAction;
-  const bool pytorch = r.allocator == static_cast<uint32_t>(format::BlockAllocator::kPytorch);
-  if (pytorch && r.action != static_cast<uint32_t>(BlockAction::kAlloc))
+  if (BlockExtents::rebuilt(r.allocator) && r.action != static_cast<uint32_t>(BlockAction::kAlloc))
     extents_[{r.allocator, r.device}].follow(r);
   const auto entry = [&](Action action, uint64_t size) {
     add(r.device, {action, r.address, size, r.stack, r.time_ns, 0, r.stream});
@@ -207,14 +208,8 @@ void MemvizReplay::on(const format::BlockRecord& r) {
   switch (static_cast<BlockAction>(r.action)) {
     case BlockAction::kAlloc: {
       const uint64_t size = block_size(r);
-      const AllocatorBlock block{size, r.size, r.stack, r.stream};
-      const auto holder = segments_.upper_bound(r.address);
-      if (holder != segments_.begin() &&
-          r.address < std::prev(holder)->first + std::prev(holder)->second.size) {
-        std::prev(holder)->second.blocks.insert_or_assign(r.address, block);
-      } else {
-        loose_.insert_or_assign(r.address, block);
-      }
+      blocks_holding(r.address).insert_or_assign(r.address,
+                                                 AllocatorBlock{size, r.size, r.stack, r.stream});
       return entry(Action::kAlloc, size);
     }
     case BlockAction::kFreeRequested:
@@ -226,9 +221,7 @@ void MemvizReplay::on(const format::BlockRecord& r) {
     case BlockAction::kFreeCompleted:
       if (AllocatorBlock* b = block_at(r.address)) {
         entry(Action::kFreeCompleted, b->size);
-        const auto holder = segments_.upper_bound(r.address);
-        if (holder != segments_.begin()) std::prev(holder)->second.blocks.erase(r.address);
-        loose_.erase(r.address);
+        blocks_holding(r.address).erase(r.address);
       }
       return;
     case BlockAction::kSegmentAlloc:
@@ -269,26 +262,26 @@ void MemvizReplay::segment_allocated(const format::BlockRecord& r) {
 // Given back: the driver's free (before or after this event) ends the segment once.
 void MemvizReplay::segment_freed(const format::BlockRecord& r) {
   if (segments_.erase(r.address) == 0) return;
-  if (const auto driver = live_.find(r.address); driver != live_.end()) {
-    driver->second.allocator_segment = false;
-    live_.erase(driver);
-  }
+  live_.erase(r.address);
   add(r.device, {Action::kSegmentFree, r.address, r.size, r.stack, r.time_ns, 0, r.stream});
 }
 
-AllocatorBlock* MemvizReplay::block_at(uint64_t address) {
+std::map<uint64_t, AllocatorBlock>& MemvizReplay::blocks_holding(uint64_t address) {
   const auto holder = segments_.upper_bound(address);
-  if (holder != segments_.begin()) {
-    auto& blocks = std::prev(holder)->second.blocks;
-    if (const auto it = blocks.find(address); it != blocks.end()) return &it->second;
-  }
-  const auto it = loose_.find(address);
-  return it != loose_.end() ? &it->second : nullptr;
+  if (holder == segments_.begin()) return loose_;
+  AllocatorSegment& segment = std::prev(holder)->second;
+  return address - std::prev(holder)->first < segment.size ? segment.blocks : loose_;
+}
+
+AllocatorBlock* MemvizReplay::block_at(uint64_t address) {
+  std::map<uint64_t, AllocatorBlock>& blocks = blocks_holding(address);
+  const auto it = blocks.find(address);
+  return it != blocks.end() ? &it->second : nullptr;
 }
 
 // PyTorch's sizes asked for, rebuilt into its blocks'; the others' as reported.
 uint64_t MemvizReplay::block_size(const format::BlockRecord& r) {
-  if (r.allocator != static_cast<uint32_t>(format::BlockAllocator::kPytorch)) return r.size;
+  if (!BlockExtents::rebuilt(r.allocator)) return r.size;
   return extents_[{r.allocator, r.device}].allocate(r.address, r.size,
                                                     [&](uint64_t address, uint64_t size) {
                                                       if (AllocatorBlock* b = block_at(address))

@@ -39,6 +39,12 @@ class BlockExtents {
   void map(uint64_t address, uint64_t size);
   void unmap(uint64_t address, uint64_t size);
 
+  // Whether an allocator's block events give the sizes asked for, to be rebuilt here (PyTorch's);
+  // the others report their blocks' own sizes.
+  static bool rebuilt(uint32_t allocator) {
+    return allocator == static_cast<uint32_t>(format::BlockAllocator::kPytorch);
+  }
+
   // PyTorch's round_size(): what a request takes at least.
   static uint64_t rounded(uint64_t requested);
 

@@ -11,8 +11,7 @@ BlockReplay::Pool& BlockReplay::pool(uint32_t allocator, int device) {
   Pool& p = pools_[{allocator, device}];
   p.usage.allocator = allocator;
   p.usage.device = device;
-  if (allocator == static_cast<uint32_t>(format::BlockAllocator::kPytorch) && !p.extents)
-    p.extents.emplace();
+  if (BlockExtents::rebuilt(allocator) && !p.extents) p.extents.emplace();
   return p;
 }
 
