@@ -2,14 +2,13 @@
 #include "interpose/record/live_set.h"
 
 namespace gmt::interpose {
-namespace {
 
 using format::Api;
 using format::MemoryKind;
 
 // Addresses, VMM handles, arrays and reservations are separate name spaces (format/README.md):
 // the top bits keep them apart (user-space addresses and driver handles stay below 2^56).
-uint64_t key_of(MemoryKind kind, uint64_t address) {
+uint64_t live_key(MemoryKind kind, uint64_t address) {
   switch (kind) {
     case MemoryKind::kVmmPhysical:
       return address | (1ull << 62);
@@ -22,7 +21,7 @@ uint64_t key_of(MemoryKind kind, uint64_t address) {
   }
 }
 
-uint64_t key_freed_by(Api api, uint64_t address) {
+uint64_t live_key_freed_by(Api api, uint64_t address) {
   switch (api) {
     case Api::kCuMemRelease:
       return address | (1ull << 62);
@@ -36,24 +35,22 @@ uint64_t key_freed_by(Api api, uint64_t address) {
   }
 }
 
-}  // namespace
-
 void LiveSet::apply(const format::AllocRecord& r) {
   format::AllocRecord replaced;
-  table_.put(key_of(r.kind, r.address), r, &replaced);
+  table_.put(live_key(r.kind, r.address), r, &replaced);
   if (r.kind == MemoryKind::kVmmPhysical) vmm_.created(r.address);
 }
 
 void LiveSet::apply(const format::FreeRecord& r) {
   if (r.api == Api::kCuMemRelease && !vmm_.released(r.address)) return;
   format::AllocRecord taken;
-  table_.take(key_freed_by(r.api, r.address), &taken);
+  table_.take(live_key_freed_by(r.api, r.address), &taken);
 }
 
 void LiveSet::apply(const format::UnmapRecord& r) {
   vmm_.apply(r, [this](uint64_t handle) {
     format::AllocRecord taken;
-    table_.take(key_of(MemoryKind::kVmmPhysical, handle), &taken);
+    table_.take(live_key(MemoryKind::kVmmPhysical, handle), &taken);
   });
 }
 
@@ -170,6 +167,22 @@ void LiveBlocks::apply(const format::BlockRecord& r) {
     case BlockAction::kOom:
       break;
   }
+}
+
+void LiveBlocks::collect_blocks(std::vector<BlockRef>& out) const {
+  for (const Pool& p : pools_) {
+    p.blocks.for_each([&](const Block& b) {
+      out.push_back(BlockRef{&b.alloc, b.requested ? &b.request : nullptr});
+    });
+  }
+}
+
+void LiveBlocks::sort_blocks(std::vector<BlockRef>& blocks) {
+  std::sort(blocks.begin(), blocks.end(), [](const BlockRef& a, const BlockRef& b) {
+    if (a.alloc->allocator != b.alloc->allocator) return a.alloc->allocator < b.alloc->allocator;
+    if (a.alloc->device != b.alloc->device) return a.alloc->device < b.alloc->device;
+    return a.alloc->address > b.alloc->address;
+  });
 }
 
 std::size_t LiveBlocks::size() const {

@@ -17,6 +17,11 @@
 
 namespace gmt::interpose {
 
+// The key an allocation is kept under, and the key a free takes: addresses, VMM handles, arrays
+// and reservations are separate name spaces.
+uint64_t live_key(format::MemoryKind kind, uint64_t address);
+uint64_t live_key_freed_by(format::Api api, uint64_t address);
+
 // The caching allocators' live blocks and segments, per allocator and device, from their Block
 // records: a block from kAlloc until kFreeCompleted (with its kFreeRequested kept once the user
 // freed it), a segment from kSegmentAlloc until kSegmentFree, a mapped range from kSegmentMap
@@ -26,24 +31,40 @@ class LiveBlocks {
   void apply(const format::BlockRecord& r);
 
   // Calls `visit(record)` with the Block records that rebuild what is live, each with the time
-  // it was written: segments, mapped ranges, then each block's kAlloc (and its kFreeRequested),
-  // highest address first.
+  // it was written: every pool's segments and mapped ranges, then each block's kAlloc (and its
+  // kFreeRequested), by pool and highest address first (blocks_in_order).
   template <class Visit>
   void for_each(Visit visit) const {
+    for_each_extent(visit);
+    std::vector<BlockRef> blocks;
+    collect_blocks(blocks);
+    visit_in_order(blocks, visit);
+  }
+  // Segments and mapped ranges, the extents the blocks lie in.
+  template <class Visit>
+  void for_each_extent(Visit visit) const {
     for (const Pool& p : pools_) {
       p.segments.for_each(visit);
       for (const auto& [address, range] : p.maps) visit(range);
-      // Highest address first: a reader that rebuilds a block's extent from the blocks above it
-      // (PyTorch reports the sizes asked for, not the blocks') has them all by then.
-      std::vector<const Block*> blocks;
-      blocks.reserve(p.blocks.size());
-      p.blocks.for_each([&](const Block& b) { blocks.push_back(&b); });
-      std::sort(blocks.begin(), blocks.end(),
-                [](const Block* a, const Block* b) { return a->alloc.address > b->alloc.address; });
-      for (const Block* b : blocks) {
-        visit(b->alloc);
-        if (b->requested) visit(b->request);
-      }
+    }
+  }
+  // A live block's records: its kAlloc, and its kFreeRequested or null.
+  struct BlockRef {
+    const format::BlockRecord* alloc;
+    const format::BlockRecord* request;
+  };
+  // Appends this set's live blocks to `out`, in no order: a writer that splits its live set in
+  // shards gathers them all before visit_in_order().
+  void collect_blocks(std::vector<BlockRef>& out) const;
+  // Calls `visit` with the blocks' records by pool, highest address first: a reader that
+  // rebuilds a block's extent from the blocks above it (PyTorch reports the sizes asked for, not
+  // the blocks') has them all by then.
+  template <class Visit>
+  static void visit_in_order(std::vector<BlockRef>& blocks, Visit visit) {
+    sort_blocks(blocks);
+    for (const BlockRef& b : blocks) {
+      visit(*b.alloc);
+      if (b.request != nullptr) visit(*b.request);
     }
   }
   // How many records for_each() gives.
@@ -64,6 +85,7 @@ class LiveBlocks {
     std::map<uint64_t, format::BlockRecord> maps;  // by first byte; never overlapping
   };
   Pool& pool(uint32_t allocator, int32_t device);
+  static void sort_blocks(std::vector<BlockRef>& blocks);
   static void unmap(Pool& p, uint64_t address, uint64_t size);
 
   std::vector<Pool> pools_;  // few: one per allocator and device

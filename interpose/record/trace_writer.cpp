@@ -584,7 +584,6 @@ void TraceWriter::after_fork_in_child() {
   checkpoints_ = ThreadChunk{};
   ring_.clear();
   live_.clear();
-  last_tracked_ns_ = 0;
   checkpoint_due_.store(false, std::memory_order_relaxed);
   checkpoints_begun_ = newest_whole_checkpoint_ = chunks_since_checkpoint_ = 0;
   dropped_records_ = 0;
@@ -598,17 +597,17 @@ void TraceWriter::after_fork_in_child() {
   generation_.store(new_generation(), std::memory_order_release);
   thread_chunk() = ThreadChunk{};
   mutex_.unlock();
-  live_mutex_.unlock();
+  live_.unlock_all();
 }
 
 void TraceWriter::before_fork() {
-  live_mutex_.lock();
+  live_.lock_all();
   mutex_.lock();
 }
 
 void TraceWriter::after_fork_in_parent() {
   mutex_.unlock();
-  live_mutex_.unlock();
+  live_.unlock_all();
 }
 
 void TraceWriter::store_header_word(std::size_t offset, uint64_t value) {
@@ -648,14 +647,15 @@ void TraceWriter::after_record(ThreadChunk& chunk) {
 // The live set as Carried records (allocations), CarriedBlock records (the caching allocators'
 // blocks and segments) and CarriedVmm records (mappings, handle references) between a begin and
 // an end. Its time is after every record applied to the live set, and before any applied after
-// it (both under live_mutex_): a reader replays from it exactly.
+// it (both under the live set's locks): a reader replays from it exactly.
 void TraceWriter::write_checkpoint() {
-  std::lock_guard<std::mutex> live_lock(live_mutex_);
+  LiveShards::AllLocked all(live_);
   std::lock_guard<std::mutex> lock(mutex_);
   if (!checkpoint_due_.exchange(false, std::memory_order_relaxed)) return;  // another did it
   if (!bounded_ || !started() || disabled_) return;
   uint64_t time = now_ns();
-  while (time <= last_tracked_ns_) time = now_ns();
+  const uint64_t last_tracked_ns = live_.last_ns();
+  while (time <= last_tracked_ns) time = now_ns();
   const uint32_t id = ++checkpoints_begun_;
   chunks_since_checkpoint_ = 0;
   format::CheckpointRecord begin;
@@ -665,7 +665,7 @@ void TraceWriter::write_checkpoint() {
   if (!append_locked(checkpoints_, ChunkRole::kCheckpoints, begin)) return;
   uint64_t items = 0;
   bool whole = true;
-  live_.for_each([&](const format::AllocRecord& a) {
+  live_.for_each_allocation([&](const format::AllocRecord& a) {
     if (!whole) return;
     format::CarriedRecord c;
     c.time_ns = time;
@@ -682,7 +682,7 @@ void TraceWriter::write_checkpoint() {
     whole = append_locked(checkpoints_, ChunkRole::kCheckpoints, c);
     items += whole ? 1 : 0;
   });
-  live_.blocks().for_each([&](const format::BlockRecord& b) {
+  live_.for_each_block_record([&](const format::BlockRecord& b) {
     if (!whole) return;
     format::CarriedBlockRecord c;
     c.time_ns = time;

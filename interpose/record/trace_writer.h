@@ -29,7 +29,7 @@
 #include "interpose/common/clock.h"
 #include "interpose/config.h"
 #include "interpose/record/chunk_ring.h"
-#include "interpose/record/live_set.h"
+#include "interpose/record/live_shards.h"
 
 namespace gmt::interpose {
 
@@ -157,14 +157,19 @@ class TraceWriter {
   }
 
   // Bounded traces: an allocation, free or teardown is written and applied to the live set
-  // under one lock, which a checkpoint takes too, so that a checkpoint carries exactly what the
-  // records before its time left live.
+  // under its shard's lock (every shard's, for a teardown), which a checkpoint takes too, so that
+  // a checkpoint carries exactly what the records before its time left live.
   template <class R>
   void write_tracked(ThreadChunk& chunk, R& rec) {
-    std::lock_guard<std::mutex> lock(live_mutex_);
-    if (!write(chunk, rec)) return;
-    live_.apply(rec);
-    last_tracked_ns_ = rec.time_ns;
+    if (LiveShards::Shard* shard = live_.shard_for(rec)) {
+      std::lock_guard<std::mutex> lock(shard->mutex);
+      if (!write(chunk, rec)) return;
+      shard->set.apply(rec);
+      shard->last_ns = rec.time_ns;
+    } else {
+      LiveShards::AllLocked all(live_);
+      if (write(chunk, rec)) live_.apply_everywhere(rec, rec.time_ns);
+    }
   }
   // Bounded traces: a definition goes into the chunks never reused.
   template <class R>
@@ -280,9 +285,7 @@ class TraceWriter {
   // Bounded traces (GPUMEMTRACE_MAX_SIZE): see format/README.md.
   const bool bounded_;
   std::atomic<bool> checkpoint_due_{false};
-  std::mutex live_mutex_;  // taken before mutex_
-  LiveSet live_;
-  uint64_t last_tracked_ns_ = 0;  // the time of the last record applied to live_
+  LiveShards live_;  // its locks are taken before mutex_
   // Under mutex_:
   ThreadChunk definitions_;  // the chunk definitions go to (never reused)
   ThreadChunk checkpoints_;  // the chunk checkpoints go to

@@ -104,7 +104,7 @@ void allocate_and_free(benchmark::State& state) {
                          benchmark::Counter::kAvgThreads);
 }
 
-BENCHMARK(allocate_and_free)->UseRealTime()->Threads(1)->Threads(4)->Threads(16);
+BENCHMARK(allocate_and_free)->UseRealTime()->Threads(1)->Threads(2)->Threads(4)->Threads(16);
 
 }  // namespace
 

@@ -4,19 +4,23 @@
 // memory is known at every moment, so a bounded trace's report can be checked against an
 // unbounded one's.
 //
-//   workload_bounded_history ITERATIONS [vmm]
+//   workload_bounded_history ITERATIONS [vmm | threads]
 //
 // With `vmm`, it also holds 48 MiB of VMM memory from the start to the end: 32 MiB mapped and
 // released at once (as NCCL does: the mapping keeps the memory), and 16 MiB mapped and retained
 // (cuMemRetainAllocationHandle: two references, never released).
+// With `threads`, 4 threads share the iterations (each its own churn and leaks, no spike), and
+// every 100 iterations each hands a 8 KiB buffer to whichever thread frees it next; the last one
+// handed is freed before the end.
 // Prints "done" after the last iteration.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
-#include <cstring>
-
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -80,17 +84,49 @@ __attribute__((noinline)) void vmm_buffers() {
        "cuMemRetainAllocationHandle");
 }
 
+__attribute__((noinline)) void* handed_buffer() {
+  return allocate(8192);
+}
+
+// Each of `threads` threads runs `iterations` of churn, with a leak every 10000; every 100 it
+// puts a new buffer in `handed` and frees the one it takes out, most often another thread's.
+void churn_on_threads(int threads, long iterations) {
+  std::atomic<void*> handed{nullptr};
+  std::vector<std::thread> workers;
+  std::vector<std::vector<void*>> leaked(threads);
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      for (long i = 0; i < iterations; ++i) {
+        churn(i);
+        if (i % 10000 == 0) leaked[t].push_back(leaked_buffer());
+        if (i % 100 == 0) {
+          if (void* old = handed.exchange(handed_buffer())) cudaFree(old);
+        }
+      }
+    });
+  }
+  for (std::thread& w : workers) w.join();
+  cudaFree(handed.exchange(nullptr));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2 && !(argc == 3 && std::strcmp(argv[2], "vmm") == 0)) {
-    std::fprintf(stderr, "usage: workload_bounded_history ITERATIONS [vmm]\n");
+  const bool vmm = argc == 3 && std::strcmp(argv[2], "vmm") == 0;
+  const bool threads = argc == 3 && std::strcmp(argv[2], "threads") == 0;
+  if (argc != 2 && !vmm && !threads) {
+    std::fprintf(stderr, "usage: workload_bounded_history ITERATIONS [vmm | threads]\n");
     return 2;
   }
   const long iterations = std::atol(argv[1]);
   std::vector<void*> held;
   for (int i = 0; i < 8; ++i) held.push_back(held_buffer());
-  if (argc == 3) vmm_buffers();
+  if (threads) {
+    churn_on_threads(4, iterations / 4);
+    std::printf("done\n");
+    return 0;
+  }
+  if (vmm) vmm_buffers();
   std::vector<void*> leaked;
   for (long i = 0; i < iterations; ++i) {
     churn(i);

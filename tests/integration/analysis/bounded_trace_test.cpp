@@ -142,6 +142,41 @@ TEST_F(BoundedTrace, VmmMemoryKeptByMappingsAndReferencesIsCarried) {
   EXPECT_EQ(kinds["vmm_mapping"], device(whole_report, 0)["by_kind"]["vmm_mapping"]);
 }
 
+// Four threads allocating and freeing at once, some buffers freed by another thread than the one
+// that allocated them: the live set's shards still carry exactly what is live.
+TEST_F(BoundedTrace, ThreadsAllocatingAndFreeingAtOnceAreCarriedExactly) {
+  constexpr long kThreadIterations = 2'000'000;  // 500,000 on each of 4 threads
+  const auto run = [&](const std::string& name, std::map<std::string, std::string> env) {
+    const ProcessResult r = run_traced(
+        "workload_bounded_history", {std::to_string(kThreadIterations), "threads"}, std::move(env));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    fs::create_directories(dir_ + "/kept");
+    const std::string path = dir_ + "/kept/" + name;
+    fs::rename(only_trace(), path);
+    return path;
+  };
+  const std::string bounded = run("bounded.gmt", {{"GPUMEMTRACE_MAX_SIZE", "1MiB"}});
+  const std::string whole = run("whole.gmt", {});
+  EXPECT_GE(fs::file_size(whole), 30 * kLimit);
+  // The file within the limit plus one chunk per writing thread (4 workers, main, the sampler).
+  EXPECT_LE(fs::file_size(bounded), kLimit + 6 * kChunk);
+  const json info = command_json({"info", bounded, "--json"});
+  ASSERT_TRUE(info["history"].is_object()) << info.dump();
+  EXPECT_GT(info["history"]["dropped_events"].get<uint64_t>(), kThreadIterations);
+
+  // 8 held MiB, and on each thread one 64 KiB leak per 10000 of its iterations.
+  const uint64_t leaks = 4 * ((kThreadIterations / 4 + 9999) / 10000);
+  const json bounded_report = report({bounded});
+  const json& d = device(bounded_report, 0);
+  EXPECT_EQ(d["live_at_exit_bytes"], 8 * kMiB + leaks * 65536);
+  EXPECT_EQ(d["live_at_exit_count"], 8 + leaks);
+  EXPECT_EQ(d["live_at_exit_bytes"], device(report({whole}), 0)["live_at_exit_bytes"]);
+  const json leaks_json = command_json({"leaks", bounded, "--json"});
+  EXPECT_EQ(leak_bytes_at(leaks_json, "leaked_buffer"), leaks * 65536);
+  EXPECT_EQ(leak_bytes_at(leaks_json, "held_buffer"), 8 * kMiB);
+  EXPECT_EQ(leak_bytes_at(leaks_json, "handed_buffer"), 0u);
+}
+
 TEST_F(BoundedTrace, WithoutTheVariableTheTraceIsFormat42WithNoCheckpoint) {
   const ProcessResult r = run_traced("workload_runtime_shared", {"alloc:a:" + mib(2), "free:a"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
