@@ -15,7 +15,8 @@
 #   7. torchrun with two ranks: one trace per rank;
 #   9. stacks open at the user's line (the frame policy), for PyTorch and an nvcc program;
 #  10. classes: address-space reservations apart, what libraries keep on purpose (library_cache);
-#  11. `top` against a running PyTorch loop, then the loop with a bounded trace (--max-size);
+#  11. `top` against a running PyTorch loop, then the loop with a bounded trace (--max-size), and
+#      with expandable segments and NCCL (VMM memory mapped before the history kept);
 #  12. torchrun with eight ranks on the one GPU: the job view;
 #  13. every trace's chunk headers count its records (format 4.1), checked apart from the reader.
 # Exits non-zero when any check failed.
@@ -283,6 +284,34 @@ check "bounded: the planted leak is the top probable leak, at steady_loop.py:$bo
 check "bounded: the planted leak's bytes are all it kept" "$(json_field "$out/bounded.figures.json" 'd["kept_bytes"]')" "$(json_field "$out/bounded.leaks.json" '[l["bytes"] for l in d["leaks"] if l["class"] == "probable_leak"][0]')"
 check "bounded: PyTorch's allocated at the end (blocks never freed) equals torch's" "$(json_field "$out/bounded.figures.json" 'd["memory_allocated"]')" "$(json_field "$out/bounded.leaks.json" 'sum(g["bytes"] for g in d["leaks"] if g.get("allocator") == "pytorch" and g.get("level") == "block")')"
 check "bounded: and with the cache, its reserved" "$(json_field "$out/bounded.figures.json" 'd["memory_reserved"]')" "$(json_field "$out/bounded.leaks.json" 'sum(g["bytes"] for g in d["leaks"] if g.get("allocator") == "pytorch" and g.get("level") in ("block", "cache"))')"
+
+# Expandable segments and a one-rank NCCL group: PyTorch's reserved memory and NCCL's buffers are
+# VMM memory, mapped long before the history a bounded trace keeps. Bounded and unbounded run
+# side by side; NCCL's VMM bytes (all VMM memory but PyTorch's reserved) must be the same.
+for name in vmm_bounded vmm_whole; do rm -f "$out/$name".*.gmt "$out/$name.figures.json"; done
+vmm_env=(env GMT_STEADY_NCCL=1 NCCL_NVLS_ENABLE=0 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)
+"${vmm_env[@]}" "$gmt" run --max-size 1MiB -o "$out/vmm_bounded.%p.gmt" -- \
+  python3 tests/gpu/steady_loop.py 30 "$out/vmm_bounded.figures.json" >"$out/vmm_bounded.log" 2>&1 &
+vmm_bounded_pid=$!
+"${vmm_env[@]}" "$gmt" run -o "$out/vmm_whole.%p.gmt" -- \
+  python3 tests/gpu/steady_loop.py 30 "$out/vmm_whole.figures.json" >"$out/vmm_whole.log" 2>&1
+wait "$vmm_bounded_pid" || { echo "FAIL steady_loop.py vmm_bounded (see vmm_bounded.log)"; tail -5 "$out/vmm_bounded.log"; failures=$((failures + 1)); }
+for name in vmm_bounded vmm_whole; do
+  trace=$(ls "$out/$name".*.gmt | head -1)
+  "$gmt" report --json "$trace" >"$out/$name.report.json"
+  "$gmt" leaks --json "$trace" >"$out/$name.leaks.json"
+  "$gmt" info "$trace" >"$out/$name.info.txt"
+  echo "INFO $name: $(stat -c %s "$trace") bytes; torch $(cat "$out/$name.figures.json")"
+  echo "INFO $name by kind at exit: $(json_field "$out/$name.report.json" '{k: v["live_at_exit_bytes"] for k, v in d["devices"][0]["by_kind"].items()}')"
+done
+check "vmm_bounded: info says the history was cut" True "$(grep -q 'history kept from' "$out/vmm_bounded.info.txt" && echo True || echo False)"
+for name in vmm_bounded vmm_whole; do
+  check "$name: PyTorch's allocated at the end equals torch's (expandable segments)" "$(json_field "$out/$name.figures.json" 'd["memory_allocated"]')" "$(json_field "$out/$name.leaks.json" 'sum(g["bytes"] for g in d["leaks"] if g.get("allocator") == "pytorch" and g.get("level") == "block")')"
+  check "$name: and its reserved" "$(json_field "$out/$name.figures.json" 'd["memory_reserved"]')" "$(json_field "$out/$name.leaks.json" 'sum(g["bytes"] for g in d["leaks"] if g.get("allocator") == "pytorch" and g.get("level") in ("block", "cache"))')"
+  check "$name: every VMM handle live at exit is mapped" True "$(json_field "$out/$name.report.json" 'd["devices"][0]["by_kind"]["vmm_physical"]["live_at_exit_bytes"] == d["devices"][0]["by_kind"]["vmm_mapping"]["live_at_exit_bytes"] > 0')"
+done
+nccl_vmm='d["devices"][0]["by_kind"]["vmm_physical"]["live_at_exit_bytes"] - json.load(open(sys.argv[3]))["memory_reserved"]'
+check "NCCL's VMM bytes at exit: the bounded trace's equal the unbounded one's" "$(json_field "$out/vmm_whole.report.json" "$nccl_vmm" "$out/vmm_whole.figures.json")" "$(json_field "$out/vmm_bounded.report.json" "$nccl_vmm" "$out/vmm_bounded.figures.json")"
 
 echo "--- 12. torchrun, eight ranks (gloo) on one GPU: the job view"
 NPROC=8 traced_torchrun job8 29561 gloo shared

@@ -9,12 +9,16 @@ watcher can put them beside its own figures; the file is replaced atomically. It
 os._exit(0) after the last step, so that the trace's state at its end is what the file's last
 figures describe (no teardown frees after them).
 
+With GMT_STEADY_NCCL=1 it also all-reduces the loss over a one-rank NCCL group every step, so
+that NCCL's own VMM buffers (mapped, then released at once) are live from the start to the end.
+
 Usage: python3 steady_loop.py SECONDS FIGURES_JSON
 """
 import inspect
 import json
 import os
 import sys
+import tempfile
 import time
 
 import torch
@@ -40,6 +44,12 @@ def main():
         *[m for _ in range(6) for m in (torch.nn.Linear(1024, 1024), torch.nn.ReLU())]
     ).cuda()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    nccl = os.environ.get("GMT_STEADY_NCCL") == "1"
+    if nccl:
+        import torch.distributed as dist
+        store = tempfile.mktemp(prefix="steady-nccl-")
+        dist.init_process_group("nccl", init_method=f"file://{store}", rank=0, world_size=1,
+                                device_id=torch.device("cuda", 0))
     line = None
     step = 0
     end = time.monotonic() + seconds
@@ -47,6 +57,8 @@ def main():
         x = torch.randn(256, 1024, device="cuda")
         loss = model(x).square().mean()
         loss.backward()
+        if nccl:
+            dist.all_reduce(loss.detach())
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         if step % 10 == 0:
