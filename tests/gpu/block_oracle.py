@@ -35,7 +35,9 @@ for line in open(sys.argv[2]):
             segments[addr] = size
         elif a == 4:
             segments.pop(addr, None)
-    elif t == "alloc" and r.get("address"):
+    elif t == "alloc" and r.get("address") and r.get("kind") == "device":
+        # Device memory only: with expandable segments, PyTorch's reservation starts where its
+        # first block does, and is no block of anyone's.
         driver[r["address"]] = r["size"]
     elif t == "free":
         driver.pop(r.get("address"), None)
