@@ -96,6 +96,18 @@ LiveBlocks::Pool& LiveBlocks::pool(uint32_t allocator, int32_t device) {
   return p;
 }
 
+const LiveBlocks::Pool* LiveBlocks::find_pool(uint32_t allocator, int32_t device) const {
+  for (const Pool& p : pools_) {
+    if (p.allocator == allocator && p.device == device) return &p;
+  }
+  return nullptr;
+}
+
+bool LiveBlocks::holds(const format::BlockRecord& r) const {
+  const Pool* p = find_pool(r.allocator, r.device);
+  return p != nullptr && p->blocks.find(r.address) != nullptr;
+}
+
 // Every mapped range inside [address, address + size) goes; one that straddles an end keeps its
 // part outside.
 void LiveBlocks::unmap(Pool& p, uint64_t address, uint64_t size) {
@@ -181,7 +193,8 @@ void LiveBlocks::sort_blocks(std::vector<BlockRef>& blocks) {
   std::sort(blocks.begin(), blocks.end(), [](const BlockRef& a, const BlockRef& b) {
     if (a.alloc->allocator != b.alloc->allocator) return a.alloc->allocator < b.alloc->allocator;
     if (a.alloc->device != b.alloc->device) return a.alloc->device < b.alloc->device;
-    return a.alloc->address > b.alloc->address;
+    if (a.alloc->address != b.alloc->address) return a.alloc->address > b.alloc->address;
+    return a.alloc->time_ns < b.alloc->time_ns;  // twice live (a free lost): the newer last
   });
 }
 

@@ -29,6 +29,8 @@ uint64_t live_key_freed_by(format::Api api, uint64_t address);
 class LiveBlocks {
  public:
   void apply(const format::BlockRecord& r);
+  // Whether the block a kFreeRequested or kFreeCompleted names is here.
+  bool holds(const format::BlockRecord& r) const;
 
   // Calls `visit(record)` with the Block records that rebuild what is live, each with the time
   // it was written: every pool's segments and mapped ranges, then each block's kAlloc (and its
@@ -85,6 +87,7 @@ class LiveBlocks {
     std::map<uint64_t, format::BlockRecord> maps;  // by first byte; never overlapping
   };
   Pool& pool(uint32_t allocator, int32_t device);
+  const Pool* find_pool(uint32_t allocator, int32_t device) const;
   static void sort_blocks(std::vector<BlockRef>& blocks);
   static void unmap(Pool& p, uint64_t address, uint64_t size);
 
@@ -153,6 +156,11 @@ class LiveSet {
   void apply(const format::FreeRecord& r);
   void apply(const format::ContextDestroyedRecord& r);
   void apply(const format::BlockRecord& r) { blocks_.apply(r); }
+  // Whether what a free (not cuMemRelease) or a block's free names is here.
+  bool holds(const format::FreeRecord& r) const {
+    return table_.find(live_key_freed_by(r.api, r.address)) != nullptr;
+  }
+  bool holds(const format::BlockRecord& r) const { return blocks_.holds(r); }
   void apply(const format::MapRecord& r) { vmm_.apply(r); }
   void apply(const format::UnmapRecord& r);
   void apply(const format::RetainHandleRecord& r) { vmm_.apply(r); }

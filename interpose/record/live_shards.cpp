@@ -5,6 +5,10 @@
 
 namespace gmt::interpose {
 
+LiveShards::LiveShards(unsigned hint_bits)
+    : hints_(std::make_unique<std::atomic<uint8_t>[]>(std::size_t{1} << hint_bits)),
+      hint_mask_((std::size_t{1} << hint_bits) - 1) {}
+
 void LiveShards::lock_all() {
   for (Shard& s : shards_) s.mutex.lock();
 }
@@ -24,6 +28,7 @@ void LiveShards::clear() {
     s.set.clear();
     s.last_ns = 0;
   }
+  for (std::size_t i = 0; i <= hint_mask_; ++i) hints_[i].store(0, std::memory_order_relaxed);
 }
 
 }  // namespace gmt::interpose

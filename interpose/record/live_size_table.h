@@ -20,6 +20,8 @@ class LiveTable {
   bool put(uint64_t key, const Entry& entry, Entry* replaced);
   // Removes `key`, giving back its entry. False when it is not there.
   bool take(uint64_t key, Entry* taken);
+  // The entry of `key`, or null.
+  const Entry* find(uint64_t key) const;
   // Removes every entry for which `drop(entry)` is true.
   template <class Drop>
   void remove_if(Drop drop) {
@@ -106,6 +108,16 @@ bool LiveTable<E>::take(uint64_t key, Entry* taken) {
       --live_;
       return true;
     }
+  }
+}
+
+template <class E>
+const E* LiveTable<E>::find(uint64_t key) const {
+  if (capacity_ == 0 || key == kEmpty || key == kTombstone) return nullptr;
+  for (std::size_t i = home(key);; i = (i + 1) & (capacity_ - 1)) {
+    const Slot& slot = slots_[i];
+    if (slot.key == kEmpty) return nullptr;
+    if (slot.key == key) return &slot.entry;
   }
 }
 

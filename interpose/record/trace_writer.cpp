@@ -105,7 +105,10 @@ std::string stop_note_text(const std::string& why) {
 }  // namespace
 
 TraceWriter::TraceWriter(const Config& config)
-    : config_(config), generation_(new_generation()), bounded_(config.max_size != 0) {
+    : config_(config),
+      generation_(new_generation()),
+      bounded_(config.max_size != 0),
+      live_(bounded_ ? std::make_unique<LiveShards>() : nullptr) {
   // Room for the chunks of many threads made now: a chunk may be attached in a signal handler's
   // hook (its thread outside the writer), where growing the list would allocate.
   mapped_.reserve(256);
@@ -583,7 +586,7 @@ void TraceWriter::after_fork_in_child() {
   definitions_ = ThreadChunk{};
   checkpoints_ = ThreadChunk{};
   ring_.clear();
-  live_.clear();
+  if (live_) live_->clear();
   checkpoint_due_.store(false, std::memory_order_relaxed);
   checkpoints_begun_ = newest_whole_checkpoint_ = chunks_since_checkpoint_ = 0;
   dropped_records_ = 0;
@@ -597,17 +600,17 @@ void TraceWriter::after_fork_in_child() {
   generation_.store(new_generation(), std::memory_order_release);
   thread_chunk() = ThreadChunk{};
   mutex_.unlock();
-  live_.unlock_all();
+  if (live_) live_->unlock_all();
 }
 
 void TraceWriter::before_fork() {
-  live_.lock_all();
+  if (live_) live_->lock_all();
   mutex_.lock();
 }
 
 void TraceWriter::after_fork_in_parent() {
   mutex_.unlock();
-  live_.unlock_all();
+  if (live_) live_->unlock_all();
 }
 
 void TraceWriter::store_header_word(std::size_t offset, uint64_t value) {
@@ -649,12 +652,13 @@ void TraceWriter::after_record(ThreadChunk& chunk) {
 // an end. Its time is after every record applied to the live set, and before any applied after
 // it (both under the live set's locks): a reader replays from it exactly.
 void TraceWriter::write_checkpoint() {
-  LiveShards::AllLocked all(live_);
+  if (!live_) return;
+  LiveShards::AllLocked all(*live_);
   std::lock_guard<std::mutex> lock(mutex_);
   if (!checkpoint_due_.exchange(false, std::memory_order_relaxed)) return;  // another did it
   if (!bounded_ || !started() || disabled_) return;
   uint64_t time = now_ns();
-  const uint64_t last_tracked_ns = live_.last_ns();
+  const uint64_t last_tracked_ns = live_->last_ns();
   while (time <= last_tracked_ns) time = now_ns();
   const uint32_t id = ++checkpoints_begun_;
   chunks_since_checkpoint_ = 0;
@@ -665,7 +669,7 @@ void TraceWriter::write_checkpoint() {
   if (!append_locked(checkpoints_, ChunkRole::kCheckpoints, begin)) return;
   uint64_t items = 0;
   bool whole = true;
-  live_.for_each_allocation([&](const format::AllocRecord& a) {
+  live_->for_each_allocation([&](const format::AllocRecord& a) {
     if (!whole) return;
     format::CarriedRecord c;
     c.time_ns = time;
@@ -682,7 +686,7 @@ void TraceWriter::write_checkpoint() {
     whole = append_locked(checkpoints_, ChunkRole::kCheckpoints, c);
     items += whole ? 1 : 0;
   });
-  live_.for_each_block_record([&](const format::BlockRecord& b) {
+  live_->for_each_block_record([&](const format::BlockRecord& b) {
     if (!whole) return;
     format::CarriedBlockRecord c;
     c.time_ns = time;
@@ -716,7 +720,7 @@ void TraceWriter::write_checkpoint() {
     whole = append_locked(checkpoints_, ChunkRole::kCheckpoints, c);
     items += whole ? 1 : 0;
   };
-  live_.vmm().for_each(
+  live_->vmm().for_each(
       [&](const format::MapRecord& m) { carry_vmm(format::CarriedVmmAction::kMap, m.handle, &m); },
       [&](uint64_t handle) { carry_vmm(format::CarriedVmmAction::kRetain, handle, nullptr); },
       [&](uint64_t handle) { carry_vmm(format::CarriedVmmAction::kRelease, handle, nullptr); });

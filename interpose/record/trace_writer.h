@@ -49,6 +49,9 @@ struct TraceChunkCursor {
   // thread holds); it is counted, and the count written as a note once the thread is out.
   bool busy = false;
   uint32_t dropped = 0;
+  // Bounded traces: the thread's own shard of the live set (LiveShards), once it tracked a record.
+  static constexpr uint8_t kNoShard = 0xFF;
+  uint8_t live_shard = kNoShard;
 };
 
 class TraceWriter {
@@ -157,19 +160,12 @@ class TraceWriter {
   }
 
   // Bounded traces: an allocation, free or teardown is written and applied to the live set
-  // under its shard's lock (every shard's, for a teardown), which a checkpoint takes too, so that
-  // a checkpoint carries exactly what the records before its time left live.
+  // under the lock of the shard that holds what it changes (LiveShards), which a checkpoint takes
+  // too, so that a checkpoint carries exactly what the records before its time left live.
   template <class R>
   void write_tracked(ThreadChunk& chunk, R& rec) {
-    if (LiveShards::Shard* shard = live_.shard_for(rec)) {
-      std::lock_guard<std::mutex> lock(shard->mutex);
-      if (!write(chunk, rec)) return;
-      shard->set.apply(rec);
-      shard->last_ns = rec.time_ns;
-    } else {
-      LiveShards::AllLocked all(live_);
-      if (write(chunk, rec)) live_.apply_everywhere(rec, rec.time_ns);
-    }
+    if (chunk.live_shard == TraceChunkCursor::kNoShard) chunk.live_shard = live_->next_own();
+    live_->track(rec, chunk.live_shard, [&] { return write(chunk, rec); });
   }
   // Bounded traces: a definition goes into the chunks never reused.
   template <class R>
@@ -285,7 +281,7 @@ class TraceWriter {
   // Bounded traces (GPUMEMTRACE_MAX_SIZE): see format/README.md.
   const bool bounded_;
   std::atomic<bool> checkpoint_due_{false};
-  LiveShards live_;  // its locks are taken before mutex_
+  const std::unique_ptr<LiveShards> live_;  // when bounded; its locks are taken before mutex_
   // Under mutex_:
   ThreadChunk definitions_;  // the chunk definitions go to (never reused)
   ThreadChunk checkpoints_;  // the chunk checkpoints go to

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// A bounded trace's live set split in shards: whatever the records, the shards together carry
-// what one live set would, in the order a checkpoint writes it; and addresses spread over the
-// shards, so that threads seldom share a lock.
+// A bounded trace's live set split in shards, one per writing thread: whatever the records and
+// whichever threads write them, the shards together carry what one live set would, in the order
+// a checkpoint writes it; a free finds its allocation on another thread's shard, by its hint or
+// without it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,17 +21,17 @@ using format::Api;
 using format::BlockAction;
 using format::MemoryKind;
 
-// Applies each record to one live set and to the shards, as the writer does.
+// Applies each record to one live set and to the shards, as the writer does, each record from
+// a thread of its own shard `own`.
 class Both {
  public:
+  explicit Both(unsigned hint_bits) : shards(hint_bits) {}
   template <class R>
-  void apply(const R& r) {
+  void apply(R r, uint32_t own) {
     one.apply(r);
-    if (LiveShards::Shard* s = shards.shard_for(r)) {
-      s->set.apply(r);
-    } else {
-      shards.apply_everywhere(r, 0);
-    }
+    bool written = false;
+    shards.track(r, own, [&] { return written = true; });
+    EXPECT_TRUE(written);
   }
   LiveSet one;
   LiveShards shards;
@@ -93,16 +94,39 @@ void expect_same(const Both& both) {
   EXPECT_EQ(vmm(both.one.vmm()), vmm(both.shards.vmm()));
 }
 
-TEST(LiveShards, CarryWhatOneLiveSetCarriesWhateverTheRecords) {
+// Whether an allocation over `a` would replace one still live (what the shards, apart from one
+// live set, leave as two: see the test after this one).
+bool over_a_live_one(const LiveSet& live, const format::AllocRecord& a) {
+  bool found = false;
+  live.for_each([&](const format::AllocRecord& r) {
+    found = found || live_key(r.kind, r.address) == live_key(a.kind, a.address);
+  });
+  return found;
+}
+bool over_a_live_one(const LiveSet& live, const format::BlockRecord& b) {
+  bool found = false;
+  live.blocks().for_each([&](const format::BlockRecord& r) {
+    found = found || (r.action == b.action && r.allocator == b.allocator && r.device == b.device &&
+                      r.address == b.address);
+  });
+  return found;
+}
+
+// With a table of hints (20 bits), and with one slot only, which every allocation overwrites: a
+// free then mostly finds its allocation by looking in every shard.
+class LiveShardsRandom : public ::testing::TestWithParam<unsigned> {};
+
+TEST_P(LiveShardsRandom, CarryWhatOneLiveSetCarriesWhateverTheRecordsAndThreads) {
   std::mt19937_64 random(20261202);
   const auto pick = [&](uint64_t n) { return random() % n; };
-  Both both;
+  Both both(GetParam());
   uint64_t time = 0;
   for (int i = 0; i < 20000; ++i) {
     ++time;
     // Few distinct values, so that frees, unmaps and releases often find what they name.
     const uint64_t address = 0x7f0000000000ull + pick(64) * 0x200000ull + pick(4) * 512;
     const uint64_t handle = 0x10 + pick(16);
+    const auto own = static_cast<uint32_t>(pick(LiveShards::kShards));
     switch (pick(10)) {
       case 0:
       case 1: {
@@ -115,7 +139,7 @@ TEST(LiveShards, CarryWhatOneLiveSetCarriesWhateverTheRecords) {
         a.size = 512 * (1 + pick(8));
         a.context = 1 + pick(3);
         a.stack = static_cast<uint32_t>(i);
-        both.apply(a);
+        if (!over_a_live_one(both.one, a)) both.apply(a, own);
         break;
       }
       case 2: {
@@ -125,7 +149,7 @@ TEST(LiveShards, CarryWhatOneLiveSetCarriesWhateverTheRecords) {
                             Api::kCuMemRelease};
         f.api = apis[pick(4)];
         f.address = f.api == Api::kCuMemRelease ? handle : address;
-        both.apply(f);
+        both.apply(f, own);
         break;
       }
       case 3: {
@@ -136,13 +160,13 @@ TEST(LiveShards, CarryWhatOneLiveSetCarriesWhateverTheRecords) {
         a.address = handle;
         a.size = 2 << 20;
         a.context = 1;
-        both.apply(a);
+        both.apply(a, own);
         format::MapRecord m;
         m.time_ns = time;
         m.address = address;
         m.size = 2 << 20;
         m.handle = handle;
-        both.apply(m);
+        both.apply(m, own);
         break;
       }
       case 4: {
@@ -150,11 +174,11 @@ TEST(LiveShards, CarryWhatOneLiveSetCarriesWhateverTheRecords) {
         u.time_ns = time;
         u.address = address;
         u.size = 2 << 20;
-        both.apply(u);
+        both.apply(u, own);
         format::RetainHandleRecord r;
         r.time_ns = time;
         r.handle = 0x10 + pick(16);
-        both.apply(r);
+        both.apply(r, own);
         break;
       }
       case 5:
@@ -172,14 +196,15 @@ TEST(LiveShards, CarryWhatOneLiveSetCarriesWhateverTheRecords) {
         b.action = static_cast<uint32_t>(actions[pick(8)]);
         b.address = address;
         b.size = 512 * (1 + pick(4096));
-        both.apply(b);
+        if (b.action != static_cast<uint32_t>(BlockAction::kAlloc) || !over_a_live_one(both.one, b))
+          both.apply(b, own);
         break;
       }
       default: {
         format::ContextDestroyedRecord c;
         c.time_ns = time;
         c.id = 1 + pick(3);
-        if (pick(20) == 0) both.apply(c);
+        if (pick(20) == 0) both.apply(c, own);
         break;
       }
     }
@@ -190,24 +215,65 @@ TEST(LiveShards, CarryWhatOneLiveSetCarriesWhateverTheRecords) {
   EXPECT_GT(both.one.vmm().size(), 0u);
 }
 
-TEST(LiveShards, SpreadAddressesOverEveryShardAndKeepAFreeWithItsAllocation) {
+INSTANTIATE_TEST_SUITE_P(HintBits, LiveShardsRandom, ::testing::Values(20u, 0u));
+
+// An allocation over one still live, from another thread (the first one's free was lost): both
+// are carried, oldest first, so that a reader, which keeps the newer, keeps what one live set
+// would have kept. The same for a caching allocator's blocks.
+TEST(LiveShards, AnAllocationOverALiveOneOfAnotherThreadIsCarriedAfterIt) {
   LiveShards shards;
-  std::set<const LiveShards::Shard*> used;
-  for (uint64_t i = 0; i < 256; ++i) {
+  for (uint32_t own : {7u, 2u}) {
     format::AllocRecord a;
-    a.address = 0x7f0000000000ull + i * 512;  // 512-byte blocks side by side, as a cache's
-    format::FreeRecord f;
-    f.api = Api::kCudaFree;
-    f.address = a.address;
-    EXPECT_EQ(shards.shard_for(a), shards.shard_for(f));
+    a.time_ns = own == 7 ? 10 : 20;
+    a.address = 0x1000;
+    a.size = own;
+    shards.track(a, own, [] { return true; });
     format::BlockRecord b;
+    b.time_ns = a.time_ns;
     b.action = static_cast<uint32_t>(BlockAction::kAlloc);
-    b.address = a.address;
-    used.insert(shards.shard_for(b));
+    b.address = 0x1000;
+    b.size = own;
+    shards.track(b, own, [] { return true; });
   }
-  EXPECT_EQ(used.size(), LiveShards::kShards);
-  format::ContextDestroyedRecord teardown;
-  EXPECT_EQ(shards.shard_for(teardown), nullptr);  // every shard's
+  std::vector<uint64_t> sizes;
+  shards.for_each_allocation([&](const format::AllocRecord& r) { sizes.push_back(r.size); });
+  EXPECT_EQ(sizes, (std::vector<uint64_t>{7, 2}));
+  sizes.clear();
+  shards.for_each_block_record([&](const format::BlockRecord& r) { sizes.push_back(r.size); });
+  EXPECT_EQ(sizes, (std::vector<uint64_t>{7, 2}));
+}
+
+// A thread's allocation, freed on another thread, whose hint another thread's allocation
+// overwrote (one slot): the free still finds it, and what it frees goes; a free of what was
+// never tracked is written and changes nothing.
+TEST(LiveShards, AFreeOnAnotherThreadFindsItsAllocationWhateverTheHint) {
+  LiveShards shards(0);
+  format::AllocRecord a;
+  a.address = 0x1000;
+  a.size = 64;
+  shards.track(a, 3, [] { return true; });
+  format::AllocRecord other = a;
+  other.address = 0x2000;
+  shards.track(other, 9, [] { return true; });  // the one hint now says shard 9
+  format::FreeRecord f;
+  f.api = Api::kCudaFree;
+  f.address = 0x1000;
+  bool written = false;
+  shards.track(f, 12, [&] { return written = true; });
+  EXPECT_TRUE(written);
+  std::vector<uint64_t> live;
+  shards.for_each_allocation([&](const format::AllocRecord& r) { live.push_back(r.address); });
+  EXPECT_EQ(live, std::vector<uint64_t>{0x2000});
+
+  written = false;
+  shards.track(f, 12, [&] { return written = true; });  // again: nothing holds it now
+  EXPECT_TRUE(written);
+  // A record that could not be written is not applied.
+  f.address = 0x2000;
+  shards.track(f, 9, [] { return false; });
+  live.clear();
+  shards.for_each_allocation([&](const format::AllocRecord& r) { live.push_back(r.address); });
+  EXPECT_EQ(live, std::vector<uint64_t>{0x2000});
 }
 
 }  // namespace
