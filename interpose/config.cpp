@@ -70,6 +70,9 @@ Config Config::from_environment(void (*warn)(const std::string&)) {
       config.sample_ms = static_cast<int>(n);
     }
   }
+  if (const char* api = value_of("GPUMEMTRACE_TEST_PYTHON_API")) {
+    config.test_python_api = std::string(api) == "1";
+  }
   if (const char* at = value_of("GPUMEMTRACE_TEST_ENOSPC_AT")) {
     char* end = nullptr;
     const unsigned long long n = std::strtoull(at, &end, 10);

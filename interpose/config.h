@@ -24,6 +24,9 @@ struct Config {
   // GPUMEMTRACE_TEST_ENOSPC_AT=BYTES, for the tests only: growing the trace file past BYTES
   // fails as a full disk would (ENOSPC). 0: off.
   uint64_t test_enospc_at = 0;
+  // GPUMEMTRACE_TEST_PYTHON_API=1, for the tests only: Python frames are read through the C API
+  // even where they could be read in place, as with Pythons other than 3.11 and 3.12.
+  bool test_python_api = false;
   // GPUMEMTRACE_MAX_SIZE=SIZE (format/size_limit.h): a bounded trace, whose oldest history is
   // dropped past SIZE bytes. 0: unbounded.
   uint64_t max_size = 0;

@@ -79,21 +79,24 @@ python3 tests/bench/recorder_table.py "${recorder_args[@]}" >>"$scratch/table.md
 cmake --build "$dir" -j "$(nproc)" --target fakecuda_runtime >/dev/null
 cudart="$dir/fakecuda/lib/libcudart.so.13"
 {
-for loader in PyDLL CDLL; do
-  held="the GIL held"; [ "$loader" = CDLL ] && held="the GIL released, frames read in place"
+for variant in PyDLL CDLL CDLL-long; do
+  loader=${variant%-long}
+  shape=short; [ "$variant" = CDLL-long ] && shape=long
+  held="the GIL held"; [ "$loader" = CDLL ] && held="the GIL released"
+  where=""; [ "$shape" = long ] && where="; the call 400 lines into its function"
   echo
-  echo "### Python frames (ctypes.$loader: $held; 10 Python frames deep, 1 MiB pairs)"
+  echo "### Python frames (ctypes.$loader: $held; 10 Python frames deep$where, 1 MiB pairs)"
   echo
   echo "| stacks | ns per pair | added ns per event |"
   echo "|---|---|---|"
   base=""
   for mode in untraced none native python all; do
     if [ "$mode" = untraced ]; then
-      ns=$(LD_LIBRARY_PATH="$dir/fakecuda/lib" python3 tests/bench/python_overhead.py "$cudart" 20000 "$loader")
+      ns=$(LD_LIBRARY_PATH="$dir/fakecuda/lib" python3 tests/bench/python_overhead.py "$cudart" 20000 "$loader" "$shape")
     else
       ns=$(LD_LIBRARY_PATH="$dir/fakecuda/lib" GPUMEMTRACE_STACKS="$mode" \
         GPUMEMTRACE_OUTPUT="$scratch/py.$mode.%p.gmt" LD_PRELOAD="$PWD/$dir/lib/libgpumemtrace.so" \
-        python3 tests/bench/python_overhead.py "$cudart" 20000 "$loader")
+        python3 tests/bench/python_overhead.py "$cudart" 20000 "$loader" "$shape")
     fi
     ns=$(python3 -c 'import json,sys; print(round(json.loads(sys.argv[1])["ns_per_pair"]))' "$ns")
     [ -z "$base" ] && base=$ns

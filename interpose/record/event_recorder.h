@@ -27,7 +27,7 @@ class EventRecorder {
         config_(config),
         sampler_(sampler),
         phases_(phases),
-        python_(writer),
+        python_(writer, config.test_python_api),
         modules_(writer),
         stacks_(writer) {}
 

@@ -150,7 +150,7 @@ int ReleasedFrameReader::walk(const void* tstate, Frame* out, int max) {
       const char* units = static_cast<const char*>(code) + code_units_offset_;
       const bool incomplete = owner != layout_.owner_generator &&
                               static_cast<const char*>(prev_instr) < units + 2 * first_traceable;
-      if (!incomplete) out[n++] = {code, line_of(code, prev_instr)};
+      if (!incomplete) out[n++] = {code, prev_instr};
     }
     frame = previous;
   }

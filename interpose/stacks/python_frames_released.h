@@ -25,7 +25,7 @@ class ReleasedFrameReader {
 
   struct Frame {
     const void* code = nullptr;
-    int line = 0;
+    const void* prev_instr = nullptr;  // the instruction it is at: line_of() gives its line
   };
   // What identifies a code object beyond its address (which a new code object may reuse once
   // the old one is gone: we hold no reference).
@@ -45,6 +45,8 @@ class ReleasedFrameReader {
 
   // What identifies a code object; false if it does not look like one of this layout.
   bool key_of(const void* code, CodeKey* key);
+  // The line of a frame walk() gave: CPython reads the code's line table from its start.
+  int line_of(const void* code, const void* prev_instr) const;
   // Its file and qualified name, from the key key_of gave ("" for what cannot be read).
   void describe(const void* code, const CodeKey& key, std::string* file, std::string* name);
 
@@ -79,7 +81,6 @@ class ReleasedFrameReader {
   }
   bool is_code(const void* object) const;
   bool text_of(const void* str, std::string* out) const;
-  int line_of(const void* code, const void* prev_instr) const;
 
   Layout layout_{};
   const void* code_type_ = nullptr;

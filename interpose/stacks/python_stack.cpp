@@ -13,6 +13,28 @@ void* find_in_process(const char* name) {
   return lookup != nullptr ? lookup(RTLD_DEFAULT, name) : nullptr;
 }
 
+// The frames a thread met last, by code object and instruction: CPython finds a line by reading
+// the code's line table from its start (microseconds a frame deep in a long function, such as
+// PyTorch's Module._call_impl), and an id takes the code table's lock. Each entry also holds the
+// numbering its id belongs to and, for frames read in place, what identifies the code object (a
+// new one may take a freed one's address; through the C API we hold a reference to each). Per
+// thread, so that no lock guards it.
+struct CachedFrame {
+  const void* code = nullptr;
+  const void* instr = nullptr;  // in place: the instruction's address; C API: its index
+  ReleasedFrameReader::CodeKey key;
+  uint32_t generation = 0;
+  bool in_place = false;
+  uint64_t frame = 0;  // code id << 32 | line
+};
+constexpr std::size_t kCachedFrames = 128;
+thread_local CachedFrame cached_frames[kCachedFrames];
+
+std::size_t cache_slot(const void* code, const void* instr) {
+  const auto bits = reinterpret_cast<uintptr_t>(instr) ^ reinterpret_cast<uintptr_t>(code);
+  return static_cast<std::size_t>((bits * 0x9E3779B97F4A7C15ull) >> 57) & (kCachedFrames - 1);
+}
+
 }  // namespace
 
 bool PythonStack::resolve() {
@@ -31,6 +53,7 @@ bool PythonStack::resolve() {
   api.frame_back = reinterpret_cast<void* (*)(void*)>(find("PyFrame_GetBack"));
   api.frame_code = reinterpret_cast<void* (*)(void*)>(find("PyFrame_GetCode"));
   api.frame_line = reinterpret_cast<int (*)(void*)>(find("PyFrame_GetLineNumber"));
+  api.frame_lasti = reinterpret_cast<int (*)(void*)>(find("PyFrame_GetLasti"));
   api.incref = reinterpret_cast<void (*)(void*)>(find("Py_IncRef"));
   api.decref = reinterpret_cast<void (*)(void*)>(find("Py_DecRef"));
   api.get_attr = reinterpret_cast<void* (*)(void*, const char*)>(find("PyObject_GetAttrString"));
@@ -41,7 +64,7 @@ bool PythonStack::resolve() {
                         api.incref && api.decref && api.get_attr && api.as_utf8 && api.clear_error;
   if (complete) {
     api_ = api;
-    released_ready_ = released_.init(&find_in_process);
+    released_ready_ = !api_only_ && released_.init(&find_in_process);
   }
   state_.store(complete ? 2 : 3, std::memory_order_release);
   return complete;
@@ -82,7 +105,10 @@ int PythonStack::capture(uint64_t* frames, int max) {
   // callback, a C++ worker) simply has no Python stack. During interpreter start-up and
   // shutdown Py_IsInitialized is false.
   if (!api_.is_initialized()) return 0;
-  if (api_.gil_check() != 1) return capture_released(frames, max);
+  // Where this Python's frames can be read in place (3.11, 3.12), they are whether or not the
+  // thread holds the GIL: the C API below makes a frame object per frame and finds each line by
+  // reading its code's line table from the start.
+  if (released_ready_ || api_.gil_check() != 1) return capture_released(frames, max);
   void* tstate = api_.this_thread_state();
   if (tstate == nullptr) return 0;
   int n = 0;
@@ -90,9 +116,7 @@ int PythonStack::capture(uint64_t* frames, int max) {
   while (frame != nullptr && n < max) {
     void* code = api_.frame_code(frame);
     if (code != nullptr) {
-      const int line = api_.frame_line(frame);
-      frames[n++] =
-          static_cast<uint64_t>(code_id(code)) << 32 | static_cast<uint32_t>(line > 0 ? line : 0);
+      frames[n++] = api_frame(frame, code);
       api_.decref(code);
     }
     void* back = api_.frame_back(frame);
@@ -112,17 +136,53 @@ int PythonStack::capture_released(uint64_t* frames, int max) {
   const int count = released_.walk(tstate, walked, max < 128 ? max : 128);
   int n = 0;
   for (int i = 0; i < count; ++i) {
-    const uint32_t id = released_code_id(walked[i].code);
-    if (id == 0) continue;
-    frames[n++] = static_cast<uint64_t>(id) << 32 |
-                  static_cast<uint32_t>(walked[i].line > 0 ? walked[i].line : 0);
+    if (const uint64_t frame = released_frame(walked[i])) frames[n++] = frame;
   }
   return n;
 }
 
-uint32_t PythonStack::released_code_id(const void* code) {
+uint64_t PythonStack::released_frame(const ReleasedFrameReader::Frame& frame) {
   ReleasedFrameReader::CodeKey key;
-  if (!released_.key_of(code, &key)) return 0;
+  if (!released_.key_of(frame.code, &key)) return 0;
+  const uint32_t generation = ids_generation_.load(std::memory_order_relaxed);
+  CachedFrame& cached = cached_frames[cache_slot(frame.code, frame.prev_instr)];
+  if (cached.code == frame.code && cached.instr == frame.prev_instr && cached.in_place &&
+      cached.key == key && cached.generation == generation) {
+    return cached.frame;
+  }
+  const uint32_t id = released_code_id(frame.code, key);
+  const int line = released_.line_of(frame.code, frame.prev_instr);
+  cached = {
+      frame.code, frame.prev_instr,
+      key,        generation,
+      true,       static_cast<uint64_t>(id) << 32 | static_cast<uint32_t>(line > 0 ? line : 0)};
+  return cached.frame;
+}
+
+uint64_t PythonStack::api_frame(void* frame, void* code) {
+  if (api_.frame_lasti == nullptr) {  // before 3.11: no instruction to know a frame by
+    const int line = api_.frame_line(frame);
+    return static_cast<uint64_t>(code_id(code)) << 32 | static_cast<uint32_t>(line > 0 ? line : 0);
+  }
+  const auto instr = reinterpret_cast<const void*>(static_cast<intptr_t>(api_.frame_lasti(frame)));
+  const uint32_t generation = ids_generation_.load(std::memory_order_relaxed);
+  CachedFrame& cached = cached_frames[cache_slot(code, instr)];
+  if (cached.code == code && cached.instr == instr && !cached.in_place &&
+      cached.generation == generation) {
+    return cached.frame;
+  }
+  const int line = api_.frame_line(frame);
+  cached = {
+      code,
+      instr,
+      {},
+      generation,
+      false,
+      static_cast<uint64_t>(code_id(code)) << 32 | static_cast<uint32_t>(line > 0 ? line : 0)};
+  return cached.frame;
+}
+
+uint32_t PythonStack::released_code_id(const void* code, const ReleasedFrameReader::CodeKey& key) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto it = released_codes_.find(code); it != released_codes_.end() && it->second.key == key) {
     return it->second.id;
@@ -140,6 +200,7 @@ void PythonStack::after_fork_in_child() {
   codes_.clear();
   released_codes_.clear();
   next_id_ = 1;
+  ids_generation_.fetch_add(1, std::memory_order_relaxed);
   mutex_.unlock();
 }
 

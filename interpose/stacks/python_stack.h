@@ -18,7 +18,8 @@ namespace gmt::interpose {
 
 class PythonStack {
  public:
-  explicit PythonStack(TraceWriter& writer) : writer_(writer) {}
+  // `api_only`: frames through the C API even where they can be read in place (for the tests).
+  PythonStack(TraceWriter& writer, bool api_only) : writer_(writer), api_only_(api_only) {}
 
   // Fills `frames` with up to `max` frames, innermost first, each (code id << 32 | line), and
   // returns how many: 0 when the thread runs no Python or there is no Python. New code
@@ -39,6 +40,7 @@ class PythonStack {
     void* (*frame_back)(void*);    // new reference
     void* (*frame_code)(void*);    // new reference
     int (*frame_line)(void*);
+    int (*frame_lasti)(void*);  // 3.11 on; null before
     void (*incref)(void*);
     void (*decref)(void*);
     void* (*get_attr)(void*, const char*);  // new reference
@@ -48,12 +50,17 @@ class PythonStack {
 
   bool resolve();
   uint32_t code_id(void* code);
-  // The id of a code object met with the GIL released; 0 if it cannot be read.
-  uint32_t released_code_id(const void* code);
+  // A frame read through the C API, as (code id << 32 | line).
+  uint64_t api_frame(void* frame, void* code);
+  // The id of a code object met with the GIL released, whose key is `key`.
+  uint32_t released_code_id(const void* code, const ReleasedFrameReader::CodeKey& key);
+  // A frame met with the GIL released, as (code id << 32 | line); 0 if it cannot be read.
+  uint64_t released_frame(const ReleasedFrameReader::Frame& frame);
   int capture_released(uint64_t* frames, int max);
   std::string code_attribute(void* code, const char* name);
 
   TraceWriter& writer_;
+  const bool api_only_;
   std::atomic<int> state_{0};  // 0 unresolved, 1 resolving, 2 ready, 3 no Python
   Api api_{};
   std::mutex mutex_;
@@ -70,6 +77,9 @@ class PythonStack {
   ReleasedFrameReader released_;
   bool released_ready_ = false;
   uint32_t next_id_ = 1;
+  // Which numbering of code ids a thread's cache of frames (python_stack.cpp) belongs to: a
+  // fork's child numbers them again.
+  std::atomic<uint32_t> ids_generation_{1};
 };
 
 }  // namespace gmt::interpose

@@ -1,13 +1,17 @@
 # SPDX-License-Identifier: Apache-2.0
 """Added time per event with Python frames: a Python program allocating through the simulated
-cudart from 10 nested Python calls, through ctypes.PyDLL (the GIL held: the recorder reads the
-Python stack through the C API) or ctypes.CDLL (the GIL released, as PyTorch does: it reads the
-frames in place). scripts/bench.sh runs it untraced and traced with each stack mode, side by side.
+cudart from 10 nested Python calls, through ctypes.PyDLL (the GIL held) or ctypes.CDLL (the GIL
+released, as PyTorch does); on Python 3.11 and 3.12 the recorder reads the frames in place either
+way. scripts/bench.sh runs it untraced and traced with each stack mode, side by side.
 
-Usage: python3 python_overhead.py LIBCUDART PAIRS [PyDLL|CDLL]
+With `long`, the allocating call is 400 lines into its function, as in PyTorch's
+Module._call_impl: CPython finds a frame's line by reading its code's line table from the start.
+
+Usage: python3 python_overhead.py LIBCUDART PAIRS [PyDLL|CDLL] [long]
 Prints one JSON object: {"ns_per_pair": median over 5 rounds}.
 """
 import ctypes
+import inspect
 import json
 import statistics
 import sys
@@ -27,6 +31,11 @@ def loop(n):
     for _ in range(n):
         malloc(ref, 1 << 20)
         free(p)
+
+
+if len(sys.argv) > 4 and sys.argv[4] == "long":
+    body = "".join(f"    v{i} = {i}\n" for i in range(400))
+    exec("def loop(n):\n" + body + "\n".join(inspect.getsource(loop).splitlines()[1:]), globals())
 
 
 def nested(depth, n):

@@ -4,10 +4,14 @@ each call (`<site>_line=N`) for the test to compare with the report. Through cty
 GIL is held during the call; through ctypes.CDLL it is released, as PyTorch releases it around
 its operators: the Python stack must be recorded either way.
 
-Usage: python3 python_allocations.py PATH_TO_LIBCUDART [PyDLL|CDLL]
+With `fork`, the process then forks, and the child (whose own trace numbers Python functions
+anew) allocates one more layer at the same line and exits; `child=PID` is printed.
+
+Usage: python3 python_allocations.py PATH_TO_LIBCUDART [PyDLL|CDLL] [fork]
 """
 import ctypes
 import inspect
+import os
 import sys
 
 loader = sys.argv[2] if len(sys.argv) > 2 else "PyDLL"
@@ -45,3 +49,11 @@ def main():
 
 
 kept = main()
+if len(sys.argv) > 3 and sys.argv[3] == "fork":
+    sys.stdout.flush()
+    child = os.fork()
+    if child == 0:
+        kept.append(Model().build_layer())
+        os._exit(0)
+    print(f"child={child}")
+    os.waitpid(child, 0)

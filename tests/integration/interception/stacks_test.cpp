@@ -2,6 +2,7 @@
 // Call stacks end to end: recorded in the traced process (native through libunwind, Python
 // through the interpreter's C API), symbolized offline, reported as the peak's top sites.
 #include <unistd.h>
+#include <algorithm>
 
 #include <filesystem>
 
@@ -97,18 +98,21 @@ TEST_F(Stacks, AnInvalidStackSettingWarnsOnceAndUsesTheDefault) {
   EXPECT_EQ(device(rep, 0)["peak_sites"].size(), 2u);
 }
 
-// PyDLL keeps the GIL during the call (the public API reads the frames); CDLL releases it, as
-// PyTorch does around its operators (the frames are read in place, Python 3.11 and 3.12).
-class PythonStacks : public Stacks, public ::testing::WithParamInterface<const char*> {};
+// PyDLL keeps the GIL during the call; CDLL releases it, as PyTorch does around its operators.
+// Either way the frames are read in place on Python 3.11 and 3.12; "PyDLL-api" reads them through
+// the C API instead (GPUMEMTRACE_TEST_PYTHON_API), as on other Pythons.
+class PythonStacks : public Stacks, public ::testing::WithParamInterface<std::string> {};
 
 TEST_P(PythonStacks, SitesNameTheScriptsFunctionsAndLines) {
   if (system("python3 -c pass") != 0) GTEST_SKIP() << "python3 is not installed";
   ProcessSpec spec;
+  const bool api = GetParam() == "PyDLL-api";
   spec.argv = {"/usr/bin/env", "python3", workload("python_allocations.py"),
-               std::string(GMT_FAKECUDA_LIB_DIR) + "/libcudart.so.13", GetParam()};
+               std::string(GMT_FAKECUDA_LIB_DIR) + "/libcudart.so.13", api ? "PyDLL" : GetParam()};
   spec.set_env = base_env();
   spec.set_env["LD_PRELOAD"] = preload();
   spec.set_env["GPUMEMTRACE_STACKS"] = "python";
+  if (api) spec.set_env["GPUMEMTRACE_TEST_PYTHON_API"] = "1";
   spec.cwd = dir_;
   const ProcessResult r = run_process(spec);
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -128,7 +132,47 @@ TEST_P(PythonStacks, SitesNameTheScriptsFunctionsAndLines) {
   EXPECT_TRUE(frames[0]["module"].is_null());
 }
 
-INSTANTIATE_TEST_SUITE_P(GilHeldAndReleased, PythonStacks, ::testing::Values("PyDLL", "CDLL"));
+// A fork's child writes a trace of its own, which numbers Python functions anew: frames the
+// forking thread met before the fork (and keeps, per thread, with their ids) are named in it too.
+TEST_P(PythonStacks, AForksChildNamesTheFramesItsParentHadMet) {
+  if (system("python3 -c pass") != 0) GTEST_SKIP() << "python3 is not installed";
+  ProcessSpec spec;
+  const bool api = GetParam() == "PyDLL-api";
+  spec.argv = {"/usr/bin/env",
+               "python3",
+               workload("python_allocations.py"),
+               std::string(GMT_FAKECUDA_LIB_DIR) + "/libcudart.so.13",
+               api ? "PyDLL" : GetParam(),
+               "fork"};
+  spec.set_env = base_env();
+  spec.set_env["LD_PRELOAD"] = preload();
+  spec.set_env["GPUMEMTRACE_STACKS"] = "python";
+  if (api) spec.set_env["GPUMEMTRACE_TEST_PYTHON_API"] = "1";
+  spec.cwd = dir_;
+  const ProcessResult r = run_process(spec);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const int64_t child = printed(r.out, "child");
+  std::string child_trace;
+  for (const std::string& t : traces()) {
+    if (t.find("." + std::to_string(child) + ".") != std::string::npos) child_trace = t;
+  }
+  ASSERT_FALSE(child_trace.empty()) << r.out;
+  const json frames = site_frames(report({child_trace}), 64 * kMiB);
+  EXPECT_TRUE(has_frame(frames, "allocate", "python_allocations.py",
+                        printed(r.out, "allocate_line"), "python"))
+      << frames.dump(1);
+  EXPECT_TRUE(has_frame(frames, "Model.build_layer", "python_allocations.py",
+                        printed(r.out, "build_layer_line"), "python"))
+      << frames.dump(1);
+}
+
+INSTANTIATE_TEST_SUITE_P(GilHeldAndReleased, PythonStacks,
+                         ::testing::Values("PyDLL", "CDLL", "PyDLL-api"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace gmt::test
