@@ -2,7 +2,11 @@
 #include "interpose/stacks/python_stack.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 
+#include <new>
+
+#include "interpose/common/instance_id.h"
 #include "interpose/common/real_dlsym.h"
 
 namespace gmt::interpose {
@@ -13,22 +17,35 @@ void* find_in_process(const char* name) {
   return lookup != nullptr ? lookup(RTLD_DEFAULT, name) : nullptr;
 }
 
+}  // namespace
+
 // The frames a thread met last, by code object and instruction: CPython finds a line by reading
 // the code's line table from its start (microseconds a frame deep in a long function, such as
 // PyTorch's Module._call_impl), and an id takes the code table's lock. Each entry also holds the
 // numbering its id belongs to and, for frames read in place, what identifies the code object (a
 // new one may take a freed one's address; through the C API we hold a reference to each). Per
 // thread, so that no lock guards it.
-struct CachedFrame {
+struct PythonStack::CachedFrame {
   const void* code = nullptr;
   const void* instr = nullptr;  // in place: the instruction's address; C API: its index
   ReleasedFrameReader::CodeKey key;
-  uint32_t generation = 0;
+  uint64_t generation = 0;
   bool in_place = false;
   uint64_t frame = 0;  // code id << 32 | line
 };
+
+namespace {
+
 constexpr std::size_t kCachedFrames = 128;
-thread_local CachedFrame cached_frames[kCachedFrames];
+// On the heap, one per thread, freed when the thread ends: the static TLS block, where this
+// library's initial-exec thread_locals put all of them, has too little room for the frames when
+// the library is opened with dlopen.
+thread_local void* my_frames __attribute__((tls_model("initial-exec"))) = nullptr;
+
+// A frame as a stack holds it: code id << 32 | line (0 when there is none).
+uint64_t packed_frame(uint32_t id, int line) {
+  return static_cast<uint64_t>(id) << 32 | static_cast<uint32_t>(line > 0 ? line : 0);
+}
 
 std::size_t cache_slot(const void* code, const void* instr) {
   const auto bits = reinterpret_cast<uintptr_t>(instr) ^ reinterpret_cast<uintptr_t>(code);
@@ -36,6 +53,32 @@ std::size_t cache_slot(const void* code, const void* instr) {
 }
 
 }  // namespace
+
+PythonStack::PythonStack(TraceWriter& writer, bool api_only)
+    : writer_(writer), api_only_(api_only), ids_generation_(new_instance_id()) {
+  have_frames_key_ = pthread_key_create(&frames_key_, &PythonStack::free_thread_frames) == 0;
+}
+
+PythonStack::~PythonStack() {
+  if (have_frames_key_) pthread_key_delete(frames_key_);
+}
+
+void PythonStack::free_thread_frames(void* frames) {
+  if (my_frames == frames) my_frames = nullptr;
+  delete[] static_cast<CachedFrame*>(frames);
+}
+
+// This thread's frames met last; null when there can be none.
+PythonStack::CachedFrame* PythonStack::thread_frames() {
+  if (my_frames != nullptr) [[likely]]
+    return static_cast<CachedFrame*>(my_frames);
+  if (!have_frames_key_) return nullptr;
+  auto* frames = new (std::nothrow) CachedFrame[kCachedFrames]();
+  if (frames == nullptr) return nullptr;
+  my_frames = frames;
+  pthread_setspecific(frames_key_, frames);
+  return frames;
+}
 
 bool PythonStack::resolve() {
   int expected = 0;
@@ -144,41 +187,41 @@ int PythonStack::capture_released(uint64_t* frames, int max) {
 uint64_t PythonStack::released_frame(const ReleasedFrameReader::Frame& frame) {
   ReleasedFrameReader::CodeKey key;
   if (!released_.key_of(frame.code, &key)) return 0;
-  const uint32_t generation = ids_generation_.load(std::memory_order_relaxed);
-  CachedFrame& cached = cached_frames[cache_slot(frame.code, frame.prev_instr)];
+  CachedFrame* frames = thread_frames();
+  if (frames == nullptr) {
+    return packed_frame(released_code_id(frame.code, key),
+                        released_.line_of(frame.code, frame.prev_instr));
+  }
+  const uint64_t generation = ids_generation_.load(std::memory_order_relaxed);
+  CachedFrame& cached = frames[cache_slot(frame.code, frame.prev_instr)];
   if (cached.code == frame.code && cached.instr == frame.prev_instr && cached.in_place &&
       cached.key == key && cached.generation == generation) {
     return cached.frame;
   }
-  const uint32_t id = released_code_id(frame.code, key);
-  const int line = released_.line_of(frame.code, frame.prev_instr);
-  cached = {
-      frame.code, frame.prev_instr,
-      key,        generation,
-      true,       static_cast<uint64_t>(id) << 32 | static_cast<uint32_t>(line > 0 ? line : 0)};
+  cached = {frame.code,
+            frame.prev_instr,
+            key,
+            generation,
+            true,
+            packed_frame(released_code_id(frame.code, key),
+                         released_.line_of(frame.code, frame.prev_instr))};
   return cached.frame;
 }
 
 uint64_t PythonStack::api_frame(void* frame, void* code) {
-  if (api_.frame_lasti == nullptr) {  // before 3.11: no instruction to know a frame by
-    const int line = api_.frame_line(frame);
-    return static_cast<uint64_t>(code_id(code)) << 32 | static_cast<uint32_t>(line > 0 ? line : 0);
+  CachedFrame* frames = api_.frame_lasti != nullptr ? thread_frames() : nullptr;
+  if (frames == nullptr) {  // before 3.11 there is no instruction to know a frame by
+    return packed_frame(code_id(code), api_.frame_line(frame));
   }
   const auto instr = reinterpret_cast<const void*>(static_cast<intptr_t>(api_.frame_lasti(frame)));
-  const uint32_t generation = ids_generation_.load(std::memory_order_relaxed);
-  CachedFrame& cached = cached_frames[cache_slot(code, instr)];
+  const uint64_t generation = ids_generation_.load(std::memory_order_relaxed);
+  CachedFrame& cached = frames[cache_slot(code, instr)];
   if (cached.code == code && cached.instr == instr && !cached.in_place &&
       cached.generation == generation) {
     return cached.frame;
   }
-  const int line = api_.frame_line(frame);
-  cached = {
-      code,
-      instr,
-      {},
-      generation,
-      false,
-      static_cast<uint64_t>(code_id(code)) << 32 | static_cast<uint32_t>(line > 0 ? line : 0)};
+  cached = {code,       instr, {},
+            generation, false, packed_frame(code_id(code), api_.frame_line(frame))};
   return cached.frame;
 }
 
@@ -200,7 +243,7 @@ void PythonStack::after_fork_in_child() {
   codes_.clear();
   released_codes_.clear();
   next_id_ = 1;
-  ids_generation_.fetch_add(1, std::memory_order_relaxed);
+  ids_generation_.store(new_instance_id(), std::memory_order_relaxed);
   mutex_.unlock();
 }
 

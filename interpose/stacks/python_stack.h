@@ -6,6 +6,8 @@
 // Python 3.11 and 3.12. Nothing in a process without Python.
 #pragma once
 
+#include <pthread.h>
+
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -19,7 +21,10 @@ namespace gmt::interpose {
 class PythonStack {
  public:
   // `api_only`: frames through the C API even where they can be read in place (for the tests).
-  PythonStack(TraceWriter& writer, bool api_only) : writer_(writer), api_only_(api_only) {}
+  PythonStack(TraceWriter& writer, bool api_only);
+  ~PythonStack();
+  PythonStack(const PythonStack&) = delete;
+  PythonStack& operator=(const PythonStack&) = delete;
 
   // Fills `frames` with up to `max` frames, innermost first, each (code id << 32 | line), and
   // returns how many: 0 when the thread runs no Python or there is no Python. New code
@@ -47,6 +52,10 @@ class PythonStack {
     const char* (*as_utf8)(void*);
     void (*clear_error)();
   };
+
+  struct CachedFrame;  // python_stack.cpp
+  static void free_thread_frames(void* frames);
+  CachedFrame* thread_frames();
 
   bool resolve();
   uint32_t code_id(void* code);
@@ -78,8 +87,11 @@ class PythonStack {
   bool released_ready_ = false;
   uint32_t next_id_ = 1;
   // Which numbering of code ids a thread's cache of frames (python_stack.cpp) belongs to: a
-  // fork's child numbers them again.
-  std::atomic<uint32_t> ids_generation_{1};
+  // fork's child numbers them again. Unique in the process (new_instance_id), so that the cache
+  // of a thread never serves one PythonStack another's ids.
+  std::atomic<uint64_t> ids_generation_;
+  pthread_key_t frames_key_{};
+  bool have_frames_key_ = false;
 };
 
 }  // namespace gmt::interpose

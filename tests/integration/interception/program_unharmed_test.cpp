@@ -206,6 +206,21 @@ TEST_F(ProgramUnharmed, FailedExecRecordingGoesOn) {
   EXPECT_EQ(t["notes"], expected_notes);
 }
 
+// A program that opens the library itself (dlopen, here through ctypes) gets it: the thread-local
+// state that its initial-exec model puts in the static TLS block, where a library opened late
+// has little room, stays small.
+TEST_F(ProgramUnharmed, TheLibraryOpensWithDlopen) {
+  if (system("python3 -c pass") != 0) GTEST_SKIP() << "python3 is not installed";
+  ProcessSpec spec;
+  spec.argv = {"/usr/bin/env", "python3", "-c",
+               "import ctypes, sys; ctypes.CDLL(sys.argv[1]); print('opened')", preload()};
+  spec.set_env = base_env();
+  spec.cwd = dir_;
+  const ProcessResult r = run_process(spec);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "opened\n") << r.err;
+}
+
 // A storm of SIGALRM whose handler allocates (whenever the main thread is not inside a CUDA
 // call: the driver's locks would deadlock it, traced or not), while the main thread allocates
 // in a loop: every allocation of both is in the trace, whole, and the program runs as untraced.
