@@ -16,7 +16,7 @@ inline constexpr std::size_t kFirstChunkOffset = 4096;
 // What this build writes. It reads every minor of the majors from kOldestReadableMajor on:
 // format 3 differs only in its chunk checksum (format/chunk.h).
 inline constexpr uint16_t kVersionMajor = 4;
-inline constexpr uint16_t kVersionMinor = 4;
+inline constexpr uint16_t kVersionMinor = 5;
 // An unbounded trace is written as 4.2, byte for byte what it was before bounded traces existed.
 inline constexpr uint16_t kUnboundedMinor = 2;
 inline constexpr uint16_t kOldestReadableMajor = 3;

@@ -43,6 +43,7 @@ enum class RecordType : uint8_t {
   kCarried = 23,
   kCarriedBlock = 24,
   kCarriedVmm = 25,
+  kCarriedPhase = 26,
 };
 
 // The most payload bytes a record of integer fields can take: every field as a 10-byte varint.
@@ -743,12 +744,41 @@ struct CarriedVmmRecord {
   }
 };
 
+// A phase open at a checkpoint (4.5): a range pushed and not yet popped, or started and not yet
+// ended, with its Phase record's fields and the time it opened in `phase_time_ns`; each thread's
+// pushed ranges outermost first, then the started ones. `time_ns` is the checkpoint's.
+struct CarriedPhaseRecord {
+  static constexpr RecordType kType = RecordType::kCarriedPhase;
+  uint64_t time_ns = 0;
+  uint64_t thread = 0;  // from the chunk (the checkpoint's writer: 0)
+  uint32_t checkpoint = 0;
+  uint64_t phase_time_ns = 0;
+  uint64_t tid = 0;
+  uint32_t action = 0;  // PhaseAction: kPush or kStart
+  uint32_t domain = 0;
+  uint32_t name = 0;
+  uint64_t range = 0;
+
+  template <class Self, class V>
+  static constexpr void fields(Self& r, V& v) {
+    v.time("time_ns", r.time_ns);
+    v.u32("checkpoint", r.checkpoint);
+    v.u64("phase_time_ns", r.phase_time_ns);
+    v.u64("tid", r.tid);
+    v.u32("action", r.action);
+    v.u32("domain", r.domain);
+    v.u32("name", r.name);
+    v.u64("range", r.range);
+  }
+};
+
 using Record =
     std::variant<ProcessInfoRecord, AllocRecord, FreeRecord, AllocFailedRecord, EndRecord,
                  ContextRecord, ContextDestroyedRecord, MapRecord, UnmapRecord, RetainHandleRecord,
                  StackRecord, ModuleRecord, PythonCodeRecord, ThreadRecord, DeviceRecord,
                  SampleRecord, NameRecord, PhaseRecord, NoteRecord, PoolRecord, BlockRecord,
-                 CheckpointRecord, CarriedRecord, CarriedBlockRecord, CarriedVmmRecord>;
+                 CheckpointRecord, CarriedRecord, CarriedBlockRecord, CarriedVmmRecord,
+                 CarriedPhaseRecord>;
 
 // Records that define an id or describe the process rather than tell an event: a bounded trace
 // keeps them whatever their age (the writer puts them in chunks it never reuses).

@@ -40,7 +40,7 @@ constexpr uint8_t tie_rank_of() {
   // A checkpoint's records too: a free at the checkpoint's nanosecond came after it was taken.
   if constexpr (is_definition<R>() || std::is_same_v<R, CheckpointRecord> ||
                 std::is_same_v<R, CarriedRecord> || std::is_same_v<R, CarriedBlockRecord> ||
-                std::is_same_v<R, CarriedVmmRecord>) {
+                std::is_same_v<R, CarriedVmmRecord> || std::is_same_v<R, CarriedPhaseRecord>) {
     return 0;
   } else if constexpr (std::is_same_v<R, FreeRecord> || std::is_same_v<R, UnmapRecord> ||
                        std::is_same_v<R, ContextDestroyedRecord>) {
@@ -413,7 +413,7 @@ struct CheckpointSeen {
   uint64_t time_ns = 0;
   bool begun = false;
   std::optional<uint64_t> items;  // from its end
-  uint64_t carried = 0;           // Carried, CarriedBlock, CarriedVmm records: what `items` counts
+  uint64_t carried = 0;  // Carried, CarriedBlock, CarriedVmm, CarriedPhase: what `items` counts
   uint64_t carried_allocations = 0;
   uint64_t carried_blocks = 0;
   uint64_t carried_bytes = 0;
@@ -462,6 +462,9 @@ static HistoryWindow find_window(std::span<const uint8_t> file, const FileHeader
       ++s.carried;
       ++s.carried_blocks;
     } else if (const auto* c = std::get_if<CarriedVmmRecord>(record)) {
+      ++checkpoint_records;
+      ++seen[c->checkpoint].carried;
+    } else if (const auto* c = std::get_if<CarriedPhaseRecord>(record)) {
       ++checkpoint_records;
       ++seen[c->checkpoint].carried;
     } else if (!std::visit([](const auto& r) { return is_definition<std::decay_t<decltype(r)>>(); },
@@ -515,9 +518,10 @@ const HistoryWindow& TraceReader::window() const {
 }
 
 // A record other than an allocation or a free, as the window gives it: definitions and notes
-// whatever their time, the chosen checkpoint's Carried records as allocations, its CarriedBlock
-// records as block events and its CarriedVmm records as maps, retains and releases at its time,
-// nothing else of the checkpoints, and the rest from the window's start on.
+// whatever their time; the chosen checkpoint's Carried records as allocations, its CarriedBlock
+// records as block events, its CarriedVmm records as maps, retains and releases and its
+// CarriedPhase records as the phases they opened, all at its time; nothing else of the
+// checkpoints; and the rest from the window's start on.
 const Record* TraceReader::State::in_window(const Record* other) {
   if (other == nullptr) return nullptr;
   if (std::holds_alternative<CheckpointRecord>(*other)) return nullptr;
@@ -578,6 +582,17 @@ const Record* TraceReader::State::in_window(const Record* other) {
       }
     }
     return nullptr;  // an action this build does not know
+  }
+  if (const auto* c = std::get_if<CarriedPhaseRecord>(other)) {
+    if (c->checkpoint != window.checkpoint) return nullptr;
+    PhaseRecord& p = converted.emplace<PhaseRecord>();
+    p.time_ns = window.kept_from_ns;
+    p.tid = c->tid;
+    p.action = c->action;
+    p.domain = c->domain;
+    p.name = c->name;
+    p.range = c->range;
+    return &converted;
   }
   const bool timeless =
       std::holds_alternative<NoteRecord>(*other) ||

@@ -65,7 +65,8 @@ const char* record_type_name(std::size_t index) {
                                        "checkpoint",
                                        "carried",
                                        "carried_block",
-                                       "carried_vmm"};
+                                       "carried_vmm",
+                                       "carried_phase"};
   static_assert(std::size(kNames) == std::variant_size_v<format::Record>);
   return index < std::size(kNames) ? kNames[index] : "unknown";
 }

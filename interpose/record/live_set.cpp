@@ -80,6 +80,36 @@ std::size_t LiveVmm::size() const {
   return n;
 }
 
+void LivePhases::apply(const format::PhaseRecord& r) {
+  using format::PhaseAction;
+  switch (static_cast<PhaseAction>(r.action)) {
+    case PhaseAction::kPush:
+      pushed_[{r.tid, r.domain}].push_back(r);
+      break;
+    case PhaseAction::kPop: {
+      const auto stack = pushed_.find({r.tid, r.domain});
+      if (stack == pushed_.end()) break;  // opened before recording
+      stack->second.pop_back();
+      if (stack->second.empty()) pushed_.erase(stack);
+      break;
+    }
+    case PhaseAction::kStart:
+      started_.insert_or_assign(r.range, r);
+      break;
+    case PhaseAction::kEnd:
+      started_.erase(r.range);
+      break;
+    case PhaseAction::kMark:
+      break;
+  }
+}
+
+std::size_t LivePhases::size() const {
+  std::size_t n = started_.size();
+  for (const auto& [thread, stack] : pushed_) n += stack.size();
+  return n;
+}
+
 void LiveSet::apply(const format::ContextDestroyedRecord& r) {
   table_.remove_if([&](const format::AllocRecord& a) {
     return a.context == r.id && format::owned_by_context(a.kind);

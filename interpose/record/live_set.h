@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // What a bounded trace's checkpoint carries: every allocation live now, with its Alloc record's
-// fields, every block and segment the caching allocators reported live (LiveBlocks), and the
-// VMM mappings and handle references that keep physical memory alive (LiveVmm). Kept only
+// fields, every block and segment the caching allocators reported live (LiveBlocks), the VMM
+// mappings and handle references that keep physical memory alive (LiveVmm), and the phases open
+// (LivePhases). Kept only
 // when the trace is bounded (GPUMEMTRACE_MAX_SIZE), by the writer, which applies each allocation,
 // free and context teardown under the lock it writes the record in, so that a checkpoint's live set
 // is exactly the records before its time.
@@ -150,6 +151,31 @@ class LiveVmm {
   std::map<uint64_t, format::MapRecord> maps_;  // by address
 };
 
+// The phases open now: each thread's pushed ranges per NVTX domain (outermost first), and the
+// ranges started and not yet ended, from their Phase records.
+class LivePhases {
+ public:
+  void apply(const format::PhaseRecord& r);
+  // Calls `visit(record)` with the kPush records, each thread's and domain's outermost first,
+  // then the kStart records.
+  template <class Visit>
+  void for_each(Visit visit) const {
+    for (const auto& [thread, stack] : pushed_) {
+      for (const format::PhaseRecord& r : stack) visit(r);
+    }
+    for (const auto& [range, r] : started_) visit(r);
+  }
+  std::size_t size() const;
+  void clear() {
+    pushed_.clear();
+    started_.clear();
+  }
+
+ private:
+  std::map<std::pair<uint64_t, uint32_t>, std::vector<format::PhaseRecord>> pushed_;  // tid, domain
+  std::map<uint64_t, format::PhaseRecord> started_;                                   // by range
+};
+
 class LiveSet {
  public:
   void apply(const format::AllocRecord& r);
@@ -164,6 +190,7 @@ class LiveSet {
   void apply(const format::MapRecord& r) { vmm_.apply(r); }
   void apply(const format::UnmapRecord& r);
   void apply(const format::RetainHandleRecord& r) { vmm_.apply(r); }
+  void apply(const format::PhaseRecord& r) { phases_.apply(r); }
   template <class R>
   void apply(const R&) {}  // nothing else changes what is live
 
@@ -173,17 +200,20 @@ class LiveSet {
   }
   const LiveBlocks& blocks() const { return blocks_; }
   const LiveVmm& vmm() const { return vmm_; }
+  const LivePhases& phases() const { return phases_; }
   std::size_t size() const { return table_.size(); }
   void clear() {
     table_.clear();
     blocks_.clear();
     vmm_.clear();
+    phases_.clear();
   }
 
  private:
   LiveTable<format::AllocRecord> table_;
   LiveBlocks blocks_;
   LiveVmm vmm_;
+  LivePhases phases_;
 };
 
 // Whether a record changes the live set: what the writer applies under its lock.
@@ -192,7 +222,8 @@ constexpr bool changes_live_set() {
   return std::is_same_v<R, format::AllocRecord> || std::is_same_v<R, format::FreeRecord> ||
          std::is_same_v<R, format::ContextDestroyedRecord> ||
          std::is_same_v<R, format::BlockRecord> || std::is_same_v<R, format::MapRecord> ||
-         std::is_same_v<R, format::UnmapRecord> || std::is_same_v<R, format::RetainHandleRecord>;
+         std::is_same_v<R, format::UnmapRecord> || std::is_same_v<R, format::RetainHandleRecord> ||
+         std::is_same_v<R, format::PhaseRecord>;
 }
 
 }  // namespace gmt::interpose

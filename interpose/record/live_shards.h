@@ -13,8 +13,8 @@
 //   names: the hint's, else the first that holds it (the hint was overwritten by a key of the same
 //   slot), else the freeing thread's own, with nothing to apply (allocated before recording).
 // - What links records of different keys goes to shard 0: VMM handles, their mappings and
-//   references (a handle's memory goes when its last mapping does), and the caching allocators'
-//   segments and mapped ranges (rare, next to their blocks).
+//   references (a handle's memory goes when its last mapping does), the caching allocators'
+//   segments and mapped ranges (rare, next to their blocks), and phases.
 // - A context's teardown frees in every shard.
 // An allocation over one still live (whose free was lost) no longer replaces it when another
 // thread made the first: both are carried, oldest first, and a reader keeps the newer.
@@ -125,6 +125,7 @@ class LiveShards {
     LiveBlocks::visit_in_order(blocks, visit);
   }
   const LiveVmm& vmm() const { return shards_[0].set.vmm(); }
+  const LivePhases& phases() const { return shards_[0].set.phases(); }
 
  private:
   struct alignas(64) Shard {
@@ -154,6 +155,7 @@ class LiveShards {
   static Route route(const format::MapRecord&) { return Route::kShared; }
   static Route route(const format::UnmapRecord&) { return Route::kShared; }
   static Route route(const format::RetainHandleRecord&) { return Route::kShared; }
+  static Route route(const format::PhaseRecord&) { return Route::kShared; }
   static Route route(const format::ContextDestroyedRecord&) { return Route::kEvery; }
 
   template <class R>

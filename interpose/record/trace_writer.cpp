@@ -648,9 +648,10 @@ void TraceWriter::after_record(ThreadChunk& chunk) {
 }
 
 // The live set as Carried records (allocations), CarriedBlock records (the caching allocators'
-// blocks and segments) and CarriedVmm records (mappings, handle references) between a begin and
-// an end. Its time is after every record applied to the live set, and before any applied after
-// it (both under the live set's locks): a reader replays from it exactly.
+// blocks and segments), CarriedVmm records (mappings, handle references) and CarriedPhase records
+// (open phases) between a begin and an end. Its time is after every record applied to the live set,
+// and before any applied after it (both under the live set's locks): a reader replays from it
+// exactly.
 void TraceWriter::write_checkpoint() {
   if (!live_) return;
   LiveShards::AllLocked all(*live_);
@@ -724,6 +725,20 @@ void TraceWriter::write_checkpoint() {
       [&](const format::MapRecord& m) { carry_vmm(format::CarriedVmmAction::kMap, m.handle, &m); },
       [&](uint64_t handle) { carry_vmm(format::CarriedVmmAction::kRetain, handle, nullptr); },
       [&](uint64_t handle) { carry_vmm(format::CarriedVmmAction::kRelease, handle, nullptr); });
+  live_->phases().for_each([&](const format::PhaseRecord& p) {
+    if (!whole) return;
+    format::CarriedPhaseRecord c;
+    c.time_ns = time;
+    c.checkpoint = id;
+    c.phase_time_ns = p.time_ns;
+    c.tid = p.tid;
+    c.action = p.action;
+    c.domain = p.domain;
+    c.name = p.name;
+    c.range = p.range;
+    whole = append_locked(checkpoints_, ChunkRole::kCheckpoints, c);
+    items += whole ? 1 : 0;
+  });
   if (!whole) return;
   format::CheckpointRecord end = begin;
   end.action = static_cast<uint32_t>(format::CheckpointAction::kEnd);

@@ -231,7 +231,7 @@ void early_ends(const std::string& dir) {
 
 }  // namespace
 
-// A bounded trace (4.4) whose oldest chunks were reused: definitions and checkpoints in the
+// A bounded trace (4.5) whose oldest chunks were reused: definitions and checkpoints in the
 // writer's own chunks (thread 0), checkpoint 1 whole, checkpoint 2 whole (allocations and a
 // caching allocator's segment and block) and the one to start from (the header's valid_from), and a
 // thread's chunk whose first three were reused, with records before and after checkpoint 2.
@@ -249,6 +249,7 @@ void bounded(const std::string& dir) {
   info.argv = {"seed", "--bounded"};
   definitions.add(info);
   definitions.add(StackRecord{.time_ns = 0, .id = 1, .frames = {0x401000}, .python = {}});
+  definitions.add(NameRecord{.time_ns = 0, .id = 1, .text = "training"});
 
   ChunkBuilder checkpoints(1, 0);  // times 1000, 2000, ...: checkpoint 2 begins at 4000
   CarriedRecord carried;
@@ -302,7 +303,15 @@ void bounded(const std::string& dir) {
   checkpoints.add(CarriedVmmRecord{vmm});
   vmm.action = static_cast<uint32_t>(CarriedVmmAction::kRelease);
   checkpoints.add(CarriedVmmRecord{vmm});
-  checkpoints.add(CheckpointRecord{.time_ns = 0, .id = 2, .action = 1, .items = 9});
+  // A phase pushed before the window and still open (4.5).
+  CarriedPhaseRecord phase;
+  phase.checkpoint = 2;
+  phase.phase_time_ns = 500;
+  phase.tid = 100;
+  phase.action = static_cast<uint32_t>(PhaseAction::kPush);
+  phase.name = 1;
+  checkpoints.add(CarriedPhaseRecord{phase});
+  checkpoints.add(CheckpointRecord{.time_ns = 0, .id = 2, .action = 1, .items = 10});
 
   ChunkBuilder thread(2, 100, 3);
   AllocRecord alloc;

@@ -4,7 +4,7 @@
 // memory is known at every moment, so a bounded trace's report can be checked against an
 // unbounded one's.
 //
-//   workload_bounded_history ITERATIONS [vmm | threads]
+//   workload_bounded_history ITERATIONS [vmm | threads | phases]
 //
 // With `vmm`, it also holds 48 MiB of VMM memory from the start to the end: 32 MiB mapped and
 // released at once (as NCCL does: the mapping keeps the memory), and 16 MiB mapped and retained
@@ -12,6 +12,8 @@
 // With `threads`, 4 threads share the iterations (each its own churn and leaks, no spike), and
 // every 100 iterations each hands a 8 KiB buffer to whichever thread frees it next; the last one
 // handed is freed before the end.
+// With `phases`, the whole run is inside a phase "training" (gpumemtrace.h), opened before any
+// allocation, and the spike inside a phase "spike" within it.
 // Prints "done" after the last iteration.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -22,6 +24,8 @@
 #include <cstring>
 #include <thread>
 #include <vector>
+
+#include "include/gpumemtrace.h"
 
 namespace {
 
@@ -114,10 +118,12 @@ void churn_on_threads(int threads, long iterations) {
 int main(int argc, char** argv) {
   const bool vmm = argc == 3 && std::strcmp(argv[2], "vmm") == 0;
   const bool threads = argc == 3 && std::strcmp(argv[2], "threads") == 0;
-  if (argc != 2 && !vmm && !threads) {
-    std::fprintf(stderr, "usage: workload_bounded_history ITERATIONS [vmm | threads]\n");
+  const bool phases = argc == 3 && std::strcmp(argv[2], "phases") == 0;
+  if (argc != 2 && !vmm && !threads && !phases) {
+    std::fprintf(stderr, "usage: workload_bounded_history ITERATIONS [vmm | threads | phases]\n");
     return 2;
   }
+  if (phases) gpumemtrace_push("training");
   const long iterations = std::atol(argv[1]);
   std::vector<void*> held;
   for (int i = 0; i < 8; ++i) held.push_back(held_buffer());
@@ -131,7 +137,11 @@ int main(int argc, char** argv) {
   for (long i = 0; i < iterations; ++i) {
     churn(i);
     if (i % 10000 == 0) leaked.push_back(leaked_buffer());
-    if (i == iterations - 1000) spike();
+    if (i == iterations - 1000) {
+      if (phases) gpumemtrace_push("spike");
+      spike();
+      if (phases) gpumemtrace_pop();
+    }
   }
   std::printf("done\n");
   return 0;

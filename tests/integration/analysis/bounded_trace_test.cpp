@@ -70,7 +70,7 @@ TEST_F(BoundedTrace, StaysWithinItsLimitAndExplainsEveryLiveByte) {
   const json whole_info = command_json({"info", whole, "--json"});
   EXPECT_TRUE(whole_info["history"].is_null());
   EXPECT_EQ(whole_info["format"], "4.2");
-  EXPECT_EQ(info["format"], "4.4");
+  EXPECT_EQ(info["format"], "4.5");
 
   // Live at exit: the 8 held MiB and one 64 KiB leak per 10000 iterations, exactly, as the
   // unbounded trace says too.
@@ -177,6 +177,30 @@ TEST_F(BoundedTrace, ThreadsAllocatingAndFreeingAtOnceAreCarriedExactly) {
   EXPECT_EQ(leak_bytes_at(leaks_json, "handed_buffer"), 0u);
 }
 
+// A phase opened before the history kept, and still open: the checkpoints carry it, so the peak
+// inside the window is named by the same path of phases as unbounded.
+TEST_F(BoundedTrace, APhaseOpenedBeforeTheHistoryKeptNamesThePeak) {
+  constexpr long kPhaseIterations = 1'500'000;
+  const auto run = [&](const std::string& name, std::map<std::string, std::string> env) {
+    const ProcessResult r = run_traced(
+        "workload_bounded_history", {std::to_string(kPhaseIterations), "phases"}, std::move(env));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    fs::create_directories(dir_ + "/kept");
+    const std::string path = dir_ + "/kept/" + name;
+    fs::rename(only_trace(), path);
+    return path;
+  };
+  const std::string bounded = run("bounded.gmt", {{"GPUMEMTRACE_MAX_SIZE", "1MiB"}});
+  const std::string whole = run("whole.gmt", {});
+  const json info = command_json({"info", bounded, "--json"});
+  ASSERT_TRUE(info["history"].is_object()) << info.dump();
+  EXPECT_GT(info["history"]["dropped_events"].get<uint64_t>(), kPhaseIterations);
+  const json bounded_report = report({bounded});
+  const json whole_report = report({whole});
+  EXPECT_EQ(device(bounded_report, 0)["peak_phase"], "training > spike");
+  EXPECT_EQ(device(whole_report, 0)["peak_phase"], "training > spike");
+}
+
 TEST_F(BoundedTrace, WithoutTheVariableTheTraceIsFormat42WithNoCheckpoint) {
   const ProcessResult r = run_traced("workload_runtime_shared", {"alloc:a:" + mib(2), "free:a"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -217,7 +241,7 @@ TEST_F(BoundedTrace, RunMaxSizeBoundsTheTraceAndRefusesABadSize) {
                               env);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json info = command_json({"info", only_trace(), "--json"});
-  EXPECT_EQ(info["format"], "4.4");
+  EXPECT_EQ(info["format"], "4.5");
   EXPECT_EQ(info["history"]["max_size"], 2 * kMiB);
   EXPECT_EQ(info["history"]["dropped_events"], 0);
 }

@@ -286,5 +286,51 @@ TEST(HistoryWindow, CarriedVmmRecordsAreGivenAsMapsRetainsAndReleases) {
                                             "retain 119 at 300", "release 119 at 300"}));
 }
 
+CarriedPhaseRecord carried_phase(uint32_t checkpoint, PhaseAction action, uint64_t tid,
+                                 uint32_t name, uint64_t range = 0) {
+  CarriedPhaseRecord r;
+  r.time_ns = checkpoint == 1 ? 300 : 200;
+  r.checkpoint = checkpoint;
+  r.phase_time_ns = 7;
+  r.tid = tid;
+  r.action = static_cast<uint32_t>(action);
+  r.domain = 2;
+  r.name = name;
+  r.range = range;
+  return r;
+}
+
+// Phases open at the checkpoint (4.5) come as the Phase records that opened them, at its time,
+// in the order written; an older checkpoint's are left out.
+TEST(HistoryWindow, CarriedPhasesAreGivenAsThePhasesTheyOpened) {
+  ChunkedFile file;
+  set_word(file, BoundedHeaderLayout::kMaxSize, 1 << 20);
+  set_word(file, BoundedHeaderLayout::kValidFrom, 1);
+  file.add_chunk(0, 0, 0, process_record());
+  file.add_chunk_of(
+      1, 0, 0,
+      {checkpoint(300, 1, CheckpointAction::kBegin), carried_phase(1, PhaseAction::kPush, 41, 5),
+       carried_phase(1, PhaseAction::kPush, 41, 6),
+       carried_phase(1, PhaseAction::kStart, 42, 8, 99),
+       checkpoint(300, 1, CheckpointAction::kEnd, 3)});
+  file.add_chunk_of(2, 3, 100, {block_at(320, BlockAction::kAlloc, 0xa200, 256)});
+  const HeaderCheck header = check_header(file.bytes());
+  ASSERT_TRUE(header.ok) << header.error;
+  TraceReader reader(file.bytes(), header.header);
+  ASSERT_TRUE(reader.window().dropped) << reader.window().problem;
+  std::vector<std::string> seen;
+  while (const Record* r = reader.next_record()) {
+    EXPECT_FALSE(std::holds_alternative<CarriedPhaseRecord>(*r));
+    if (const auto* p = std::get_if<PhaseRecord>(r)) {
+      seen.push_back(std::to_string(p->action) + " tid " + std::to_string(p->tid) + " domain " +
+                     std::to_string(p->domain) + " name " + std::to_string(p->name) + " range " +
+                     std::to_string(p->range) + " at " + std::to_string(p->time_ns));
+    }
+  }
+  EXPECT_EQ(seen, (std::vector<std::string>{"0 tid 41 domain 2 name 5 range 0 at 300",
+                                            "0 tid 41 domain 2 name 6 range 0 at 300",
+                                            "2 tid 42 domain 2 name 8 range 99 at 300"}));
+}
+
 }  // namespace
 }  // namespace gmt::format

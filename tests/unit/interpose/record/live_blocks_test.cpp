@@ -120,5 +120,43 @@ TEST(LiveBlocks, TheLiveSetAppliesBlockRecordsBesideAllocations) {
   EXPECT_EQ(live.blocks().size(), 0u);
 }
 
+format::PhaseRecord phase(uint64_t t, format::PhaseAction action, uint64_t tid, uint32_t domain,
+                          uint32_t name, uint64_t range = 0) {
+  format::PhaseRecord r;
+  r.time_ns = t;
+  r.tid = tid;
+  r.action = static_cast<uint32_t>(action);
+  r.domain = domain;
+  r.name = name;
+  r.range = range;
+  return r;
+}
+
+// What a checkpoint carries of the phases: each thread's pushed ranges per domain, outermost
+// first, and the started ranges not yet ended; a pop with nothing pushed (a range opened before
+// recording) changes nothing.
+TEST(LivePhases, KeepsEachThreadsPushedRangesAndTheStartedOnesUntilTheyClose) {
+  using format::PhaseAction;
+  LivePhases live;
+  live.apply(phase(1, PhaseAction::kPush, 10, 0, 1));  // thread 10: train
+  live.apply(phase(2, PhaseAction::kPush, 10, 0, 2));  //   epoch
+  live.apply(phase(3, PhaseAction::kPush, 10, 0, 3));  //     step
+  live.apply(phase(4, PhaseAction::kPop, 10, 0, 0));   //     step closes
+  live.apply(phase(5, PhaseAction::kPush, 10, 7, 4));  // thread 10, domain 7
+  live.apply(phase(6, PhaseAction::kPop, 11, 0, 0));   // thread 11 pushed nothing
+  live.apply(phase(7, PhaseAction::kStart, 12, 0, 5, 100));
+  live.apply(phase(8, PhaseAction::kStart, 12, 0, 6, 101));
+  live.apply(phase(9, PhaseAction::kEnd, 13, 0, 0, 100));  // ends on another thread
+  live.apply(phase(10, PhaseAction::kMark, 10, 0, 9));
+  live.apply(phase(11, PhaseAction::kPush, 11, 0, 8));
+  live.apply(phase(12, PhaseAction::kPop, 11, 0, 0));  // thread 11 has none open again
+  std::vector<std::pair<uint64_t, uint32_t>> open;     // (time, name)
+  live.for_each([&](const format::PhaseRecord& r) { open.emplace_back(r.time_ns, r.name); });
+  EXPECT_EQ(open, (std::vector<std::pair<uint64_t, uint32_t>>{{1, 1}, {2, 2}, {5, 4}, {8, 6}}));
+  EXPECT_EQ(live.size(), 4u);
+  live.clear();
+  EXPECT_EQ(live.size(), 0u);
+}
+
 }  // namespace
 }  // namespace gmt::interpose
