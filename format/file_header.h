@@ -51,7 +51,7 @@ inline bool chunks_count_records(const FileHeader& header) {
 }
 
 // Fills `out` (kHeaderSize bytes; kFirstChunkOffset for a bounded trace) with the header of this
-// build's format version: 4.4 with the limit when `max_size` is set, else 4.2.
+// build's format version: 4.5 with the limit when `max_size` is set, else 4.2.
 void write_header(uint8_t* out, uint32_t chunk_size, uint64_t max_size = 0);
 
 struct HeaderCheck {

@@ -3,7 +3,7 @@
 // record of every type, in a sealed chunk (its count word written, as when a thread leaves a
 // chunk) and an open one (no count, as a thread still running at a kill leaves it), and the
 // ways a recording ends early: stopped (a stop note and the header's reason), ended by exec,
-// and a file that holds only a header with its reason; and a bounded trace (4.4) whose oldest
+// and a file that holds only a header with its reason; and a bounded trace (4.5) whose oldest
 // chunks were reused, rebuilt from a checkpoint. make_corpus.py runs it.
 //
 //   seed_writer OUTPUT_DIR

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// How a reader rebuilds a bounded trace's history (formats 4.3 and 4.4): from the oldest whole
+// How a reader rebuilds a bounded trace's history (formats 4.3 to 4.5): from the oldest whole
 // checkpoint the header allows, with its Carried records as allocations at its time, definitions
 // whatever their age, and nothing older.
 #include <gtest/gtest.h>
