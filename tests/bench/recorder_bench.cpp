@@ -16,6 +16,7 @@
 #include <benchmark/benchmark.h>
 #include <time.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -105,6 +106,45 @@ void allocate_and_free(benchmark::State& state) {
 }
 
 BENCHMARK(allocate_and_free)->UseRealTime()->Threads(1)->Threads(2)->Threads(4)->Threads(16);
+
+// One iteration: an allocation of 1 MiB, handed to the next thread, and the free of the one the
+// previous thread handed over, as PyTorch's autograd threads allocate gradients that the main
+// thread frees (with one thread, it frees its own). A thread whose last hand-over was not taken
+// yet frees that one itself: each thread has at most one address out, of the 64 it cycles through.
+constexpr int kMaxThreads = 16;
+std::atomic<uint64_t> handed[kMaxThreads];
+
+void allocate_here_free_there(benchmark::State& state) {
+  gmt::interpose::EventRecorder& events = *recorder().events;
+  constexpr uint64_t kBytes = 1 << 20;
+  constexpr uint64_t kContext = 0x5500000000ull;
+  const int me = state.thread_index();
+  const int next = (me + 1) % state.threads();
+  const uint64_t base = 0x7e0000000000ull + (static_cast<uint64_t>(me) << 32);
+  uint64_t i = 0;
+  uint64_t done = 0;
+  const uint64_t cpu_start = thread_cpu_ns();
+  for (auto _ : state) {
+    const uint64_t address = base + (i++ & 63) * kBytes;
+    events.allocation(0, 0, kContext, gmt::format::MemoryKind::kDevice,
+                      gmt::format::Api::kCuMemAlloc, address, kBytes);
+    ++done;
+    if (const uint64_t theirs = handed[me].exchange(0, std::memory_order_acq_rel)) {
+      events.freeing(gmt::format::Api::kCuMemFree, theirs);
+      ++done;
+    }
+    if (const uint64_t mine = handed[next].exchange(address, std::memory_order_acq_rel)) {
+      events.freeing(gmt::format::Api::kCuMemFree, mine);
+      ++done;
+    }
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(done));
+  state.counters["cpu_ns_per_event"] = benchmark::Counter(
+      static_cast<double>(thread_cpu_ns() - cpu_start) / static_cast<double>(done),
+      benchmark::Counter::kAvgThreads);
+}
+
+BENCHMARK(allocate_here_free_there)->UseRealTime()->Threads(1)->Threads(4)->Threads(16);
 
 }  // namespace
 
