@@ -213,8 +213,10 @@ TEST_F(ProgramUnharmed, TheLibraryOpensWithDlopen) {
   if (system("python3 -c pass") != 0) GTEST_SKIP() << "python3 is not installed";
   ProcessSpec spec;
   spec.argv = {"/usr/bin/env", "python3", "-c",
-               "import ctypes, sys; ctypes.CDLL(sys.argv[1]); print('opened')", preload()};
+               "import ctypes, sys; ctypes.CDLL(sys.argv[1]); print('opened')", GMT_PRELOAD};
   spec.set_env = base_env();
+  // The library alone is opened; a sanitizer's runtime must still come first in the process.
+  if (!sanitizer_runtime().empty()) spec.set_env["LD_PRELOAD"] = sanitizer_runtime();
   spec.cwd = dir_;
   const ProcessResult r = run_process(spec);
   EXPECT_EQ(r.exit_code, 0) << r.err;
