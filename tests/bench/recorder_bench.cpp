@@ -82,6 +82,15 @@ uint64_t thread_cpu_ns() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
+// The events this thread recorded since `cpu_start` (its CPU time then), as items processed and
+// as CPU ns per event, which the library averages over the threads.
+void count_events(benchmark::State& state, uint64_t events, uint64_t cpu_start) {
+  state.SetItemsProcessed(static_cast<int64_t>(events));
+  state.counters["cpu_ns_per_event"] = benchmark::Counter(
+      static_cast<double>(thread_cpu_ns() - cpu_start) / static_cast<double>(events),
+      benchmark::Counter::kAvgThreads);
+}
+
 // One iteration: an allocation of 1 MiB and its free, as a caching allocator's blocks come and
 // go; each thread cycles through 64 addresses of its own.
 void allocate_and_free(benchmark::State& state) {
@@ -97,12 +106,7 @@ void allocate_and_free(benchmark::State& state) {
                       gmt::format::Api::kCuMemAlloc, address, kBytes);
     events.freeing(gmt::format::Api::kCuMemFree, address);
   }
-  const double events_done = 2.0 * static_cast<double>(state.iterations());
-  state.SetItemsProcessed(static_cast<int64_t>(events_done));
-  // Averaged over the threads by the library: each thread's CPU time per event.
-  state.counters["cpu_ns_per_event"] =
-      benchmark::Counter(static_cast<double>(thread_cpu_ns() - cpu_start) / events_done,
-                         benchmark::Counter::kAvgThreads);
+  count_events(state, 2 * state.iterations(), cpu_start);
 }
 
 BENCHMARK(allocate_and_free)->UseRealTime()->Threads(1)->Threads(2)->Threads(4)->Threads(16);
@@ -138,10 +142,7 @@ void allocate_here_free_there(benchmark::State& state) {
       ++done;
     }
   }
-  state.SetItemsProcessed(static_cast<int64_t>(done));
-  state.counters["cpu_ns_per_event"] = benchmark::Counter(
-      static_cast<double>(thread_cpu_ns() - cpu_start) / static_cast<double>(done),
-      benchmark::Counter::kAvgThreads);
+  count_events(state, done, cpu_start);
 }
 
 BENCHMARK(allocate_here_free_there)->UseRealTime()->Threads(1)->Threads(4)->Threads(16);

@@ -35,9 +35,9 @@ class BoundedTrace : public TracedRun {
   }
   // Runs the workload traced and moves its trace to `name` in dir_/kept (out of the way of the
   // next run's).
-  std::string traced_to(const std::string& name, std::map<std::string, std::string> env) {
-    const ProcessResult r =
-        run_traced("workload_bounded_history", {std::to_string(kIterations)}, std::move(env));
+  std::string traced_to(const std::string& name, std::map<std::string, std::string> env,
+                        std::vector<std::string> args = {std::to_string(kIterations)}) {
+    const ProcessResult r = run_traced("workload_bounded_history", std::move(args), std::move(env));
     EXPECT_EQ(r.exit_code, 0) << r.err;
     fs::create_directories(dir_ + "/kept");
     const std::string path = dir_ + "/kept/" + name;
@@ -108,17 +108,9 @@ TEST_F(BoundedTrace, StaysWithinItsLimitAndExplainsEveryLiveByte) {
 // checkpoints carry the mappings and the references, so both are live at exit, as unbounded.
 TEST_F(BoundedTrace, VmmMemoryKeptByMappingsAndReferencesIsCarried) {
   constexpr long kVmmIterations = 1'500'000;
-  const auto run = [&](const std::string& name, std::map<std::string, std::string> env) {
-    const ProcessResult r = run_traced("workload_bounded_history",
-                                       {std::to_string(kVmmIterations), "vmm"}, std::move(env));
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    fs::create_directories(dir_ + "/kept");
-    const std::string path = dir_ + "/kept/" + name;
-    fs::rename(only_trace(), path);
-    return path;
-  };
-  const std::string bounded = run("bounded.gmt", {{"GPUMEMTRACE_MAX_SIZE", "1MiB"}});
-  const std::string whole = run("whole.gmt", {});
+  const std::vector<std::string> args = {std::to_string(kVmmIterations), "vmm"};
+  const std::string bounded = traced_to("bounded.gmt", {{"GPUMEMTRACE_MAX_SIZE", "1MiB"}}, args);
+  const std::string whole = traced_to("whole.gmt", {}, args);
   EXPECT_GE(fs::file_size(whole), 20 * kLimit);
   const json info = command_json({"info", bounded, "--json"});
   ASSERT_TRUE(info["history"].is_object()) << info.dump();
@@ -146,17 +138,9 @@ TEST_F(BoundedTrace, VmmMemoryKeptByMappingsAndReferencesIsCarried) {
 // that allocated them: the live set's shards still carry exactly what is live.
 TEST_F(BoundedTrace, ThreadsAllocatingAndFreeingAtOnceAreCarriedExactly) {
   constexpr long kThreadIterations = 2'000'000;  // 500,000 on each of 4 threads
-  const auto run = [&](const std::string& name, std::map<std::string, std::string> env) {
-    const ProcessResult r = run_traced(
-        "workload_bounded_history", {std::to_string(kThreadIterations), "threads"}, std::move(env));
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    fs::create_directories(dir_ + "/kept");
-    const std::string path = dir_ + "/kept/" + name;
-    fs::rename(only_trace(), path);
-    return path;
-  };
-  const std::string bounded = run("bounded.gmt", {{"GPUMEMTRACE_MAX_SIZE", "1MiB"}});
-  const std::string whole = run("whole.gmt", {});
+  const std::vector<std::string> args = {std::to_string(kThreadIterations), "threads"};
+  const std::string bounded = traced_to("bounded.gmt", {{"GPUMEMTRACE_MAX_SIZE", "1MiB"}}, args);
+  const std::string whole = traced_to("whole.gmt", {}, args);
   EXPECT_GE(fs::file_size(whole), 30 * kLimit);
   // The file within the limit plus one chunk per writing thread (4 workers, main, the sampler).
   EXPECT_LE(fs::file_size(bounded), kLimit + 6 * kChunk);
@@ -181,17 +165,9 @@ TEST_F(BoundedTrace, ThreadsAllocatingAndFreeingAtOnceAreCarriedExactly) {
 // inside the window is named by the same path of phases as unbounded.
 TEST_F(BoundedTrace, APhaseOpenedBeforeTheHistoryKeptNamesThePeak) {
   constexpr long kPhaseIterations = 1'500'000;
-  const auto run = [&](const std::string& name, std::map<std::string, std::string> env) {
-    const ProcessResult r = run_traced(
-        "workload_bounded_history", {std::to_string(kPhaseIterations), "phases"}, std::move(env));
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    fs::create_directories(dir_ + "/kept");
-    const std::string path = dir_ + "/kept/" + name;
-    fs::rename(only_trace(), path);
-    return path;
-  };
-  const std::string bounded = run("bounded.gmt", {{"GPUMEMTRACE_MAX_SIZE", "1MiB"}});
-  const std::string whole = run("whole.gmt", {});
+  const std::vector<std::string> args = {std::to_string(kPhaseIterations), "phases"};
+  const std::string bounded = traced_to("bounded.gmt", {{"GPUMEMTRACE_MAX_SIZE", "1MiB"}}, args);
+  const std::string whole = traced_to("whole.gmt", {}, args);
   const json info = command_json({"info", bounded, "--json"});
   ASSERT_TRUE(info["history"].is_object()) << info.dump();
   EXPECT_GT(info["history"]["dropped_events"].get<uint64_t>(), kPhaseIterations);

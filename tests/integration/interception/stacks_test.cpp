@@ -101,20 +101,29 @@ TEST_F(Stacks, AnInvalidStackSettingWarnsOnceAndUsesTheDefault) {
 // PyDLL keeps the GIL during the call; CDLL releases it, as PyTorch does around its operators.
 // Either way the frames are read in place on Python 3.11 and 3.12; "PyDLL-api" reads them through
 // the C API instead (GPUMEMTRACE_TEST_PYTHON_API), as on other Pythons.
-class PythonStacks : public Stacks, public ::testing::WithParamInterface<std::string> {};
+class PythonStacks : public Stacks, public ::testing::WithParamInterface<std::string> {
+ protected:
+  // Runs python_allocations.py traced with Python stacks, its loader (and frame path) the
+  // parameter's, with `extra` arguments after it.
+  ProcessResult run_allocations(const std::vector<std::string>& extra = {}) {
+    const bool api = GetParam() == "PyDLL-api";
+    ProcessSpec spec;
+    spec.argv = {"/usr/bin/env", "python3", workload("python_allocations.py"),
+                 std::string(GMT_FAKECUDA_LIB_DIR) + "/libcudart.so.13",
+                 api ? "PyDLL" : GetParam()};
+    spec.argv.insert(spec.argv.end(), extra.begin(), extra.end());
+    spec.set_env = base_env();
+    spec.set_env["LD_PRELOAD"] = preload();
+    spec.set_env["GPUMEMTRACE_STACKS"] = "python";
+    if (api) spec.set_env["GPUMEMTRACE_TEST_PYTHON_API"] = "1";
+    spec.cwd = dir_;
+    return run_process(spec);
+  }
+};
 
 TEST_P(PythonStacks, SitesNameTheScriptsFunctionsAndLines) {
   if (system("python3 -c pass") != 0) GTEST_SKIP() << "python3 is not installed";
-  ProcessSpec spec;
-  const bool api = GetParam() == "PyDLL-api";
-  spec.argv = {"/usr/bin/env", "python3", workload("python_allocations.py"),
-               std::string(GMT_FAKECUDA_LIB_DIR) + "/libcudart.so.13", api ? "PyDLL" : GetParam()};
-  spec.set_env = base_env();
-  spec.set_env["LD_PRELOAD"] = preload();
-  spec.set_env["GPUMEMTRACE_STACKS"] = "python";
-  if (api) spec.set_env["GPUMEMTRACE_TEST_PYTHON_API"] = "1";
-  spec.cwd = dir_;
-  const ProcessResult r = run_process(spec);
+  const ProcessResult r = run_allocations();
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json rep = report({only_trace()});
   const json frames = site_frames(rep, 192 * kMiB);  // three layers from one call site
@@ -136,20 +145,7 @@ TEST_P(PythonStacks, SitesNameTheScriptsFunctionsAndLines) {
 // forking thread met before the fork (and keeps, per thread, with their ids) are named in it too.
 TEST_P(PythonStacks, AForksChildNamesTheFramesItsParentHadMet) {
   if (system("python3 -c pass") != 0) GTEST_SKIP() << "python3 is not installed";
-  ProcessSpec spec;
-  const bool api = GetParam() == "PyDLL-api";
-  spec.argv = {"/usr/bin/env",
-               "python3",
-               workload("python_allocations.py"),
-               std::string(GMT_FAKECUDA_LIB_DIR) + "/libcudart.so.13",
-               api ? "PyDLL" : GetParam(),
-               "fork"};
-  spec.set_env = base_env();
-  spec.set_env["LD_PRELOAD"] = preload();
-  spec.set_env["GPUMEMTRACE_STACKS"] = "python";
-  if (api) spec.set_env["GPUMEMTRACE_TEST_PYTHON_API"] = "1";
-  spec.cwd = dir_;
-  const ProcessResult r = run_process(spec);
+  const ProcessResult r = run_allocations({"fork"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const int64_t child = printed(r.out, "child");
   std::string child_trace;
