@@ -10,11 +10,11 @@ LiveShards::LiveShards(unsigned hint_bits)
       hint_mask_((std::size_t{1} << hint_bits) - 1) {}
 
 void LiveShards::lock_all() {
-  for (Shard& s : shards_) s.mutex.lock();
+  for (Shard& s : shards_) s.lock.lock();
 }
 
 void LiveShards::unlock_all() {
-  for (auto s = shards_.rbegin(); s != shards_.rend(); ++s) s->mutex.unlock();
+  for (auto s = shards_.rbegin(); s != shards_.rend(); ++s) s->lock.unlock();
 }
 
 uint64_t LiveShards::last_ns() const {
