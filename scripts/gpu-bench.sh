@@ -10,12 +10,18 @@
 # a run to fit a time limit, as GMT_BENCH_MODES does (default: all six below). GMT_BENCH_MODEL=small
 # times a CPU-bound step instead (tiny layers: the cost per allocation event shows, see
 # tests/gpu/mlp_step_time.py); GMT_BENCH_CPUS (a taskset list, e.g. "2-5") pins every run to
-# the same cores, which narrows the spread of a CPU-bound step.
+# the same cores, which narrows the spread of a CPU-bound step. GMT_BENCH_MODEL=tensors times
+# tensors made and dropped from the caching allocator instead of a step (tests/gpu/tensor_cost.py):
+# what one block allocation and its free cost each configuration, in ns, to better than a step's
+# spread; the table then adds the ns each configuration adds per tensor.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-${OUT:-gpu-bench-output}}"
 mkdir -p "$out"
 . scripts/lib/gpu_build.sh
+
+workload=tests/gpu/mlp_step_time.py
+[ "${GMT_BENCH_MODEL:-}" = tensors ] && workload=tests/gpu/tensor_cost.py
 
 measure() {  # measure ALLOCATOR MODE ROUND
   local allocator=$1 mode=$2 name="$1.$2.$3" env=()
@@ -29,11 +35,11 @@ measure() {  # measure ALLOCATOR MODE ROUND
   [ "$allocator" = nocache ] && env+=(PYTORCH_NO_CUDA_MEMORY_CACHING=1)
   [ "$allocator" = async ] && env+=(PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync)
   case $mode in
-    untraced) "${pin[@]}" env "${env[@]}" python3 tests/gpu/mlp_step_time.py "$out/$name.json" ;;
-    torch_history_python) "${pin[@]}" env "${env[@]}" python3 tests/gpu/mlp_step_time.py --history python "$out/$name.json" ;;
-    torch_history_all) "${pin[@]}" env "${env[@]}" python3 tests/gpu/mlp_step_time.py --history all "$out/$name.json" ;;
+    untraced) "${pin[@]}" env "${env[@]}" python3 "$workload" "$out/$name.json" ;;
+    torch_history_python) "${pin[@]}" env "${env[@]}" python3 "$workload" --history python "$out/$name.json" ;;
+    torch_history_all) "${pin[@]}" env "${env[@]}" python3 "$workload" --history all "$out/$name.json" ;;
     gmt_*) "${pin[@]}" env "${env[@]}" GPUMEMTRACE_STACKS="${mode#gmt_}" "$gmt" run -o "$out/$name.%p.gmt" -- \
-      python3 tests/gpu/mlp_step_time.py "$out/$name.json" ;;
+      python3 "$workload" "$out/$name.json" ;;
   esac >"$out/$name.log" 2>&1 || echo "FAIL $name (see $name.log)"
 }
 
@@ -51,7 +57,11 @@ done
 python3 - "$out" "$rounds" "${allocators[*]}" "${modes[@]}" <<'PY'
 import json, os, statistics, sys
 out, rounds, allocators, modes = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4:]
-print(f"{'allocator':10} {'mode':22} {'ms/step':>9} {'vs untraced':>12}   rounds (ms/step)")
+tensors = os.environ.get("GMT_BENCH_MODEL") == "tensors"
+unit = "ms/1000 tensors" if tensors else "ms/step"
+print(f"{'allocator':10} {'mode':22} {'ms':>9} {'vs untraced':>12} {'ns added/tensor':>16}   rounds ({unit})"
+      if tensors else
+      f"{'allocator':10} {'mode':22} {'ms/step':>9} {'vs untraced':>12}   rounds (ms/step)")
 for allocator in allocators:
     base = None
     for mode in modes:
@@ -70,7 +80,11 @@ for allocator in allocators:
         ms = statistics.median(runs)
         base = ms if mode == "untraced" else base
         ratio = f"{ms / base:.3f}x" if base else "-"
-        print(f"{allocator:10} {mode:22} {ms:9.3f} {ratio:>12}   {' '.join(f'{x:.3f}' for x in runs)}")
+        # 1000 tensors per sample: ms added per sample are microseconds per tensor, times 1000 ns.
+        added = f"{(ms - base) * 1000:16.0f}" if tensors and base else (" " * 16 if tensors else "")
+        sep = " " if tensors else ""
+        print(f"{allocator:10} {mode:22} {ms:9.3f} {ratio:>12}{sep}{added}   "
+              f"{' '.join(f'{x:.3f}' for x in runs)}")
 PY
 
 # What the traced runs saw, by kind: the async runs' allocations must be stream-ordered ones.

@@ -1,0 +1,59 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Times what one tensor costs from PyTorch's caching allocator, for scripts/gpu-bench.sh
+(GMT_BENCH_MODEL=tensors).
+
+Usage: python3 tensor_cost.py [--history python|all] OUT_JSON
+A loop makes and drops a small CUDA tensor 12 Python calls deep, as a model's layer would: each
+tensor is one block allocation and its free, served from the allocator's cache (no driver call,
+no kernel), so the time is the CPU's alone and a tracer's cost per block event is the difference
+between runs. "ms_per_step" is the time for 1000 tensors; "ns_per_tensor" the same per tensor.
+With --history, PyTorch's own torch.cuda.memory._record_memory_history(stacks=...) is on.
+"""
+import json
+import statistics
+import sys
+import time
+
+import torch
+
+TENSORS = 1000
+DEPTH = 12
+
+
+def make_and_drop(device, depth):
+    if depth > 0:
+        return make_and_drop(device, depth - 1)
+    for _ in range(TENSORS):
+        t = torch.empty(256, device=device)
+        del t
+    return None
+
+
+def main():
+    args = sys.argv[1:]
+    history = None
+    if args and args[0] == "--history":
+        history = args[1]
+        args = args[2:]
+    device = torch.device("cuda:0")
+    torch.empty(1, device=device)  # the context and the allocator's first segment
+    if history is not None:
+        torch.cuda.memory._record_memory_history(max_entries=100000, stacks=history)
+    for _ in range(20):
+        make_and_drop(device, DEPTH)
+    samples = []
+    for _ in range(9):
+        t0 = time.perf_counter()
+        for _ in range(20):
+            make_and_drop(device, DEPTH)
+        samples.append((time.perf_counter() - t0) / 20 * 1e3)
+    ms = statistics.median(samples)
+    result = {"ms_per_step": ms, "samples": samples, "ns_per_tensor": ms * 1e6 / TENSORS,
+              "model": "tensors"}
+    print(json.dumps(result))
+    with open(args[0], "w") as f:
+        json.dump(result, f)
+
+
+if __name__ == "__main__":
+    main()
