@@ -19,8 +19,9 @@ struct Config {
   // GPUMEMTRACE_STACKS=none|native|python|all. `all` costs nothing more than `native` in a
   // process without Python (the Python part gives up once, at the first allocation).
   StackMode stacks = StackMode::kAll;
-  int stack_depth = 64;  // GPUMEMTRACE_STACK_DEPTH, 1..256
-  int sample_ms = 50;    // GPUMEMTRACE_SAMPLE_MS: the sampler's period; 0 = no sampler
+  int stack_depth = 64;    // GPUMEMTRACE_STACK_DEPTH, 1..256
+  int sample_ms = 50;      // GPUMEMTRACE_SAMPLE_MS: the sampler's period; 0 = no sampler
+  bool self_time = false;  // GPUMEMTRACE_SELF_TIME=1: a note of what recording cost (RecorderCost)
   // GPUMEMTRACE_TEST_ENOSPC_AT=BYTES, for the tests only: growing the trace file past BYTES
   // fails as a full disk would (ENOSPC). 0: off.
   uint64_t test_enospc_at = 0;

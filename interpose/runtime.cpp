@@ -61,6 +61,7 @@ __attribute__((constructor)) void on_load() {
 }
 
 __attribute__((destructor)) void on_unload() {
+  Runtime::get().events().finish();
   Runtime::get().writer().finish();
 }
 

@@ -13,7 +13,9 @@
 # the same cores, which narrows the spread of a CPU-bound step. GMT_BENCH_MODEL=tensors times
 # tensors made and dropped from the caching allocator instead of a step (tests/gpu/tensor_cost.py):
 # what one block allocation and its free cost each configuration, in ns, to better than a step's
-# spread; the table then adds the ns each configuration adds per tensor.
+# spread; the table then adds what each configuration adds per tensor. Every run also counts
+# the CPU's cycles and instructions (tests/gpu/cpu_counters.py): with GMT_BENCH_CPUS, on those
+# CPUs, whichever thread runs there, which a busy host's clock changes do not move.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-${OUT:-gpu-bench-output}}"
@@ -58,10 +60,12 @@ python3 - "$out" "$rounds" "${allocators[*]}" "${modes[@]}" <<'PY'
 import json, os, statistics, sys
 out, rounds, allocators, modes = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4:]
 tensors = os.environ.get("GMT_BENCH_MODEL") == "tensors"
-unit = "ms/1000 tensors" if tensors else "ms/step"
-print(f"{'allocator':10} {'mode':22} {'ms':>9} {'vs untraced':>12} {'ns added/tensor':>16}   rounds ({unit})"
-      if tensors else
-      f"{'allocator':10} {'mode':22} {'ms/step':>9} {'vs untraced':>12}   rounds (ms/step)")
+# Per 1000 tensors, the figures added over untraced are per tensor once divided by 1000: ms
+# become us, hence ns after * 1000 ... and cycles per tensor after / 1000.
+unit = "1000 tensors" if tensors else "step"
+print(f"{'allocator':10} {'mode':22} {'ms':>8} {'vs':>7} {'Mcycles':>8} {'vs':>7} {'Minstr':>8} {'vs':>7}"
+      + (f" {'+ns':>6} {'+cycles':>8} {'+instr':>8}" if tensors else "")
+      + f"   rounds (ms per {unit})")
 for allocator in allocators:
     base = None
     for mode in modes:
@@ -69,22 +73,41 @@ for allocator in allocators:
         for r in range(1, rounds + 1):
             path = os.path.join(out, f"{allocator}.{mode}.{r}.json")
             if os.path.exists(path):
-                runs.append(json.load(open(path))["ms_per_step"])
+                runs.append(json.load(open(path)))
         not_run = os.path.join(out, f"{allocator}.{mode}.not_run")
         if not runs and os.path.exists(not_run):
-            print(f"{allocator:10} {mode:22} {'n/a':>9}   ({open(not_run).read().strip()})")
+            print(f"{allocator:10} {mode:22} {'n/a':>8}   ({open(not_run).read().strip()})")
             continue
         if not runs:
-            print(f"{allocator:10} {mode:22} {'failed':>9}   (see {allocator}.{mode}.*.log)")
+            print(f"{allocator:10} {mode:22} {'failed':>8}   (see {allocator}.{mode}.*.log)")
             continue
-        ms = statistics.median(runs)
-        base = ms if mode == "untraced" else base
-        ratio = f"{ms / base:.3f}x" if base else "-"
-        # 1000 tensors per sample: ms added per sample are microseconds per tensor, times 1000 ns.
-        added = f"{(ms - base) * 1000:16.0f}" if tensors and base else (" " * 16 if tensors else "")
-        sep = " " if tensors else ""
-        print(f"{allocator:10} {mode:22} {ms:9.3f} {ratio:>12}{sep}{added}   "
-              f"{' '.join(f'{x:.3f}' for x in runs)}")
+        def median(key):
+            values = [r[key] for r in runs if r.get(key) is not None]
+            return statistics.median(values) if values else None
+        row = {"ms": median("ms_per_step"), "cycles": median("cycles_per_step"),
+               "instructions": median("instructions_per_step")}
+        if mode == "untraced":
+            base = row
+        def ratio(key):
+            return f"{row[key] / base[key]:.3f}x" if base and base[key] and row[key] else "-"
+        def millions(key):
+            return f"{row[key] / 1e6:8.3f}" if row[key] is not None else f"{'-':>8}"
+        line = (f"{allocator:10} {mode:22} {row['ms']:8.3f} {ratio('ms'):>7} {millions('cycles')} "
+                f"{ratio('cycles'):>7} {millions('instructions')} {ratio('instructions'):>7}")
+        if tensors:
+            def added(key, scale):
+                if not base or base[key] is None or row[key] is None:
+                    return "-"
+                return f"{(row[key] - base[key]) * scale:.0f}"
+            line += (f" {added('ms', 1000):>6} {added('cycles', 1e-3):>8}"
+                     f" {added('instructions', 1e-3):>8}")
+        line += "   " + " ".join(f"{r['ms_per_step']:.3f}" for r in runs)
+        print(line)
+errors = {r.get("counters_error") for a in allocators for m in modes for k in range(1, rounds + 1)
+          for p in [os.path.join(out, f"{a}.{m}.{k}.json")] if os.path.exists(p)
+          for r in [json.load(open(p))] if r.get("counters_error")}
+for e in sorted(errors):
+    print(f"CPU counters unavailable: {e}")
 PY
 
 # What the traced runs saw, by kind: the async runs' allocations must be stream-ordered ones.

@@ -60,6 +60,7 @@ uint32_t EventRecorder::stack_here() {
 void EventRecorder::allocation(uint32_t error, int device, uint64_t context,
                                format::MemoryKind kind, format::Api api, uint64_t address,
                                uint64_t size) {
+  CostScope cost(cost_);
   if (error != 0) {
     format::AllocFailedRecord rec;
     rec.thread = thread_id();
@@ -69,7 +70,7 @@ void EventRecorder::allocation(uint32_t error, int device, uint64_t context,
     rec.public_api = PublicApiScope::current();
     rec.size = size;
     rec.error = error;
-    rec.stack = stack_here();
+    rec.stack = cost.stack([&] { return stack_here(); });
     phases_.flush_if_pending();
     writer_.record(rec);
     after_allocation(error, device, kind, 0, size, 0);
@@ -84,7 +85,7 @@ void EventRecorder::allocation(uint32_t error, int device, uint64_t context,
   rec.address = address;
   rec.size = size;
   rec.context = context_id(context, device);
-  rec.stack = stack_here();
+  rec.stack = cost.stack([&] { return stack_here(); });
   // Phases opened before the trace existed go first: the context record above started it.
   phases_.flush_if_pending();
   writer_.record(rec);
@@ -107,6 +108,7 @@ void EventRecorder::after_allocation(uint32_t error, int device, format::MemoryK
 }
 
 void EventRecorder::freeing(format::Api api, uint64_t address) {
+  CostScope cost(cost_);
   format::FreeRecord rec;
   rec.thread = thread_id();
   rec.api = api;
@@ -174,6 +176,7 @@ bool block_action_has_stack(uint32_t action) {
 
 void EventRecorder::block(uint32_t allocator, uint32_t action, int device, uint64_t address,
                           uint64_t size, uint64_t stream) {
+  CostScope cost(cost_);
   format::BlockRecord rec;
   rec.thread = thread_id();
   rec.allocator = allocator;
@@ -182,11 +185,19 @@ void EventRecorder::block(uint32_t allocator, uint32_t action, int device, uint6
   rec.address = address;
   rec.size = size;
   rec.stream = stream;
-  rec.stack = block_action_has_stack(action) ? stack_here() : 0;
-  // Phases opened before the trace existed go first, as for an allocation.
+  rec.stack = block_action_has_stack(action) ? cost.stack([&] { return stack_here(); }) : 0;
+  // Phases opened before the trace existed go first, as for an allocation (the record may be
+  // the one that creates the trace, which they then follow).
   phases_.flush_if_pending();
   writer_.record(rec);
   phases_.flush_if_pending();
+}
+
+void EventRecorder::finish() {
+  if (!cost_.on() || !writer_.started()) return;
+  format::NoteRecord note;
+  note.text = cost_.note();
+  writer_.record(note);
 }
 
 void EventRecorder::context_destroying(uint64_t context, format::Api api) {
@@ -235,6 +246,7 @@ void EventRecorder::after_fork_in_child() {
   high_water_.after_fork_in_child();
   contexts_.clear();
   next_context_id_ = 1;
+  cost_.clear();
   contexts_epoch_.fetch_add(1, std::memory_order_release);
   contexts_mutex_.unlock();
 }

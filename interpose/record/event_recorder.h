@@ -10,6 +10,7 @@
 #include "format/records.h"
 #include "interpose/config.h"
 #include "interpose/record/phase_recorder.h"
+#include "interpose/record/recorder_cost.h"
 #include "interpose/record/trace_writer.h"
 #include "interpose/sampler/device_high_water.h"
 #include "interpose/sampler/sampler.h"
@@ -29,7 +30,8 @@ class EventRecorder {
         phases_(phases),
         python_(writer, config.test_python_api),
         modules_(writer),
-        stacks_(writer) {}
+        stacks_(writer),
+        cost_(config.self_time) {}
 
   // After the real allocation returned: a success with its address, or the failure with the
   // size that was asked for. `error` is the CUresult (0 = success); `context` the handle of the
@@ -53,6 +55,9 @@ class EventRecorder {
   // OOM), without one for the others (a free's stack says nothing the alloc's did not).
   void block(uint32_t allocator, uint32_t action, int device, uint64_t address, uint64_t size,
              uint64_t stream);
+
+  // At a normal exit, before the trace's end: the note of what recording cost, when asked for.
+  void finish();
 
   // Before a context goes, with everything it still owns.
   void context_destroying(uint64_t context, format::Api api);
@@ -93,6 +98,7 @@ class EventRecorder {
   std::vector<KnownContext> contexts_;
   uint32_t next_context_id_ = 1;
   std::atomic<uint64_t> contexts_epoch_{1};
+  RecorderCost cost_;
 };
 
 }  // namespace gmt::interpose

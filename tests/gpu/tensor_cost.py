@@ -6,7 +6,9 @@ Usage: python3 tensor_cost.py [--history python|all] OUT_JSON
 A loop makes and drops a small CUDA tensor 12 Python calls deep, as a model's layer would: each
 tensor is one block allocation and its free, served from the allocator's cache (no driver call,
 no kernel), so the time is the CPU's alone and a tracer's cost per block event is the difference
-between runs. "ms_per_step" is the time for 1000 tensors; "ns_per_tensor" the same per tensor.
+between runs. "ms_per_step" is the time for 1000 tensors; "ns_per_tensor" the same per tensor;
+"cycles_per_step" and "instructions_per_step" the CPU's counts for 1000 tensors, where the kernel
+gives them (tests/gpu/cpu_counters.py).
 With --history, PyTorch's own torch.cuda.memory._record_memory_history(stacks=...) is on.
 """
 import json
@@ -15,6 +17,8 @@ import sys
 import time
 
 import torch
+
+from cpu_counters import Counters
 
 TENSORS = 1000
 DEPTH = 12
@@ -41,15 +45,21 @@ def main():
         torch.cuda.memory._record_memory_history(max_entries=100000, stacks=history)
     for _ in range(20):
         make_and_drop(device, DEPTH)
-    samples = []
+    counters = Counters()
+    samples, counted = [], []
     for _ in range(9):
+        counters.start()
         t0 = time.perf_counter()
         for _ in range(20):
             make_and_drop(device, DEPTH)
         samples.append((time.perf_counter() - t0) / 20 * 1e3)
+        counted.append(counters.stop())
     ms = statistics.median(samples)
     result = {"ms_per_step": ms, "samples": samples, "ns_per_tensor": ms * 1e6 / TENSORS,
-              "model": "tensors"}
+              "model": "tensors", "counters_error": counters.error}
+    if counters.available():
+        for name in ("cycles", "instructions"):
+            result[f"{name}_per_step"] = statistics.median(c[name] / 20 for c in counted)
     print(json.dumps(result))
     with open(args[0], "w") as f:
         json.dump(result, f)

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -175,6 +177,44 @@ TEST_F(FrameworkBlocks, DumpPrintsTheBlockRecords) {
   // Per step: 5 allocs, 5 frees of two events each, and every third step a kept block; the
   // weights; the segments.
   EXPECT_EQ(blocks, 60 * 15 + 20 + 1 + segment_allocs);
+}
+
+// GPUMEMTRACE_SELF_TIME=1: the trace ends with what recording cost, counting every event the
+// recorder handled (the segments' driver allocations and every block event), with the time of
+// taking stacks (on by default) inside the recorder's.
+TEST_F(FrameworkBlocks, TheRecordersCostIsNotedWhenAskedFor) {
+  const ProcessResult run =
+      run_traced("workload_cached_training", {"60"}, {{"GPUMEMTRACE_SELF_TIME", "1"}});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  last_output_ = run.out;
+  const std::string trace = only_trace();
+  const int segments = printed(last_output_, "segments");
+  const long long blocks = static_cast<long long>(block_records(trace).size());
+  ASSERT_EQ(blocks, 60 * 15 + 20 + 1 + segments);
+  const json r = command_json({"report", "--json", trace});
+  std::vector<std::string> cost_notes;
+  for (const json& note : r["traces"][0]["notes"]) {
+    if (note.get<std::string>().starts_with("recorder cost: ")) cost_notes.push_back(note);
+  }
+  ASSERT_EQ(cost_notes.size(), 1u) << r["traces"][0]["notes"].dump();
+  long long events = 0, total_ns = 0, stack_ns = 0;
+  ASSERT_EQ(std::sscanf(cost_notes[0].c_str(),
+                        "recorder cost: %lld events, %lld ns in the recorder, %lld ns of it taking "
+                        "stacks (GPUMEMTRACE_SELF_TIME)",
+                        &events, &total_ns, &stack_ns),
+            3)
+      << cost_notes[0];
+  EXPECT_EQ(events, blocks + segments);  // each segment is one driver allocation too
+  EXPECT_GT(stack_ns, 0);
+  EXPECT_GT(total_ns, stack_ns);
+
+  // Without the variable, no note (and no clock read for it).
+  std::filesystem::remove(trace);
+  const ProcessResult plain = run_traced("workload_cached_training", {"60"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  const json plain_report = command_json({"report", "--json", only_trace()});
+  for (const json& note : plain_report["traces"][0]["notes"])
+    EXPECT_FALSE(note.get<std::string>().starts_with("recorder cost")) << note;
 }
 
 // PyTorch's trace entries give the size asked for (4 bytes for a scalar, 3 MiB + 1000 for a kept
