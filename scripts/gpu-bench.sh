@@ -13,9 +13,11 @@
 # the same cores, which narrows the spread of a CPU-bound step. GMT_BENCH_MODEL=tensors times
 # tensors made and dropped from the caching allocator instead of a step (tests/gpu/tensor_cost.py):
 # what one block allocation and its free cost each configuration, in ns, to better than a step's
-# spread; the table then adds what each configuration adds per tensor. Every run also counts
-# the CPU's cycles and instructions (tests/gpu/cpu_counters.py): with GMT_BENCH_CPUS, on those
-# CPUs, whichever thread runs there, which a busy host's clock changes do not move.
+# spread; the table then adds the ns each configuration adds per tensor.
+# After the rounds, each traced configuration runs once more with GPUMEMTRACE_SELF_TIME=1: the
+# recorder's own time, measured inside that process, per event and as a share of its step. On a
+# shared host, wall time moves by tens of percent from one process to the next; that share does
+# not move with it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-${OUT:-gpu-bench-output}}"
@@ -40,7 +42,8 @@ measure() {  # measure ALLOCATOR MODE ROUND
     untraced) "${pin[@]}" env "${env[@]}" python3 "$workload" "$out/$name.json" ;;
     torch_history_python) "${pin[@]}" env "${env[@]}" python3 "$workload" --history python "$out/$name.json" ;;
     torch_history_all) "${pin[@]}" env "${env[@]}" python3 "$workload" --history all "$out/$name.json" ;;
-    gmt_*) "${pin[@]}" env "${env[@]}" GPUMEMTRACE_STACKS="${mode#gmt_}" "$gmt" run -o "$out/$name.%p.gmt" -- \
+    gmt_*) [ -n "${GMT_SELF_TIME_RUN:-}" ] && env+=(GPUMEMTRACE_SELF_TIME=1)
+      "${pin[@]}" env "${env[@]}" GPUMEMTRACE_STACKS="${mode#gmt_}" "$gmt" run -o "$out/$name.%p.gmt" -- \
       python3 "$workload" "$out/$name.json" ;;
   esac >"$out/$name.log" 2>&1 || echo "FAIL $name (see $name.log)"
 }
@@ -60,12 +63,9 @@ python3 - "$out" "$rounds" "${allocators[*]}" "${modes[@]}" <<'PY'
 import json, os, statistics, sys
 out, rounds, allocators, modes = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4:]
 tensors = os.environ.get("GMT_BENCH_MODEL") == "tensors"
-# Per 1000 tensors, the figures added over untraced are per tensor once divided by 1000: ms
-# become us, hence ns after * 1000 ... and cycles per tensor after / 1000.
 unit = "1000 tensors" if tensors else "step"
-print(f"{'allocator':10} {'mode':22} {'ms':>8} {'vs':>7} {'Mcycles':>8} {'vs':>7} {'Minstr':>8} {'vs':>7}"
-      + (f" {'+ns':>6} {'+cycles':>8} {'+instr':>8}" if tensors else "")
-      + f"   rounds (ms per {unit})")
+print(f"{'allocator':10} {'mode':22} {'ms':>8} {'vs untraced':>12}"
+      + (f" {'ns added/tensor':>16}" if tensors else "") + f"   rounds (ms per {unit})")
 for allocator in allocators:
     base = None
     for mode in modes:
@@ -73,7 +73,7 @@ for allocator in allocators:
         for r in range(1, rounds + 1):
             path = os.path.join(out, f"{allocator}.{mode}.{r}.json")
             if os.path.exists(path):
-                runs.append(json.load(open(path)))
+                runs.append(json.load(open(path))["ms_per_step"])
         not_run = os.path.join(out, f"{allocator}.{mode}.not_run")
         if not runs and os.path.exists(not_run):
             print(f"{allocator:10} {mode:22} {'n/a':>8}   ({open(not_run).read().strip()})")
@@ -81,34 +81,48 @@ for allocator in allocators:
         if not runs:
             print(f"{allocator:10} {mode:22} {'failed':>8}   (see {allocator}.{mode}.*.log)")
             continue
-        def median(key):
-            values = [r[key] for r in runs if r.get(key) is not None]
-            return statistics.median(values) if values else None
-        row = {"ms": median("ms_per_step"), "cycles": median("cycles_per_step"),
-               "instructions": median("instructions_per_step")}
-        if mode == "untraced":
-            base = row
-        def ratio(key):
-            return f"{row[key] / base[key]:.3f}x" if base and base[key] and row[key] else "-"
-        def millions(key):
-            return f"{row[key] / 1e6:8.3f}" if row[key] is not None else f"{'-':>8}"
-        line = (f"{allocator:10} {mode:22} {row['ms']:8.3f} {ratio('ms'):>7} {millions('cycles')} "
-                f"{ratio('cycles'):>7} {millions('instructions')} {ratio('instructions'):>7}")
-        if tensors:
-            def added(key, scale):
-                if not base or base[key] is None or row[key] is None:
-                    return "-"
-                return f"{(row[key] - base[key]) * scale:.0f}"
-            line += (f" {added('ms', 1000):>6} {added('cycles', 1e-3):>8}"
-                     f" {added('instructions', 1e-3):>8}")
-        line += "   " + " ".join(f"{r['ms_per_step']:.3f}" for r in runs)
-        print(line)
-errors = {r.get("counters_error") for a in allocators for m in modes for k in range(1, rounds + 1)
-          for p in [os.path.join(out, f"{a}.{m}.{k}.json")] if os.path.exists(p)
-          for r in [json.load(open(p))] if r.get("counters_error")}
-for e in sorted(errors):
-    print(f"CPU counters unavailable: {e}")
+        ms = statistics.median(runs)
+        base = ms if mode == "untraced" else base
+        ratio = f"{ms / base:.3f}x" if base else "-"
+        # 1000 tensors per step: the ms a step gains are the us, so ns / 1000, a tensor gains.
+        added = (f" {(ms - base) * 1000:16.0f}" if base else f" {'-':>16}") if tensors else ""
+        print(f"{allocator:10} {mode:22} {ms:8.3f} {ratio:>12}{added}   "
+              f"{' '.join(f'{x:.3f}' for x in runs)}")
 PY
+
+# The recorder's own share, measured inside one traced run per configuration.
+cost_rows=()
+for allocator in "${allocators[@]}"; do
+  for mode in "${modes[@]}"; do
+    [ "${mode#gmt_}" = "$mode" ] && continue
+    GMT_SELF_TIME_RUN=1 measure "$allocator" "$mode" cost
+    cost_rows+=("$allocator.$mode")
+  done
+done
+if [ "${#cost_rows[@]}" -gt 0 ]; then
+  echo
+  python3 - "$out" "$gmt" "${cost_rows[@]}" <<'PY'
+import glob, json, re, subprocess, sys
+out, gmt, rows = sys.argv[1], sys.argv[2], sys.argv[3:]
+note_re = re.compile(r"recorder cost: (\d+) events, (\d+) ns in the recorder, (\d+) ns of it")
+print(f"{'configuration':26} {'events/step':>11} {'ns/event':>9} {'of it stacks':>13}"
+      f" {'us/step':>8} {'ms/step':>8} {'recorder share':>15}")
+for row in rows:
+    try:
+        result = json.load(open(f"{out}/{row}.cost.json"))
+        trace = glob.glob(f"{out}/{row}.cost.*.gmt")[0]
+        dump = subprocess.run([gmt, "dump", trace], capture_output=True, text=True).stdout
+        events, total, stacks = map(int, note_re.search(dump).groups())
+    except (OSError, IndexError, AttributeError, ValueError) as e:
+        print(f"{row:26} no cost note ({e.__class__.__name__}: {e})")
+        continue
+    per_step = events / result["steps_run"]
+    us_per_step = total / result["steps_run"] / 1e3
+    share = us_per_step / 1e3 / result["ms_per_step"]
+    print(f"{row:26} {per_step:11.1f} {total / events:9.0f} {stacks / events:13.0f}"
+          f" {us_per_step:8.1f} {result['ms_per_step']:8.3f} {share:14.1%}")
+PY
+fi
 
 # What the traced runs saw, by kind: the async runs' allocations must be stream-ordered ones.
 for allocator in "${allocators[@]}"; do
