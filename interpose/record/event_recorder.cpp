@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "interpose/record/event_recorder.h"
 
+#include <algorithm>
+
 #include "interpose/common/thread_id.h"
 #include "interpose/record/public_api_scope.h"
 
@@ -51,9 +53,19 @@ uint32_t EventRecorder::stack_here() {
   const StackMode mode = config_.stacks;
   if (mode == StackMode::kNone) return 0;
   uint64_t frames[2 * format::StackRecord::kMaxFrames];
-  const int native = mode == StackMode::kPython ? 0 : native_.capture(frames, config_.stack_depth);
-  const int python =
-      mode == StackMode::kNative ? 0 : python_.capture(frames + native, config_.stack_depth);
+  const int depth = config_.stack_depth;
+  if (mode != StackMode::kAll) {
+    const int native = mode == StackMode::kPython ? 0 : native_.capture(frames, depth);
+    const int python = mode == StackMode::kNative ? 0 : python_.capture(frames + native, depth);
+    return stacks_.intern(frames, native, python, [&] { modules_.cover(frames, native); });
+  }
+  // Python frames first: only a stack that has them may end its native frames at the
+  // interpreter, where they stand for the rest.
+  uint64_t* python_frames = frames + format::StackRecord::kMaxFrames;
+  const int python = python_.capture(python_frames, depth);
+  const int native =
+      python > 0 ? native_.capture_to_interpreter(frames, depth) : native_.capture(frames, depth);
+  std::copy(python_frames, python_frames + python, frames + native);
   return stacks_.intern(frames, native, python, [&] { modules_.cover(frames, native); });
 }
 

@@ -5,6 +5,9 @@
 #include <algorithm>
 
 #include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
 
 #include "tests/integration/traced_run_fixture.h"
 
@@ -105,7 +108,8 @@ class PythonStacks : public Stacks, public ::testing::WithParamInterface<std::st
  protected:
   // Runs python_allocations.py traced with Python stacks, its loader (and frame path) the
   // parameter's, with `extra` arguments after it.
-  ProcessResult run_allocations(const std::vector<std::string>& extra = {}) {
+  ProcessResult run_allocations(const std::vector<std::string>& extra = {},
+                                const std::string& stacks = "python") {
     const bool api = GetParam() == "PyDLL-api";
     ProcessSpec spec;
     spec.argv = {"/usr/bin/env", "python3", workload("python_allocations.py"),
@@ -114,7 +118,7 @@ class PythonStacks : public Stacks, public ::testing::WithParamInterface<std::st
     spec.argv.insert(spec.argv.end(), extra.begin(), extra.end());
     spec.set_env = base_env();
     spec.set_env["LD_PRELOAD"] = preload();
-    spec.set_env["GPUMEMTRACE_STACKS"] = "python";
+    spec.set_env["GPUMEMTRACE_STACKS"] = stacks;
     if (api) spec.set_env["GPUMEMTRACE_TEST_PYTHON_API"] = "1";
     spec.cwd = dir_;
     return run_process(spec);
@@ -159,6 +163,69 @@ TEST_P(PythonStacks, AForksChildNamesTheFramesItsParentHadMet) {
       << frames.dump(1);
   EXPECT_TRUE(has_frame(frames, "Model.build_layer", "python_allocations.py",
                         printed(r.out, "build_layer_line"), "python"))
+      << frames.dump(1);
+}
+
+// With native and Python frames (the default), a stack's native frames end at the interpreter's
+// first frame, where its Python frames take over: the interpreter's frames below it are not
+// unwound (the analyzer would drop them). The report is unchanged: the Python frames follow the
+// native ones.
+TEST_P(PythonStacks, NativeFramesEndAtTheInterpretersFirstFrame) {
+  if (system("python3 -c pass") != 0) GTEST_SKIP() << "python3 is not installed";
+  const ProcessResult r = run_allocations({}, "all");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string trace = only_trace();
+  const ProcessResult dump = cli({"dump", trace});
+  ASSERT_EQ(dump.exit_code, 0) << dump.err;
+  struct Module {
+    std::string name;
+    uint64_t start, end;
+  };
+  std::vector<Module> modules;
+  std::map<uint32_t, json> stacks;
+  std::set<uint32_t> layer_stacks;  // the stacks of the three 64 MiB layers
+  std::istringstream lines(dump.out);
+  for (std::string line; std::getline(lines, line);) {
+    const json rec = json::parse(line);
+    if (rec["record"] == "module") {
+      const std::string path = rec["path"];
+      modules.push_back({path.substr(path.rfind('/') + 1), rec["start"], rec["end"]});
+    } else if (rec["record"] == "stack") {
+      stacks[rec["id"]] = rec;
+    } else if (rec["record"] == "alloc" && rec["size"] == 64 * kMiB) {
+      layer_stacks.insert(rec["stack"].get<uint32_t>());
+    }
+  }
+  const auto module_of = [&](uint64_t address) -> std::string {
+    for (const Module& m : modules) {
+      if (address >= m.start && address < m.end) return m.name;
+    }
+    return "?";
+  };
+  const auto interpreter = [](const std::string& name) {
+    return name.starts_with("libpython") || name.starts_with("python");
+  };
+  ASSERT_EQ(layer_stacks.size(), 1u) << dump.out;
+  const json& stack = stacks.at(*layer_stacks.begin());
+  ASSERT_EQ(stack["python"].size(), 5u) << stack.dump();  // allocate .. <module>
+  std::vector<std::string> names;
+  for (uint64_t address : stack["frames"]) names.push_back(module_of(address));
+  ASSERT_GE(names.size(), 2u) << stack.dump();
+  EXPECT_EQ(names.front(), "libcudart.so.13");
+  EXPECT_TRUE(interpreter(names.back())) << testing::PrintToString(names);
+  EXPECT_EQ(std::count_if(names.begin(), names.end(), interpreter), 1)
+      << testing::PrintToString(names);
+
+  const json frames = site_frames(report({trace}), 192 * kMiB);
+  // The native frames down to ctypes, then the five Python frames, innermost first.
+  ASSERT_GT(frames.size(), 5u) << frames.dump(1);
+  EXPECT_EQ(frames[0]["function"], "cudaMalloc") << frames.dump(1);
+  const std::size_t first_python = frames.size() - 5;
+  EXPECT_EQ(frames[first_python - 1]["kind"], "native") << frames.dump(1);
+  EXPECT_EQ(frames[first_python]["function"], "allocate") << frames.dump(1);
+  EXPECT_EQ(frames.back()["function"], "<module>") << frames.dump(1);
+  EXPECT_TRUE(
+      has_frame(frames, "main", "python_allocations.py", printed(r.out, "main_line"), "python"))
       << frames.dump(1);
 }
 
