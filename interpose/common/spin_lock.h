@@ -3,10 +3,12 @@
 // owned by its writing thread): one atomic exchange to take it and a plain store to give it back,
 // where std::mutex pays two atomic read-modify-writes, a sixth of a recorded event's cost. A thread
 // that finds it taken (a checkpoint holds every shard while it writes) spins briefly, then yields
-// the core, since the holder may hold it for the milliseconds a large checkpoint takes.
+// the core, then sleeps in short naps: the holder may hold it for the milliseconds a large
+// checkpoint takes, and a waiter must not burn a core meanwhile.
 #pragma once
 
 #include <sched.h>
+#include <time.h>
 
 #include <atomic>
 
@@ -25,8 +27,11 @@ class SpinLock {
     for (int spins = 0; taken_.load(std::memory_order_relaxed); ++spins) {
       if (spins < 64) {
         relax();
-      } else {
+      } else if (spins < 128) {
         sched_yield();
+      } else {
+        const timespec nap{0, 20 * 1000};
+        nanosleep(&nap, nullptr);
       }
     }
   }
