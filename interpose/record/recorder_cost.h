@@ -3,7 +3,8 @@
 // the recorder handled (allocations, frees, caching allocators' block events) and the time its
 // threads spent in it, taking stacks apart. A benchmark across processes compares runs that a
 // shared host's clock and neighbours move by tens of percent; this is the recorder's own share of
-// the one run, whatever the host did. Off by default: it reads the clock twice more per event.
+// the one run, whatever the host did. Off by default: it reads the clock two more times per event
+// (four for an event with a stack).
 #pragma once
 
 #include <atomic>
