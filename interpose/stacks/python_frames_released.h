@@ -23,9 +23,11 @@ class ReleasedFrameReader {
  public:
   using Lookup = void* (*)(const char* name);
 
+  // No default member initializers: an array of them is filled by walk(), and zeroing it first
+  // cost every stack about as many instructions as the walk itself.
   struct Frame {
-    const void* code = nullptr;
-    const void* prev_instr = nullptr;  // the instruction it is at: line_of() gives its line
+    const void* code;
+    const void* prev_instr;  // the instruction it is at: line_of() gives its line
   };
   // What identifies a code object beyond its address (which a new code object may reuse once
   // the old one is gone: we hold no reference).

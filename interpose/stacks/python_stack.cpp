@@ -175,8 +175,9 @@ int PythonStack::capture_released(uint64_t* frames, int max) {
   // A thread that ever ran Python keeps its thread state while it is in C code.
   const void* tstate = api_.this_thread_state();
   if (tstate == nullptr) return 0;
-  ReleasedFrameReader::Frame walked[2 * format::StackRecord::kMaxFrames];
-  const int count = released_.walk(tstate, walked, max < 128 ? max : 128);
+  constexpr int kMostFrames = 128;
+  ReleasedFrameReader::Frame walked[kMostFrames];  // not initialized: walk() fills what it gives
+  const int count = released_.walk(tstate, walked, max < kMostFrames ? max : kMostFrames);
   int n = 0;
   for (int i = 0; i < count; ++i) {
     if (const uint64_t frame = released_frame(walked[i])) frames[n++] = frame;
