@@ -63,8 +63,8 @@ for mode in "${modes[@]}"; do
   recorder_args+=("$mode" "$scratch/recorder.$mode.json")
 done
 # A bounded trace (GPUMEMTRACE_MAX_SIZE): every allocation and free also goes through the live
-# set the checkpoints are written from (16 shards by address, a lock each); the run writes far
-# more than its limit.
+# set the checkpoints are written from (one shard per writing thread, a spin lock each); the run
+# writes far more than its limit.
 echo "bench: running recorder_bench with GPUMEMTRACE_STACKS=native GPUMEMTRACE_MAX_SIZE=64MiB" >&2
 GPUMEMTRACE_STACKS=native GPUMEMTRACE_MAX_SIZE=64MiB GPUMEMTRACE_OUTPUT="$scratch/recorder.bounded.%p.gmt" \
   "$dir/bin/recorder_bench" --benchmark_repetitions=9 --benchmark_min_time=0.1 \
