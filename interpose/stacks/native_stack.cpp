@@ -3,18 +3,30 @@
 
 #include <dlfcn.h>
 #include <link.h>
-
 #include <unistd.h>
 
 #include <algorithm>
 #include <climits>
 #include <string_view>
+#include <utility>
 
 #include "interpose/common/diagnostic.h"
 #include "interpose/common/real_dlsym.h"
 
 namespace gmt::interpose {
 namespace {
+
+// The addresses a loaded module spans: from its first loadable segment to its last.
+std::pair<uint64_t, uint64_t> loaded_extent(const dl_phdr_info* info) {
+  uint64_t start = UINT64_MAX, end = 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD) continue;
+    start = std::min<uint64_t>(start, info->dlpi_addr + ph.p_vaddr);
+    end = std::max<uint64_t>(end, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
+  }
+  return {start, end};
+}
 
 struct RangeSearch {
   uint64_t address;
@@ -24,13 +36,7 @@ struct RangeSearch {
 
 int find_module_range(dl_phdr_info* info, size_t, void* data) {
   auto* search = static_cast<RangeSearch*>(data);
-  uint64_t start = UINT64_MAX, end = 0;
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-    if (ph.p_type != PT_LOAD) continue;
-    start = std::min<uint64_t>(start, info->dlpi_addr + ph.p_vaddr);
-    end = std::max<uint64_t>(end, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
-  }
+  const auto [start, end] = loaded_extent(info);
   if (search->address >= start && search->address < end) {
     search->start = start;
     search->end = end;
@@ -48,7 +54,7 @@ bool interpreter_name(std::string_view path) {
 
 struct InterpreterSearch {
   std::string_view executable;
-  std::array<uint64_t, 4> ranges{};  // start, end of each module found
+  std::array<std::pair<uint64_t, uint64_t>, 2> extents{};
   int found = 0;
 };
 
@@ -59,18 +65,8 @@ int find_interpreter_modules(dl_phdr_info* info, size_t, void* data) {
                                     ? info->dlpi_name
                                     : search->executable;
   if (!interpreter_name(path) || search->found == 2) return 0;
-  uint64_t start = UINT64_MAX, end = 0;
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-    if (ph.p_type != PT_LOAD) continue;
-    start = std::min<uint64_t>(start, info->dlpi_addr + ph.p_vaddr);
-    end = std::max<uint64_t>(end, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
-  }
-  if (end > start) {
-    search->ranges[2 * search->found] = start;
-    search->ranges[2 * search->found + 1] = end;
-    ++search->found;
-  }
+  const auto extent = loaded_extent(info);
+  if (extent.second > extent.first) search->extents[search->found++] = extent;
   return 0;
 }
 
@@ -89,7 +85,7 @@ void NativeStack::find_interpreter() {
   if (n > 0) search.executable = std::string_view(executable, static_cast<std::size_t>(n));
   dl_iterate_phdr(find_interpreter_modules, &search);
   for (int i = 0; i < search.found; ++i)
-    interpreter_[i] = Range{search.ranges[2 * i], search.ranges[2 * i + 1]};
+    interpreter_[i] = Range{search.extents[i].first, search.extents[i].second};
   interpreter_count_ = search.found;
 }
 
