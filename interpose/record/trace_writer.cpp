@@ -670,8 +670,13 @@ void TraceWriter::write_checkpoint() {
   if (!append_locked(checkpoints_, ChunkRole::kCheckpoints, begin)) return;
   uint64_t items = 0;
   bool whole = true;
-  live_->for_each_allocation([&](const format::AllocRecord& a) {
+  // Each carried record, until one does not fit: the checkpoint is then not whole, and not ended.
+  const auto carry = [&](const auto& c) {
     if (!whole) return;
+    whole = append_locked(checkpoints_, ChunkRole::kCheckpoints, c);
+    items += whole ? 1 : 0;
+  };
+  live_->for_each_allocation([&](const format::AllocRecord& a) {
     format::CarriedRecord c;
     c.time_ns = time;
     c.checkpoint = id;
@@ -684,11 +689,9 @@ void TraceWriter::write_checkpoint() {
     c.size = a.size;
     c.context = a.context;
     c.stack = a.stack;
-    whole = append_locked(checkpoints_, ChunkRole::kCheckpoints, c);
-    items += whole ? 1 : 0;
+    carry(c);
   });
   live_->for_each_block_record([&](const format::BlockRecord& b) {
-    if (!whole) return;
     format::CarriedBlockRecord c;
     c.time_ns = time;
     c.checkpoint = id;
@@ -700,12 +703,10 @@ void TraceWriter::write_checkpoint() {
     c.size = b.size;
     c.stream = b.stream;
     c.stack = b.stack;
-    whole = append_locked(checkpoints_, ChunkRole::kCheckpoints, c);
-    items += whole ? 1 : 0;
+    carry(c);
   });
   const auto carry_vmm = [&](format::CarriedVmmAction action, uint64_t handle,
                              const format::MapRecord* map) {
-    if (!whole) return;
     format::CarriedVmmRecord c;
     c.time_ns = time;
     c.checkpoint = id;
@@ -718,15 +719,13 @@ void TraceWriter::write_checkpoint() {
       c.size = map->size;
       c.offset = map->offset;
     }
-    whole = append_locked(checkpoints_, ChunkRole::kCheckpoints, c);
-    items += whole ? 1 : 0;
+    carry(c);
   };
   live_->vmm().for_each(
       [&](const format::MapRecord& m) { carry_vmm(format::CarriedVmmAction::kMap, m.handle, &m); },
       [&](uint64_t handle) { carry_vmm(format::CarriedVmmAction::kRetain, handle, nullptr); },
       [&](uint64_t handle) { carry_vmm(format::CarriedVmmAction::kRelease, handle, nullptr); });
   live_->phases().for_each([&](const format::PhaseRecord& p) {
-    if (!whole) return;
     format::CarriedPhaseRecord c;
     c.time_ns = time;
     c.checkpoint = id;
@@ -736,8 +735,7 @@ void TraceWriter::write_checkpoint() {
     c.domain = p.domain;
     c.name = p.name;
     c.range = p.range;
-    whole = append_locked(checkpoints_, ChunkRole::kCheckpoints, c);
-    items += whole ? 1 : 0;
+    carry(c);
   });
   if (!whole) return;
   format::CheckpointRecord end = begin;
