@@ -2,10 +2,9 @@
 // What a bounded trace's checkpoint carries: every allocation live now, with its Alloc record's
 // fields, every block and segment the caching allocators reported live (LiveBlocks), the VMM
 // mappings and handle references that keep physical memory alive (LiveVmm), and the phases open
-// (LivePhases). Kept only
-// when the trace is bounded (GPUMEMTRACE_MAX_SIZE), by the writer, which applies each allocation,
-// free and context teardown under the lock it writes the record in, so that a checkpoint's live set
-// is exactly the records before its time.
+// (LivePhases). Kept only when the trace is bounded (GPUMEMTRACE_MAX_SIZE), by the writer, which
+// applies each allocation, free and context teardown under the lock it writes the record in, so
+// that a checkpoint's live set is exactly the records before its time.
 #pragma once
 
 #include <algorithm>
