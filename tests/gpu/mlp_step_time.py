@@ -10,21 +10,16 @@ whose time is the CPU's (launches, autograd, the allocator and whatever records 
 tracer's cost per allocation shows instead of hiding behind the GPU's work.
 """
 import os
-import json
 import statistics
-import sys
 import time
 
 import torch
 
+from bench_run import arguments, start_history, write_result
+
 
 def main():
-    args = sys.argv[1:]
-    history = None
-    if args and args[0] == "--history":
-        history = args[1]
-        args = args[2:]
-    out_path = args[0]
+    history, out_path = arguments()
     torch.manual_seed(0)
     device = torch.device("cuda:0")
     small = os.environ.get("GMT_BENCH_MODEL") == "small"
@@ -41,8 +36,7 @@ def main():
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     x = torch.randn(rows, features, device=device)
     y = torch.randn(rows, features, device=device)
-    if history is not None:
-        torch.cuda.memory._record_memory_history(max_entries=100000, stacks=history)
+    start_history(history)
 
     def step():
         optimizer.zero_grad(set_to_none=True)
@@ -66,9 +60,7 @@ def main():
     result = {"ms_per_step": statistics.median(times), "samples": times,
               "allocator_backend": torch.cuda.get_allocator_backend(),
               "model": "small" if small else "large", "steps_run": 20 + 5 * steps}
-    print(json.dumps(result))
-    with open(out_path, "w") as f:
-        json.dump(result, f)
+    write_result(out_path, result)
 
 
 if __name__ == "__main__":

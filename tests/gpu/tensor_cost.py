@@ -10,12 +10,12 @@ between runs. "ms_per_step" is the time for 1000 tensors; "ns_per_tensor" the sa
 "steps_run" how many such steps the process ran, warm-up included.
 With --history, PyTorch's own torch.cuda.memory._record_memory_history(stacks=...) is on.
 """
-import json
 import statistics
-import sys
 import time
 
 import torch
+
+from bench_run import arguments, start_history, write_result
 
 TENSORS = 1000
 DEPTH = 12
@@ -31,15 +31,10 @@ def make_and_drop(device, depth):
 
 
 def main():
-    args = sys.argv[1:]
-    history = None
-    if args and args[0] == "--history":
-        history = args[1]
-        args = args[2:]
+    history, out_path = arguments()
     device = torch.device("cuda:0")
     torch.empty(1, device=device)  # the context and the allocator's first segment
-    if history is not None:
-        torch.cuda.memory._record_memory_history(max_entries=100000, stacks=history)
+    start_history(history)
     for _ in range(20):
         make_and_drop(device, DEPTH)
     samples = []
@@ -52,9 +47,7 @@ def main():
     # Steps of 1000 tensors, warm-up included: what the trace's events are divided by.
     result = {"ms_per_step": ms, "samples": samples, "ns_per_tensor": ms * 1e6 / TENSORS,
               "model": "tensors", "steps_run": 20 + 9 * 20}
-    print(json.dumps(result))
-    with open(args[0], "w") as f:
-        json.dump(result, f)
+    write_result(out_path, result)
 
 
 if __name__ == "__main__":
