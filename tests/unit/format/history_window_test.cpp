@@ -48,14 +48,20 @@ void set_word(ChunkedFile& file, std::size_t offset, uint64_t value) {
   std::memcpy(file.bytes().data() + offset, &value, sizeof value);
 }
 
-// Definitions (writer 0), checkpoints 1 and 2 (writer 1; checkpoint 2 whole only when
-// `second_whole`), and the one thread's chunk left after its first three were reused.
-ChunkedFile bounded_file(uint64_t valid_from, bool second_whole) {
+// A bounded trace's header, valid from checkpoint `valid_from`, and its definitions (writer 0).
+ChunkedFile bounded_header(uint64_t valid_from) {
   ChunkedFile file;
   set_word(file, BoundedHeaderLayout::kMaxSize, 1 << 20);
   set_word(file, BoundedHeaderLayout::kValidFrom, valid_from);
-  set_word(file, BoundedHeaderLayout::kDroppedRecords, 50);
   file.add_chunk(0, 0, 0, process_record());
+  return file;
+}
+
+// Definitions (writer 0), checkpoints 1 and 2 (writer 1; checkpoint 2 whole only when
+// `second_whole`), and the one thread's chunk left after its first three were reused.
+ChunkedFile bounded_file(uint64_t valid_from, bool second_whole) {
+  ChunkedFile file = bounded_header(valid_from);
+  set_word(file, BoundedHeaderLayout::kDroppedRecords, 50);
   std::vector<Record> checkpoints = {checkpoint(100, 1, CheckpointAction::kBegin),
                                      carried(100, 1, 0xa000, 64),
                                      checkpoint(100, 1, CheckpointAction::kEnd, 1),
@@ -184,10 +190,7 @@ BlockRecord block_at(uint64_t t, BlockAction action, uint64_t address, uint64_t 
 // A caching allocator's blocks and segments carried by the checkpoint come as Block records at
 // its time, in the order written, with their fields; its block events before that time do not.
 TEST(HistoryWindow, CarriedBlocksAreGivenAsBlockRecordsAtTheCheckpointsTime) {
-  ChunkedFile file;
-  set_word(file, BoundedHeaderLayout::kMaxSize, 1 << 20);
-  set_word(file, BoundedHeaderLayout::kValidFrom, 1);
-  file.add_chunk(0, 0, 0, process_record());
+  ChunkedFile file = bounded_header(1);
   file.add_chunk_of(1, 0, 0,
                     {checkpoint(300, 1, CheckpointAction::kBegin), carried(300, 1, 0xa000, 1 << 20),
                      carried_block(1, BlockAction::kSegmentAlloc, 0xa000, 1 << 20, 4),
@@ -247,10 +250,7 @@ CarriedVmmRecord carried_vmm(CarriedVmmAction action, uint64_t handle, uint64_t 
 // VMM state carried by the checkpoint (4.4) comes as a Map, a RetainHandle and a cuMemRelease
 // Free at its time, in the order written, after the handle's allocation.
 TEST(HistoryWindow, CarriedVmmRecordsAreGivenAsMapsRetainsAndReleases) {
-  ChunkedFile file;
-  set_word(file, BoundedHeaderLayout::kMaxSize, 1 << 20);
-  set_word(file, BoundedHeaderLayout::kValidFrom, 1);
-  file.add_chunk(0, 0, 0, process_record());
+  ChunkedFile file = bounded_header(1);
   CarriedRecord handle = carried(300, 1, 0x77, 2 << 20);
   handle.kind = MemoryKind::kVmmPhysical;
   handle.api = Api::kCuMemCreate;
@@ -303,10 +303,7 @@ CarriedPhaseRecord carried_phase(uint32_t checkpoint, PhaseAction action, uint64
 // Phases open at the checkpoint (4.5) come as the Phase records that opened them, at its time,
 // in the order written; an older checkpoint's are left out.
 TEST(HistoryWindow, CarriedPhasesAreGivenAsThePhasesTheyOpened) {
-  ChunkedFile file;
-  set_word(file, BoundedHeaderLayout::kMaxSize, 1 << 20);
-  set_word(file, BoundedHeaderLayout::kValidFrom, 1);
-  file.add_chunk(0, 0, 0, process_record());
+  ChunkedFile file = bounded_header(1);
   file.add_chunk_of(
       1, 0, 0,
       {checkpoint(300, 1, CheckpointAction::kBegin), carried_phase(1, PhaseAction::kPush, 41, 5),
