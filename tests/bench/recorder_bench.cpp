@@ -91,19 +91,24 @@ void count_events(benchmark::State& state, uint64_t events, uint64_t cpu_start) 
       benchmark::Counter::kAvgThreads);
 }
 
+// Every benchmark's allocations: 1 MiB of device memory in one context.
+constexpr uint64_t kBytes = 1 << 20;
+
+void allocate(gmt::interpose::EventRecorder& events, uint64_t address) {
+  events.allocation(0, 0, 0x5500000000ull, gmt::format::MemoryKind::kDevice,
+                    gmt::format::Api::kCuMemAlloc, address, kBytes);
+}
+
 // One iteration: an allocation of 1 MiB and its free, as a caching allocator's blocks come and
 // go; each thread cycles through 64 addresses of its own.
 void allocate_and_free(benchmark::State& state) {
   gmt::interpose::EventRecorder& events = *recorder().events;
-  constexpr uint64_t kBytes = 1 << 20;
-  constexpr uint64_t kContext = 0x5500000000ull;
   const uint64_t base = 0x7f0000000000ull + (static_cast<uint64_t>(state.thread_index()) << 32);
   uint64_t i = 0;
   const uint64_t cpu_start = thread_cpu_ns();
   for (auto _ : state) {
     const uint64_t address = base + (i++ & 63) * kBytes;
-    events.allocation(0, 0, kContext, gmt::format::MemoryKind::kDevice,
-                      gmt::format::Api::kCuMemAlloc, address, kBytes);
+    allocate(events, address);
     events.freeing(gmt::format::Api::kCuMemFree, address);
   }
   count_events(state, 2 * state.iterations(), cpu_start);
@@ -120,8 +125,6 @@ std::atomic<uint64_t> handed[kMaxThreads];
 
 void allocate_here_free_there(benchmark::State& state) {
   gmt::interpose::EventRecorder& events = *recorder().events;
-  constexpr uint64_t kBytes = 1 << 20;
-  constexpr uint64_t kContext = 0x5500000000ull;
   const int me = state.thread_index();
   const int next = (me + 1) % state.threads();
   const uint64_t base = 0x7e0000000000ull + (static_cast<uint64_t>(me) << 32);
@@ -130,8 +133,7 @@ void allocate_here_free_there(benchmark::State& state) {
   const uint64_t cpu_start = thread_cpu_ns();
   for (auto _ : state) {
     const uint64_t address = base + (i++ & 63) * kBytes;
-    events.allocation(0, 0, kContext, gmt::format::MemoryKind::kDevice,
-                      gmt::format::Api::kCuMemAlloc, address, kBytes);
+    allocate(events, address);
     ++done;
     if (const uint64_t theirs = handed[me].exchange(0, std::memory_order_acq_rel)) {
       events.freeing(gmt::format::Api::kCuMemFree, theirs);
