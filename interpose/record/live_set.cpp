@@ -36,21 +36,18 @@ uint64_t live_key_freed_by(Api api, uint64_t address) {
 }
 
 void LiveSet::apply(const format::AllocRecord& r) {
-  format::AllocRecord replaced;
-  table_.put(live_key(r.kind, r.address), r, &replaced);
+  table_.put(live_key(r.kind, r.address), r, nullptr);
   if (r.kind == MemoryKind::kVmmPhysical) vmm_.created(r.address);
 }
 
 void LiveSet::apply(const format::FreeRecord& r) {
   if (r.api == Api::kCuMemRelease && !vmm_.released(r.address)) return;
-  format::AllocRecord taken;
-  table_.take(live_key_freed_by(r.api, r.address), &taken);
+  table_.take(live_key_freed_by(r.api, r.address), nullptr);
 }
 
 void LiveSet::apply(const format::UnmapRecord& r) {
   vmm_.apply(r, [this](uint64_t handle) {
-    format::AllocRecord taken;
-    table_.take(live_key(MemoryKind::kVmmPhysical, handle), &taken);
+    table_.take(live_key(MemoryKind::kVmmPhysical, handle), nullptr);
   });
 }
 
@@ -171,34 +168,24 @@ void LiveBlocks::apply(const format::BlockRecord& r) {
   using format::BlockAction;
   Pool& p = pool(r.allocator, r.device);
   switch (static_cast<BlockAction>(r.action)) {
-    case BlockAction::kAlloc: {
-      Block replaced;
-      p.blocks.put(r.address, Block{r, {}, false}, &replaced);
+    case BlockAction::kAlloc:
+      p.blocks.put(r.address, Block{r, {}, false}, nullptr);
       break;
-    }
-    case BlockAction::kFreeRequested: {
-      Block b;
-      if (p.blocks.take(r.address, &b)) {
-        Block replaced;
-        p.blocks.put(r.address, Block{b.alloc, r, true}, &replaced);
+    case BlockAction::kFreeRequested:
+      if (Block* b = p.blocks.find(r.address)) {
+        b->request = r;
+        b->requested = true;
       }
       break;
-    }
-    case BlockAction::kFreeCompleted: {
-      Block taken;
-      p.blocks.take(r.address, &taken);
+    case BlockAction::kFreeCompleted:
+      p.blocks.take(r.address, nullptr);
       break;
-    }
-    case BlockAction::kSegmentAlloc: {
-      format::BlockRecord replaced;
-      p.segments.put(r.address, r, &replaced);
+    case BlockAction::kSegmentAlloc:
+      p.segments.put(r.address, r, nullptr);
       break;
-    }
-    case BlockAction::kSegmentFree: {
-      format::BlockRecord taken;
-      p.segments.take(r.address, &taken);
+    case BlockAction::kSegmentFree:
+      p.segments.take(r.address, nullptr);
       break;
-    }
     case BlockAction::kSegmentMap:
       unmap(p, r.address, r.size);  // a range mapped again replaces what was there
       if (r.size != 0) p.maps.emplace(r.address, r);

@@ -16,51 +16,66 @@ class LiveTable {
  public:
   using Entry = E;
 
-  // Inserts or replaces. Returns the entry it replaced, if any, in `replaced`.
+  // Inserts or replaces. Returns whether it replaced an entry, given back in `replaced` unless
+  // that is null.
   bool put(uint64_t key, const Entry& entry, Entry* replaced);
-  // Removes `key`, giving back its entry. False when it is not there.
+  // Removes `key`, giving back its entry in `taken` unless that is null. False when it is not
+  // there.
   bool take(uint64_t key, Entry* taken);
   // The entry of `key`, or null.
   const Entry* find(uint64_t key) const;
+  Entry* find(uint64_t key) {
+    return const_cast<Entry*>(static_cast<const LiveTable*>(this)->find(key));
+  }
   // Removes every entry for which `drop(entry)` is true.
   template <class Drop>
   void remove_if(Drop drop) {
+    // Rare (a context's teardown): the kept entries are placed again, as a growth would.
+    bool dropped = false;
     for (std::size_t i = 0; i < capacity_; ++i) {
-      if (is_live(slots_[i].key) && drop(slots_[i].entry)) {
-        slots_[i].key = kTombstone;
-        --live_;
+      if (slots_[i].key != kEmpty && drop(slots_[i].entry)) {
+        slots_[i].key = kDropped;
+        dropped = true;
       }
     }
+    if (dropped) rehash(capacity_);
   }
   // Calls `visit(entry)` for every entry, in no particular order.
   template <class Visit>
   void for_each(Visit visit) const {
     for (std::size_t i = 0; i < capacity_; ++i) {
-      if (is_live(slots_[i].key)) visit(slots_[i].entry);
+      if (slots_[i].key != kEmpty) visit(slots_[i].entry);
     }
   }
   std::size_t size() const { return live_; }
   void clear();
 
  private:
-  // Keys 0 and ~0 mark free and vacated slots; no allocation has either (address 0 is never
-  // handed out, and the name-space bits of a key never make all ones).
+  // Key 0 marks a free slot; no allocation has it (address 0 is never handed out). A removal
+  // moves the entries after it back (linear probing's backward shift) rather than leave a
+  // tombstone: a steady state of allocations and frees never has to sweep the table.
   static constexpr uint64_t kEmpty = 0;
-  static constexpr uint64_t kTombstone = ~uint64_t{0};
+  // Only inside remove_if, until its rehash: the name-space bits of a key never make all ones.
+  static constexpr uint64_t kDropped = ~uint64_t{0};
   struct Slot {
     uint64_t key = kEmpty;
     Entry entry;
   };
-  static bool is_live(uint64_t key) { return key != kEmpty && key != kTombstone; }
   std::size_t home(uint64_t key) const {
     return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> 32) & (capacity_ - 1);
   }
-  void grow();
+  // The slot holding `key`, or the free slot where its probe ends.
+  std::size_t probe(uint64_t key) const {
+    std::size_t i = home(key);
+    while (slots_[i].key != kEmpty && slots_[i].key != key) i = (i + 1) & (capacity_ - 1);
+    return i;
+  }
+  void remove_at(std::size_t hole);
+  void rehash(std::size_t capacity);
 
   std::unique_ptr<Slot[]> slots_;
   std::size_t capacity_ = 0;
   std::size_t live_ = 0;
-  std::size_t used_ = 0;  // live entries and tombstones: what probing walks over
 };
 
 struct LiveSizeEntry {
@@ -72,82 +87,70 @@ using LiveSizeTable = LiveTable<LiveSizeEntry>;
 
 template <class E>
 bool LiveTable<E>::put(uint64_t key, const Entry& entry, Entry* replaced) {
-  if (key == kEmpty || key == kTombstone) return false;
-  if ((used_ + 1) * 2 > capacity_) grow();
-  std::size_t vacated = capacity_;
-  for (std::size_t i = home(key);; i = (i + 1) & (capacity_ - 1)) {
-    Slot& slot = slots_[i];
-    if (slot.key == key) {
-      *replaced = slot.entry;
-      slot.entry = entry;
-      return true;
-    }
-    if (slot.key == kTombstone && vacated == capacity_) vacated = i;
-    if (slot.key == kEmpty) {
-      if (vacated != capacity_) {
-        slots_[vacated] = Slot{key, entry};
-      } else {
-        slot = Slot{key, entry};
-        ++used_;
-      }
-      ++live_;
-      return false;
-    }
+  if (key == kEmpty || key == kDropped) return false;
+  // At most half full, so that probes stay short.
+  if ((live_ + 1) * 2 > capacity_) rehash(capacity_ == 0 ? 64 : capacity_ * 2);
+  Slot& slot = slots_[probe(key)];
+  const bool had = slot.key == key;
+  if (had && replaced != nullptr) *replaced = slot.entry;
+  if (!had) {
+    slot.key = key;
+    ++live_;
   }
+  slot.entry = entry;
+  return had;
 }
 
 template <class E>
 bool LiveTable<E>::take(uint64_t key, Entry* taken) {
-  if (capacity_ == 0 || key == kEmpty || key == kTombstone) return false;
-  for (std::size_t i = home(key);; i = (i + 1) & (capacity_ - 1)) {
-    Slot& slot = slots_[i];
-    if (slot.key == kEmpty) return false;
-    if (slot.key == key) {
-      *taken = slot.entry;
-      slot.key = kTombstone;
-      --live_;
-      return true;
-    }
-  }
+  if (capacity_ == 0 || key == kEmpty || key == kDropped) return false;
+  const std::size_t i = probe(key);
+  if (slots_[i].key != key) return false;
+  if (taken != nullptr) *taken = slots_[i].entry;
+  remove_at(i);
+  return true;
 }
 
 template <class E>
 const E* LiveTable<E>::find(uint64_t key) const {
-  if (capacity_ == 0 || key == kEmpty || key == kTombstone) return nullptr;
-  for (std::size_t i = home(key);; i = (i + 1) & (capacity_ - 1)) {
-    const Slot& slot = slots_[i];
-    if (slot.key == kEmpty) return nullptr;
-    if (slot.key == key) return &slot.entry;
+  if (capacity_ == 0 || key == kEmpty || key == kDropped) return nullptr;
+  const Slot& slot = slots_[probe(key)];
+  return slot.key == key ? &slot.entry : nullptr;
+}
+
+// Each entry after the hole, up to the next free slot, moves into the hole unless its home lies
+// (cyclically) after the hole and at or before the entry: then its probe never passed the hole.
+template <class E>
+void LiveTable<E>::remove_at(std::size_t hole) {
+  const std::size_t mask = capacity_ - 1;
+  for (std::size_t i = (hole + 1) & mask; slots_[i].key != kEmpty; i = (i + 1) & mask) {
+    const std::size_t h = home(slots_[i].key);
+    const bool stays = hole <= i ? (hole < h && h <= i) : (hole < h || h <= i);
+    if (stays) continue;
+    slots_[hole] = slots_[i];
+    hole = i;
   }
+  slots_[hole].key = kEmpty;
+  --live_;
 }
 
 template <class E>
 void LiveTable<E>::clear() {
   slots_.reset();
-  capacity_ = live_ = used_ = 0;
+  capacity_ = live_ = 0;
 }
 
-// Doubles when live entries fill a quarter (so that after a rehash at most half is used);
-// otherwise rehashes in place at the same size, which drops the tombstones.
 template <class E>
-void LiveTable<E>::grow() {
-  const std::size_t capacity =
-      capacity_ == 0 ? 64 : (live_ * 4 > capacity_ ? capacity_ * 2 : capacity_);
+void LiveTable<E>::rehash(std::size_t capacity) {
   std::unique_ptr<Slot[]> old = std::move(slots_);
   const std::size_t old_capacity = capacity_;
   slots_ = std::make_unique<Slot[]>(capacity);
   capacity_ = capacity;
-  live_ = used_ = 0;
+  live_ = 0;
   for (std::size_t i = 0; i < old_capacity; ++i) {
-    if (!is_live(old[i].key)) continue;
-    for (std::size_t j = home(old[i].key);; j = (j + 1) & (capacity_ - 1)) {
-      if (slots_[j].key == kEmpty) {
-        slots_[j] = old[i];
-        ++live_;
-        ++used_;
-        break;
-      }
-    }
+    if (old[i].key == kEmpty || old[i].key == kDropped) continue;
+    slots_[probe(old[i].key)] = old[i];
+    ++live_;
   }
 }
 

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// The table behind the recorder's high-water count: exact entries through inserts, replacements,
-// removals, growth and the tombstones removals leave.
+// The table behind the recorder's high-water count and a bounded trace's live set: exact entries
+// through inserts, replacements, removals (which move later entries of a probe back) and growth.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
+#include <vector>
 
 #include "interpose/record/live_size_table.h"
 
@@ -30,7 +32,7 @@ TEST(LiveSizeTable, PutReplaceAndTake) {
 }
 
 // Random churn against std::map: what the table holds is always exactly what it was given,
-// through many growths and tombstone clean-ups.
+// through many growths and removals.
 TEST(LiveSizeTable, MatchesAMapUnderChurn) {
   LiveSizeTable table;
   std::map<uint64_t, uint64_t> expected;
@@ -56,6 +58,44 @@ TEST(LiveSizeTable, MatchesAMapUnderChurn) {
     Entry e;
     ASSERT_TRUE(table.take(key, &e));
     EXPECT_EQ(e.size, size);
+  }
+}
+
+// A few keys in the smallest table (64 slots): long runs of neighbouring slots, runs that wrap
+// past the last slot, and removals from the middle of them, each checked against std::map by
+// finding every key after every step.
+TEST(LiveSizeTable, RemovalsKeepEveryOtherKeyFindable) {
+  LiveSizeTable table;
+  std::map<uint64_t, uint64_t> expected;
+  std::mt19937_64 rng(11);
+  // 31 random keys: the table stays at 64 slots, at most half full, and random homes collide
+  // (consecutive keys would not: a multiplicative hash spreads them evenly). Now and then one
+  // key gives way to a new one, so that runs form at every slot, the last one's included.
+  std::vector<uint64_t> keys;
+  for (int i = 0; i < 31; ++i) keys.push_back(1 + (rng() >> 16));
+  for (int step = 0; step < 50000; ++step) {
+    const uint64_t key = keys[rng() % keys.size()];
+    Entry e;
+    if (rng() % 20 == 0) {
+      ASSERT_EQ(table.take(key, nullptr), expected.erase(key) > 0) << step;
+      keys[static_cast<std::size_t>(std::find(keys.begin(), keys.end(), key) - keys.begin())] =
+          1 + (rng() >> 16);
+    } else if (rng() % 2 == 0) {
+      ASSERT_EQ(table.take(key, rng() % 2 == 0 ? &e : nullptr), expected.erase(key) > 0) << step;
+    } else {
+      const bool had = expected.count(key) > 0;
+      ASSERT_EQ(table.put(key, Entry{0, 0, static_cast<uint64_t>(step)}, nullptr), had) << step;
+      expected[key] = static_cast<uint64_t>(step);
+    }
+    ASSERT_EQ(table.size(), expected.size()) << step;
+    for (const uint64_t k : keys) {
+      const Entry* found = table.find(k);
+      const auto it = expected.find(k);
+      ASSERT_EQ(found != nullptr, it != expected.end()) << step << " key " << k;
+      if (found != nullptr) {
+        ASSERT_EQ(found->size, it->second) << step << " key " << k;
+      }
+    }
   }
 }
 
