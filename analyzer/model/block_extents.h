@@ -45,6 +45,9 @@ class BlockExtents {
     return allocator == static_cast<uint32_t>(format::BlockAllocator::kPytorch);
   }
 
+  // How many runs of mapped pages there are (adjacent ranges are one run).
+  std::size_t mapped_runs() const { return mapped_.size(); }
+
   // PyTorch's round_size(): what a request takes at least.
   static uint64_t rounded(uint64_t requested);
 

@@ -86,8 +86,6 @@ void BlockReplay::on(const format::BlockRecord& r) {
       if (!added) {
         u.reserved_bytes -= std::min(u.reserved_bytes, it->second);
         it->second = r.size;
-      } else {
-        ++u.live_segments;
       }
       u.reserved_bytes += r.size;
       u.peak_reserved_bytes = std::max(u.peak_reserved_bytes, u.reserved_bytes);
@@ -96,10 +94,7 @@ void BlockReplay::on(const format::BlockRecord& r) {
     case BlockAction::kSegmentFree: {
       const auto it = p.segments.find(r.address);
       const uint64_t size = it != p.segments.end() ? it->second : r.size;
-      if (it != p.segments.end()) {
-        p.segments.erase(it);
-        --u.live_segments;
-      }
+      if (it != p.segments.end()) p.segments.erase(it);
       u.reserved_bytes -= std::min(u.reserved_bytes, size);
       break;
     }
@@ -115,6 +110,9 @@ void BlockReplay::on(const format::BlockRecord& r) {
       ++u.ooms;
       break;
   }
+  // An expandable segment's mapped pages hold its cache as a segment's would: each run of them
+  // counts as one.
+  u.live_segments = p.segments.size() + (p.extents ? p.extents->mapped_runs() : 0);
 }
 
 bool BlockReplay::has_blocks(int device) const {

@@ -142,7 +142,7 @@ struct AllocatorUsage {
   uint64_t allocated_bytes = 0;  // live blocks, at the end
   uint64_t reserved_bytes = 0;   // its segments, at the end
   uint64_t live_blocks = 0;
-  uint64_t live_segments = 0;
+  uint64_t live_segments = 0;  // and runs of mapped pages (expandable segments)
   uint64_t peak_allocated_bytes = 0;
   uint64_t peak_reserved_bytes = 0;
   uint64_t block_events = 0;

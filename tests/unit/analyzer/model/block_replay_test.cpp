@@ -3,6 +3,8 @@
 // for the views, and leaks told by block site instead of by the site that grew the cache.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <vector>
 
 #include "analyzer/model/leak_classes.h"
@@ -187,6 +189,27 @@ TEST(BlockReplay, AProbableLeakBehindTheCacheIsToldByBlockSite) {
   for (const LeakGroup& g : s.leaks) EXPECT_NE(g.stack, 1u);
 }
 
+// Expandable segments: the free cache lies in mapped pages, not segments. Its row counts the
+// runs of them (adjacent mappings make one run), as it counts segments otherwise.
+TEST(BlockReplay, TheFreeCacheOfExpandableSegmentsCountsItsRunsOfMappedPages) {
+  Replay replay;
+  replay.apply(block(1, BlockAction::kSegmentMap, 0x9000000, 8 * kMiB));
+  replay.apply(block(2, BlockAction::kSegmentMap, 0x9800000, 4 * kMiB));  // joins the first run
+  replay.apply(block(3, BlockAction::kSegmentMap, 0xA000000, 2 * kMiB));  // a run of its own
+  replay.apply(block(4, BlockAction::kAlloc, 0x9000000, 2 * kMiB, 5));
+  replay.finish();
+  TraceSummary& s = replay.summary();
+  classify_leaks(s);
+  ASSERT_EQ(s.allocators.size(), 1u);
+  EXPECT_EQ(s.allocators[0].live_segments, 2u);
+  const auto cached = std::find_if(s.leaks.begin(), s.leaks.end(), [](const LeakGroup& g) {
+    return g.leak_class == LeakClass::kCached;
+  });
+  ASSERT_NE(cached, s.leaks.end());
+  EXPECT_EQ(cached->bytes, 12 * kMiB);  // 14 mapped, 2 in the block
+  EXPECT_EQ(cached->count, 2u);
+}
+
 TEST(BlockReplay, FreesOfBlocksNeverSeenAndSegmentsGivenBackAreHarmless) {
   Replay replay;
   replay.apply(block(1, BlockAction::kFreeRequested, 0x42, 512));
@@ -203,7 +226,7 @@ TEST(BlockReplay, FreesOfBlocksNeverSeenAndSegmentsGivenBackAreHarmless) {
   EXPECT_EQ(s.allocators[0].allocated_bytes, 1024u);
   EXPECT_EQ(s.allocators[0].live_blocks, 1u);
   EXPECT_EQ(s.allocators[0].reserved_bytes, 2 * kMiB);  // the mapped pages still mapped
-  EXPECT_EQ(s.allocators[0].live_segments, 0u);
+  EXPECT_EQ(s.allocators[0].live_segments, 1u);         // the run of pages left mapped
   EXPECT_EQ(s.allocators[0].peak_reserved_bytes, 6 * kMiB);
   EXPECT_EQ(s.allocators[0].ooms, 1u);
   EXPECT_EQ(s.block_sites.at(block_site_key(1, 0, 2)).allocations, 2u);
