@@ -104,22 +104,26 @@ if [ "${#cost_rows[@]}" -gt 0 ]; then
   python3 - "$out" "$gmt" "${cost_rows[@]}" <<'PY'
 import glob, json, re, subprocess, sys
 out, gmt, rows = sys.argv[1], sys.argv[2], sys.argv[3:]
-note_re = re.compile(r"recorder cost: (\d+) events, (\d+) ns in the recorder, (\d+) ns of it")
+note_re = re.compile(r"recorder cost: (\d+) events, (\d+) ns in the recorder, (\d+) ns of it "
+                     r"taking (\d+) stacks \((\d+) ns of those reading Python frames, (\d+) native")
 print(f"{'configuration':26} {'events/step':>11} {'ns/event':>9} {'of it stacks':>13}"
+      f" {'ns/stack':>9} {'python':>7} {'native frames':>13}"
       f" {'us/step':>8} {'ms/step':>8} {'recorder share':>15}")
 for row in rows:
     try:
         result = json.load(open(f"{out}/{row}.cost.json"))
         trace = glob.glob(f"{out}/{row}.cost.*.gmt")[0]
         dump = subprocess.run([gmt, "dump", trace], capture_output=True, text=True).stdout
-        events, total, stacks = map(int, note_re.search(dump).groups())
+        events, total, stack_ns, stacks, python_ns, native = map(int, note_re.search(dump).groups())
     except (OSError, IndexError, AttributeError, ValueError) as e:
         print(f"{row:26} no cost note ({e.__class__.__name__}: {e})")
         continue
     per_step = events / result["steps_run"]
     us_per_step = total / result["steps_run"] / 1e3
     share = us_per_step / 1e3 / result["ms_per_step"]
-    print(f"{row:26} {per_step:11.1f} {total / events:9.0f} {stacks / events:13.0f}"
+    taken = max(stacks, 1)
+    print(f"{row:26} {per_step:11.1f} {total / events:9.0f} {stack_ns / events:13.0f}"
+          f" {stack_ns / taken:9.0f} {python_ns / taken:7.0f} {native / taken:13.1f}"
           f" {us_per_step:8.1f} {result['ms_per_step']:8.3f} {share:14.1%}")
 PY
 fi

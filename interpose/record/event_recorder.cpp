@@ -49,22 +49,24 @@ uint32_t EventRecorder::context_id_locked(uint64_t context, int device) {
   return rec.id;
 }
 
-uint32_t EventRecorder::stack_here() {
+uint32_t EventRecorder::stack_here(StackCost* cost) {
   const StackMode mode = config_.stacks;
   if (mode == StackMode::kNone) return 0;
   uint64_t frames[2 * format::StackRecord::kMaxFrames];
   const int depth = config_.stack_depth;
-  if (mode != StackMode::kAll) {
-    const int native = mode == StackMode::kPython ? 0 : native_.capture(frames, depth);
-    const int python = mode == StackMode::kNative ? 0 : python_.capture(frames + native, depth);
-    return stacks_.intern(frames, native, python, [&] { modules_.cover(frames, native); });
-  }
-  // Python frames first: only a stack that has them may end its native frames at the
+  // Python frames first: in `all`, only a stack that has them may end its native frames at the
   // interpreter, where they stand for the rest.
   uint64_t* python_frames = frames + format::StackRecord::kMaxFrames;
-  const int python = python_.capture(python_frames, depth);
-  const int native =
-      python > 0 ? native_.capture_to_interpreter(frames, depth) : native_.capture(frames, depth);
+  const uint64_t python_start = cost != nullptr ? monotonic_ns() : 0;
+  const int python = mode == StackMode::kNative ? 0 : python_.capture(python_frames, depth);
+  if (cost != nullptr) cost->python_ns += monotonic_ns() - python_start;
+  int native = 0;
+  if (mode == StackMode::kAll && python > 0) {
+    native = native_.capture_to_interpreter(frames, depth);
+  } else if (mode != StackMode::kPython) {
+    native = native_.capture(frames, depth);
+  }
+  if (cost != nullptr) cost->native_frames += static_cast<uint64_t>(native);
   std::copy(python_frames, python_frames + python, frames + native);
   return stacks_.intern(frames, native, python, [&] { modules_.cover(frames, native); });
 }
@@ -82,7 +84,7 @@ void EventRecorder::allocation(uint32_t error, int device, uint64_t context,
     rec.public_api = PublicApiScope::current();
     rec.size = size;
     rec.error = error;
-    rec.stack = cost.stack([&] { return stack_here(); });
+    rec.stack = cost.stack([&](StackCost* parts) { return stack_here(parts); });
     phases_.flush_if_pending();
     writer_.record(rec);
     after_allocation(error, device, kind, 0, size, 0);
@@ -97,7 +99,7 @@ void EventRecorder::allocation(uint32_t error, int device, uint64_t context,
   rec.address = address;
   rec.size = size;
   rec.context = context_id(context, device);
-  rec.stack = cost.stack([&] { return stack_here(); });
+  rec.stack = cost.stack([&](StackCost* parts) { return stack_here(parts); });
   // Phases opened before the trace existed go first: the context record above started it.
   phases_.flush_if_pending();
   writer_.record(rec);
@@ -197,7 +199,9 @@ void EventRecorder::block(uint32_t allocator, uint32_t action, int device, uint6
   rec.address = address;
   rec.size = size;
   rec.stream = stream;
-  rec.stack = block_action_has_stack(action) ? cost.stack([&] { return stack_here(); }) : 0;
+  rec.stack = block_action_has_stack(action)
+                  ? cost.stack([&](StackCost* parts) { return stack_here(parts); })
+                  : 0;
   // Phases opened before the trace existed go first, as for an allocation (the record may be
   // the one that creates the trace, which they then follow).
   phases_.flush_if_pending();

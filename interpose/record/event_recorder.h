@@ -72,8 +72,9 @@ class EventRecorder {
   // The id allocations use for `context`, writing its ContextRecord the first time it is seen.
   uint32_t context_id(uint64_t context, int device);
   uint32_t context_id_locked(uint64_t context, int device);
-  // The id of the calling thread's stack, as configured (0 when stacks are off).
-  uint32_t stack_here();
+  // The id of the calling thread's stack, as configured (0 when stacks are off); what its parts
+  // cost is counted in `cost` unless that is null.
+  uint32_t stack_here(StackCost* cost);
 
   struct KnownContext {
     uint64_t handle;

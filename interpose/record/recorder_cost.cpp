@@ -4,16 +4,20 @@
 namespace gmt::interpose {
 
 std::string RecorderCost::note() const {
-  return "recorder cost: " + std::to_string(events_.load(std::memory_order_relaxed)) + " events, " +
-         std::to_string(total_ns_.load(std::memory_order_relaxed)) + " ns in the recorder, " +
-         std::to_string(stack_ns_.load(std::memory_order_relaxed)) +
-         " ns of it taking stacks (GPUMEMTRACE_SELF_TIME)";
+  auto text = [](const std::atomic<uint64_t>& n) {
+    return std::to_string(n.load(std::memory_order_relaxed));
+  };
+  return "recorder cost: " + text(events_) + " events, " + text(total_ns_) +
+         " ns in the recorder, " + text(stack_ns_) + " ns of it taking " + text(stacks_) +
+         " stacks (" + text(python_ns_) + " ns of those reading Python frames, " +
+         text(native_frames_) + " native frames) (GPUMEMTRACE_SELF_TIME)";
 }
 
 void RecorderCost::clear() {
-  events_.store(0, std::memory_order_relaxed);
-  total_ns_.store(0, std::memory_order_relaxed);
-  stack_ns_.store(0, std::memory_order_relaxed);
+  for (std::atomic<uint64_t>* n :
+       {&events_, &total_ns_, &stacks_, &stack_ns_, &python_ns_, &native_frames_}) {
+    n->store(0, std::memory_order_relaxed);
+  }
 }
 
 }  // namespace gmt::interpose

@@ -197,16 +197,24 @@ TEST_F(FrameworkBlocks, TheRecordersCostIsNotedWhenAskedFor) {
     if (note.get<std::string>().starts_with("recorder cost: ")) cost_notes.push_back(note);
   }
   ASSERT_EQ(cost_notes.size(), 1u) << r["traces"][0]["notes"].dump();
-  long long events = 0, total_ns = 0, stack_ns = 0;
+  long long events = 0, total_ns = 0, stack_ns = 0, stacks = 0, python_ns = 0, native_frames = 0;
   ASSERT_EQ(std::sscanf(cost_notes[0].c_str(),
                         "recorder cost: %lld events, %lld ns in the recorder, %lld ns of it taking "
-                        "stacks (GPUMEMTRACE_SELF_TIME)",
-                        &events, &total_ns, &stack_ns),
-            3)
+                        "%lld stacks (%lld ns of those reading Python frames, %lld native frames) "
+                        "(GPUMEMTRACE_SELF_TIME)",
+                        &events, &total_ns, &stack_ns, &stacks, &python_ns, &native_frames),
+            6)
       << cost_notes[0];
   EXPECT_EQ(events, blocks + segments);  // each segment is one driver allocation too
+  // A stack for each block allocation (60 steps of 5, the 20 kept and the first) and each
+  // segment, once as the driver's allocation and once as the allocator's.
+  EXPECT_EQ(stacks, 60 * 5 + 20 + 1 + 2 * segments);
   EXPECT_GT(stack_ns, 0);
   EXPECT_GT(total_ns, stack_ns);
+  // No Python in this program: native frames in every stack, and looking for Python frames is a
+  // part of taking them.
+  EXPECT_GE(native_frames, stacks);
+  EXPECT_LT(python_ns, stack_ns);
 
   // Without the variable, no note (and no clock read for it).
   std::filesystem::remove(trace);
