@@ -13,7 +13,8 @@ cmake --build build-gpu -j "$(nproc)"
 strip --strip-debug build-gpu/bin/gpumemtrace build-gpu/lib/libgpumemtrace.so
 mkdir -p build-gpu/lib/deps
 # libunwind is opened at run time by the preload (native stacks), so ldd does not list it.
-unwind=$(ldconfig -p | awk '/libunwind\.so\.8 .*x86-64/ { print $NF; exit }')
+# (awk reads to the end: leaving early would kill ldconfig with SIGPIPE, which pipefail reports.)
+unwind=$(ldconfig -p | awk '/libunwind\.so\.8 .*x86-64/ && !found { print $NF; found = 1 }')
 [ -n "$unwind" ] && cp -L "$unwind" build-gpu/lib/deps/
 for binary in build-gpu/bin/gpumemtrace build-gpu/lib/libgpumemtrace.so ${unwind:+"$unwind"}; do
   ldd "$binary" | awk '$3 ~ /^\// { print $3 }' |
