@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 namespace gmt::interpose {
@@ -74,8 +75,14 @@ class ReleasedFrameReader {
   // Reads `n` bytes at `address` into `out`: directly once the layout has been validated,
   // through process_vm_readv until then.
   bool read(const void* address, void* out, std::size_t n) const;
+  // Inline once the layout is trusted: a word copied in place, where a call to read() and to
+  // memcpy for each field cost a stack more than half its Python walk.
   template <class T>
   bool read_value(const void* address, T* out) const {
+    if (address != nullptr && unvalidated_walks_.load(std::memory_order_relaxed) <= 0) {
+      std::memcpy(out, address, sizeof(T));
+      return true;
+    }
     return read(address, out, sizeof(T));
   }
   const void* at(const void* base, std::size_t offset) const {
