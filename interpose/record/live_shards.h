@@ -11,8 +11,9 @@
 // - An allocation, and a caching allocator's block, goes to the allocating thread's shard, whose
 //   number is noted under the allocation's key in a table of hints.
 // - A free, and a block's free request or completed free, goes to the shard that holds what it
-//   names: the hint's, else the first that holds it (the hint was overwritten by a key of the same
-//   slot), else the freeing thread's own, with nothing to apply (allocated before recording).
+//   names: the freeing thread's own, else the hint's, else the first that holds it (the hint was
+//   overwritten by a key of the same slot), else the freeing thread's own, with nothing to apply
+//   (allocated before recording).
 // - What links records of different keys goes to shard 0: VMM handles, their mappings and
 //   references (a handle's memory goes when its last mapping does), the caching allocators'
 //   segments and mapped ranges (rare, next to their blocks), and phases.
@@ -184,18 +185,27 @@ class LiveShards {
 
   template <class R, class Write>
   void track_at_holder(R& rec, uint32_t own, Write write) {
-    const uint32_t hinted = hints_[hint_slot(rec)].load(std::memory_order_relaxed);
     // What `rec` names cannot move between shards meanwhile: it was allocated before this free
     // began, and cannot be allocated again before this free's record is written.
+    // The thread's own shard first: most frees are of the thread's own allocations, whose shard
+    // is in its core's cache, while the hint is a byte of a large table, most likely not.
+    if (apply_if_held(shards_[own], rec, write)) return;
+    const uint32_t hinted = hints_[hint_slot(rec)].load(std::memory_order_relaxed);
     for (uint32_t i = 0; i < kShards; ++i) {
-      Shard& s = shards_[(hinted + i) % kShards];
-      std::lock_guard<SpinLock> held(s.lock);
-      if (!s.set.holds(rec)) continue;
-      if (write()) apply(s, rec);
-      return;
+      const uint32_t at = (hinted + i) % kShards;
+      if (at != own && apply_if_held(shards_[at], rec, write)) return;
     }
     std::lock_guard<SpinLock> held(shards_[own].lock);
     write();  // nothing tracked to free
+  }
+
+  // Under `s`'s lock: if `s` holds what `rec` names, writes `rec` and applies it if written.
+  template <class R, class Write>
+  static bool apply_if_held(Shard& s, R& rec, Write write) {
+    std::lock_guard<SpinLock> held(s.lock);
+    if (!s.set.holds(rec)) return false;
+    if (write()) apply(s, rec);
+    return true;
   }
 
   std::array<Shard, kShards> shards_;
