@@ -59,6 +59,13 @@ uint32_t BackwardAttribution::stack_for(TraceSummary& summary, uint64_t thread, 
   return attributed(summary, stack, caller_->stack);
 }
 
+uint32_t BackwardAttribution::driver_stack_for(TraceSummary& summary, uint64_t thread,
+                                               uint32_t stack) {
+  if (!caller_ || stack == 0 || caller_->thread == thread || thread == 0) return stack;
+  if (python_of(summary, stack) != Python::kNone) return stack;
+  return attributed(summary, stack, caller_->stack);
+}
+
 uint32_t BackwardAttribution::attributed(TraceSummary& summary, uint32_t stack, uint32_t caller) {
   const auto [it, added] = attributed_.try_emplace(
       {stack, caller}, kFirstAttributedStack + static_cast<uint32_t>(attributed_.size()));

@@ -6,8 +6,9 @@
 // frames of the call. A block allocated on a thread with no Python frames while another thread
 // is in backward() is counted under a stack made of its own native frames and that thread's
 // Python frames from the user's call outward, marked by a frame of kind "attribution" between
-// the two (TraceSummary::kAttributionCode). The other thread is in backward() from its block
-// allocated in it to its next block allocated outside it.
+// the two (TraceSummary::kAttributionCode); so is a driver allocation such a thread makes. The
+// other thread is in backward() from its block allocated in it to its next block allocated
+// outside it.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,12 @@ class BackwardAttribution {
   // and out of backward() (driver allocations are not needed for that, and stay off the replay's
   // hot path).
   uint32_t stack_for(TraceSummary& summary, uint64_t thread, uint32_t stack);
+  // Whether a thread is in backward() now.
+  bool in_backward() const { return caller_.has_value(); }
+  // The stack to count a driver allocation (cuBLAS's workspace, made on the autograd thread that
+  // first runs a matmul's backward) under: as a block's, but it moves no thread in or out of
+  // backward().
+  uint32_t driver_stack_for(TraceSummary& summary, uint64_t thread, uint32_t stack);
 
  private:
   enum class Python : uint8_t { kNone, kOutsideBackward, kInBackward };

@@ -457,7 +457,10 @@ void Replay::on(const format::ProcessInfoRecord& r) {
 [[gnu::always_inline]] inline void Replay::on(const format::AllocRecord& r) {
   saw_event(r.time_ns);
   const Key key{space_of(r.kind), r.address};
-  const LiveAllocation a{r.device, r.kind, r.size, r.context, site_index(r.device, r.stack),
+  uint32_t stack = r.stack;
+  if (backward_.in_backward()) [[unlikely]]
+    stack = backward_.driver_stack_for(summary_, r.thread, r.stack);
+  const LiveAllocation a{r.device, r.kind, r.size, r.context, site_index(r.device, stack),
                          r.time_ns};
   // The same key live twice means we missed a free (one made before tracing, or by an API not
   // hooked): the old allocation is gone, or the driver could not have reused its address.

@@ -4,6 +4,10 @@
 // caller's Python frames on the stack), then a native worker thread, which has no Python frames
 // of its own (PyTorch's device threads), allocates the gradients through the simulated caching
 // allocator, which reports them as PyTorch's does. Each call keeps `keep` of them, the leak.
+// The worker also allocates a workspace of its own through cudaMalloc, never freed, as cuBLAS
+// does on the thread that first runs a matmul's backward.
+#include <cuda_runtime_api.h>
+
 #include <thread>
 #include <vector>
 
@@ -12,6 +16,7 @@
 namespace {
 
 constexpr std::size_t kGradientBytes = 1 << 20;
+constexpr std::size_t kWorkspaceBytes = 256 << 10;
 std::vector<void*> kept;
 
 }  // namespace
@@ -26,6 +31,8 @@ extern "C" __attribute__((visibility("default"))) void gmt_engine_backward(void*
   auto& allocator = *static_cast<sim::CachingAllocator*>(engine);
   void* root = allocator.allocate(4);
   std::thread device_thread([&] {
+    void* workspace = nullptr;
+    if (cudaMalloc(&workspace, kWorkspaceBytes) != cudaSuccess) return;
     for (int i = 0; i < gradients; ++i) {
       void* gradient = allocator.allocate(kGradientBytes);
       if (i < keep) {

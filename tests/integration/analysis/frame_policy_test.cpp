@@ -111,6 +111,7 @@ TEST_F(FramePolicy, PythonLeakStartsAtThePythonLine) {
 // Gradients allocated on a native thread of the autograd engine's (no Python frames of its own)
 // while the main thread waits in backward(): the leak is shown at the user's backward() call,
 // under a mark that says the frames are the calling thread's, without torch.autograd's frames.
+// So is what that thread allocates from the driver itself, as cuBLAS its workspace.
 TEST_F(FramePolicy, AutogradThreadBlocksAreShownAtTheBackwardCall) {
   if (system("python3 -c pass") != 0) GTEST_SKIP() << "python3 is not installed";
   constexpr int kSteps = 5;
@@ -131,6 +132,16 @@ TEST_F(FramePolicy, AutogradThreadBlocksAreShownAtTheBackwardCall) {
   EXPECT_NE(group[1].find("\u2190 autograd thread, for backward() below"), std::string::npos)
       << text;
   EXPECT_EQ(group[2].rfind("        <module>  train.py:", 0), 0u) << text;
+
+  // The engine thread's own workspace, a driver allocation (cuBLAS's, in PyTorch), likewise.
+  const std::vector<std::string> workspace = lines_after(text, "1.25 MiB in 5  ");
+  ASSERT_GE(workspace.size(), 3u) << text;
+  EXPECT_EQ(workspace[0], "        train_step  train.py:" + std::to_string(line)) << text;
+  EXPECT_EQ(workspace[1],
+            "          via cudaMalloc \u2190 libgmt_autograd_engine \u2190 autograd thread, for "
+            "backward() below")
+      << text;
+  EXPECT_EQ(workspace[2].rfind("        <module>  train.py:", 0), 0u) << text;
 
   const ProcessResult leaks_json = cli({"leaks", only_trace(), "--json"});
   ASSERT_EQ(leaks_json.exit_code, 0) << leaks_json.err;

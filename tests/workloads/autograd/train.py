@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """A training loop whose gradients are allocated on a native thread of the autograd engine's,
-which has no Python frames (tests/workloads/autograd_engine.cpp); each step keeps one of them.
+which has no Python frames (tests/workloads/autograd_engine.cpp); each step keeps one of them,
+and the thread's own workspace, allocated through cudaMalloc.
 Prints the line of the backward() call (`backward_line=N`) and how many gradients were kept.
 
 Usage: python3 train.py PATH_TO_LIBGMT_AUTOGRAD_ENGINE STEPS
