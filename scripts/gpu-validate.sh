@@ -244,6 +244,10 @@ for name in nccl jax_default; do
 done
 check "jax_default: what XLA keeps is library_cache" True "$(json_field "$out/jax_default.leaks.json" 'any(l["class"] == "library_cache" for l in d["leaks"])')"
 check "cuBLAS's workspace (planted_leak_cached) is library_cache" True "$(json_field "$out/cached_default.leaks.json" 'any(l["class"] == "library_cache" and "cublas" in (l.get("library") or "") for l in d["leaks"])')"
+# cuBLAS allocates a workspace of its own on the autograd thread that runs the first backward
+# matmul: it is shown at loss.backward(), as that thread's blocks are.
+check "cuBLAS's workspace of the autograd thread is shown at loss.backward(), planted_leak_cached.py:$backward_line" True "$(json_field "$out/cached_default.leaks.json" 'any("cublas" in (l.get("library") or "") and any(f["kind"] == "attribution" for f in l["frames"]) and [(f["file"] or "").endswith("planted_leak_cached.py") and f["line"] == int(sys.argv[3]) for f in l["frames"] if f.get("user")] == [True] for l in d["leaks"])' "$backward_line")"
+"$gmt" leaks "$(ls "$out"/cached_default.*.gmt | head -1)" | grep -A3 'library_cache  device 0  libcublas' | head -8
 
 echo "--- 11. top against a running PyTorch loop; then the same loop with a bounded trace (--max-size 2MiB)"
 # steady_run NAME SECONDS [RUN OPTION...]: steady_loop.py traced in the background, until its step 200.
