@@ -14,6 +14,8 @@
 # tensors made and dropped from the caching allocator instead of a step (tests/gpu/tensor_cost.py):
 # what one block allocation and its free cost each configuration, in ns, to better than a step's
 # spread; the table then adds the ns each configuration adds per tensor.
+# A mode gmt_STACKS_bounded (not in the default list: gmt_all_bounded) traces with a bounded
+# trace of GMT_BENCH_MAX_SIZE (default 2MiB), for its cost next to the unbounded one's.
 # After the rounds, each traced configuration runs once more with GPUMEMTRACE_SELF_TIME=1: the
 # recorder's own time, measured inside that process, per event and as a share of its step. On a
 # shared host, wall time moves by tens of percent from one process to the next; that share does
@@ -43,7 +45,14 @@ measure() {  # measure ALLOCATOR MODE ROUND
     torch_history_python) "${pin[@]}" env "${env[@]}" python3 "$workload" --history python "$out/$name.json" ;;
     torch_history_all) "${pin[@]}" env "${env[@]}" python3 "$workload" --history all "$out/$name.json" ;;
     gmt_*) [ -n "${GMT_SELF_TIME_RUN:-}" ] && env+=(GPUMEMTRACE_SELF_TIME=1)
-      "${pin[@]}" env "${env[@]}" GPUMEMTRACE_STACKS="${mode#gmt_}" "$gmt" run -o "$out/$name.%p.gmt" -- \
+      local stacks=${mode#gmt_}
+      # gmt_STACKS_bounded: a bounded trace (GMT_BENCH_MAX_SIZE, default 2MiB), which the run
+      # fills many times over: its checkpoints and reuse of chunks are in the figures.
+      if [ "${stacks%_bounded}" != "$stacks" ]; then
+        stacks=${stacks%_bounded}
+        env+=(GPUMEMTRACE_MAX_SIZE="${GMT_BENCH_MAX_SIZE:-2MiB}")
+      fi
+      "${pin[@]}" env "${env[@]}" GPUMEMTRACE_STACKS="$stacks" "$gmt" run -o "$out/$name.%p.gmt" -- \
       python3 "$workload" "$out/$name.json" ;;
   esac >"$out/$name.log" 2>&1 || echo "FAIL $name (see $name.log)"
 }
