@@ -43,7 +43,9 @@ BackwardAttribution::Python BackwardAttribution::python_of(const TraceSummary& s
 }
 
 uint32_t BackwardAttribution::stack_for(TraceSummary& summary, uint64_t thread, uint32_t stack) {
-  if (stack == 0) return stack;
+  // A bounded trace's carried blocks name no thread (0), and come in address order, not in time:
+  // they neither move a thread in or out of backward() nor are told apart by thread.
+  if (stack == 0 || thread == 0) return stack;
   switch (python_of(summary, stack)) {
     case Python::kInBackward:
       caller_ = Caller{thread, stack};
@@ -54,8 +56,7 @@ uint32_t BackwardAttribution::stack_for(TraceSummary& summary, uint64_t thread, 
     case Python::kNone:
       break;
   }
-  // A bounded trace's carried blocks name no thread (0): nothing to tell them apart by.
-  if (!caller_ || caller_->thread == thread || thread == 0) return stack;
+  if (!caller_ || caller_->thread == thread) return stack;
   return attributed(summary, stack, caller_->stack);
 }
 
