@@ -358,7 +358,9 @@ void Replay::note_failure(const format::AllocFailedRecord& r) {
   f.driver_api = r.api;
   f.requested_bytes = r.size;
   f.error = r.error;
-  f.stack = r.stack;
+  // As a successful allocation's: an autograd thread's failed request is shown at backward().
+  f.stack =
+      backward_.in_backward() ? backward_.driver_stack_for(summary_, r.thread, r.stack) : r.stack;
   if (per_device(r.kind)) {
     f.live_bytes = device(r.device).live_bytes;
     f.holders = top_sites_live_on(r.device, kHolders);

@@ -5,7 +5,8 @@
 // of its own (PyTorch's device threads), allocates the gradients through the simulated caching
 // allocator, which reports them as PyTorch's does. Each call keeps `keep` of them, the leak.
 // The worker also allocates a workspace of its own through cudaMalloc, never freed, as cuBLAS
-// does on the thread that first runs a matmul's backward.
+// does on the thread that first runs a matmul's backward; with `fail`, it also asks for 1 PiB,
+// which fails.
 #include <cuda_runtime_api.h>
 
 #include <thread>
@@ -17,6 +18,7 @@ namespace {
 
 constexpr std::size_t kGradientBytes = 1 << 20;
 constexpr std::size_t kWorkspaceBytes = 256 << 10;
+constexpr std::size_t kTooLargeBytes = std::size_t{1} << 50;
 std::vector<void*> kept;
 
 }  // namespace
@@ -26,13 +28,17 @@ extern "C" __attribute__((visibility("default"))) void* gmt_engine_new() {
 }
 
 extern "C" __attribute__((visibility("default"))) void gmt_engine_backward(void* engine,
-                                                                           int gradients,
-                                                                           int keep) {
+                                                                           int gradients, int keep,
+                                                                           int fail) {
   auto& allocator = *static_cast<sim::CachingAllocator*>(engine);
   void* root = allocator.allocate(4);
   std::thread device_thread([&] {
     void* workspace = nullptr;
     if (cudaMalloc(&workspace, kWorkspaceBytes) != cudaSuccess) return;
+    if (fail != 0) {  // a request no device can serve, which fails as an out-of-memory would
+      void* too_large = nullptr;
+      if (cudaMalloc(&too_large, kTooLargeBytes) == cudaSuccess) cudaFree(too_large);
+    }
     for (int i = 0; i < gradients; ++i) {
       void* gradient = allocator.allocate(kGradientBytes);
       if (i < keep) {

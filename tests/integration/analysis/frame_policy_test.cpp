@@ -168,5 +168,36 @@ TEST_F(FramePolicy, AutogradThreadBlocksAreShownAtTheBackwardCall) {
   EXPECT_EQ((*user)["line"], line);
 }
 
+// A request that the autograd engine's thread makes of the driver and that fails is shown at the
+// user's backward() call in `oom`, as what it allocates is.
+TEST_F(FramePolicy, AutogradThreadFailedRequestIsShownAtTheBackwardCall) {
+  if (system("python3 -c pass") != 0) GTEST_SKIP() << "python3 is not installed";
+  ProcessSpec spec;
+  spec.argv = {"/usr/bin/env",
+               "python3",
+               workload("autograd/train.py"),
+               workload("libgmt_autograd_engine.so"),
+               "2",
+               "fail"};
+  spec.set_env = base_env();
+  spec.set_env["LD_PRELOAD"] = preload();
+  spec.cwd = dir_;
+  const ProcessResult r = run_process(spec);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const int64_t line = printed(r.out, "backward_line");
+
+  const ProcessResult oom = cli({"oom", only_trace()});
+  ASSERT_EQ(oom.exit_code, 0) << oom.err;
+  EXPECT_EQ(oom.out.rfind("2 failed allocations in ", 0), 0u) << oom.out;
+  const std::vector<std::string> failed = lines_after(oom.out, "    failed call");
+  ASSERT_GE(failed.size(), 3u) << oom.out;
+  EXPECT_EQ(failed[0], "      train_step  train.py:" + std::to_string(line)) << oom.out;
+  EXPECT_EQ(failed[1],
+            "        via cudaMalloc \u2190 libgmt_autograd_engine \u2190 autograd thread, for "
+            "backward() below")
+      << oom.out;
+  EXPECT_EQ(failed[2].rfind("      <module>  train.py:", 0), 0u) << oom.out;
+}
+
 }  // namespace
 }  // namespace gmt::test

@@ -3,9 +3,9 @@
 device thread allocates the gradients, as PyTorch's does."""
 
 
-def backward(engine, library, gradients, keep):
-    _engine_run_backward(engine, library, gradients, keep)
+def backward(engine, library, gradients, keep, fail=0):
+    _engine_run_backward(engine, library, gradients, keep, fail)
 
 
-def _engine_run_backward(engine, library, gradients, keep):
-    library.gmt_engine_backward(engine, gradients, keep)
+def _engine_run_backward(engine, library, gradients, keep, fail):
+    library.gmt_engine_backward(engine, gradients, keep, fail)
