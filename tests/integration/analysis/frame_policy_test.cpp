@@ -30,6 +30,18 @@ class FramePolicy : public TracedRun {
     return lines;
   }
 
+  // tests/workloads/autograd/train.py traced for `steps` steps, with `extra` arguments after.
+  ProcessResult run_autograd_training(int steps, const std::vector<std::string>& extra = {}) {
+    ProcessSpec spec;
+    spec.argv = {"/usr/bin/env", "python3", workload("autograd/train.py"),
+                 workload("libgmt_autograd_engine.so"), std::to_string(steps)};
+    spec.argv.insert(spec.argv.end(), extra.begin(), extra.end());
+    spec.set_env = base_env();
+    spec.set_env["LD_PRELOAD"] = preload();
+    spec.cwd = dir_;
+    return run_process(spec);
+  }
+
   std::string leaks_text(const std::vector<std::string>& extra = {}) const {
     std::vector<std::string> args = {"leaks", only_trace()};
     args.insert(args.end(), extra.begin(), extra.end());
@@ -115,13 +127,7 @@ TEST_F(FramePolicy, PythonLeakStartsAtThePythonLine) {
 TEST_F(FramePolicy, AutogradThreadBlocksAreShownAtTheBackwardCall) {
   if (system("python3 -c pass") != 0) GTEST_SKIP() << "python3 is not installed";
   constexpr int kSteps = 5;
-  ProcessSpec spec;
-  spec.argv = {"/usr/bin/env", "python3", workload("autograd/train.py"),
-               workload("libgmt_autograd_engine.so"), std::to_string(kSteps)};
-  spec.set_env = base_env();
-  spec.set_env["LD_PRELOAD"] = preload();
-  spec.cwd = dir_;
-  const ProcessResult r = run_process(spec);
+  const ProcessResult r = run_autograd_training(kSteps);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const int64_t line = printed(r.out, "backward_line");
 
@@ -172,17 +178,7 @@ TEST_F(FramePolicy, AutogradThreadBlocksAreShownAtTheBackwardCall) {
 // user's backward() call in `oom`, as what it allocates is.
 TEST_F(FramePolicy, AutogradThreadFailedRequestIsShownAtTheBackwardCall) {
   if (system("python3 -c pass") != 0) GTEST_SKIP() << "python3 is not installed";
-  ProcessSpec spec;
-  spec.argv = {"/usr/bin/env",
-               "python3",
-               workload("autograd/train.py"),
-               workload("libgmt_autograd_engine.so"),
-               "2",
-               "fail"};
-  spec.set_env = base_env();
-  spec.set_env["LD_PRELOAD"] = preload();
-  spec.cwd = dir_;
-  const ProcessResult r = run_process(spec);
+  const ProcessResult r = run_autograd_training(2, {"fail"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const int64_t line = printed(r.out, "backward_line");
 
