@@ -111,8 +111,11 @@ void BlockReplay::on(const format::BlockRecord& r) {
       break;
   }
   // An expandable segment's mapped pages hold its cache as a segment's would: each run of them
-  // counts as one.
-  u.live_segments = p.segments.size() + (p.extents ? p.extents->mapped_runs() : 0);
+  // counts as one. Only segment events change the count (blocks come and go far more often).
+  if (r.action >= static_cast<uint32_t>(BlockAction::kSegmentAlloc) &&
+      r.action <= static_cast<uint32_t>(BlockAction::kSegmentUnmap)) {
+    u.live_segments = p.segments.size() + (p.extents ? p.extents->mapped_runs() : 0);
+  }
 }
 
 bool BlockReplay::has_blocks(int device) const {
