@@ -60,9 +60,9 @@ uint32_t BackwardAttribution::stack_for(TraceSummary& summary, uint64_t thread, 
   return attributed(summary, stack, caller_->stack);
 }
 
-uint32_t BackwardAttribution::driver_stack_for(TraceSummary& summary, uint64_t thread,
-                                               uint32_t stack) {
-  if (!caller_ || stack == 0 || caller_->thread == thread || thread == 0) return stack;
+uint32_t BackwardAttribution::driver_stack_in_backward(TraceSummary& summary, uint64_t thread,
+                                                       uint32_t stack) {
+  if (stack == 0 || caller_->thread == thread || thread == 0) return stack;
   if (python_of(summary, stack) != Python::kNone) return stack;
   return attributed(summary, stack, caller_->stack);
 }

@@ -33,11 +33,15 @@ class BackwardAttribution {
   // The stack to count a driver allocation (cuBLAS's workspace, made on the autograd thread that
   // first runs a matmul's backward) under: as a block's, but it moves no thread in or out of
   // backward().
-  uint32_t driver_stack_for(TraceSummary& summary, uint64_t thread, uint32_t stack);
+  // Inline: the replay asks for every driver allocation, and no thread is in backward() for most.
+  uint32_t driver_stack_for(TraceSummary& summary, uint64_t thread, uint32_t stack) {
+    return caller_ ? driver_stack_in_backward(summary, thread, stack) : stack;
+  }
 
  private:
   enum class Python : uint8_t { kNone, kOutsideBackward, kInBackward };
   Python python_of(const TraceSummary& summary, uint32_t stack);
+  uint32_t driver_stack_in_backward(TraceSummary& summary, uint64_t thread, uint32_t stack);
   uint32_t attributed(TraceSummary& summary, uint32_t stack, uint32_t caller);
 
   struct Caller {

@@ -359,8 +359,7 @@ void Replay::note_failure(const format::AllocFailedRecord& r) {
   f.requested_bytes = r.size;
   f.error = r.error;
   // As a successful allocation's: an autograd thread's failed request is shown at backward().
-  f.stack =
-      backward_.in_backward() ? backward_.driver_stack_for(summary_, r.thread, r.stack) : r.stack;
+  f.stack = backward_.driver_stack_for(summary_, r.thread, r.stack);
   if (per_device(r.kind)) {
     f.live_bytes = device(r.device).live_bytes;
     f.holders = top_sites_live_on(r.device, kHolders);
@@ -459,9 +458,7 @@ void Replay::on(const format::ProcessInfoRecord& r) {
 [[gnu::always_inline]] inline void Replay::on(const format::AllocRecord& r) {
   saw_event(r.time_ns);
   const Key key{space_of(r.kind), r.address};
-  uint32_t stack = r.stack;
-  if (backward_.in_backward()) [[unlikely]]
-    stack = backward_.driver_stack_for(summary_, r.thread, r.stack);
+  const uint32_t stack = backward_.driver_stack_for(summary_, r.thread, r.stack);
   const LiveAllocation a{r.device, r.kind, r.size, r.context, site_index(r.device, stack),
                          r.time_ns};
   // The same key live twice means we missed a free (one made before tracing, or by an API not
