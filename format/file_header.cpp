@@ -29,7 +29,7 @@ uint64_t get_u64le(const uint8_t* in) {
 void write_header(uint8_t* out, uint32_t chunk_size, uint64_t max_size) {
   std::memcpy(out, kMagic, sizeof kMagic);
   put_u16le(out + 8, kVersionMajor);
-  put_u16le(out + 10, max_size != 0 ? kVersionMinor : kUnboundedMinor);
+  put_u16le(out + 10, kVersionMinor);
   if (max_size != 0) {
     for (int i = 0; i < 8; ++i)
       out[BoundedHeaderLayout::kMaxSize + i] = static_cast<uint8_t>(max_size >> (8 * i));

@@ -44,6 +44,7 @@ enum class RecordType : uint8_t {
   kCarriedBlock = 24,
   kCarriedVmm = 25,
   kCarriedPhase = 26,
+  kAllocatorSettings = 27,
 };
 
 // The most payload bytes a record of integer fields can take: every field as a 10-byte varint.
@@ -772,13 +773,40 @@ struct CarriedPhaseRecord {
   }
 };
 
+// The settings of a caching allocator that shape its blocks' extents (4.6), for an allocator
+// whose block events give the size asked for (PyTorch's), as the allocator itself read them
+// (PYTORCH_CUDA_ALLOC_CONF): a request is rounded up to a power-of-two division before it
+// takes a block, and a block of max_split_size bytes or more is never split. Written once,
+// before the allocator's first block event.
+struct AllocatorSettingsRecord {
+  static constexpr RecordType kType = RecordType::kAllocatorSettings;
+  static constexpr std::size_t kMaxBytes = 512;
+  // roundup_divisions: one entry per request size interval, [1, 2) MiB (and below), [2, 4)
+  // MiB, ..., [32 GiB, ...): at most this many.
+  static constexpr std::size_t kIntervals = 16;
+  uint64_t time_ns = 0;
+  uint32_t allocator = 0;       // BlockAllocator
+  uint64_t max_split_size = 0;  // blocks at least this large are not split; UINT64_MAX: all are
+  // Into how many equal parts each power-of-two interval is divided for rounding; 0 or 1: none
+  // (requests are rounded to 512 bytes).
+  std::vector<uint64_t> roundup_divisions;
+
+  template <class Self, class V>
+  static constexpr void fields(Self& r, V& v) {
+    v.time("time_ns", r.time_ns);
+    v.u32("allocator", r.allocator);
+    v.u64("max_split_size", r.max_split_size);
+    v.address_list("roundup_divisions", r.roundup_divisions);
+  }
+};
+
 using Record =
     std::variant<ProcessInfoRecord, AllocRecord, FreeRecord, AllocFailedRecord, EndRecord,
                  ContextRecord, ContextDestroyedRecord, MapRecord, UnmapRecord, RetainHandleRecord,
                  StackRecord, ModuleRecord, PythonCodeRecord, ThreadRecord, DeviceRecord,
                  SampleRecord, NameRecord, PhaseRecord, NoteRecord, PoolRecord, BlockRecord,
                  CheckpointRecord, CarriedRecord, CarriedBlockRecord, CarriedVmmRecord,
-                 CarriedPhaseRecord>;
+                 CarriedPhaseRecord, AllocatorSettingsRecord>;
 
 // Records that define an id or describe the process rather than tell an event: a bounded trace
 // keeps them whatever their age (the writer puts them in chunks it never reuses).
@@ -787,7 +815,8 @@ constexpr bool is_definition() {
   return std::is_same_v<R, ProcessInfoRecord> || std::is_same_v<R, ContextRecord> ||
          std::is_same_v<R, StackRecord> || std::is_same_v<R, ModuleRecord> ||
          std::is_same_v<R, PythonCodeRecord> || std::is_same_v<R, ThreadRecord> ||
-         std::is_same_v<R, NameRecord> || std::is_same_v<R, DeviceRecord>;
+         std::is_same_v<R, NameRecord> || std::is_same_v<R, DeviceRecord> ||
+         std::is_same_v<R, AllocatorSettingsRecord>;
 }
 
 }  // namespace gmt::format

@@ -10,8 +10,9 @@
 #   4. Python without CUDA under the preload leaves no trace;
 #   5. a PyTorch training loop with NVTX ranges, NCCL and a planted OOM: views, phases, exports;
 #   6. a planted leak, found as the top probable leak at its Python line; with the default
-#      caching allocator and with expandable segments, through PyTorch's block events, checked
-#      against PyTorch's own snapshot (every active block and segment, allocated and reserved);
+#      caching allocator, with expandable segments and with roundup_power2_divisions and
+#      max_split_size_mb set, through PyTorch's block events, checked against PyTorch's own
+#      snapshot (every active block and segment, allocated and reserved);
 #   7. torchrun with two ranks: one trace per rank;
 #   9. stacks open at the user's line (the frame policy), for PyTorch and an nvcc program;
 #  10. classes: address-space reservations apart, what libraries keep on purpose (library_cache);
@@ -159,8 +160,10 @@ echo "--- 6b. the planted leak with the default caching allocator: PyTorch's blo
 # The shim is built into a fresh cache folder here, so that its build is checked too.
 export GPUMEMTRACE_CACHE_DIR="$out/shim-cache"
 rm -rf "$GPUMEMTRACE_CACHE_DIR"
-for variant in default expandable; do
+for variant in default expandable tuned; do
   conf=""; [ "$variant" = expandable ] && conf="expandable_segments:True"
+  # Settings that change blocks' extents, which the trace gives the analyzer (AllocatorSettings).
+  [ "$variant" = tuned ] && conf="roundup_power2_divisions:4,max_split_size_mb:32"
   rm -f "$out/cached_$variant".*.gmt
   PYTORCH_CUDA_ALLOC_CONF="$conf" "$gmt" run -o "$out/cached_$variant.%p.gmt" -- \
     python3 tests/gpu/planted_leak_cached.py "$out/cached_$variant.oracle.json" >"$out/cached_$variant.log" 2>&1 ||
@@ -178,6 +181,11 @@ for variant in default expandable; do
   echo "$oracle"
   check "$variant: torch's active blocks live in the trace (missing/extra)" "blocks_missing=0 blocks_extra=0" "$(echo "$oracle" | grep -o 'blocks_missing=[0-9]* blocks_extra=[0-9]*')"
   check "$variant: PyTorch's allocated/reserved at the end (leaks: blocks, cache) equal torch's" "allocated_equal=True reserved_equal=True" "$(echo "$oracle" | grep -o 'allocated_equal=[A-Za-z]* reserved_equal=[A-Za-z]*')"
+  if [ "$variant" = tuned ]; then
+    settings=$(grep '"record":"allocator_settings"' "$out/cached_tuned.dump.jsonl" | head -1)
+    echo "tuned: $settings"
+    check "tuned: the trace gives the allocator's settings as torch read them" "33554432 [4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4]" "$(echo "$settings" | python3 -c 'import json, sys; d = json.loads(sys.stdin.read()); print(d["max_split_size"], d["roundup_divisions"])')"
+  fi
   if [ "$variant" = default ]; then
     python3 -m torch.cuda._memory_viz segment_plot "$out/cached_default.memviz.pickle" -o "$out/cached_default.segments.html" >"$out/cached_memviz.log" 2>&1
     check "default: torch's memory_viz draws the exported segments and blocks" "0" "$?"

@@ -66,7 +66,8 @@ const char* record_type_name(std::size_t index) {
                                        "carried",
                                        "carried_block",
                                        "carried_vmm",
-                                       "carried_phase"};
+                                       "carried_phase",
+                                       "allocator_settings"};
   static_assert(std::size(kNames) == std::variant_size_v<format::Record>);
   return index < std::size(kNames) ? kNames[index] : "unknown";
 }

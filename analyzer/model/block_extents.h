@@ -8,10 +8,14 @@
 //     blocks are merged with free neighbours) or to the end of its segment or mapped range;
 //   - the rest is split off when at least 512 bytes in the small pool (requests up to 1 MiB) and
 //     with expandable segments, more than 1 MiB in the large pool.
-// Not modelled: roundup_power2_divisions and max_split_size in PYTORCH_CUDA_ALLOC_CONF (blocks
-// then read as the request rounded to 512 bytes, or their free block).
+// PYTORCH_CUDA_ALLOC_CONF's roundup_power2_divisions and max_split_size_mb change those rules:
+// a request is first rounded up to the next division of its power-of-two interval, and a block
+// of max_split_size bytes or more (rounded) is never split. The trace gives them as the allocator
+// read them (format's AllocatorSettingsRecord); without it, the defaults apply (no divisions, no
+// limit).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -22,6 +26,14 @@ namespace gmt::analyzer {
 
 class BlockExtents {
  public:
+  struct Settings {
+    uint64_t max_split_size = UINT64_MAX;
+    // By request size: below 2 MiB, [2, 4) MiB, ..., from 32 GiB on (the record's intervals).
+    std::array<uint64_t, format::AllocatorSettingsRecord::kIntervals> divisions{};
+
+    static Settings of(const format::AllocatorSettingsRecord& r);
+  };
+
   // Called with (address, new size) for a block in use whose extent a later block showed to end
   // sooner: blocks given out of order (a bounded trace's carried blocks from an older writer), or
   // an allocator configured beyond the rules above.
@@ -48,20 +60,25 @@ class BlockExtents {
   // How many runs of mapped pages there are (adjacent ranges are one run).
   std::size_t mapped_runs() const { return mapped_.size(); }
 
+  // The allocator's settings, from now on (blocks already handed out keep their extents).
+  void set(const Settings& settings) { settings_ = settings; }
+
   // PyTorch's round_size(): what a request takes at least.
-  static uint64_t rounded(uint64_t requested);
+  uint64_t rounded(uint64_t requested) const;
 
  private:
   struct Used {
     uint64_t rounded = 0;
     uint64_t size = 0;
-    bool fine_split = false;  // small pool or expandable: split off anything of 512 bytes
+    bool fine_split = false;   // small pool or expandable: split off anything of 512 bytes
+    bool never_split = false;  // large pool, not expandable, at least max_split_size
   };
   // The end of the segment or mapped range holding `address`, and whether it is mapped
   // (expandable); 0 when none holds it.
   std::pair<uint64_t, bool> container_end(uint64_t address) const;
-  static uint64_t size_in(uint64_t free_bytes, const Used& u);
+  uint64_t size_in(uint64_t free_bytes, const Used& u) const;
 
+  Settings settings_;
   std::map<uint64_t, Used> used_;          // blocks in use or freed with streams pending
   std::map<uint64_t, uint64_t> segments_;  // by address: size
   std::map<uint64_t, uint64_t> mapped_;    // by address: size; adjacent ranges merged

@@ -23,6 +23,8 @@ class BlockReplay {
  public:
   // Applies one event.
   void on(const format::BlockRecord& r);
+  // An allocator's settings: its blocks from now on, on every device, are rebuilt by them.
+  void on(const format::AllocatorSettingsRecord& r);
 
   // Whether any block event was seen for the device, and its allocators' figures now.
   bool has_blocks(int device) const;
@@ -74,7 +76,8 @@ class BlockReplay {
   void resize_block(Pool& p, uint64_t address, uint64_t size);
   uint64_t block_size(Pool& p, const format::BlockRecord& r);
 
-  std::map<std::pair<uint32_t, int>, Pool> pools_;  // by (allocator, device)
+  std::map<std::pair<uint32_t, int>, Pool> pools_;       // by (allocator, device)
+  std::map<uint32_t, BlockExtents::Settings> settings_;  // by allocator
   std::vector<BlockSiteStats> sites_;
   std::unordered_map<uint64_t, uint32_t> site_indices_;  // by block_site_key
 };

@@ -181,6 +181,7 @@ class Replay {
   void on(const format::CarriedBlockRecord&) {}
   void on(const format::CarriedVmmRecord&) {}
   void on(const format::CarriedPhaseRecord&) {}
+  void on(const format::AllocatorSettingsRecord& r) { blocks_.on(r); }
   // The sites whose allocations still live at the end are segments an allocator reported.
   void finish_blocks();
   // Address space reserved and never given back, by site and device (summary_.reservations).

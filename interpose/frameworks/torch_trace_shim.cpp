@@ -7,11 +7,17 @@
 // the thread that caused it. The callback runs with the allocator's lock held and maybe the GIL
 // held by its caller: it never takes the GIL, never calls into PyTorch, and never throws.
 #include <c10/cuda/CUDACachingAllocator.h>
+#if __has_include(<c10/cuda/CUDAAllocatorConfig.h>)
+#include <c10/cuda/CUDAAllocatorConfig.h>
+#define GMT_HAS_CUDA_ALLOCATOR_CONFIG 1
+#endif
 #include <dlfcn.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <string>
+#include <type_traits>
 
 namespace {
 
@@ -52,7 +58,46 @@ void on_trace_entry(const TraceEntry& entry) {
            static_cast<uint64_t>(reinterpret_cast<uintptr_t>(entry.stream_)));
 }
 
+// CUDA's allocator config class (in later versions a front for the accelerators' shared one) is
+// used only where its static getters exist, so that a torch without them still gets its shim.
+template <class C, class = void>
+struct HasSettings : std::false_type {};
+template <class C>
+struct HasSettings<C, std::void_t<decltype(C::max_split_size()),
+                                  decltype(C::roundup_power2_divisions(std::size_t{1}))>>
+    : std::true_type {};
+
+template <class C>
+int read_settings(uint64_t* max_split_size, uint64_t* divisions, int intervals) {
+  if constexpr (HasSettings<C>::value) {
+    *max_split_size = static_cast<uint64_t>(C::max_split_size());
+    // One request size per interval: 1 MiB << i is in interval i (the first also holds what is
+    // below it, the last what is above it).
+    for (int i = 0; i < intervals; ++i)
+      divisions[i] = static_cast<uint64_t>(C::roundup_power2_divisions(std::size_t{1} << (20 + i)));
+    return 1;
+  } else {
+    return 0;
+  }
+}
+
 }  // namespace
+
+// The settings that shape the blocks (format's AllocatorSettingsRecord), as the allocator reads
+// them: 1 when read, 0 when this torch has no getters this shim knows.
+extern "C" __attribute__((visibility("default"))) int gpumemtrace_torch_settings(
+    uint64_t* max_split_size, uint64_t* divisions, int intervals) {
+  try {
+#if defined(GMT_HAS_CUDA_ALLOCATOR_CONFIG)
+    if (read_settings<c10::cuda::CUDACachingAllocator::CUDAAllocatorConfig>(max_split_size,
+                                                                            divisions, intervals))
+      return 1;
+#endif
+    return 0;
+  } catch (...) {
+    return 0;
+  }
+}
 
 // 1: attached; 0: the allocator is not initialized yet (ask again at the next allocation);
 // -1: this allocator cannot be traced (e.g. backend:cudaMallocAsync), or no entry point.

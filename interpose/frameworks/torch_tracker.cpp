@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "interpose/frameworks/torch_shim_build.h"
 #include "interpose/record/trace_writer.h"
@@ -54,6 +55,7 @@ void TorchTracker::advance() {
       if (writer_.started()) {
         int expected = kNotePending;
         if (state_.compare_exchange_strong(expected, kBusy, std::memory_order_acq_rel)) {
+          if (settings_) writer_.record(*settings_);
           format::NoteRecord note;
           note.text = note_;
           writer_.record(note);
@@ -75,9 +77,9 @@ void TorchTracker::load_shim() {
     return finish("pytorch block events unavailable (torch " + shim.version + "): " + shim.error +
                   "; segments are traced as without them");
   }
-  void* handle = dlopen(shim.library.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle != nullptr) {
-    attach_ = reinterpret_cast<int (*)()>(dlsym(handle, "gpumemtrace_torch_attach"));
+  shim_ = dlopen(shim.library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (shim_ != nullptr) {
+    attach_ = reinterpret_cast<int (*)()>(dlsym(shim_, "gpumemtrace_torch_attach"));
   }
   if (attach_ == nullptr) {
     const char* why = dlerror();
@@ -97,10 +99,31 @@ void TorchTracker::try_attach() {
     state_.store(kShimLoaded, std::memory_order_release);
     return;
   }
-  finish(attached > 0 ? "pytorch block events on (torch " + torch_version_ + ")"
-                      : "pytorch block events unavailable (torch " + torch_version_ +
-                            "): its CUDA allocator has no trace tracker (backend:cudaMallocAsync?)"
-                            "; segments are traced as without them");
+  if (attached < 0) {
+    return finish("pytorch block events unavailable (torch " + torch_version_ +
+                  "): its CUDA allocator has no trace tracker (backend:cudaMallocAsync?)"
+                  "; segments are traced as without them");
+  }
+  read_settings();
+  finish("pytorch block events on (torch " + torch_version_ + ")" +
+         (settings_ ? ""
+                    : "; its allocator's settings could not be read: block extents follow the "
+                      "default settings"));
+}
+
+// Read once, as the tracker attaches (settings changed later in the run are not seen).
+void TorchTracker::read_settings() {
+  using Settings = format::AllocatorSettingsRecord;
+  using Read = int (*)(uint64_t*, uint64_t*, int);
+  const auto read = reinterpret_cast<Read>(dlsym(shim_, "gpumemtrace_torch_settings"));
+  if (read == nullptr) return;
+  Settings settings;
+  settings.allocator = static_cast<uint32_t>(format::BlockAllocator::kPytorch);
+  settings.roundup_divisions.assign(Settings::kIntervals, 0);
+  if (read(&settings.max_split_size, settings.roundup_divisions.data(),
+           static_cast<int>(Settings::kIntervals)) != 1)
+    return;
+  settings_ = std::move(settings);
 }
 
 void TorchTracker::finish(const std::string& note) {

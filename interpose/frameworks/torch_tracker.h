@@ -9,7 +9,10 @@
 #pragma once
 
 #include <atomic>
+#include <optional>
 #include <string>
+
+#include "format/records.h"
 
 namespace gmt::interpose {
 
@@ -32,6 +35,13 @@ class TorchTracker {
     advance();
   }
 
+  // Called before each block event: the note and the allocator's settings, once attached, are
+  // written before the first block (the attaching hook may have come before the trace existed).
+  // One relaxed load once settled.
+  void before_block() {
+    if (state_.load(std::memory_order_relaxed) == kNotePending) advance();
+  }
+
  private:
   enum State : int {
     kNoTorch,      // not loaded (yet)
@@ -46,10 +56,14 @@ class TorchTracker {
   void load_shim();
   void try_attach();
   void finish(const std::string& note);
+  void read_settings();
 
   TraceWriter& writer_;
   std::atomic<int> state_{kNoTorch};
+  void* shim_ = nullptr;
   int (*attach_)() = nullptr;
+  // Written with the note: how the allocator rounds and splits blocks, when the shim could tell.
+  std::optional<format::AllocatorSettingsRecord> settings_;
   std::string note_;
   std::string torch_version_;
 };

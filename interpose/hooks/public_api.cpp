@@ -43,6 +43,7 @@ GMT_EXPORT void gpumemtrace_framework_block(uint32_t allocator, uint32_t action,
   Runtime& rt = Runtime::get();
   const bool starts = action == 0 || action == 3 || action == 5 || action == 7;
   if (!starts && !rt.writer().started()) return;
+  rt.torch_tracker().before_block();
   rt.events().block(allocator, action, device, address, size, stream);
 }
 }

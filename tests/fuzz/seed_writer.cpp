@@ -151,6 +151,11 @@ void every_record(const std::string& dir) {
   pool.api = Api::kCuMemPoolCreate;
   pool.pool = 0x99;
   a.add(pool);
+  AllocatorSettingsRecord settings;
+  settings.allocator = 1;
+  settings.max_split_size = 64 << 20;
+  settings.roundup_divisions.assign(AllocatorSettingsRecord::kIntervals, 4);
+  a.add(settings);
   BlockRecord block;
   block.allocator = 1;
   block.action = 0;
@@ -231,7 +236,7 @@ void early_ends(const std::string& dir) {
 
 }  // namespace
 
-// A bounded trace (4.5) whose oldest chunks were reused: definitions and checkpoints in the
+// A bounded trace (4.6) whose oldest chunks were reused: definitions and checkpoints in the
 // writer's own chunks (thread 0), checkpoint 1 whole, checkpoint 2 whole (allocations and a
 // caching allocator's segment and block) and the one to start from (the header's valid_from), and a
 // thread's chunk whose first three were reused, with records before and after checkpoint 2.

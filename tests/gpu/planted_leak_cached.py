@@ -45,6 +45,12 @@ def main():
     # to 512 bytes, or more where the rest of its free block is not worth splitting off.
     scalar = torch.zeros((), device="cuda")
     odd = torch.empty(3 * 2**20 + 1000, dtype=torch.uint8, device="cuda")
+    # A 48 MiB + 1000-byte tensor in the 64 MiB block a freed tensor left in the cache: split off
+    # by default; whole with max_split_size_mb:32 (a block of 32 MiB or more is never split),
+    # where roundup_power2_divisions:4 first rounds the request to 56 MiB.
+    big = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")
+    del big
+    reused = torch.empty((48 << 20) + 1000, dtype=torch.uint8, device="cuda")
     torch.cuda.synchronize()
     snapshot = torch.cuda.memory._snapshot()
     blocks, segments = [], []
@@ -65,6 +71,7 @@ def main():
         "segments": segments,
     }
     assert scalar.untyped_storage().nbytes() == 4 and odd.untyped_storage().nbytes() == 3 * 2**20 + 1000
+    assert reused.untyped_storage().nbytes() == (48 << 20) + 1000
     with open(sys.argv[1], "w") as f:
         json.dump(oracle, f)
     print(f"leak_line={line} kept={len(kept)} allocated={oracle['memory_allocated']} "

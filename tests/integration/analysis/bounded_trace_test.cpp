@@ -69,8 +69,8 @@ TEST_F(BoundedTrace, StaysWithinItsLimitAndExplainsEveryLiveByte) {
   EXPECT_GT(info["history"]["kept_from_ns"].get<uint64_t>(), 0u);
   const json whole_info = command_json({"info", whole, "--json"});
   EXPECT_TRUE(whole_info["history"].is_null());
-  EXPECT_EQ(whole_info["format"], "4.2");
-  EXPECT_EQ(info["format"], "4.5");
+  EXPECT_EQ(whole_info["format"], "4.6");
+  EXPECT_EQ(info["format"], "4.6");
 
   // Live at exit: the 8 held MiB and one 64 KiB leak per 10000 iterations, exactly, as the
   // unbounded trace says too.
@@ -177,12 +177,12 @@ TEST_F(BoundedTrace, APhaseOpenedBeforeTheHistoryKeptNamesThePeak) {
   EXPECT_EQ(device(whole_report, 0)["peak_phase"], "training > spike");
 }
 
-TEST_F(BoundedTrace, WithoutTheVariableTheTraceIsFormat42WithNoCheckpoint) {
+TEST_F(BoundedTrace, WithoutTheVariableTheTraceHasNoLimitAndNoCheckpoint) {
   const ProcessResult r = run_traced("workload_runtime_shared", {"alloc:a:" + mib(2), "free:a"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string header = read_file(only_trace()).substr(0, 64);
   ASSERT_EQ(header.size(), 64u);
-  EXPECT_EQ(header[10], 2);  // minor version
+  EXPECT_EQ(header[10], 6);  // minor version, as a bounded trace's
   EXPECT_EQ(header.substr(16), std::string(48, '\0'));
   const ProcessResult dump = cli({"dump", only_trace()});
   EXPECT_EQ(dump.out.find("checkpoint"), std::string::npos);
@@ -197,7 +197,7 @@ TEST_F(BoundedTrace, ABadValueWarnsAndRecordsWithoutALimit) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.err.find("GPUMEMTRACE_MAX_SIZE='" + value + "'"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("recording without a limit"), std::string::npos) << r.err;
-    EXPECT_EQ(read_file(only_trace())[10], 2);
+    EXPECT_EQ(read_file(only_trace()).substr(16, 8), std::string(8, '\0'));  // no limit
     fs::remove(only_trace());
   }
 }
@@ -217,7 +217,7 @@ TEST_F(BoundedTrace, RunMaxSizeBoundsTheTraceAndRefusesABadSize) {
                               env);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json info = command_json({"info", only_trace(), "--json"});
-  EXPECT_EQ(info["format"], "4.5");
+  EXPECT_EQ(info["format"], "4.6");
   EXPECT_EQ(info["history"]["max_size"], 2 * kMiB);
   EXPECT_EQ(info["history"]["dropped_events"], 0);
 }

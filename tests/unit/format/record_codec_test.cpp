@@ -198,6 +198,34 @@ TEST(RecordCodec, ATrainingLoopsEventsAverageAtMost16Bytes) {
   EXPECT_LE(average, 16.0) << average;
 }
 
+// 4.6: a caching allocator's settings, with the unlimited split size (2^64 - 1, ten varint
+// bytes) and divisions that go down as well as up (the list is delta-coded).
+TEST(RecordCodec, AllocatorSettingsRoundTrip) {
+  AllocatorSettingsRecord settings;
+  settings.time_ns = 77;
+  settings.allocator = static_cast<uint32_t>(BlockAllocator::kPytorch);
+  settings.max_split_size = UINT64_MAX;
+  settings.roundup_divisions = {1, 1, 8, 8, 4, 0, 2, 2, 2, 2, 2, 2, 2, 2, 2, 16};
+  AllocatorSettingsRecord limited = settings;
+  limited.time_ns = 78;
+  limited.max_split_size = 64ull << 20;
+  limited.roundup_divisions.assign(AllocatorSettingsRecord::kIntervals, 0);
+  TraceBytes trace;
+  trace.add(settings).add(limited);
+  RecordDecoder decoder(trace.bytes(), 0);
+  for (const AllocatorSettingsRecord* want : {&settings, &limited}) {
+    auto r = decoder.next();
+    ASSERT_TRUE(r && std::holds_alternative<AllocatorSettingsRecord>(*r));
+    const auto& got = std::get<AllocatorSettingsRecord>(*r);
+    EXPECT_EQ(got.time_ns, want->time_ns);
+    EXPECT_EQ(got.allocator, 1u);
+    EXPECT_EQ(got.max_split_size, want->max_split_size);
+    EXPECT_EQ(got.roundup_divisions, want->roundup_divisions);
+  }
+  EXPECT_FALSE(decoder.next());
+  EXPECT_EQ(decoder.status().end, StreamEnd::kClean);
+}
+
 TEST(RecordCodec, UnknownRecordTypesAreSkipped) {
   TraceBytes trace;
   trace.add(sample_process());

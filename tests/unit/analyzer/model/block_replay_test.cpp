@@ -86,6 +86,42 @@ TEST(BlockReplay, CountsLiveBlocksAndReportedSegmentsPerAllocatorAndDevice) {
   EXPECT_EQ(s.sites.at(site_key(0, 1)).framework_segment_bytes, 20 * kMiB);
 }
 
+format::AllocatorSettingsRecord max_split_size(uint64_t t, uint64_t bytes) {
+  format::AllocatorSettingsRecord r;
+  r.time_ns = t;
+  r.allocator = static_cast<uint32_t>(format::BlockAllocator::kPytorch);
+  r.max_split_size = bytes;
+  r.roundup_divisions.assign(format::AllocatorSettingsRecord::kIntervals, 0);
+  return r;
+}
+
+// PyTorch's settings, from the trace: a 24 MiB request in a 40 MiB segment, with blocks of 16 MiB
+// and more never split, takes all 40 MiB; without the record, 24 MiB. The settings reach a pool
+// made before them too (device 1's), and only the allocator they name.
+TEST(BlockReplay, TheAllocatorsSettingsShapeItsBlocks) {
+  for (const bool with_settings : {false, true}) {
+    Replay replay;
+    replay.apply(segment(1, 0x200000000, 40 * kMiB, 1));
+    replay.apply(block(2, BlockAction::kSegmentAlloc, 0x200000000, 40 * kMiB, 1, 1));
+    if (with_settings) replay.apply(max_split_size(3, 16 * kMiB));
+    replay.apply(segment(4, 0x100000000, 40 * kMiB, 1));
+    replay.apply(block(5, BlockAction::kSegmentAlloc, 0x100000000, 40 * kMiB, 1));
+    replay.apply(block(6, BlockAction::kAlloc, 0x100000000, 24 * kMiB, 2));
+    replay.apply(block(7, BlockAction::kAlloc, 0x200000000, 24 * kMiB, 2, 1));
+    format::BlockRecord cupy = block(8, BlockAction::kAlloc, 0x300000000, 24 * kMiB, 2);
+    cupy.allocator = static_cast<uint32_t>(format::BlockAllocator::kCupy);
+    replay.apply(cupy);
+    replay.finish();
+    const TraceSummary& s = replay.summary();
+    ASSERT_EQ(s.allocators.size(), 3u);
+    const uint64_t pytorch = with_settings ? 40 * kMiB : 24 * kMiB;
+    for (const AllocatorUsage& a : s.allocators) {
+      EXPECT_EQ(a.allocated_bytes, a.allocator == 1 ? pytorch : 24 * kMiB)
+          << a.allocator << " on " << a.device << " with settings " << with_settings;
+    }
+  }
+}
+
 TEST(BlockReplay, FeedsTheViewsFrameworkFiguresWithoutAReport) {
   Replay replay;
   for (const auto& r : one_segment()) replay.apply(r);
