@@ -63,7 +63,7 @@ uint64_t BlockExtents::size_in(uint64_t free_bytes, const Used& u) const {
   // story; the request is the best figure left.
   if (free_bytes <= u.rounded) return u.rounded;
   const uint64_t rest = free_bytes - u.rounded;
-  const bool split = u.fine_split ? rest >= kMinBlock : u.never_split ? false : rest > kSmallSize;
+  const bool split = u.fine_split ? rest >= kMinBlock : !u.never_split && rest > kSmallSize;
   return split ? u.rounded : free_bytes;
 }
 
