@@ -24,6 +24,7 @@
 #include "analyzer/export/export_formats.h"
 #include "analyzer/export/pickle_writer.h"
 #include "analyzer/model/block_extents.h"
+#include "analyzer/model/extents_by_device.h"
 #include "analyzer/model/input/mapped_file.h"
 #include "analyzer/model/input/trace_error.h"
 #include "analyzer/report/stack_frames.h"
@@ -146,6 +147,7 @@ class MemvizReplay {
     }
   }
   void on(const format::BlockRecord& r);
+  void on(const format::AllocatorSettingsRecord& r) { extents_.set(r); }
   void on(const format::AllocFailedRecord& r) {
     // The model keeps the failures in record order: the n-th is this one, with its views.
     const std::size_t n = failures_seen_++;
@@ -193,7 +195,7 @@ class MemvizReplay {
   Live live_;
   std::map<uint64_t, AllocatorSegment> segments_;
   std::map<uint64_t, AllocatorBlock> loose_;  // blocks outside any reported segment (expandable)
-  std::map<std::pair<uint32_t, int>, BlockExtents> extents_;  // PyTorch's, by device
+  ExtentsByDevice extents_;                   // PyTorch's
   std::map<int, std::deque<Entry>> traces_;
   std::size_t failures_seen_ = 0;
 };
@@ -201,7 +203,7 @@ class MemvizReplay {
 void MemvizReplay::on(const format::BlockRecord& r) {
   using format::BlockAction;
   if (BlockExtents::rebuilt(r.allocator) && r.action != static_cast<uint32_t>(BlockAction::kAlloc))
-    extents_[{r.allocator, r.device}].follow(r);
+    extents_.at(r.allocator, r.device).follow(r);
   const auto entry = [&](Action action, uint64_t size) {
     add(r.device, {action, r.address, size, r.stack, r.time_ns, 0, r.stream});
   };
@@ -282,11 +284,10 @@ AllocatorBlock* MemvizReplay::block_at(uint64_t address) {
 // PyTorch's sizes asked for, rebuilt into its blocks'; the others' as reported.
 uint64_t MemvizReplay::block_size(const format::BlockRecord& r) {
   if (!BlockExtents::rebuilt(r.allocator)) return r.size;
-  return extents_[{r.allocator, r.device}].allocate(r.address, r.size,
-                                                    [&](uint64_t address, uint64_t size) {
-                                                      if (AllocatorBlock* b = block_at(address))
-                                                        b->size = size;
-                                                    });
+  return extents_.at(r.allocator, r.device)
+      .allocate(r.address, r.size, [&](uint64_t address, uint64_t size) {
+        if (AllocatorBlock* b = block_at(address)) b->size = size;
+      });
 }
 
 // Writes each stack's frames once, then refers to them by memo slot.

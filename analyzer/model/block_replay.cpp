@@ -11,19 +11,13 @@ BlockReplay::Pool& BlockReplay::pool(uint32_t allocator, int device) {
   Pool& p = pools_[{allocator, device}];
   p.usage.allocator = allocator;
   p.usage.device = device;
-  if (BlockExtents::rebuilt(allocator) && !p.extents) {
-    p.extents.emplace();
-    if (const auto s = settings_.find(allocator); s != settings_.end()) p.extents->set(s->second);
-  }
+  if (BlockExtents::rebuilt(allocator) && p.extents == nullptr)
+    p.extents = &extents_.at(allocator, device);
   return p;
 }
 
 void BlockReplay::on(const format::AllocatorSettingsRecord& r) {
-  const BlockExtents::Settings settings = BlockExtents::Settings::of(r);
-  settings_.insert_or_assign(r.allocator, settings);
-  for (auto& [key, p] : pools_) {
-    if (key.first == r.allocator && p.extents) p.extents->set(settings);
-  }
+  extents_.set(r);
 }
 
 uint32_t BlockReplay::site(uint32_t allocator, int device, uint32_t stack) {

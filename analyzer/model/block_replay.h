@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "analyzer/model/block_extents.h"
+#include "analyzer/model/extents_by_device.h"
 #include "analyzer/model/trace_summary.h"
 #include "format/records.h"
 
@@ -21,6 +22,11 @@ namespace gmt::analyzer {
 
 class BlockReplay {
  public:
+  BlockReplay() = default;
+  // Pools point into extents_.
+  BlockReplay(const BlockReplay&) = delete;
+  BlockReplay& operator=(const BlockReplay&) = delete;
+
   // Applies one event.
   void on(const format::BlockRecord& r);
   // An allocator's settings: its blocks from now on, on every device, are rebuilt by them.
@@ -67,8 +73,8 @@ class BlockReplay {
     std::unordered_map<uint64_t, Block> blocks;       // live blocks by address
     std::unordered_map<uint64_t, uint64_t> segments;  // reported segments by address: size
     AllocatorUsage usage;
-    // PyTorch reports the sizes asked for; the blocks' own come from here.
-    std::optional<BlockExtents> extents;
+    // PyTorch reports the sizes asked for; the blocks' own come from here (extents_'s).
+    BlockExtents* extents = nullptr;
   };
   Pool& pool(uint32_t allocator, int device);
   uint32_t site(uint32_t allocator, int device, uint32_t stack);
@@ -76,8 +82,8 @@ class BlockReplay {
   void resize_block(Pool& p, uint64_t address, uint64_t size);
   uint64_t block_size(Pool& p, const format::BlockRecord& r);
 
-  std::map<std::pair<uint32_t, int>, Pool> pools_;       // by (allocator, device)
-  std::map<uint32_t, BlockExtents::Settings> settings_;  // by allocator
+  std::map<std::pair<uint32_t, int>, Pool> pools_;  // by (allocator, device)
+  ExtentsByDevice extents_;
   std::vector<BlockSiteStats> sites_;
   std::unordered_map<uint64_t, uint32_t> site_indices_;  // by block_site_key
 };

@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "tests/integration/traced_run_fixture.h"
+#include "tests/unit/chunked_file.h"
+#include "tests/unit/trace_bytes.h"
 
 using nlohmann::json;
 
@@ -353,6 +355,80 @@ TEST_F(FrameworkBlocks, MemvizHasTheAllocatorsBlocksInsideItsSegments) {
   EXPECT_EQ(actions["free_completed"], 60 * 5);
   EXPECT_EQ(actions["segment_alloc"], printed(run.out, "segments"));
   EXPECT_EQ(actions.size(), 4u);
+}
+
+// A trace of PyTorch's blocks with its allocator's settings (format 4.6), as the shim writes it
+// with roundup_power2_divisions:4,max_split_size_mb:32: a request of 48 MiB + 1000 bytes rounds
+// to 56 MiB and, at 32 MiB or more, is never split: it takes its whole 64 MiB free block; 3 MiB +
+// 1000 bytes rounds to 3.5 MiB and is split off its 20 MiB segment. `leaks` and the memviz export
+// both rebuild the blocks by those settings (without them: 48 MiB + 1024 and 3 MiB + 1024).
+TEST_F(FrameworkBlocks, TheAllocatorsSettingsInTheTraceShapeItsBlocksInEveryReport) {
+  constexpr uint64_t kBig = 0x7f0000000000, kSmall = 0x7f0010000000;
+  const auto block = [](uint64_t t, format::BlockAction action, uint64_t address, uint64_t size) {
+    format::BlockRecord r;
+    r.time_ns = t;
+    r.allocator = static_cast<uint32_t>(format::BlockAllocator::kPytorch);
+    r.action = static_cast<uint32_t>(action);
+    r.device = 0;
+    r.address = address;
+    r.size = size;
+    return r;
+  };
+  format::ProcessInfoRecord process;
+  process.pid = 77;
+  process.argv = {"python", "train.py"};
+  format::AllocatorSettingsRecord settings;
+  settings.time_ns = 1;
+  settings.allocator = static_cast<uint32_t>(format::BlockAllocator::kPytorch);
+  settings.max_split_size = 32 * kMiB;
+  settings.roundup_divisions.assign(format::AllocatorSettingsRecord::kIntervals, 4);
+  using A = format::BlockAction;
+  ChunkedFile file;
+  file.add_chunk_of(
+      0, 0, 1000,
+      {process, settings, alloc_at(2, 0, kBig, 64 * kMiB),
+       block(3, A::kSegmentAlloc, kBig, 64 * kMiB), block(4, A::kAlloc, kBig, 48 * kMiB + 1000),
+       alloc_at(5, 0, kSmall, 20 * kMiB), block(6, A::kSegmentAlloc, kSmall, 20 * kMiB),
+       block(7, A::kAlloc, kSmall, 3 * kMiB + 1000)});
+  const std::string trace = dir_ + "/settings.gmt";
+  {
+    std::FILE* f = std::fopen(trace.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(std::fwrite(file.bytes().data(), 1, file.bytes().size(), f), file.bytes().size());
+    std::fclose(f);
+  }
+
+  // Both blocks were made at one site (no stack): one group.
+  const json leaks = command_json({"leaks", "--json", trace});
+  int64_t leaked = 0, count = 0;
+  for (const json& g : leaks["leaks"]) {
+    if (g.value("allocator", "") != "pytorch" || g.value("level", "") != "block") continue;
+    leaked += g["bytes"].get<int64_t>();
+    count += g["count"].get<int64_t>();
+  }
+  EXPECT_EQ(leaked, 64 * static_cast<int64_t>(kMiB) + 7 * static_cast<int64_t>(kMiB) / 2)
+      << leaks.dump(1);
+  EXPECT_EQ(count, 2);
+
+  const std::string pickle = dir_ + "/settings.pickle";
+  const ProcessResult exported = cli({"export", trace, "--format", "memviz", "-o", pickle});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  ProcessSpec spec;
+  spec.argv = {"/usr/bin/env", "python3", "-c",
+               "import json, pickle, sys; print(json.dumps(pickle.load(open(sys.argv[1], 'rb'))))",
+               pickle};
+  const ProcessResult loaded = run_process(spec);
+  ASSERT_EQ(loaded.exit_code, 0) << loaded.err;
+  const json snapshot = json::parse(loaded.out);
+  std::map<uint64_t, std::vector<std::pair<std::string, int64_t>>> tiles;  // by segment
+  for (const json& segment : snapshot["segments"]) {
+    for (const json& b : segment["blocks"])
+      tiles[segment["address"]].emplace_back(b["state"], b["size"]);
+  }
+  using Tiles = std::vector<std::pair<std::string, int64_t>>;
+  EXPECT_EQ(tiles[kBig], (Tiles{{"active_allocated", 64 * kMiB}})) << snapshot["segments"].dump();
+  EXPECT_EQ(tiles[kSmall],
+            (Tiles{{"active_allocated", 7 * kMiB / 2}, {"inactive", 33 * kMiB / 2}}));
 }
 
 // At the peak, the allocator's blocks by the line that asked for them and its free cache, not
