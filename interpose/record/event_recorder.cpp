@@ -67,7 +67,10 @@ uint32_t EventRecorder::stack_here(StackCost* cost) {
     native = native_.capture(frames, depth);
   }
   if (cost != nullptr) cost->native_frames += static_cast<uint64_t>(native);
-  std::copy(python_frames, python_frames + python, frames + native);
+  // Behind the native frames; already there when they took every slot before the Python ones
+  // (copying a range onto itself is not allowed).
+  if (frames + native != python_frames)
+    std::copy(python_frames, python_frames + python, frames + native);
   return stacks_.intern(frames, native, python, [&] { modules_.cover(frames, native); });
 }
 

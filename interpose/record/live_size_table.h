@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <utility>
 
 namespace gmt::interpose {
 
@@ -142,9 +143,10 @@ void LiveTable<E>::clear() {
 
 template <class E>
 void LiveTable<E>::rehash(std::size_t capacity) {
-  std::unique_ptr<Slot[]> old = std::move(slots_);
+  // Allocated first: if that throws, the table is still whole.
+  std::unique_ptr<Slot[]> fresh = std::make_unique<Slot[]>(capacity);
+  std::unique_ptr<Slot[]> old = std::exchange(slots_, std::move(fresh));
   const std::size_t old_capacity = capacity_;
-  slots_ = std::make_unique<Slot[]>(capacity);
   capacity_ = capacity;
   live_ = 0;
   for (std::size_t i = 0; i < old_capacity; ++i) {
