@@ -9,7 +9,9 @@
 #include <c10/cuda/CUDACachingAllocator.h>
 #if __has_include(<c10/cuda/CUDAAllocatorConfig.h>)
 #include <c10/cuda/CUDAAllocatorConfig.h>
-#define GMT_HAS_CUDA_ALLOCATOR_CONFIG 1
+#endif
+#if __has_include(<c10/core/AllocatorConfig.h>)
+#include <c10/core/AllocatorConfig.h>
 #endif
 #include <dlfcn.h>
 
@@ -18,6 +20,20 @@
 #include <exception>
 #include <string>
 #include <type_traits>
+
+// Where the allocator's settings are read from moved between torch versions: CUDA's own config
+// class, then (2.9 on) the accelerators' shared one, with CUDA's kept as a deprecated front. Each
+// name is looked up inside its namespace, where torch declares it if this torch has it; where it
+// does not, lookup goes on outwards to these empty stand-ins, which have no getters. So the shim
+// builds against every torch, and reads the settings from whichever class has them.
+struct AcceleratorAllocatorConfig {};
+struct CUDAAllocatorConfig {};
+namespace c10::CachingAllocator {
+using GmtAcceleratorConfig = AcceleratorAllocatorConfig;
+}
+namespace c10::cuda::CUDACachingAllocator {
+using GmtCudaConfig = CUDAAllocatorConfig;
+}
 
 namespace {
 
@@ -58,8 +74,7 @@ void on_trace_entry(const TraceEntry& entry) {
            static_cast<uint64_t>(reinterpret_cast<uintptr_t>(entry.stream_)));
 }
 
-// CUDA's allocator config class (in later versions a front for the accelerators' shared one) is
-// used only where its static getters exist, so that a torch without them still gets its shim.
+// A config class's static getters, where it has them.
 template <class C, class = void>
 struct HasSettings : std::false_type {};
 template <class C>
@@ -88,12 +103,11 @@ int read_settings(uint64_t* max_split_size, uint64_t* divisions, int intervals) 
 extern "C" __attribute__((visibility("default"))) int gpumemtrace_torch_settings(
     uint64_t* max_split_size, uint64_t* divisions, int intervals) {
   try {
-#if defined(GMT_HAS_CUDA_ALLOCATOR_CONFIG)
-    if (read_settings<c10::cuda::CUDACachingAllocator::CUDAAllocatorConfig>(max_split_size,
-                                                                            divisions, intervals))
+    if (read_settings<c10::CachingAllocator::GmtAcceleratorConfig>(max_split_size, divisions,
+                                                                   intervals))
       return 1;
-#endif
-    return 0;
+    return read_settings<c10::cuda::CUDACachingAllocator::GmtCudaConfig>(max_split_size, divisions,
+                                                                         intervals);
   } catch (...) {
     return 0;
   }
