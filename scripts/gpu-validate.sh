@@ -184,6 +184,7 @@ for variant in default expandable tuned; do
   if [ "$variant" = tuned ]; then
     settings=$(grep '"record":"allocator_settings"' "$out/cached_tuned.dump.jsonl" | head -1)
     echo "tuned: $settings"
+    check "tuned: the note names the settings that differ from the defaults" True "$(json_field "$out/cached_tuned.report.json" 'any(n.endswith("; allocator settings max_split_size_mb:32,roundup_power2_divisions:4") for n in d["traces"][0]["notes"])')"
     check "tuned: the trace gives the allocator's settings as torch read them" "33554432 [4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4]" "$(echo "$settings" | python3 -c 'import json, sys; d = json.loads(sys.stdin.read()); print(d["max_split_size"], d["roundup_divisions"])')"
   fi
   if [ "$variant" = default ]; then

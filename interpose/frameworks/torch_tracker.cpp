@@ -8,6 +8,7 @@
 #include <cstring>
 #include <utility>
 
+#include "interpose/frameworks/torch_settings_text.h"
 #include "interpose/frameworks/torch_shim_build.h"
 #include "interpose/record/trace_writer.h"
 
@@ -105,10 +106,14 @@ void TorchTracker::try_attach() {
                   "; segments are traced as without them");
   }
   read_settings();
-  finish("pytorch block events on (torch " + torch_version_ + ")" +
-         (settings_ ? ""
-                    : "; its allocator's settings could not be read: block extents follow the "
-                      "default settings"));
+  std::string settings =
+      "; its allocator's settings could not be read: block extents follow the "
+      "default settings";
+  if (settings_) {
+    const std::string set = torch_settings_text(*settings_);
+    settings = set.empty() ? "" : "; allocator settings " + set;
+  }
+  finish("pytorch block events on (torch " + torch_version_ + ")" + settings);
 }
 
 // Read once, as the tracker attaches (settings changed later in the run are not seen).
