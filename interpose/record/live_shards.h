@@ -208,6 +208,19 @@ class LiveShards {
     return true;
   }
 
+  // A free (routed to its holder, so never cuMemRelease): the same, with one probe of the table.
+  template <class Write>
+  static bool apply_if_held(Shard& s, format::FreeRecord& rec, Write write) {
+    std::lock_guard<SpinLock> held(s.lock);
+    const std::size_t at = s.set.position(rec);
+    if (at == LiveSet::kNowhere) return false;
+    if (write()) {
+      s.set.free_at(at);  // writing a record changes no live set
+      s.last_ns = rec.time_ns;
+    }
+    return true;
+  }
+
   std::array<Shard, kShards> shards_;
   std::unique_ptr<std::atomic<uint8_t>[]> hints_;  // shard numbers, by slot
   std::size_t hint_mask_;

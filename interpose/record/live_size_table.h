@@ -23,6 +23,11 @@ class LiveTable {
   // Removes `key`, giving back its entry in `taken` unless that is null. False when it is not
   // there.
   bool take(uint64_t key, Entry* taken);
+  // Where `key` is, or kNowhere: for taking it with take_at() while the table has not changed
+  // meanwhile, with one probe for both.
+  static constexpr std::size_t kNowhere = ~std::size_t{0};
+  std::size_t position(uint64_t key) const;
+  void take_at(std::size_t position) { remove_at(position); }
   // The entry of `key`, or null.
   const Entry* find(uint64_t key) const;
   Entry* find(uint64_t key) {
@@ -110,6 +115,13 @@ bool LiveTable<E>::take(uint64_t key, Entry* taken) {
   if (taken != nullptr) *taken = slots_[i].entry;
   remove_at(i);
   return true;
+}
+
+template <class E>
+std::size_t LiveTable<E>::position(uint64_t key) const {
+  if (capacity_ == 0 || key == kEmpty || key == kDropped) return kNowhere;
+  const std::size_t i = probe(key);
+  return slots_[i].key == key ? i : kNowhere;
 }
 
 template <class E>

@@ -80,8 +80,13 @@ TEST(LiveSizeTable, RemovalsKeepEveryOtherKeyFindable) {
       ASSERT_EQ(table.take(key, nullptr), expected.erase(key) > 0) << step;
       keys[static_cast<std::size_t>(std::find(keys.begin(), keys.end(), key) - keys.begin())] =
           1 + (rng() >> 16);
-    } else if (rng() % 2 == 0) {
+    } else if (rng() % 3 == 0) {
       ASSERT_EQ(table.take(key, rng() % 2 == 0 ? &e : nullptr), expected.erase(key) > 0) << step;
+    } else if (rng() % 2 == 0) {
+      // A bounded trace's free: found, then taken where it was found.
+      const std::size_t at = table.position(key);
+      ASSERT_EQ(at != LiveSizeTable::kNowhere, expected.erase(key) > 0) << step;
+      if (at != LiveSizeTable::kNowhere) table.take_at(at);
     } else {
       const bool had = expected.count(key) > 0;
       ASSERT_EQ(table.put(key, Entry{0, 0, static_cast<uint64_t>(step)}, nullptr), had) << step;
