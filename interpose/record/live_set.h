@@ -181,10 +181,6 @@ class LiveSet {
   void apply(const format::FreeRecord& r);
   void apply(const format::ContextDestroyedRecord& r);
   void apply(const format::BlockRecord& r) { blocks_.apply(r); }
-  // Whether what a free (not cuMemRelease) or a block's free names is here.
-  bool holds(const format::FreeRecord& r) const {
-    return table_.find(live_key_freed_by(r.api, r.address)) != nullptr;
-  }
   // A free (not cuMemRelease) in two steps, with one probe: where what it names is (kNowhere
   // when not here), then, the set unchanged meanwhile, the free applied there.
   static constexpr std::size_t kNowhere = LiveTable<format::AllocRecord>::kNowhere;
@@ -192,6 +188,7 @@ class LiveSet {
     return table_.position(live_key_freed_by(r.api, r.address));
   }
   void free_at(std::size_t position) { table_.take_at(position); }
+  // Whether what a block's free names is here.
   bool holds(const format::BlockRecord& r) const { return blocks_.holds(r); }
   void apply(const format::MapRecord& r) { vmm_.apply(r); }
   void apply(const format::UnmapRecord& r);

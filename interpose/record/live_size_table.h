@@ -109,9 +109,8 @@ bool LiveTable<E>::put(uint64_t key, const Entry& entry, Entry* replaced) {
 
 template <class E>
 bool LiveTable<E>::take(uint64_t key, Entry* taken) {
-  if (capacity_ == 0 || key == kEmpty || key == kDropped) return false;
-  const std::size_t i = probe(key);
-  if (slots_[i].key != key) return false;
+  const std::size_t i = position(key);
+  if (i == kNowhere) return false;
   if (taken != nullptr) *taken = slots_[i].entry;
   remove_at(i);
   return true;
@@ -126,9 +125,8 @@ std::size_t LiveTable<E>::position(uint64_t key) const {
 
 template <class E>
 const E* LiveTable<E>::find(uint64_t key) const {
-  if (capacity_ == 0 || key == kEmpty || key == kDropped) return nullptr;
-  const Slot& slot = slots_[probe(key)];
-  return slot.key == key ? &slot.entry : nullptr;
+  const std::size_t i = position(key);
+  return i == kNowhere ? nullptr : &slots_[i].entry;
 }
 
 // Each entry after the hole, up to the next free slot, moves into the hole unless its home lies

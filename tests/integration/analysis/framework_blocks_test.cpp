@@ -39,6 +39,21 @@ class FrameworkBlocks : public TracedRun {
     return json::parse(r.out);
   }
 
+  // `export --format memviz` of TRACE, as Python's pickle reads it (in JSON); null when either
+  // step failed (the test fails with its error).
+  json memviz_snapshot(const std::string& trace) const {
+    const std::string pickle = dir_ + "/snapshot.pickle";
+    const ProcessResult exported = cli({"export", trace, "--format", "memviz", "-o", pickle});
+    EXPECT_EQ(exported.exit_code, 0) << exported.err;
+    ProcessSpec spec;
+    spec.argv = {
+        "/usr/bin/env", "python3", "-c",
+        "import json, pickle, sys; print(json.dumps(pickle.load(open(sys.argv[1], 'rb'))))",
+        pickle};
+    const ProcessResult loaded = run_process(spec);
+    EXPECT_EQ(loaded.exit_code, 0) << loaded.err;
+    return exported.exit_code == 0 && loaded.exit_code == 0 ? json::parse(loaded.out) : json();
+  }
   // `dump TRACE`'s Block records, one JSON object each.
   std::vector<json> block_records(const std::string& trace) const {
     const ProcessResult dump = cli({"dump", trace});
@@ -297,17 +312,8 @@ TEST_F(FrameworkBlocks, MemvizHasTheAllocatorsBlocksInsideItsSegments) {
   const ProcessResult run =
       run_traced("workload_cached_training", {"60"}, {{"SIM_ALLOCATOR", "pytorch"}});
   ASSERT_EQ(run.exit_code, 0) << run.err;
-  const std::string trace = only_trace();
-  const std::string pickle = dir_ + "/snapshot.pickle";
-  const ProcessResult exported = cli({"export", trace, "--format", "memviz", "-o", pickle});
-  ASSERT_EQ(exported.exit_code, 0) << exported.err;
-  ProcessSpec spec;
-  spec.argv = {"/usr/bin/env", "python3", "-c",
-               "import json, pickle, sys; print(json.dumps(pickle.load(open(sys.argv[1], 'rb'))))",
-               pickle};
-  const ProcessResult loaded = run_process(spec);
-  ASSERT_EQ(loaded.exit_code, 0) << loaded.err;
-  const json snapshot = json::parse(loaded.out);
+  const json snapshot = memviz_snapshot(only_trace());
+  ASSERT_TRUE(snapshot.is_object());
 
   int64_t reserved = 0;
   int64_t allocated = 0;
@@ -410,16 +416,8 @@ TEST_F(FrameworkBlocks, TheAllocatorsSettingsInTheTraceShapeItsBlocksInEveryRepo
       << leaks.dump(1);
   EXPECT_EQ(count, 2);
 
-  const std::string pickle = dir_ + "/settings.pickle";
-  const ProcessResult exported = cli({"export", trace, "--format", "memviz", "-o", pickle});
-  ASSERT_EQ(exported.exit_code, 0) << exported.err;
-  ProcessSpec spec;
-  spec.argv = {"/usr/bin/env", "python3", "-c",
-               "import json, pickle, sys; print(json.dumps(pickle.load(open(sys.argv[1], 'rb'))))",
-               pickle};
-  const ProcessResult loaded = run_process(spec);
-  ASSERT_EQ(loaded.exit_code, 0) << loaded.err;
-  const json snapshot = json::parse(loaded.out);
+  const json snapshot = memviz_snapshot(trace);
+  ASSERT_TRUE(snapshot.is_object());
   std::map<uint64_t, std::vector<std::pair<std::string, int64_t>>> tiles;  // by segment
   for (const json& segment : snapshot["segments"]) {
     for (const json& b : segment["blocks"])
