@@ -70,12 +70,6 @@ int find_interpreter_modules(dl_phdr_info* info, size_t, void* data) {
   return 0;
 }
 
-// How many frames past the interpreter's first frame a thread unwinds next time: other calls
-// of the thread reach the interpreter a few frames deeper.
-constexpr int kHintMargin = 4;
-// The depth a thread last found the interpreter at, plus the margin; 0: unwind in full.
-thread_local uint8_t t_depth_hint __attribute__((tls_model("initial-exec"))) = 0;
-
 }  // namespace
 
 void NativeStack::find_interpreter() {
@@ -85,8 +79,8 @@ void NativeStack::find_interpreter() {
   if (n > 0) search.executable = std::string_view(executable, static_cast<std::size_t>(n));
   dl_iterate_phdr(find_interpreter_modules, &search);
   for (int i = 0; i < search.found; ++i)
-    interpreter_[i] = Range{search.extents[i].first, search.extents[i].second};
-  interpreter_count_ = search.found;
+    interpreter_.ranges[i] = Range{search.extents[i].first, search.extents[i].second};
+  interpreter_.count = search.found;
 }
 
 void NativeStack::find_own_range() {
@@ -98,10 +92,9 @@ void NativeStack::find_own_range() {
 
 // Loading happens once, without holding any lock across the loader: a thread that finds
 // another one loading records this event without a stack rather than wait.
-NativeStack::Backtrace NativeStack::load() {
+void NativeStack::load() {
   int expected = 0;
-  if (!state_.compare_exchange_strong(expected, 1))
-    return backtrace_.load(std::memory_order_acquire);
+  if (!state_.compare_exchange_strong(expected, 1)) return;
   find_own_range();
   find_interpreter();
   Backtrace fn = nullptr;
@@ -110,63 +103,62 @@ NativeStack::Backtrace NativeStack::load() {
   }
   if (fn == nullptr) {
     print_diagnostic(
-        "libunwind (libunwind.so.8) is not available: allocations are recorded without native "
-        "stacks");
+        "libunwind (libunwind.so.8) is not available: a native stack through a frame that "
+        "gpumemtrace's own unwinder cannot follow (a signal handler, code without unwind "
+        "tables) is recorded without native frames");
   }
   backtrace_.store(fn, std::memory_order_release);
-  state_.store(fn != nullptr ? 2 : 3, std::memory_order_release);
-  return fn;
+  state_.store(2, std::memory_order_release);
 }
 
-NativeStack::Backtrace NativeStack::ready() {
-  Backtrace fn = backtrace_.load(std::memory_order_acquire);
-  if (fn == nullptr && state_.load(std::memory_order_acquire) == 0) fn = load();
-  return fn;
+bool NativeStack::ready(Backtrace* fn) {
+  int state = state_.load(std::memory_order_acquire);
+  if (state == 0) {
+    load();
+    state = state_.load(std::memory_order_acquire);
+  }
+  *fn = backtrace_.load(std::memory_order_acquire);
+  return state == 2;
 }
 
-int NativeStack::unwind(Backtrace fn, uint64_t* frames, int max) const {
+int NativeStack::unwind(Backtrace fn, uint64_t* frames, int max, bool to_interpreter) {
   // Room for our own frames (the hook, the recorder, this function), which are dropped.
   constexpr int kOwnFrames = 8;
-  void* raw[256 + kOwnFrames];
-  const int n = fn(raw, std::min(max + kOwnFrames, static_cast<int>(sizeof raw / sizeof raw[0])));
-  int skip = 0;
-  while (skip < n) {
-    const auto a = reinterpret_cast<uint64_t>(raw[skip]);
-    if (a < own_start_ || a >= own_end_) break;
-    ++skip;
+  uint64_t raw[256 + kOwnFrames];
+  const int room = std::min(max + kOwnFrames, static_cast<int>(sizeof raw / sizeof raw[0]));
+  int n = walker_.walk(raw, room, to_interpreter ? &interpreter_ : nullptr);
+  if (n < 0) {
+    n = fn != nullptr ? fn(reinterpret_cast<void**>(raw), room) : 0;
+    if (to_interpreter) {
+      const int at = interpreter_frame(raw, n);
+      if (at >= 0) n = at + 1;
+    }
   }
+  int skip = 0;
+  while (skip < n && raw[skip] >= own_start_ && raw[skip] < own_end_) ++skip;
   const int kept = std::min(n - skip, max);
-  for (int i = 0; i < kept; ++i) frames[i] = reinterpret_cast<uint64_t>(raw[skip + i]);
+  std::copy(raw + skip, raw + skip + kept, frames);
   return kept;
 }
 
 int NativeStack::capture(uint64_t* frames, int max) {
-  const Backtrace fn = ready();
-  return fn != nullptr ? unwind(fn, frames, max) : 0;
+  Backtrace fn = nullptr;
+  return ready(&fn) ? unwind(fn, frames, max, false) : 0;
 }
 
 int NativeStack::interpreter_frame(const uint64_t* frames, int n) const {
   for (int i = 0; i < n; ++i) {
-    for (int r = 0; r < interpreter_count_; ++r) {
-      if (frames[i] >= interpreter_[r].start && frames[i] < interpreter_[r].end) return i;
+    for (int r = 0; r < interpreter_.count; ++r) {
+      if (frames[i] >= interpreter_.ranges[r].start && frames[i] < interpreter_.ranges[r].end)
+        return i;
     }
   }
   return -1;
 }
 
 int NativeStack::capture_to_interpreter(uint64_t* frames, int max) {
-  const Backtrace fn = ready();
-  if (fn == nullptr) return 0;
-  const int hint = t_depth_hint;
-  if (hint != 0 && hint < max) {
-    const int at = interpreter_frame(frames, unwind(fn, frames, hint));
-    if (at >= 0) return at + 1;
-  }
-  const int n = unwind(fn, frames, max);
-  const int at = interpreter_frame(frames, n);
-  if (at < 0) return n;
-  t_depth_hint = static_cast<uint8_t>(std::min(255, std::max(hint, at + 1 + kHintMargin)));
-  return at + 1;
+  Backtrace fn = nullptr;
+  return ready(&fn) ? unwind(fn, frames, max, true) : 0;
 }
 
 }  // namespace gmt::interpose

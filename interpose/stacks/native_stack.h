@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Captures the native call stack of the calling thread as raw return addresses.
+// Captures the native call stack of the calling thread as raw return addresses: by our own
+// walker of .eh_frame rules (stack_walker.h), which remembers its walks, and by libunwind where
+// a frame has rules the walker does not follow.
 //
 // libunwind is loaded privately (RTLD_LOCAL) on first use rather than linked: linked to the
 // preload library it would sit early in the program's global scope, where its _Unwind_* and
@@ -10,46 +12,46 @@
 #include <atomic>
 #include <cstdint>
 
+#include "interpose/stacks/stack_walker.h"
+
 namespace gmt::interpose {
 
 class NativeStack {
  public:
   // Fills `frames` with up to `max` return addresses of the caller of the hook, innermost
-  // first: frames inside this library are left out. Returns how many; 0 when libunwind is not
-  // available (one warning says so).
+  // first: frames inside this library are left out. Returns how many; 0 when neither the walker
+  // nor libunwind can unwind this stack (a warning says once that libunwind is missing).
   int capture(uint64_t* frames, int max);
 
   // As capture(), for a thread whose Python frames are recorded beside: the stack ends at the
   // Python interpreter's first frame (libpython, or a python executable with the interpreter
   // linked in), where the Python frames take over. The analyzer puts them there and drops the
   // native frames below, which are the interpreter's own; not unwinding them saves about half of
-  // a PyTorch block's unwinding. Each thread unwinds only as deep as it last found the
-  // interpreter, plus a margin, and unwinds in full when that is not deep enough.
+  // a PyTorch block's unwinding.
   int capture_to_interpreter(uint64_t* frames, int max);
 
  private:
   using Backtrace = int (*)(void**, int);
-  struct Range {
-    uint64_t start = 0;
-    uint64_t end = 0;
-  };
+  using Range = StackWalker::Range;
 
-  Backtrace ready();
-  Backtrace load();
+  // False until the modules are known; then libunwind's entry, or null without it.
+  bool ready(Backtrace* fn);
+  void load();
   void find_own_range();
   void find_interpreter();
-  int unwind(Backtrace fn, uint64_t* frames, int max) const;
+  // Our own frames are dropped; with `to_interpreter`, the walk ends at the interpreter.
+  int unwind(Backtrace fn, uint64_t* frames, int max, bool to_interpreter);
   // The index of the first frame in the interpreter, or -1.
   int interpreter_frame(const uint64_t* frames, int n) const;
 
   std::atomic<Backtrace> backtrace_{nullptr};
-  std::atomic<int> state_{0};  // 0 not loaded, 1 loading, 2 ready, 3 unavailable
+  std::atomic<int> state_{0};  // 0 not loaded, 1 loading, 2 ready
   uint64_t own_start_ = 0;
   uint64_t own_end_ = 0;
   // The interpreter's modules, found when libunwind is loaded (one in a python executable with
   // the interpreter linked in, or libpython beside it).
-  std::array<Range, 2> interpreter_{};
-  int interpreter_count_ = 0;
+  StackWalker::StopModules interpreter_;
+  StackWalker walker_;
 };
 
 }  // namespace gmt::interpose

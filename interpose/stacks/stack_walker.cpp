@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "interpose/stacks/stack_walker.h"
+
+#include <new>
+
+#include "interpose/common/instance_id.h"
+#include "interpose/stacks/frame_rules.h"
+
+#if defined(__x86_64__)
+// The registers a walk starts from: the return address into the caller (walk()), the caller's
+// stack pointer once this returns, and rbp, which this leaf leaves alone.
+asm(R"(
+  .text
+  .p2align 4
+  .globl gmt_walk_start_registers
+  .hidden gmt_walk_start_registers
+  .type gmt_walk_start_registers, @function
+gmt_walk_start_registers:
+  .cfi_startproc
+  movq (%rsp), %rax
+  movq %rax, 0(%rdi)
+  leaq 8(%rsp), %rax
+  movq %rax, 8(%rdi)
+  movq %rbp, 16(%rdi)
+  ret
+  .cfi_endproc
+  .size gmt_walk_start_registers, .-gmt_walk_start_registers
+)");
+extern "C" void gmt_walk_start_registers(void* start);
+#endif
+
+namespace gmt::interpose {
+namespace {
+
+constexpr std::size_t kRuleSlots = 2048;
+constexpr std::size_t kWalkSlots = 512;
+constexpr std::size_t kArenaReads = 8192;
+// A read's address with this bit set held a return address, which is a frame of the walk.
+constexpr uint64_t kReturnAddress = 1;
+// The address of the "read" of rbp as the walk found it in the register.
+constexpr uint64_t kStartRbp = 2;
+
+thread_local void* my_walks __attribute__((tls_model("initial-exec"))) = nullptr;
+
+// A word of the thread's own stack, in a frame the sanitizers know nothing about.
+__attribute__((no_sanitize("address", "thread", "undefined"))) uint64_t stack_word(uint64_t at) {
+  return *reinterpret_cast<const volatile uint64_t*>(at);
+}
+
+uint64_t mix(uint64_t x) {
+  x *= 0x9E3779B97F4A7C15ull;
+  return x ^ (x >> 29);
+}
+
+}  // namespace
+
+struct StackWalker::ThreadWalks {
+  struct RuleSlot {
+    uint64_t pc = 0;
+    FrameRule rule;
+  };
+  struct WalkSlot {
+    uint64_t pc = 0;
+    uint64_t sp = 0;
+    uint32_t shape = 0;
+    uint32_t first = 0;  // its reads in the arena
+    uint16_t reads = 0;
+    uint16_t frames = 0;
+  };
+  struct Read {
+    uint64_t address;  // kStartRbp, or a stack address, | kReturnAddress for a frame's
+    uint64_t value;
+  };
+
+  uint64_t owner = 0;
+  uint64_t stack_low = 0;
+  uint64_t stack_high = 0;  // 0: the thread's stack is not known, nothing is walked
+  Counts counts;
+  uint32_t used = 0;
+  RuleSlot rules[kRuleSlots];
+  WalkSlot walks[kWalkSlots];
+  Read arena[kArenaReads];
+
+  void forget() {
+    for (auto& r : rules) r = RuleSlot{};
+    forget_walks();
+  }
+  void forget_walks() {
+    for (auto& w : walks) w = WalkSlot{};
+    used = 0;
+  }
+  void find_stack() {
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
+    void* low = nullptr;
+    std::size_t size = 0;
+    if (pthread_attr_getstack(&attr, &low, &size) == 0) {
+      stack_low = reinterpret_cast<uint64_t>(low);
+      stack_high = stack_low + size;
+    }
+    pthread_attr_destroy(&attr);
+  }
+  FrameRule rule_at(uint64_t pc) {
+    RuleSlot& slot = rules[mix(pc) % kRuleSlots];
+    if (slot.pc != pc) {
+      slot.rule = find_frame_rule(pc);
+      slot.pc = pc;
+    }
+    return slot.rule;
+  }
+};
+
+StackWalker::StackWalker() : id_(new_instance_id()) {
+  have_walks_key_ = pthread_key_create(&walks_key_, &StackWalker::free_thread_walks) == 0;
+}
+
+StackWalker::~StackWalker() {
+  if (have_walks_key_) pthread_key_delete(walks_key_);
+}
+
+void StackWalker::free_thread_walks(void* walks) {
+  if (my_walks == walks) my_walks = nullptr;
+  delete static_cast<ThreadWalks*>(walks);
+}
+
+StackWalker::ThreadWalks* StackWalker::thread_walks() {
+  auto* walks = static_cast<ThreadWalks*>(my_walks);
+  if (walks != nullptr && walks->owner == id_) [[likely]]
+    return walks;
+  if (!have_walks_key_) return nullptr;
+  if (walks == nullptr) {
+    // One per thread that takes native stacks, freed when it ends (a thread that meets a second
+    // walker, in tests only, reuses it).
+    walks = new (std::nothrow) ThreadWalks;
+    if (walks == nullptr) return nullptr;
+    walks->find_stack();
+    my_walks = walks;
+    pthread_setspecific(walks_key_, walks);
+  } else {
+    walks->forget();
+    walks->counts = Counts{};
+  }
+  walks->owner = id_;
+  return walks;
+}
+
+StackWalker::Counts StackWalker::thread_counts() const {
+  const auto* walks = static_cast<const ThreadWalks*>(my_walks);
+  return walks != nullptr && walks->owner == id_ ? walks->counts : Counts{};
+}
+
+__attribute__((noinline)) int StackWalker::walk(uint64_t* frames, int max,
+                                                const StopModules* stop) {
+#if defined(__x86_64__)
+  Start start{};
+  gmt_walk_start_registers(&start);
+  return walk_from(start, frames, max, stop);
+#else
+  (void)frames, (void)max, (void)stop;
+  return -1;
+#endif
+}
+
+int StackWalker::walk_from(const Start& start, uint64_t* frames, int max, const StopModules* stop) {
+  ThreadWalks* w = thread_walks();
+  if (w == nullptr || max <= 0) return -1;
+  if (start.sp < w->stack_low || start.sp >= w->stack_high) {
+    ++w->counts.given_up;  // an unknown or foreign stack (sigaltstack, a coroutine's)
+    return -1;
+  }
+  const auto shape = static_cast<uint32_t>(max) | (stop != nullptr ? 1u << 16 : 0u);
+  ThreadWalks::WalkSlot& slot = w->walks[mix(start.pc ^ mix(start.sp ^ shape)) % kWalkSlots];
+
+  // The walk from here last time, if every word it read still holds what it held.
+  if (slot.pc == start.pc && slot.sp == start.sp && slot.shape == shape && slot.frames > 0) {
+    const ThreadWalks::Read* reads = w->arena + slot.first;
+    int n = 0;
+    frames[n++] = start.pc;
+    bool same = true;
+    for (int i = 0; i < slot.reads && same; ++i) {
+      const uint64_t address = reads[i].address;
+      if (address == kStartRbp) {
+        same = start.rbp == reads[i].value;
+        continue;
+      }
+      same = stack_word(address & ~kReturnAddress) == reads[i].value;
+      if ((address & kReturnAddress) != 0 && n < slot.frames) frames[n++] = reads[i].value;
+    }
+    if (same) {
+      ++w->counts.remembered;
+      return slot.frames;
+    }
+  }
+
+  // At most one return address and one saved rbp a frame, and rbp from its register.
+  const uint32_t most_reads = 2 * static_cast<uint32_t>(max) + 1;
+  if (most_reads > kArenaReads) return -1;
+  if (w->used + most_reads > kArenaReads) w->forget_walks();
+  ThreadWalks::Read* reads = w->arena + w->used;
+  uint32_t read_count = 0;
+
+  uint64_t pc = start.pc, sp = start.sp, rbp = start.rbp;
+  // Where rbp's value came from; recorded only once a frame's CFA uses it, since a saved rbp
+  // that no rule uses is any value the program left in the register.
+  uint64_t rbp_from = kStartRbp;
+  bool rbp_read = false;
+  int n = 0;
+  for (;;) {
+    frames[n++] = pc;
+    if (n == max) break;
+    if (stop != nullptr) {
+      bool stops = false;
+      for (int r = 0; r < stop->count; ++r)
+        stops |= pc >= stop->ranges[r].start && pc < stop->ranges[r].end;
+      if (stops) break;
+    }
+    const FrameRule rule = w->rule_at(pc - 1);
+    if (rule.kind == FrameRule::Kind::kOutermost) break;
+    if (rule.kind != FrameRule::Kind::kStep) {
+      ++w->counts.given_up;
+      return -1;
+    }
+    if (rule.cfa_is_rbp && !rbp_read) {
+      reads[read_count++] = {rbp_from, rbp};
+      rbp_read = true;
+    }
+    const uint64_t cfa = (rule.cfa_is_rbp ? rbp : sp) + static_cast<int64_t>(rule.cfa_offset);
+    // A caller's frame lies above its callee's, inside the thread's stack: anything else ends
+    // the walk (a frame without rules that says so, or the stack's end).
+    if (cfa <= sp || cfa > w->stack_high || (cfa & 7) != 0) break;
+    const uint64_t return_address = stack_word(cfa - 8);
+    reads[read_count++] = {(cfa - 8) | kReturnAddress, return_address};
+    if (rule.rbp_offset != 0) {
+      const uint64_t at = cfa + static_cast<int64_t>(rule.rbp_offset);
+      if (at < sp || at + 8 > w->stack_high || (at & 7) != 0) break;
+      rbp = stack_word(at);
+      rbp_from = at;
+      rbp_read = false;
+    }
+    sp = cfa;
+    pc = return_address;
+    if (pc == 0) break;
+  }
+  ++w->counts.walked;
+  slot = ThreadWalks::WalkSlot{start.pc,
+                               start.sp,
+                               shape,
+                               w->used,
+                               static_cast<uint16_t>(read_count),
+                               static_cast<uint16_t>(n)};
+  w->used += read_count;
+  return n;
+}
+
+}  // namespace gmt::interpose
