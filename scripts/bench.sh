@@ -19,8 +19,8 @@ source scripts/lib/cuda_args.sh
 # time this takes.
 echo "bench: building in $dir (Release)" >&2
 cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "${cuda_args[@]}" >/dev/null
-cmake --build "$dir" -j "$(nproc)" --target hook_overhead_bench recorder_bench trace_bytes \
-  gpumemtrace_preload >/dev/null
+cmake --build "$dir" -j "$(nproc)" --target hook_overhead_bench recorder_bench unwind_bench \
+  trace_bytes gpumemtrace_preload >/dev/null
 
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
@@ -73,6 +73,31 @@ GPUMEMTRACE_STACKS=native GPUMEMTRACE_MAX_SIZE=64MiB GPUMEMTRACE_OUTPUT="$scratc
 rm -f "$scratch/recorder.bounded".*.gmt
 recorder_args+=("native, bounded to 64 MiB" "$scratch/recorder.bounded.json")
 python3 tests/bench/recorder_table.py "${recorder_args[@]}" >>"$scratch/table.md"
+
+# Native stacks: our walker against libunwind's unw_backtrace on the same stacks, in one run.
+echo "bench: running unwind_bench" >&2
+"$dir/bin/unwind_bench" --benchmark_repetitions=9 --benchmark_min_time=0.1 \
+  --benchmark_enable_random_interleaving=true --benchmark_format=json >"$scratch/unwind.json"
+python3 - "$scratch/unwind.json" >>"$scratch/table.md" <<'PY'
+import json, statistics, sys
+runs = {}
+for b in json.load(open(sys.argv[1]))["benchmarks"]:
+    if b.get("run_type") == "iteration":
+        runs.setdefault(b["run_name"], []).append(b)
+print()
+print("### Native stacks: our walker against libunwind (remembered walks, warm caches)")
+print()
+print("| depth | frames | walker ns | libunwind ns | libunwind / walker |")
+print("|---|---|---|---|---|")
+for depth in (8, 32, 128):
+    ours, theirs = runs.get(f"walker/depth:{depth}"), runs.get(f"libunwind/depth:{depth}")
+    if not ours or not theirs:
+        print(f"| {depth} | - | missing | missing | - |")
+        continue
+    a = statistics.median(r["real_time"] for r in ours)
+    b = statistics.median(r["real_time"] for r in theirs)
+    print(f"| {depth} | {int(theirs[0]['frames'])} | {a:.0f} | {b:.0f} | {b / a:.2f}x |")
+PY
 
 # Python frames: a Python program through ctypes, untraced and with each stack mode, one after
 # the other in this run (target: at most 1.5 us added per event with Python frames).

@@ -114,16 +114,18 @@ if [ "${#cost_rows[@]}" -gt 0 ]; then
 import glob, json, re, subprocess, sys
 out, gmt, rows = sys.argv[1], sys.argv[2], sys.argv[3:]
 note_re = re.compile(r"recorder cost: (\d+) events, (\d+) ns in the recorder, (\d+) ns of it "
-                     r"taking (\d+) stacks \((\d+) ns of those reading Python frames, (\d+) native")
+                     r"taking (\d+) stacks \((\d+) ns of those reading Python frames, (\d+) native "
+                     r"frames, (\d+) native stacks remembered, (\d+) by libunwind")
 print(f"{'configuration':26} {'events/step':>11} {'ns/event':>9} {'of it stacks':>13}"
-      f" {'ns/stack':>9} {'python':>7} {'native frames':>13}"
+      f" {'ns/stack':>9} {'python':>7} {'native frames':>13} {'remembered':>10} {'libunwind':>9}"
       f" {'us/step':>8} {'ms/step':>8} {'recorder share':>15}")
 for row in rows:
     try:
         result = json.load(open(f"{out}/{row}.cost.json"))
         trace = glob.glob(f"{out}/{row}.cost.*.gmt")[0]
         dump = subprocess.run([gmt, "dump", trace], capture_output=True, text=True).stdout
-        events, total, stack_ns, stacks, python_ns, native = map(int, note_re.search(dump).groups())
+        (events, total, stack_ns, stacks, python_ns, native, remembered,
+         libunwind) = map(int, note_re.search(dump).groups())
     except (OSError, IndexError, AttributeError, ValueError) as e:
         print(f"{row:26} no cost note ({e.__class__.__name__}: {e})")
         continue
@@ -133,6 +135,7 @@ for row in rows:
     taken = max(stacks, 1)
     print(f"{row:26} {per_step:11.1f} {total / events:9.0f} {stack_ns / events:13.0f}"
           f" {stack_ns / taken:9.0f} {python_ns / taken:7.0f} {native / taken:13.1f}"
+          f" {remembered / taken:10.1%} {libunwind:9d}"
           f" {us_per_step:8.1f} {result['ms_per_step']:8.3f} {share:14.1%}")
 PY
 fi

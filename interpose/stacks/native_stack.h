@@ -30,6 +30,9 @@ class NativeStack {
   // a PyTorch block's unwinding.
   int capture_to_interpreter(uint64_t* frames, int max);
 
+  // How the calling thread's stacks were walked so far (GPUMEMTRACE_SELF_TIME's note).
+  StackWalker::Counts walks() const { return walker_.thread_counts(); }
+
  private:
   using Backtrace = int (*)(void**, int);
   using Range = StackWalker::Range;

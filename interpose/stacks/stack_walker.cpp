@@ -33,7 +33,11 @@ namespace gmt::interpose {
 namespace {
 
 constexpr std::size_t kRuleSlots = 2048;
-constexpr std::size_t kWalkSlots = 512;
+// Walks by their start, a few to a set: one place in a program's code often reaches the
+// allocator at one stack pointer from several callers (a step's different layers), and their
+// walks take turns.
+constexpr std::size_t kWalkSets = 128;
+constexpr std::size_t kWalkWays = 4;
 constexpr std::size_t kArenaReads = 8192;
 // A read's address with this bit set held a return address, which is a frame of the walk.
 constexpr uint64_t kReturnAddress = 1;
@@ -78,7 +82,8 @@ struct StackWalker::ThreadWalks {
   Counts counts;
   uint32_t used = 0;
   RuleSlot rules[kRuleSlots];
-  WalkSlot walks[kWalkSlots];
+  WalkSlot walks[kWalkSets][kWalkWays];
+  uint8_t next_way[kWalkSets] = {};  // the way a new walk of the set replaces
   Read arena[kArenaReads];
 
   void forget() {
@@ -86,7 +91,9 @@ struct StackWalker::ThreadWalks {
     forget_walks();
   }
   void forget_walks() {
-    for (auto& w : walks) w = WalkSlot{};
+    for (auto& set : walks) {
+      for (auto& w : set) w = WalkSlot{};
+    }
     used = 0;
   }
   void find_stack() {
@@ -99,6 +106,23 @@ struct StackWalker::ThreadWalks {
       stack_high = stack_low + size;
     }
     pthread_attr_destroy(&attr);
+  }
+  // Writes the frames of `slot`'s walk if every word it read still holds what it held: a walk
+  // from `start` would read the same words and find the same frames.
+  bool remembered(const WalkSlot& slot, const Start& start, uint64_t* frames) const {
+    const Read* reads = arena + slot.first;
+    int n = 0;
+    frames[n++] = start.pc;
+    for (int i = 0; i < slot.reads; ++i) {
+      const uint64_t address = reads[i].address;
+      if (address == kStartRbp) {
+        if (start.rbp != reads[i].value) return false;
+        continue;
+      }
+      if (stack_word(address & ~kReturnAddress) != reads[i].value) return false;
+      if ((address & kReturnAddress) != 0 && n < slot.frames) frames[n++] = reads[i].value;
+    }
+    return true;
   }
   FrameRule rule_at(uint64_t pc) {
     RuleSlot& slot = rules[mix(pc) % kRuleSlots];
@@ -169,24 +193,13 @@ int StackWalker::walk_from(const Start& start, uint64_t* frames, int max, const 
     return -1;
   }
   const auto shape = static_cast<uint32_t>(max) | (stop != nullptr ? 1u << 16 : 0u);
-  ThreadWalks::WalkSlot& slot = w->walks[mix(start.pc ^ mix(start.sp ^ shape)) % kWalkSlots];
+  const std::size_t set = mix(start.pc ^ mix(start.sp ^ shape)) % kWalkSets;
 
-  // The walk from here last time, if every word it read still holds what it held.
-  if (slot.pc == start.pc && slot.sp == start.sp && slot.shape == shape && slot.frames > 0) {
-    const ThreadWalks::Read* reads = w->arena + slot.first;
-    int n = 0;
-    frames[n++] = start.pc;
-    bool same = true;
-    for (int i = 0; i < slot.reads && same; ++i) {
-      const uint64_t address = reads[i].address;
-      if (address == kStartRbp) {
-        same = start.rbp == reads[i].value;
-        continue;
-      }
-      same = stack_word(address & ~kReturnAddress) == reads[i].value;
-      if ((address & kReturnAddress) != 0 && n < slot.frames) frames[n++] = reads[i].value;
-    }
-    if (same) {
+  // A walk from here before, if every word it read still holds what it held.
+  for (const ThreadWalks::WalkSlot& slot : w->walks[set]) {
+    if (slot.pc != start.pc || slot.sp != start.sp || slot.shape != shape || slot.frames == 0)
+      continue;
+    if (w->remembered(slot, start, frames)) {
       ++w->counts.remembered;
       return slot.frames;
     }
@@ -242,6 +255,8 @@ int StackWalker::walk_from(const Start& start, uint64_t* frames, int max, const 
     if (pc == 0) break;
   }
   ++w->counts.walked;
+  ThreadWalks::WalkSlot& slot = w->walks[set][w->next_way[set]];
+  w->next_way[set] = static_cast<uint8_t>((w->next_way[set] + 1) % kWalkWays);
   slot = ThreadWalks::WalkSlot{start.pc,
                                start.sp,
                                shape,

@@ -54,19 +54,22 @@ class FrameworkBlocks : public TracedRun {
     EXPECT_EQ(loaded.exit_code, 0) << loaded.err;
     return exported.exit_code == 0 && loaded.exit_code == 0 ? json::parse(loaded.out) : json();
   }
-  // `dump TRACE`'s Block records, one JSON object each.
-  std::vector<json> block_records(const std::string& trace) const {
+  // `dump TRACE`'s records of one kind ("block", "stack"), one JSON object each.
+  std::vector<json> records(const std::string& trace, const std::string& kind) const {
     const ProcessResult dump = cli({"dump", trace});
     EXPECT_EQ(dump.exit_code, 0) << dump.err;
-    std::vector<json> blocks;
+    std::vector<json> found;
     std::size_t start = 0;
     while (start < dump.out.size()) {
       const std::size_t end = dump.out.find('\n', start);
       json line = json::parse(dump.out.substr(start, end - start));
       start = end == std::string::npos ? dump.out.size() : end + 1;
-      if (line["record"] == "block") blocks.push_back(std::move(line));
+      if (line["record"] == kind) found.push_back(std::move(line));
     }
-    return blocks;
+    return found;
+  }
+  std::vector<json> block_records(const std::string& trace) const {
+    return records(trace, "block");
   }
 };
 
@@ -214,13 +217,16 @@ TEST_F(FrameworkBlocks, TheRecordersCostIsNotedWhenAskedFor) {
     if (note.get<std::string>().starts_with("recorder cost: ")) cost_notes.push_back(note);
   }
   ASSERT_EQ(cost_notes.size(), 1u) << r["traces"][0]["notes"].dump();
-  long long events = 0, total_ns = 0, stack_ns = 0, stacks = 0, python_ns = 0, native_frames = 0;
+  long long events = 0, total_ns = 0, stack_ns = 0, stacks = 0, python_ns = 0, native_frames = 0,
+            remembered = 0, by_libunwind = 0;
   ASSERT_EQ(std::sscanf(cost_notes[0].c_str(),
                         "recorder cost: %lld events, %lld ns in the recorder, %lld ns of it taking "
-                        "%lld stacks (%lld ns of those reading Python frames, %lld native frames) "
+                        "%lld stacks (%lld ns of those reading Python frames, %lld native frames, "
+                        "%lld native stacks remembered, %lld by libunwind) "
                         "(GPUMEMTRACE_SELF_TIME)",
-                        &events, &total_ns, &stack_ns, &stacks, &python_ns, &native_frames),
-            6)
+                        &events, &total_ns, &stack_ns, &stacks, &python_ns, &native_frames,
+                        &remembered, &by_libunwind),
+            8)
       << cost_notes[0];
   EXPECT_EQ(events, blocks + segments);  // each segment is one driver allocation too
   // A stack for each block allocation (60 steps of 5, the 20 kept and the first) and each
@@ -232,6 +238,10 @@ TEST_F(FrameworkBlocks, TheRecordersCostIsNotedWhenAskedFor) {
   // part of taking them.
   EXPECT_GE(native_frames, stacks);
   EXPECT_LT(python_ns, stack_ns);
+  // Every native stack by our walker, and each walked in full once: the first time at its
+  // place, where it is a stack the trace had not seen; every later one remembered.
+  EXPECT_EQ(by_libunwind, 0);
+  EXPECT_EQ(stacks - remembered, static_cast<long long>(records(trace, "stack").size()));
 
   // Without the variable, no note (and no clock read for it).
   std::filesystem::remove(trace);
