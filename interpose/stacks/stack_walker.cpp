@@ -70,6 +70,8 @@ struct StackWalker::ThreadWalks {
     uint32_t first = 0;  // its reads in the arena
     uint16_t reads = 0;
     uint16_t frames = 0;
+    // It met a frame it could not follow: a walk from here is left to libunwind at once.
+    bool gave_up = false;
   };
   struct Read {
     uint64_t address;  // kStartRbp, or a stack address, | kReturnAddress for a frame's
@@ -200,6 +202,10 @@ int StackWalker::walk_from(const Start& start, uint64_t* frames, int max, const 
     if (slot.pc != start.pc || slot.sp != start.sp || slot.shape != shape || slot.frames == 0)
       continue;
     if (w->remembered(slot, start, frames)) {
+      if (slot.gave_up) {
+        ++w->counts.given_up;
+        return -1;
+      }
       ++w->counts.remembered;
       return slot.frames;
     }
@@ -218,6 +224,7 @@ int StackWalker::walk_from(const Start& start, uint64_t* frames, int max, const 
   uint64_t rbp_from = kStartRbp;
   bool rbp_read = false;
   int n = 0;
+  bool gave_up = false;
   for (;;) {
     frames[n++] = pc;
     if (n == max) break;
@@ -230,8 +237,8 @@ int StackWalker::walk_from(const Start& start, uint64_t* frames, int max, const 
     const FrameRule rule = w->rule_at(pc - 1);
     if (rule.kind == FrameRule::Kind::kOutermost) break;
     if (rule.kind != FrameRule::Kind::kStep) {
-      ++w->counts.given_up;
-      return -1;
+      gave_up = true;
+      break;
     }
     if (rule.cfa_is_rbp && !rbp_read) {
       reads[read_count++] = {rbp_from, rbp};
@@ -254,7 +261,6 @@ int StackWalker::walk_from(const Start& start, uint64_t* frames, int max, const 
     pc = return_address;
     if (pc == 0) break;
   }
-  ++w->counts.walked;
   ThreadWalks::WalkSlot& slot = w->walks[set][w->next_way[set]];
   w->next_way[set] = static_cast<uint8_t>((w->next_way[set] + 1) % kWalkWays);
   slot = ThreadWalks::WalkSlot{start.pc,
@@ -262,8 +268,14 @@ int StackWalker::walk_from(const Start& start, uint64_t* frames, int max, const 
                                shape,
                                w->used,
                                static_cast<uint16_t>(read_count),
-                               static_cast<uint16_t>(n)};
+                               static_cast<uint16_t>(n),
+                               gave_up};
   w->used += read_count;
+  if (gave_up) {
+    ++w->counts.given_up;
+    return -1;
+  }
+  ++w->counts.walked;
   return n;
 }
 
