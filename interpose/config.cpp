@@ -51,6 +51,14 @@ Config Config::from_environment(void (*warn)(const std::string&)) {
       warn("GPUMEMTRACE_STACKS='" + mode + "' is not one of none, native, python, all; using all");
     }
   }
+  if (const char* unwind = value_of("GPUMEMTRACE_UNWIND")) {
+    const std::string how = unwind;
+    if (how == "libunwind") {
+      config.libunwind_only = true;
+    } else if (how != "walker") {
+      warn("GPUMEMTRACE_UNWIND='" + how + "' is not one of walker, libunwind; using walker");
+    }
+  }
   if (const char* depth = value_of("GPUMEMTRACE_STACK_DEPTH")) {
     char* end = nullptr;
     const long n = std::strtol(depth, &end, 10);

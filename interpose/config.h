@@ -19,7 +19,10 @@ struct Config {
   // GPUMEMTRACE_STACKS=none|native|python|all. `all` costs nothing more than `native` in a
   // process without Python (the Python part gives up once, at the first allocation).
   StackMode stacks = StackMode::kAll;
-  int stack_depth = 64;    // GPUMEMTRACE_STACK_DEPTH, 1..256
+  int stack_depth = 64;  // GPUMEMTRACE_STACK_DEPTH, 1..256
+  // GPUMEMTRACE_UNWIND=walker|libunwind: native stacks by our walker (stack_walker.h), with
+  // libunwind for the frames it does not follow; or by libunwind alone.
+  bool libunwind_only = false;
   int sample_ms = 50;      // GPUMEMTRACE_SAMPLE_MS: the sampler's period; 0 = no sampler
   bool self_time = false;  // GPUMEMTRACE_SELF_TIME=1: a note of what recording cost (RecorderCost)
   // GPUMEMTRACE_TEST_ENOSPC_AT=BYTES, for the tests only: growing the trace file past BYTES

@@ -61,18 +61,17 @@ uint32_t EventRecorder::stack_here(StackCost* cost) {
   const int python = mode == StackMode::kNative ? 0 : python_.capture(python_frames, depth);
   if (cost != nullptr) cost->python_ns += monotonic_ns() - python_start;
   int native = 0;
-  const StackWalker::Counts walks_before =
-      cost != nullptr ? native_.walks() : StackWalker::Counts{};
+  const NativeStack::Counts before = cost != nullptr ? native_.counts() : NativeStack::Counts{};
   if (mode == StackMode::kAll && python > 0) {
     native = native_.capture_to_interpreter(frames, depth);
   } else if (mode != StackMode::kPython) {
     native = native_.capture(frames, depth);
   }
   if (cost != nullptr) {
-    const StackWalker::Counts walks = native_.walks();
+    const NativeStack::Counts after = native_.counts();
     cost->native_frames += static_cast<uint64_t>(native);
-    cost->native_remembered += walks.remembered - walks_before.remembered;
-    cost->native_by_libunwind += walks.given_up - walks_before.given_up;
+    cost->native_remembered += after.remembered - before.remembered;
+    cost->native_by_libunwind += after.by_libunwind - before.by_libunwind;
   }
   // Behind the native frames; already there when they took every slot before the Python ones
   // (copying a range onto itself is not allowed).

@@ -28,6 +28,7 @@ class EventRecorder {
         config_(config),
         sampler_(sampler),
         phases_(phases),
+        native_(config.libunwind_only),
         python_(writer, config.test_python_api),
         modules_(writer),
         stacks_(writer),

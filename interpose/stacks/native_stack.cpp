@@ -90,6 +90,15 @@ void NativeStack::find_own_range() {
   own_end_ = search.end;
 }
 
+namespace {
+// The calling thread's stacks unwound by libunwind, of every NativeStack.
+thread_local uint64_t t_by_libunwind __attribute__((tls_model("initial-exec"))) = 0;
+}  // namespace
+
+NativeStack::Counts NativeStack::counts() const {
+  return Counts{walker_.thread_counts().remembered, t_by_libunwind};
+}
+
 // Loading happens once, without holding any lock across the loader: a thread that finds
 // another one loading records this event without a stack rather than wait.
 void NativeStack::load() {
@@ -126,8 +135,9 @@ int NativeStack::unwind(Backtrace fn, uint64_t* frames, int max, bool to_interpr
   constexpr int kOwnFrames = 8;
   uint64_t raw[256 + kOwnFrames];
   const int room = std::min(max + kOwnFrames, static_cast<int>(sizeof raw / sizeof raw[0]));
-  int n = walker_.walk(raw, room, to_interpreter ? &interpreter_ : nullptr);
+  int n = libunwind_only_ ? -1 : walker_.walk(raw, room, to_interpreter ? &interpreter_ : nullptr);
   if (n < 0) {
+    ++t_by_libunwind;
     n = fn != nullptr ? fn(reinterpret_cast<void**>(raw), room) : 0;
     if (to_interpreter) {
       const int at = interpreter_frame(raw, n);

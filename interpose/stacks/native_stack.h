@@ -18,6 +18,9 @@ namespace gmt::interpose {
 
 class NativeStack {
  public:
+  // `libunwind_only`: every stack by libunwind, our walker unused (GPUMEMTRACE_UNWIND).
+  explicit NativeStack(bool libunwind_only = false) : libunwind_only_(libunwind_only) {}
+
   // Fills `frames` with up to `max` return addresses of the caller of the hook, innermost
   // first: frames inside this library are left out. Returns how many; 0 when neither the walker
   // nor libunwind can unwind this stack (a warning says once that libunwind is missing).
@@ -30,8 +33,12 @@ class NativeStack {
   // a PyTorch block's unwinding.
   int capture_to_interpreter(uint64_t* frames, int max);
 
-  // How the calling thread's stacks were walked so far (GPUMEMTRACE_SELF_TIME's note).
-  StackWalker::Counts walks() const { return walker_.thread_counts(); }
+  // How the calling thread's stacks were unwound so far (GPUMEMTRACE_SELF_TIME's note).
+  struct Counts {
+    uint64_t remembered = 0;    // by a remembered walk
+    uint64_t by_libunwind = 0;  // by libunwind
+  };
+  Counts counts() const;
 
  private:
   using Backtrace = int (*)(void**, int);
@@ -55,6 +62,7 @@ class NativeStack {
   // the interpreter linked in, or libpython beside it).
   StackWalker::StopModules interpreter_;
   StackWalker walker_;
+  const bool libunwind_only_;
 };
 
 }  // namespace gmt::interpose

@@ -4,6 +4,7 @@
 #include <unistd.h>
 #include <algorithm>
 
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -84,6 +85,64 @@ TEST_F(Stacks, WithoutStacksTheSitesHaveNoFrames) {
   EXPECT_EQ(device(rep, 0)["peak_sites"][0]["bytes"], 144 * kMiB);
   EXPECT_EQ(device(rep, 0)["peak_sites"][0]["count"], 4);
   EXPECT_TRUE(device(rep, 0)["peak_sites"][0]["frames"].empty());
+}
+
+// Our walker and libunwind alone (GPUMEMTRACE_UNWIND=libunwind) record the same native stacks,
+// frame for frame; each frame as its module and offset, since the two runs load at other
+// addresses. The walker's note: each stack walked in full once, at its first allocation, and
+// remembered after; none left to libunwind.
+TEST_F(Stacks, TheWalkerRecordsTheStacksLibunwindRecords) {
+  std::set<std::vector<std::string>> stacks[2];
+  long long remembered[2] = {0, 0}, by_libunwind[2] = {0, 0}, taken[2] = {0, 0};
+  for (int run = 0; run < 2; ++run) {
+    std::map<std::string, std::string> env = {{"GPUMEMTRACE_SELF_TIME", "1"}};
+    if (run == 1) env["GPUMEMTRACE_UNWIND"] = "libunwind";
+    const ProcessResult traced = run_traced("workload_cached_training", {"20"}, env);
+    ASSERT_EQ(traced.exit_code, 0) << traced.err;
+    const std::string trace = only_trace();
+    const ProcessResult dump = cli({"dump", trace});
+    ASSERT_EQ(dump.exit_code, 0) << dump.err;
+    std::vector<json> modules;
+    std::istringstream lines(dump.out);
+    for (std::string line; std::getline(lines, line);) {
+      const json r = json::parse(line);
+      if (r["record"] == "module") modules.push_back(r);
+      if (r["record"] == "note" && r["text"].get<std::string>().starts_with("recorder cost")) {
+        long long ignored = 0;
+        ASSERT_EQ(std::sscanf(r["text"].get<std::string>().c_str(),
+                              "recorder cost: %lld events, %lld ns in the recorder, %lld ns of it "
+                              "taking %lld stacks (%lld ns of those reading Python frames, %lld "
+                              "native frames, %lld native stacks remembered, %lld by libunwind)",
+                              &ignored, &ignored, &ignored, &taken[run], &ignored, &ignored,
+                              &remembered[run], &by_libunwind[run]),
+                  8)
+            << r["text"];
+      }
+      if (r["record"] != "stack") continue;
+      std::vector<std::string> frames;
+      for (const json& address : r["frames"]) {
+        const uint64_t a = address;
+        std::string where = "?";
+        for (const json& m : modules) {
+          if (a >= m["start"].get<uint64_t>() && a < m["end"].get<uint64_t>()) {
+            where = m["path"].get<std::string>() + "+" +
+                    std::to_string(a - m["load_base"].get<uint64_t>());
+          }
+        }
+        frames.push_back(where);
+      }
+      stacks[run].insert(frames);
+    }
+    std::filesystem::remove(trace);
+  }
+  EXPECT_GE(stacks[0].size(), 5u);
+  EXPECT_EQ(stacks[0], stacks[1]);
+  ASSERT_GT(taken[0], 0);
+  EXPECT_EQ(taken[0], taken[1]);
+  EXPECT_EQ(by_libunwind[0], 0);
+  EXPECT_EQ(taken[0] - remembered[0], static_cast<long long>(stacks[0].size()));
+  EXPECT_EQ(remembered[1], 0);
+  EXPECT_EQ(by_libunwind[1], taken[1]);
 }
 
 // The default, `all`, is native frames here (the workload runs no Python).
