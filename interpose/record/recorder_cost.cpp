@@ -16,9 +16,8 @@ std::string RecorderCost::note() const {
 }
 
 void RecorderCost::clear() {
-  for (std::atomic<uint64_t>* n :
-       {&events_, &total_ns_, &stacks_, &stack_ns_, &python_ns_, &native_frames_,
-        &native_remembered_, &native_by_libunwind_}) {
+  for (std::atomic<uint64_t>* n : {&events_, &total_ns_, &stacks_, &stack_ns_, &python_ns_,
+                                   &native_frames_, &native_remembered_, &native_by_libunwind_}) {
     n->store(0, std::memory_order_relaxed);
   }
 }
