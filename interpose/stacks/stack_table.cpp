@@ -38,7 +38,7 @@ StackTable::ThreadCache* StackTable::thread_cache() {
     my_cache = cache;
     pthread_setspecific(cache_key_, cache);
   }
-  for (auto& e : cache->entries) e.id = 0;
+  cache->clear();
   cache->owner = id;
   return cache;
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Interns call stacks: each distinct stack is written to the trace once, as a StackRecord, and
-// allocations refer to it by id. A repeated stack costs a hash and a lookup: first in a small
-// cache of the calling thread's own (no lock), then in the shared table (a lock per shard). Many
+// allocations refer to it by id. A repeated stack costs a hash and a lookup: first in a cache
+// of the calling thread's own (no lock), then in the shared table (a lock per shard). Many
 // threads allocating from one call site all want that site's shard: on 16 cores, the shard's
 // lock alone made each of 16 threads spend 15 times one thread's CPU per event.
 #pragma once
@@ -52,37 +52,52 @@ class StackTable {
 
  private:
   // A thread's most recent stacks, by hash: hits need no lock and touch no shared memory.
-  // Stacks of more frames than an entry holds are not cached. An entry holds the default depth's
-  // native frames and Python frames together (a PyTorch block's stack has 30 to 60), and a thread
-  // of a training step allocates from dozens of sites in turn: about 16 KiB per thread.
+  // A PyTorch block's stack has 30 to 60 frames, native and Python together, and a training
+  // step allocates from a hundred sites or more in turn: the cache holds 256 stacks, four to a
+  // set, their frames in one arena (about 140 KiB per thread), emptied when it is full. Stacks of
+  // more than kFrames frames are not cached.
   struct ThreadCache {
-    static constexpr std::size_t kEntries = 16;
+    static constexpr std::size_t kSets = 64;
+    static constexpr std::size_t kWays = 4;
     static constexpr int kFrames = 128;  // GPUMEMTRACE_STACK_DEPTH's default, twice
+    static constexpr std::size_t kArenaFrames = 16384;
     struct Entry {
       uint64_t hash = 0;
-      uint32_t id = 0;  // 0: empty
-      int native = 0;
-      int count = 0;
-      uint64_t frames[kFrames];
+      uint32_t id = 0;     // 0: empty
+      uint32_t first = 0;  // its frames in the arena
+      uint16_t native = 0;
+      uint16_t count = 0;
     };
     uint64_t owner = 0;  // the StackTable's id when filled
-    Entry entries[kEntries];
+    Entry entries[kSets][kWays];
+    uint8_t next_way[kSets] = {};  // the way the set's next stack replaces
+    uint32_t used = 0;             // arena frames in use
+    uint64_t arena[kArenaFrames];
 
     uint32_t find(uint64_t hash, const uint64_t* frames, int native, int count) const {
-      const Entry& e = entries[hash % kEntries];
-      if (e.id == 0 || e.hash != hash || e.native != native || e.count != count) return 0;
-      return std::memcmp(e.frames, frames, sizeof(uint64_t) * static_cast<std::size_t>(count)) == 0
-                 ? e.id
-                 : 0;
+      for (const Entry& e : entries[hash % kSets]) {
+        if (e.id != 0 && e.hash == hash && e.native == native && e.count == count &&
+            std::memcmp(arena + e.first, frames,
+                        sizeof(uint64_t) * static_cast<std::size_t>(count)) == 0)
+          return e.id;
+      }
+      return 0;
     }
     void remember(uint64_t hash, const uint64_t* frames, int native, int count, uint32_t id) {
       if (count > kFrames || id == 0) return;
-      Entry& e = entries[hash % kEntries];
-      e.hash = hash;
-      e.id = id;
-      e.native = native;
-      e.count = count;
-      std::memcpy(e.frames, frames, sizeof(uint64_t) * static_cast<std::size_t>(count));
+      if (used + static_cast<uint32_t>(count) > kArenaFrames) clear();
+      const std::size_t set = hash % kSets;
+      Entry& e = entries[set][next_way[set]];
+      next_way[set] = static_cast<uint8_t>((next_way[set] + 1) % kWays);
+      e = Entry{hash, id, used, static_cast<uint16_t>(native), static_cast<uint16_t>(count)};
+      std::memcpy(arena + used, frames, sizeof(uint64_t) * static_cast<std::size_t>(count));
+      used += static_cast<uint32_t>(count);
+    }
+    void clear() {
+      for (auto& set : entries) {
+        for (Entry& e : set) e.id = 0;
+      }
+      used = 0;
     }
   };
   // The calling thread's cache, emptied if it was filled for another table (or this one before a

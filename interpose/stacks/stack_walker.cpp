@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "interpose/stacks/stack_walker.h"
 
+#include <algorithm>
 #include <new>
 
 #include "interpose/common/instance_id.h"
@@ -39,8 +40,6 @@ constexpr std::size_t kRuleSlots = 2048;
 constexpr std::size_t kWalkSets = 128;
 constexpr std::size_t kWalkWays = 4;
 constexpr std::size_t kArenaReads = 8192;
-// A read's address with this bit set held a return address, which is a frame of the walk.
-constexpr uint64_t kReturnAddress = 1;
 // The address of the "read" of rbp as the walk found it in the register.
 constexpr uint64_t kStartRbp = 2;
 
@@ -68,13 +67,16 @@ struct StackWalker::ThreadWalks {
     uint64_t sp = 0;
     uint32_t shape = 0;
     uint32_t first = 0;  // its reads in the arena
-    uint16_t reads = 0;
+    // Its reads in the arena: the return addresses, in the walk's order (frames 1...), then the
+    // values of rbp that the walk used.
+    uint16_t returns = 0;
+    uint16_t others = 0;
     uint16_t frames = 0;
     // It met a frame it could not follow: a walk from here is left to libunwind at once.
     bool gave_up = false;
   };
   struct Read {
-    uint64_t address;  // kStartRbp, or a stack address, | kReturnAddress for a frame's
+    uint64_t address;  // a stack address, or kStartRbp
     uint64_t value;
   };
 
@@ -113,17 +115,16 @@ struct StackWalker::ThreadWalks {
   // from `start` would read the same words and find the same frames.
   bool remembered(const WalkSlot& slot, const Start& start, uint64_t* frames) const {
     const Read* reads = arena + slot.first;
-    int n = 0;
-    frames[n++] = start.pc;
-    for (int i = 0; i < slot.reads; ++i) {
+    // Independent loads, whose addresses are known: the core has them all in flight at once.
+    bool same = true;
+    for (int i = 0; i < slot.returns; ++i) same &= stack_word(reads[i].address) == reads[i].value;
+    for (int i = slot.returns; i < slot.returns + slot.others; ++i) {
       const uint64_t address = reads[i].address;
-      if (address == kStartRbp) {
-        if (start.rbp != reads[i].value) return false;
-        continue;
-      }
-      if (stack_word(address & ~kReturnAddress) != reads[i].value) return false;
-      if ((address & kReturnAddress) != 0 && n < slot.frames) frames[n++] = reads[i].value;
+      same &= (address == kStartRbp ? start.rbp : stack_word(address)) == reads[i].value;
     }
+    if (!same) return false;
+    frames[0] = start.pc;
+    for (int i = 1; i < slot.frames; ++i) frames[i] = reads[i - 1].value;
     return true;
   }
   FrameRule rule_at(uint64_t pc) {
@@ -215,8 +216,9 @@ int StackWalker::walk_from(const Start& start, uint64_t* frames, int max, const 
   const uint32_t most_reads = 2 * static_cast<uint32_t>(max) + 1;
   if (most_reads > kArenaReads) return -1;
   if (w->used + most_reads > kArenaReads) w->forget_walks();
+  // Return addresses from the front of the room, the values of rbp used from its back.
   ThreadWalks::Read* reads = w->arena + w->used;
-  uint32_t read_count = 0;
+  uint32_t returns = 0, others = 0;
 
   uint64_t pc = start.pc, sp = start.sp, rbp = start.rbp;
   // Where rbp's value came from; recorded only once a frame's CFA uses it, since a saved rbp
@@ -241,7 +243,7 @@ int StackWalker::walk_from(const Start& start, uint64_t* frames, int max, const 
       break;
     }
     if (rule.cfa_is_rbp && !rbp_read) {
-      reads[read_count++] = {rbp_from, rbp};
+      reads[most_reads - 1 - others++] = {rbp_from, rbp};
       rbp_read = true;
     }
     const uint64_t cfa = (rule.cfa_is_rbp ? rbp : sp) + static_cast<int64_t>(rule.cfa_offset);
@@ -249,7 +251,7 @@ int StackWalker::walk_from(const Start& start, uint64_t* frames, int max, const 
     // the walk (a frame without rules that says so, or the stack's end).
     if (cfa <= sp || cfa > w->stack_high || (cfa & 7) != 0) break;
     const uint64_t return_address = stack_word(cfa - 8);
-    reads[read_count++] = {(cfa - 8) | kReturnAddress, return_address};
+    reads[returns++] = {cfa - 8, return_address};
     if (rule.rbp_offset != 0) {
       const uint64_t at = cfa + static_cast<int64_t>(rule.rbp_offset);
       if (at < sp || at + 8 > w->stack_high || (at & 7) != 0) break;
@@ -261,16 +263,18 @@ int StackWalker::walk_from(const Start& start, uint64_t* frames, int max, const 
     pc = return_address;
     if (pc == 0) break;
   }
+  std::reverse_copy(reads + most_reads - others, reads + most_reads, reads + returns);
   ThreadWalks::WalkSlot& slot = w->walks[set][w->next_way[set]];
   w->next_way[set] = static_cast<uint8_t>((w->next_way[set] + 1) % kWalkWays);
   slot = ThreadWalks::WalkSlot{start.pc,
                                start.sp,
                                shape,
                                w->used,
-                               static_cast<uint16_t>(read_count),
+                               static_cast<uint16_t>(returns),
+                               static_cast<uint16_t>(others),
                                static_cast<uint16_t>(n),
                                gave_up};
-  w->used += read_count;
+  w->used += returns + others;
   if (gave_up) {
     ++w->counts.given_up;
     return -1;

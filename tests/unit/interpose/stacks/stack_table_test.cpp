@@ -74,12 +74,13 @@ std::vector<uint64_t> stack_of(uint64_t seed, int n) {
 }
 
 TEST(StackTable, SameFramesSameIdFromEveryThreadDifferentFramesNever) {
-  // 40 stacks: more than a thread's cache holds, so many share a cache entry; one of 100
-  // frames, more than an entry holds; the same frames split differently between native and
-  // Python are another stack.
+  // 400 stacks: more than a thread's cache holds (256), so many share a cache set; 200 of 100
+  // frames, more than its arena holds together; one of 200 frames, more than it caches; the
+  // same frames split differently between native and Python are another stack.
   std::vector<std::vector<uint64_t>> stacks;
-  for (uint64_t s = 0; s < 40; ++s) stacks.push_back(stack_of(s, 5 + static_cast<int>(s % 7)));
-  stacks.push_back(stack_of(99, 100));
+  for (uint64_t s = 0; s < 400; ++s) stacks.push_back(stack_of(s, 5 + static_cast<int>(s % 7)));
+  for (uint64_t s = 400; s < 600; ++s) stacks.push_back(stack_of(s, 100));
+  stacks.push_back(stack_of(999, 200));
   std::vector<uint32_t> ids;
   for (const auto& f : stacks) ids.push_back(intern(f, static_cast<int>(f.size())));
   const uint32_t split = intern(stacks[0], 2);
@@ -92,7 +93,7 @@ TEST(StackTable, SameFramesSameIdFromEveryThreadDifferentFramesNever) {
   std::atomic<int> mismatches{0};
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&, t] {
-      for (int round = 0; round < 200; ++round) {
+      for (int round = 0; round < 2000; ++round) {
         const std::size_t i = static_cast<std::size_t>(round * 7 + t) % stacks.size();
         const auto& f = stacks[i];
         if (intern(f, static_cast<int>(f.size())) != ids[i]) ++mismatches;
