@@ -220,6 +220,24 @@ TEST_F(StackWalkerTest, AWalkEndsAfterTheFirstFrameInAStopModule) {
   EXPECT_EQ(g_stopped_last, g_stop_after);
 }
 
+uint64_t g_short[5];
+int g_short_count = 0;
+
+[[gnu::noinline]] void walk_five() {
+  g_short_count = g_walker->walk(g_short, 5, nullptr);
+  capture_both();
+}
+
+TEST_F(StackWalkerTest, AWalkEndsAtMaxFrames) {
+  plain_chain(10, walk_five);
+  ASSERT_EQ(g_short_count, 5);
+  // walk(), walk_five, then plain_chain's frames: the same as the full walk's from there.
+  ASSERT_GE(both_.ours.size(), 3u);
+  EXPECT_EQ(g_short[2], both_.ours[0]);
+  EXPECT_EQ(g_short[3], both_.ours[1]);
+  EXPECT_EQ(g_short[4], both_.ours[2]);
+}
+
 TEST(FrameRules, ReadTheRulesOfAFrameWithAndWithoutAFramePointer) {
   const FrameRule leaf = find_frame_rule(reinterpret_cast<uint64_t>(&gmt_walk_start_registers));
   EXPECT_EQ(leaf.kind, FrameRule::Kind::kStep);
@@ -266,6 +284,34 @@ void walk_in_handler(int) {
 [[gnu::noinline]] void raise_here() {
   raise(SIGUSR1);
   asm volatile("" ::: "memory");
+}
+
+TEST_F(StackWalkerTest, AHandlerOnAnAlternateStackIsLeftToLibunwind) {
+  std::vector<char> alternate(1 << 16);
+  stack_t stack{};
+  stack_t old_stack{};
+  stack.ss_sp = alternate.data();
+  stack.ss_size = alternate.size();
+  ASSERT_EQ(sigaltstack(&stack, &old_stack), 0);
+  Dl_info self{};
+  ASSERT_NE(dladdr(reinterpret_cast<void*>(&raise_here), &self), 0);
+  g_raiser_module = self.dli_fbase;
+  g_handler_reached_raiser = false;
+  struct sigaction action {};
+  struct sigaction old {};
+  action.sa_handler = walk_in_handler;
+  action.sa_flags = SA_ONSTACK;
+  sigemptyset(&action.sa_mask);
+  ASSERT_EQ(sigaction(SIGUSR1, &action, &old), 0);
+  raise_here();
+  sigaction(SIGUSR1, &old, nullptr);
+  sigaltstack(&old_stack, nullptr);
+  // Outside the thread's own stack the walker does not read: both walks give up at once.
+  EXPECT_EQ(g_handler_walks[0], -1);
+  EXPECT_EQ(g_handler_walks[1], -1);
+  EXPECT_EQ(g_handler_counts.given_up, 2u);
+  EXPECT_GE(g_handler_native, 3);
+  EXPECT_TRUE(g_handler_reached_raiser);
 }
 
 TEST_F(StackWalkerTest, ASignalFrameIsLeftToLibunwind) {
