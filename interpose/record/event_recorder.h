@@ -51,6 +51,9 @@ class EventRecorder {
   // Stream-ordered pools: after a create or a trim, before a destroy.
   void pool_event(format::Api api, int device, uint64_t pool, uint64_t bytes);
 
+  // A library was unloaded (dlclose): native stacks forget what they learnt of its code.
+  void modules_unloaded() { native_.modules_unloaded(); }
+
   // A caching allocator's block event (gpumemtrace_framework_block), on the thread that made it:
   // with that thread's stack for the events that start something (alloc, segment alloc and map,
   // OOM), without one for the others (a free's stack says nothing the alloc's did not).

@@ -133,6 +133,8 @@ struct RegisterRules {
   uint64_t cfa_register = kRsp;
   int64_t cfa_offset = 8;
   bool cfa_unsupported = false;
+  // A rule for rsp itself (stack-switching code): the caller's rsp is not the CFA.
+  bool rsp_ruled = false;
   Saved rbp = Saved::kSame;
   int64_t rbp_offset = 0;
   Saved ra = Saved::kSame;
@@ -197,13 +199,14 @@ bool parse_cie(const uint8_t* entry, Cie* cie) {
           r.pointer(r.fixed<uint8_t>() & ~kIndirect);
           break;
         case 'S':
-          cie->signal_frame = true;
-          break;
+          break;  // below
         default:
           i = aug_length;
           break;  // unknown: the data length lets us skip the rest
       }
     }
+    // Wherever it stands, even after a letter this does not know.
+    cie->signal_frame = std::memchr(augmentation, 'S', aug_length) != nullptr;
     if (!r.ok() || r.at() > data_end) return false;
     r = Reader(data_end, end);
   } else if (aug_length > 0) {
@@ -222,7 +225,9 @@ bool run_cfa_program(Reader r, const Cie& cie, uint64_t location, uint64_t pc,
   RegisterRules remembered[kMaxRemembered];
   int depth = 0;
   auto set_offset = [&](uint64_t reg, int64_t offset) {
-    if (reg == kRbp) {
+    if (reg == kRsp) {
+      rules->rsp_ruled = true;
+    } else if (reg == kRbp) {
       rules->rbp = RegisterRules::Saved::kAtOffset;
       rules->rbp_offset = offset;
     } else if (reg == cie.ra_register) {
@@ -231,13 +236,17 @@ bool run_cfa_program(Reader r, const Cie& cie, uint64_t location, uint64_t pc,
     }
   };
   auto set_saved = [&](uint64_t reg, RegisterRules::Saved how) {
-    if (reg == kRbp)
+    if (reg == kRsp)
+      rules->rsp_ruled = true;
+    else if (reg == kRbp)
       rules->rbp = how;
     else if (reg == cie.ra_register)
       rules->ra = how;
   };
   auto restore = [&](uint64_t reg) {
-    if (reg == kRbp) {
+    if (reg == kRsp) {
+      rules->rsp_ruled = initial.rsp_ruled;
+    } else if (reg == kRbp) {
       rules->rbp = initial.rbp;
       rules->rbp_offset = initial.rbp_offset;
     } else if (reg == cie.ra_register) {
@@ -370,7 +379,8 @@ FrameRule rule_of(const RegisterRules& rules) {
     rule.kind = FrameRule::Kind::kOutermost;
     return rule;
   }
-  if (rules.cfa_unsupported || (rules.cfa_register != kRsp && rules.cfa_register != kRbp) ||
+  if (rules.cfa_unsupported || rules.rsp_ruled ||
+      (rules.cfa_register != kRsp && rules.cfa_register != kRbp) ||
       rules.ra != RegisterRules::Saved::kAtOffset || rules.ra_offset != -8 ||
       rules.rbp == RegisterRules::Saved::kUnsupported ||
       rules.rbp == RegisterRules::Saved::kUndefined || rules.cfa_offset < INT32_MIN ||

@@ -33,6 +33,9 @@ class NativeStack {
   // a PyTorch block's unwinding.
   int capture_to_interpreter(uint64_t* frames, int max);
 
+  // A library was unloaded (dlclose).
+  void modules_unloaded() { walker_.modules_unloaded(); }
+
   // How the calling thread's stacks were unwound so far (GPUMEMTRACE_SELF_TIME's note).
   struct Counts {
     uint64_t remembered = 0;    // by a remembered walk

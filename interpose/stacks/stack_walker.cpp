@@ -2,6 +2,7 @@
 #include "interpose/stacks/stack_walker.h"
 
 #include <algorithm>
+#include <cstring>
 #include <new>
 
 #include "interpose/common/instance_id.h"
@@ -39,7 +40,8 @@ constexpr std::size_t kRuleSlots = 2048;
 // walks take turns.
 constexpr std::size_t kWalkSets = 128;
 constexpr std::size_t kWalkWays = 4;
-constexpr std::size_t kArenaReads = 8192;
+// About 400 walks of a PyTorch stack (34 frames, 80 reads); pages untouched until used.
+constexpr std::size_t kArenaReads = 32768;
 // The address of the "read" of rbp as the walk found it in the register.
 constexpr uint64_t kStartRbp = 2;
 
@@ -81,6 +83,7 @@ struct StackWalker::ThreadWalks {
   };
 
   uint64_t owner = 0;
+  uint64_t epoch = 0;  // the walker's epoch_ its rules and walks were learnt in
   uint64_t stack_low = 0;
   uint64_t stack_high = 0;  // 0: the thread's stack is not known, nothing is walked
   Counts counts;
@@ -152,8 +155,14 @@ void StackWalker::free_thread_walks(void* walks) {
 
 StackWalker::ThreadWalks* StackWalker::thread_walks() {
   auto* walks = static_cast<ThreadWalks*>(my_walks);
-  if (walks != nullptr && walks->owner == id_) [[likely]]
+  const uint64_t epoch = epoch_.load(std::memory_order_relaxed);
+  if (walks != nullptr && walks->owner == id_) [[likely]] {
+    if (walks->epoch != epoch) [[unlikely]] {
+      walks->forget();
+      walks->epoch = epoch;
+    }
     return walks;
+  }
   if (!have_walks_key_) return nullptr;
   if (walks == nullptr) {
     // One per thread that takes native stacks, freed when it ends (a thread that meets a second
@@ -168,6 +177,7 @@ StackWalker::ThreadWalks* StackWalker::thread_walks() {
     walks->counts = Counts{};
   }
   walks->owner = id_;
+  walks->epoch = epoch;
   return walks;
 }
 
@@ -263,7 +273,10 @@ int StackWalker::walk_from(const Start& start, uint64_t* frames, int max, const 
     pc = return_address;
     if (pc == 0) break;
   }
-  std::reverse_copy(reads + most_reads - others, reads + most_reads, reads + returns);
+  // The values of rbp, from the back of the room to right after the return addresses (the two
+  // ranges may overlap).
+  std::reverse(reads + most_reads - others, reads + most_reads);
+  std::memmove(reads + returns, reads + most_reads - others, others * sizeof(ThreadWalks::Read));
   ThreadWalks::WalkSlot& slot = w->walks[set][w->next_way[set]];
   w->next_way[set] = static_cast<uint8_t>((w->next_way[set] + 1) % kWalkWays);
   slot = ThreadWalks::WalkSlot{start.pc,

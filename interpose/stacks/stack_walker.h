@@ -41,7 +41,13 @@ class StackWalker {
   // Writes up to `max` return addresses of the calling thread, innermost first: the first is in
   // walk()'s caller. With `stop`, ends after the first frame in a stop module. Returns how many,
   // or -1 when a frame has no rule this walker follows (the caller then unwinds otherwise).
+  // A walker remembers walks by their start, `max` and whether they stop: a caller passes the
+  // same stop modules to every walk that stops.
   int walk(uint64_t* frames, int max, const StopModules* stop);
+
+  // A library was unloaded: the rules and walks every thread learnt are forgotten before its
+  // next walk, since another library may now be loaded at the same addresses.
+  void modules_unloaded() { epoch_.fetch_add(1, std::memory_order_relaxed); }
 
   // What the calling thread's walks found: from memory (checked), walked frame by frame, or
   // given up. For tests and the benchmark.
@@ -67,6 +73,7 @@ class StackWalker {
   pthread_key_t walks_key_{};
   bool have_walks_key_ = false;
   uint64_t id_;
+  std::atomic<uint64_t> epoch_{0};  // the count of modules_unloaded()
 };
 
 }  // namespace gmt::interpose

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -220,6 +221,66 @@ TEST_F(StackWalkerTest, AWalkEndsAfterTheFirstFrameInAStopModule) {
   EXPECT_EQ(g_stopped_last, g_stop_after);
 }
 
+// A chain whose every frame keeps a frame pointer: each step of a walk through it uses the rbp
+// its callee saved. Each level notes its frame's address, where it saved its caller's rbp.
+constexpr int kDeepFramed = 40;
+uint64_t g_frame_address[kDeepFramed + 1];
+
+[[gnu::noinline, gnu::optimize("no-omit-frame-pointer")]] int deep_framed(int depth, Operation op) {
+  g_frame_address[depth] = reinterpret_cast<uint64_t>(__builtin_frame_address(0));
+  int below = 0;
+  if (depth > 0)
+    below = deep_framed(depth - 1, op);
+  else
+    op();
+  asm volatile("" : "+r"(below));
+  return below + 1;
+}
+
+std::vector<StackWalker::Counts> g_tamper_counts;
+std::vector<int> g_tamper_frames;
+
+// Walks 30 frames up the chain: twice, then with one saved rbp 20 levels up changed (the walk
+// must see it: it is walked again), then with it put back (remembered again).
+[[gnu::noinline]] void walk_tampered() {
+  uint64_t frames[30];
+  auto* saved = reinterpret_cast<uint64_t*>(g_frame_address[20]);
+  const uint64_t original = *saved;
+  for (int round = 0; round < 4; ++round) {
+    if (round == 2) *saved = original + 64;
+    if (round == 3) *saved = original;
+    g_tamper_frames.push_back(g_walker->walk(frames, 30, nullptr));
+    g_tamper_counts.push_back(g_walker->thread_counts());
+    asm volatile("" ::: "memory");
+  }
+}
+
+TEST_F(StackWalkerTest, ASavedFramePointerThatChangedIsSeen) {
+  deep_framed(kDeepFramed, walk_tampered);
+  ASSERT_EQ(g_tamper_counts.size(), 4u);
+  EXPECT_EQ(g_tamper_frames[0], 30);
+  EXPECT_EQ(g_tamper_counts[0].walked, 1u);
+  EXPECT_EQ(g_tamper_counts[1].remembered, 1u);
+  EXPECT_EQ(g_tamper_counts[2].walked + g_tamper_counts[2].given_up, 2u);
+  EXPECT_EQ(g_tamper_counts[2].remembered, 1u);
+  EXPECT_EQ(g_tamper_frames[3], 30);
+  EXPECT_EQ(g_tamper_counts[3].remembered, 2u);
+}
+
+TEST_F(StackWalkerTest, AnUnloadedLibraryMakesEveryThreadWalkAgain) {
+  std::vector<Both> walks;
+  volatile int times = 3;
+  for (int i = 0; i < times; ++i) {
+    if (i == 2) walker_.modules_unloaded();
+    plain_chain(4);
+    walks.push_back(both_);
+  }
+  EXPECT_EQ(walks[1].counts.remembered, 1u);
+  EXPECT_EQ(walks[2].ours, walks[0].ours);
+  EXPECT_EQ(walks[2].counts.walked, 2u);  // walked again: its walk was forgotten
+  EXPECT_EQ(walks[2].counts.remembered, 1u);
+}
+
 uint64_t g_short[5];
 int g_short_count = 0;
 
@@ -258,6 +319,96 @@ TEST(FrameRules, ReadTheRulesOfAFrameWithAndWithoutAFramePointer) {
   EXPECT_EQ(framed.rbp_offset, -16);
 
   EXPECT_EQ(find_frame_rule(0).kind, FrameRule::Kind::kUnknown);  // in no module
+}
+
+// A module's unwind tables in miniature: .eh_frame_hdr with one entry, then a CIE (return
+// address in r16 at CFA-8, CFA = rsp+8) and one FDE of 0x100 bytes with `instructions`. The code
+// it describes is never run: its start is an address past the tables.
+struct Tables {
+  std::vector<uint8_t> bytes = std::vector<uint8_t>(512, 0);
+  uint64_t start = 0;
+
+  void put32(std::size_t at, uint32_t v) { std::memcpy(&bytes[at], &v, 4); }
+  Tables(const std::string& augmentation, const std::vector<uint8_t>& instructions) {
+    const std::size_t cie = 32;
+    std::size_t at = cie + 8;
+    bytes[at++] = 1;  // version
+    for (char c : augmentation) bytes[at++] = static_cast<uint8_t>(c);
+    bytes[at++] = 0;
+    bytes[at++] = 1;     // code alignment
+    bytes[at++] = 0x78;  // data alignment -8
+    bytes[at++] = 16;    // the return address register
+    bytes[at++] = 1;     // augmentation data: the FDE pointer encoding
+    bytes[at++] = 0x1b;  // pcrel sdata4
+    for (uint8_t b : {0x0c, 0x07, 0x08, 0x90, 0x01}) bytes[at++] = b;  // def_cfa rsp+8; r16 at -8
+    while ((at - cie) % 4 != 0) bytes[at++] = 0;
+    put32(cie, static_cast<uint32_t>(at - cie - 4));
+    const std::size_t fde = at;
+    put32(fde + 4, static_cast<uint32_t>(fde + 4 - cie));
+    const auto base = reinterpret_cast<uint64_t>(bytes.data());
+    start = base + 0x1000;
+    put32(fde + 8, static_cast<uint32_t>(start - (base + fde + 8)));
+    put32(fde + 12, 0x100);
+    at = fde + 16;
+    bytes[at++] = 0;  // no augmentation data
+    for (uint8_t b : instructions) bytes[at++] = b;
+    while ((at - fde) % 4 != 0) bytes[at++] = 0;
+    put32(fde, static_cast<uint32_t>(at - fde - 4));
+    bytes[0] = 1;
+    bytes[1] = 0x1b;  // eh_frame_ptr: pcrel sdata4
+    bytes[2] = 0x03;  // fde count: udata4
+    bytes[3] = 0x3b;  // the table: datarel sdata4
+    put32(4, static_cast<uint32_t>(cie - 4));
+    put32(8, 1);
+    put32(12, static_cast<uint32_t>(start - base));
+    put32(16, static_cast<uint32_t>(fde));
+  }
+  FrameRule at(uint64_t offset) const { return frame_rule_in(bytes.data(), start + offset); }
+};
+
+bool same(const FrameRule& a, const FrameRule& b) {
+  return a.kind == b.kind && a.cfa_is_rbp == b.cfa_is_rbp && a.cfa_offset == b.cfa_offset &&
+         a.rbp_offset == b.rbp_offset;
+}
+
+FrameRule step(bool cfa_is_rbp, int32_t cfa_offset, int16_t rbp_offset) {
+  FrameRule rule;
+  rule.kind = FrameRule::Kind::kStep;
+  rule.cfa_is_rbp = cfa_is_rbp;
+  rule.cfa_offset = cfa_offset;
+  rule.rbp_offset = rbp_offset;
+  return rule;
+}
+
+// push rbp (1 byte), mov rbp, rsp (3 bytes): the prologue of a function with a frame pointer.
+const std::vector<uint8_t> kPrologue = {0x41, 0x0e, 0x10, 0x86, 0x02, 0x43, 0x0d, 0x06};
+
+TEST(FrameRules, FollowAPrologueInstructionByInstruction) {
+  const Tables tables("zR", kPrologue);
+  EXPECT_TRUE(same(tables.at(0), step(false, 8, 0)));
+  EXPECT_TRUE(same(tables.at(1), step(false, 16, -16)));
+  EXPECT_TRUE(same(tables.at(3), step(false, 16, -16)));
+  EXPECT_TRUE(same(tables.at(4), step(true, 16, -16)));
+  EXPECT_TRUE(same(tables.at(0xff), step(true, 16, -16)));
+  EXPECT_EQ(tables.at(0x100).kind, FrameRule::Kind::kUnknown);  // past the FDE
+}
+
+TEST(FrameRules, LeaveSignalFramesAndRulesForRspToLibunwind) {
+  EXPECT_EQ(Tables("zRS", kPrologue).at(4).kind, FrameRule::Kind::kUnknown);
+  // 'S' after a letter this reader does not know.
+  EXPECT_EQ(Tables("zRXS", kPrologue).at(4).kind, FrameRule::Kind::kUnknown);
+  // rsp saved at CFA-24 from the second instruction on: the caller's rsp is not the CFA there.
+  std::vector<uint8_t> rsp_rule = kPrologue;
+  rsp_rule.insert(rsp_rule.begin() + 1, {0x87, 0x03});
+  const Tables tables("zR", rsp_rule);
+  EXPECT_TRUE(same(tables.at(0), step(false, 8, 0)));
+  EXPECT_EQ(tables.at(1).kind, FrameRule::Kind::kUnknown);
+  // Remembered and restored state, and DW_CFA_restore of rbp to the CIE's rule.
+  const Tables restored("zR",
+                        {0x41, 0x0e, 0x10, 0x86, 0x02, 0x0a, 0x41, 0x0e, 0x20, 0xc6, 0x41, 0x0b});
+  EXPECT_TRUE(same(restored.at(1), step(false, 16, -16)));
+  EXPECT_TRUE(same(restored.at(2), step(false, 32, 0)));
+  EXPECT_TRUE(same(restored.at(3), step(false, 16, -16)));
 }
 
 int g_handler_walks[2] = {};
