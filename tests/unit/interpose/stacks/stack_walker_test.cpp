@@ -284,19 +284,23 @@ TEST_F(StackWalkerTest, AnUnloadedLibraryMakesEveryThreadWalkAgain) {
 uint64_t g_short[5];
 int g_short_count = 0;
 
+// capture_both() is not its last call (a tail call would take this frame off the stack in an
+// optimized build and leave it in a sanitized one).
 [[gnu::noinline]] void walk_five() {
   g_short_count = g_walker->walk(g_short, 5, nullptr);
   capture_both();
+  asm volatile("" ::: "memory");
 }
 
 TEST_F(StackWalkerTest, AWalkEndsAtMaxFrames) {
   plain_chain(10, walk_five);
   ASSERT_EQ(g_short_count, 5);
-  // walk(), walk_five, then plain_chain's frames: the same as the full walk's from there.
-  ASSERT_GE(both_.ours.size(), 3u);
-  EXPECT_EQ(g_short[2], both_.ours[0]);
-  EXPECT_EQ(g_short[3], both_.ours[1]);
-  EXPECT_EQ(g_short[4], both_.ours[2]);
+  // walk(), walk_five, then plain_chain's frames: the full walk's from plain_chain on (its
+  // first frame is the return into walk_five from capture_both).
+  ASSERT_GE(both_.ours.size(), 4u);
+  EXPECT_EQ(g_short[2], both_.ours[1]);
+  EXPECT_EQ(g_short[3], both_.ours[2]);
+  EXPECT_EQ(g_short[4], both_.ours[3]);
 }
 
 TEST(FrameRules, ReadTheRulesOfAFrameWithAndWithoutAFramePointer) {
@@ -438,6 +442,10 @@ void walk_in_handler(int) {
 }
 
 TEST_F(StackWalkerTest, AHandlerOnAnAlternateStackIsLeftToLibunwind) {
+#if defined(__SANITIZE_THREAD__)
+  // ThreadSanitizer runs a handler later, from its own code, not on a kernel signal frame.
+  GTEST_SKIP() << "ThreadSanitizer defers signal handlers";
+#endif
   std::vector<char> alternate(1 << 16);
   stack_t stack{};
   stack_t old_stack{};
@@ -466,6 +474,10 @@ TEST_F(StackWalkerTest, AHandlerOnAnAlternateStackIsLeftToLibunwind) {
 }
 
 TEST_F(StackWalkerTest, ASignalFrameIsLeftToLibunwind) {
+#if defined(__SANITIZE_THREAD__)
+  // ThreadSanitizer runs a handler later, from its own code, not on a kernel signal frame.
+  GTEST_SKIP() << "ThreadSanitizer defers signal handlers";
+#endif
   Dl_info self{};
   ASSERT_NE(dladdr(reinterpret_cast<void*>(&raise_here), &self), 0);
   g_raiser_module = self.dli_fbase;
