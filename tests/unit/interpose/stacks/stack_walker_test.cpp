@@ -123,6 +123,11 @@ TEST_F(StackWalkerTest, WalksTheSameFramesAsLibunwind) {
 }
 
 TEST_F(StackWalkerTest, WalksAnotherThreadsStackToItsStart) {
+#if defined(__SANITIZE_THREAD__)
+  // libunwind's per-thread cache is freed as the thread ends, after ThreadSanitizer has let
+  // the thread go: its lock then crashes in ThreadSanitizer's runtime.
+  GTEST_SKIP() << "libunwind on a thread that ends crashes under ThreadSanitizer";
+#endif
   std::thread([] { framed_chain(5); }).join();
   ASSERT_GE(both_.theirs.size(), 7u);
   EXPECT_EQ(both_.ours, both_.theirs);
