@@ -158,10 +158,7 @@ int NativeStack::capture(uint64_t* frames, int max) {
 
 int NativeStack::interpreter_frame(const uint64_t* frames, int n) const {
   for (int i = 0; i < n; ++i) {
-    for (int r = 0; r < interpreter_.count; ++r) {
-      if (frames[i] >= interpreter_.ranges[r].start && frames[i] < interpreter_.ranges[r].end)
-        return i;
-    }
+    if (interpreter_.contains(frames[i])) return i;
   }
   return -1;
 }

@@ -240,12 +240,7 @@ int StackWalker::walk_from(const Start& start, uint64_t* frames, int max, const 
   for (;;) {
     frames[n++] = pc;
     if (n == max) break;
-    if (stop != nullptr) {
-      bool stops = false;
-      for (int r = 0; r < stop->count; ++r)
-        stops |= pc >= stop->ranges[r].start && pc < stop->ranges[r].end;
-      if (stops) break;
-    }
+    if (stop != nullptr && stop->contains(pc)) break;
     const FrameRule rule = w->rule_at(pc - 1);
     if (rule.kind == FrameRule::Kind::kOutermost) break;
     if (rule.kind != FrameRule::Kind::kStep) {

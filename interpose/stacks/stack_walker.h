@@ -31,6 +31,12 @@ class StackWalker {
   struct StopModules {
     std::array<Range, 2> ranges{};
     int count = 0;
+    bool contains(uint64_t pc) const {
+      for (int r = 0; r < count; ++r) {
+        if (pc >= ranges[r].start && pc < ranges[r].end) return true;
+      }
+      return false;
+    }
   };
 
   StackWalker();
