@@ -40,6 +40,17 @@ class RecordDecoder {
   // encoded in each record).
   RecordDecoder(std::span<const uint8_t> payload, uint64_t file_offset, uint64_t thread = 0);
 
+  // The payload grew: `payload` starts where the one given so far did and is at least as long
+  // (a chunk still being written, read while its writer publishes more). Reading goes on from
+  // where it was; a clean end becomes not yet ended. Nothing changes after a truncated or corrupt
+  // end, or for a shorter payload.
+  void extend(std::span<const uint8_t> payload) {
+    if (payload.data() != bytes_.data() || payload.size() < bytes_.size()) return;
+    if (status_.end != StreamEnd::kNotYet && status_.end != StreamEnd::kClean) return;
+    bytes_ = payload;
+    if (status_.end == StreamEnd::kClean && pos_ < bytes_.size()) status_ = StreamStatus{};
+  }
+
   // The next record, or nullopt once the stream has ended; status() then says how.
   std::optional<Record> next();
   // The same, decoded into `out`, whose strings and lists are reused when it already holds a

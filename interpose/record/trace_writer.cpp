@@ -2,22 +2,29 @@
 #include "interpose/record/trace_writer.h"
 
 #include <fcntl.h>
+#include <linux/membarrier.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <climits>
 #include <cstring>
 #include <string_view>
+#include <thread>
 
 #include "format/chunk.h"
 #include "format/file_header.h"
 #include "format/recording_end.h"
+#include "interpose/common/depth_guard.h"
 #include "interpose/common/diagnostic.h"
 #include "interpose/common/instance_id.h"
 #include "interpose/common/thread_id.h"
@@ -108,7 +115,7 @@ TraceWriter::TraceWriter(const Config& config)
     : config_(config),
       generation_(new_generation()),
       bounded_(config.max_size != 0),
-      live_(bounded_ ? std::make_unique<LiveShards>() : nullptr) {
+      folder_(bounded_ ? std::make_unique<LiveFolder>() : nullptr) {
   // Room for the chunks of many threads made now: a chunk may be attached in a signal handler's
   // hook (its thread outside the writer), where growing the list would allocate.
   mapped_.reserve(256);
@@ -123,7 +130,9 @@ void TraceWriter::on_thread_exit(void* writer) {
       chunk.generation == self->generation_.load(std::memory_order_relaxed)) {
     seal(chunk);
     self->left_locked(chunk, ChunkRole::kThread);
+    if (self->folder_) self->folder_->writer_ended(chunk.writer);
   }
+  std::erase(self->writing_, &chunk);
   // Also a chunk of a recording that stopped: it is still mapped, and only its thread knows
   // when it is no longer written.
   if (chunk.base != nullptr) self->unmap_locked(chunk.base);
@@ -385,6 +394,7 @@ bool TraceWriter::ensure_open_locked() {
   file_size_ = next_offset_ = format::kFirstChunkOffset;
   next_writer_ = 0;
   generation_.store(new_generation(), std::memory_order_release);
+  if (bounded_) start_fold_thread_locked();
   return true;
 }
 
@@ -401,7 +411,13 @@ bool TraceWriter::new_chunk_locked(ThreadChunk& chunk, ChunkRole role) {
     return false;
   }
   uint64_t offset = next_offset_;
-  const bool reused = reuse_locked(offset);
+  bool reused = reuse_locked(offset);
+  if (!reused && bounded_ && role == ChunkRole::kThread && next_offset_ >= config_.max_size) {
+    wait_for_checkpoint_locked();
+    if (disabled_) return false;
+    reused = reuse_locked(offset);
+    if (!reused) offset = next_offset_;
+  }
   if (!reused && next_offset_ + kChunkSize > file_size_) {
     std::string why;
     if (!grow_locked(why)) {
@@ -420,7 +436,7 @@ bool TraceWriter::new_chunk_locked(ThreadChunk& chunk, ChunkRole role) {
   if (!reused) next_offset_ += kChunkSize;
   if (bounded_ && role == ChunkRole::kThread &&
       ++chunks_since_checkpoint_ >= std::max<uint64_t>(1, config_.max_size / 4 / kChunkSize)) {
-    checkpoint_due_.store(true, std::memory_order_relaxed);
+    checkpoint_due_ = true;
   }
   const uint32_t generation = generation_.load(std::memory_order_relaxed);
   if (chunk.generation != generation || chunk.base == nullptr) {
@@ -428,6 +444,10 @@ bool TraceWriter::new_chunk_locked(ThreadChunk& chunk, ChunkRole role) {
     chunk.sequence = 0;
     // Ask to be told when this thread ends (the value only has to be non-null).
     if (have_thread_exit_key_) pthread_setspecific(thread_exit_key_, this);
+    if (bounded_ && role == ChunkRole::kThread &&
+        std::find(writing_.begin(), writing_.end(), &chunk) == writing_.end()) {
+      writing_.push_back(&chunk);
+    }
   } else {
     seal(chunk);
     left_locked(chunk, role);
@@ -459,6 +479,15 @@ bool TraceWriter::new_chunk_locked(ThreadChunk& chunk, ChunkRole role) {
   // The magic last: a chunk with a magic is one a reader may look into.
   __atomic_store_n(reinterpret_cast<uint32_t*>(chunk.base + L::kMagic), format::kChunkMagic,
                    __ATOMIC_RELEASE);
+  if (bounded_ && role == ChunkRole::kThread) {
+    // Its records are read back from the file, so only once its header is the new writer's.
+    folder_->chunk_started(chunk.writer, offset);
+    if (fold_thread_started_) {
+      request_fold();
+    } else if (checkpoint_due_) {
+      fold_inline_locked();
+    }
+  }
   return true;
 }
 
@@ -586,8 +615,14 @@ void TraceWriter::after_fork_in_child() {
   definitions_ = ThreadChunk{};
   checkpoints_ = ThreadChunk{};
   ring_.clear();
-  if (live_) live_->clear();
-  checkpoint_due_.store(false, std::memory_order_relaxed);
+  if (folder_) {
+    // The parent's checkpoint thread may have been folding into it, mid-change: it is left as
+    // it is (never freed) and the child starts a live set of its own.
+    (void)folder_.release();
+    folder_ = std::make_unique<LiveFolder>();
+  }
+  writing_.clear();
+  fold_thread_started_ = fold_broken_ = checkpoint_due_ = false;
   checkpoints_begun_ = newest_whole_checkpoint_ = chunks_since_checkpoint_ = 0;
   dropped_records_ = 0;
   close_descriptor_locked();  // the parent's, if the number is still the trace's
@@ -600,17 +635,14 @@ void TraceWriter::after_fork_in_child() {
   generation_.store(new_generation(), std::memory_order_release);
   thread_chunk() = ThreadChunk{};
   mutex_.unlock();
-  if (live_) live_->unlock_all();
 }
 
 void TraceWriter::before_fork() {
-  if (live_) live_->lock_all();
   mutex_.lock();
 }
 
 void TraceWriter::after_fork_in_parent() {
   mutex_.unlock();
-  if (live_) live_->unlock_all();
 }
 
 void TraceWriter::store_header_word(std::size_t offset, uint64_t value) {
@@ -632,7 +664,7 @@ bool TraceWriter::reuse_locked(uint64_t& offset) {
   if (!reuse) {
     // None to reuse yet: the file grows past its limit until a checkpoint makes one (one taken
     // since the last chunk was handed out would make none).
-    if (chunks_since_checkpoint_ > 0) checkpoint_due_.store(true, std::memory_order_relaxed);
+    if (chunks_since_checkpoint_ > 0) checkpoint_due_ = true;
     return false;
   }
   dropped_records_ += reuse->records;
@@ -642,27 +674,14 @@ bool TraceWriter::reuse_locked(uint64_t& offset) {
   return true;
 }
 
-void TraceWriter::after_record(ThreadChunk& chunk) {
-  if (chunk.dropped != 0) note_dropped(chunk);
-  if (checkpoint_due_.load(std::memory_order_relaxed)) write_checkpoint();
-}
-
 // The live set as Carried records (allocations), CarriedBlock records (the caching allocators'
 // blocks and segments), CarriedVmm records (mappings, handle references) and CarriedPhase records
-// (open phases) between a begin and an end. Its time is after every record applied to the live set,
-// and before any applied after it (both under the live set's locks): a reader replays from it
-// exactly.
-void TraceWriter::write_checkpoint() {
-  if (!live_) return;
-  LiveShards::AllLocked all(*live_);
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!checkpoint_due_.exchange(false, std::memory_order_relaxed)) return;  // another did it
-  if (!bounded_ || !started() || disabled_) return;
-  uint64_t time = now_ns();
-  const uint64_t last_tracked_ns = live_->last_ns();
-  while (time <= last_tracked_ns) time = now_ns();
-  const uint32_t id = ++checkpoints_begun_;
-  chunks_since_checkpoint_ = 0;
+// (open phases) between a begin and an end, at the cut's time: every record before it is folded
+// into the live set, none after it (LiveFolder), so a reader replays from it exactly.
+void TraceWriter::write_checkpoint_locked(const Cut& cut) {
+  const LiveSet& live = folder_->live();
+  const uint64_t time = cut.time_ns;
+  const uint32_t id = cut.checkpoint;
   format::CheckpointRecord begin;
   begin.time_ns = time;
   begin.id = id;
@@ -676,7 +695,7 @@ void TraceWriter::write_checkpoint() {
     whole = append_locked(checkpoints_, ChunkRole::kCheckpoints, c);
     items += whole ? 1 : 0;
   };
-  live_->for_each_allocation([&](const format::AllocRecord& a) {
+  live.for_each([&](const format::AllocRecord& a) {
     format::CarriedRecord c;
     c.time_ns = time;
     c.checkpoint = id;
@@ -691,7 +710,7 @@ void TraceWriter::write_checkpoint() {
     c.stack = a.stack;
     carry(c);
   });
-  live_->for_each_block_record([&](const format::BlockRecord& b) {
+  live.blocks().for_each([&](const format::BlockRecord& b) {
     format::CarriedBlockRecord c;
     c.time_ns = time;
     c.checkpoint = id;
@@ -721,11 +740,11 @@ void TraceWriter::write_checkpoint() {
     }
     carry(c);
   };
-  live_->vmm().for_each(
+  live.vmm().for_each(
       [&](const format::MapRecord& m) { carry_vmm(format::CarriedVmmAction::kMap, m.handle, &m); },
       [&](uint64_t handle) { carry_vmm(format::CarriedVmmAction::kRetain, handle, nullptr); },
       [&](uint64_t handle) { carry_vmm(format::CarriedVmmAction::kRelease, handle, nullptr); });
-  live_->phases().for_each([&](const format::PhaseRecord& p) {
+  live.phases().for_each([&](const format::PhaseRecord& p) {
     format::CarriedPhaseRecord c;
     c.time_ns = time;
     c.checkpoint = id;
@@ -742,6 +761,152 @@ void TraceWriter::write_checkpoint() {
   end.action = static_cast<uint32_t>(format::CheckpointAction::kEnd);
   end.items = items;
   if (append_locked(checkpoints_, ChunkRole::kCheckpoints, end)) newest_whole_checkpoint_ = id;
+}
+
+namespace {
+
+long membarrier(int command) {
+  return syscall(__NR_membarrier, command, 0u, 0);
+}
+
+// How long a fold waits for a record in flight on another thread: a hook finishes one in well
+// under a microsecond, so only a thread stopped or preempted mid-record waits this long.
+constexpr auto kInFlightPatience = std::chrono::milliseconds(50);
+// How long a thread that needs a chunk, at the limit with none to reuse, waits for a checkpoint
+// before the file grows past the limit instead.
+constexpr auto kCheckpointPatience = std::chrono::seconds(2);
+// The checkpoint thread folds at most this often (a checkpoint that is due does not wait).
+constexpr auto kFoldPeriod = std::chrono::milliseconds(2);
+
+}  // namespace
+
+// The checkpoint thread's membarrier() makes every other thread's in-flight mark visible before
+// it reads them; where the kernel has none, the hooks fence instead.
+void TraceWriter::start_fold_thread_locked() {
+  if (!have_thread_exit_key_) {
+    // Without it a thread's end is not told, and its cursor could not be forgotten.
+    fold_broken_ = true;
+    print_diagnostic(
+        "a bounded trace needs a thread-specific key, and none is left: the trace "
+        "keeps no checkpoints and grows past GPUMEMTRACE_MAX_SIZE");
+    return;
+  }
+  fence_in_hooks_.store(membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) != 0,
+                        std::memory_order_relaxed);
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_t thread;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  fold_thread_started_ = pthread_create(&thread, &attr, &TraceWriter::fold_thread_main, this) == 0;
+  pthread_attr_destroy(&attr);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+void* TraceWriter::fold_thread_main(void* writer) {
+  pthread_setname_np(pthread_self(), "gpumemtrace-fold");
+  DepthGuard forever;  // nothing this thread does is the program's
+  static_cast<TraceWriter*>(writer)->fold_loop();
+  return nullptr;
+}
+
+bool TraceWriter::take_cut_locked(Cut& cut) {
+  // Strictly after every record stamped before the lock was taken (those of the chunks left
+  // since the last checkpoint among them).
+  const uint64_t before = now_ns();
+  uint64_t time = now_ns();
+  while (time <= before) time = now_ns();
+  if (!fence_in_hooks_.load(std::memory_order_relaxed)) {
+    membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
+  } else {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+  }
+  // A thread that is not in flight now reads its next record's time after this moment.
+  const auto deadline = std::chrono::steady_clock::now() + kInFlightPatience;
+  for (const ThreadChunk* c : writing_) {
+    while (__atomic_load_n(&c->in_flight, __ATOMIC_ACQUIRE) != 0) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      sched_yield();
+    }
+  }
+  std::string why;
+  if (!folder_->take_started(fd_, kChunkSize, why)) {
+    end_fold_locked(Cut{}, false, why);
+    return false;
+  }
+  cut.time_ns = time;
+  cut.checkpoint = 0;
+  if (checkpoint_due_) {
+    checkpoint_due_ = false;
+    chunks_since_checkpoint_ = 0;
+    cut.checkpoint = ++checkpoints_begun_;
+  }
+  return true;
+}
+
+void TraceWriter::end_fold_locked(const Cut& cut, bool folded, const std::string& why) {
+  if (!folded) {
+    if (!fold_broken_) {
+      fold_broken_ = true;
+      print_diagnostic("a bounded trace's checkpoints stop: " + why +
+                       "; the trace grows past GPUMEMTRACE_MAX_SIZE from now on");
+    }
+  } else if (cut.checkpoint != 0 && !disabled_ && started()) {
+    write_checkpoint_locked(cut);
+  }
+  if (cut.checkpoint != 0) ++checkpoints_written_;
+  checkpoint_ended_.notify_all();
+}
+
+void TraceWriter::fold_inline_locked() {
+  if (fold_broken_ || disabled_ || !started()) return;
+  Cut cut;
+  if (!take_cut_locked(cut)) return;
+  std::string why;
+  const bool folded = folder_->fold(cut.time_ns, why);
+  end_fold_locked(cut, folded, why);
+}
+
+void TraceWriter::fold_loop() {
+  uint32_t seen = fold_wake_.load(std::memory_order_acquire);
+  while (true) {
+    fold_wake_.wait(seen, std::memory_order_acquire);
+    seen = fold_wake_.load(std::memory_order_acquire);
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (fold_broken_ || disabled_ || !started()) continue;
+    Cut cut;
+    if (!take_cut_locked(cut)) {
+      lock.unlock();
+      std::this_thread::sleep_for(kFoldPeriod);
+      seen = fold_wake_.load(std::memory_order_acquire) - 1;  // try again
+      continue;
+    }
+    lock.unlock();
+    std::string why;
+    const bool folded = folder_->fold(cut.time_ns, why);
+    lock.lock();
+    end_fold_locked(cut, folded, why);
+    const bool due = checkpoint_due_;
+    lock.unlock();
+    if (!due) std::this_thread::sleep_for(kFoldPeriod);
+  }
+}
+
+void TraceWriter::wait_for_checkpoint_locked() {
+  checkpoint_due_ = true;
+  if (!fold_thread_started_) {
+    fold_inline_locked();
+    return;
+  }
+  const uint32_t written = checkpoints_written_;
+  request_fold();
+  std::unique_lock<std::mutex> relock(mutex_, std::adopt_lock);
+  checkpoint_ended_.wait_for(relock, kCheckpointPatience, [&] {
+    return checkpoints_written_ != written || fold_broken_ || disabled_;
+  });
+  (void)relock.release();  // the caller's lock still holds it
 }
 
 }  // namespace gmt::interpose

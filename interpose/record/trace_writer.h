@@ -19,7 +19,9 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -29,7 +31,7 @@
 #include "interpose/common/clock.h"
 #include "interpose/config.h"
 #include "interpose/record/chunk_ring.h"
-#include "interpose/record/live_shards.h"
+#include "interpose/record/live_folder.h"
 
 namespace gmt::interpose {
 
@@ -49,9 +51,10 @@ struct TraceChunkCursor {
   // thread holds); it is counted, and the count written as a note once the thread is out.
   bool busy = false;
   uint32_t dropped = 0;
-  // Bounded traces: the thread's own shard of the live set (LiveShards), once it tracked a record.
-  static constexpr uint8_t kNoShard = 0xFF;
-  uint8_t live_shard = kNoShard;
+  // 1 from just before a record's time is read until the record is published: a bounded trace's
+  // checkpoint thread waits for it to be 0 before it reads the records older than its cut.
+  // Written with plain atomic stores by this thread only (read through TraceWriter::writing_).
+  uint32_t in_flight = 0;
 };
 
 class TraceWriter {
@@ -74,17 +77,9 @@ class TraceWriter {
       return;
     }
     Busy busy(chunk);
-    if constexpr (changes_live_set<R>()) {
-      if (bounded_) [[unlikely]] {
-        write_tracked(chunk, rec);
-      } else {
-        write(chunk, rec);
-      }
-    } else {
-      write(chunk, rec);
-    }
-    if (chunk.dropped != 0 || checkpoint_due_.load(std::memory_order_relaxed)) [[unlikely]]
-      after_record(chunk);
+    write(chunk, rec);
+    if (chunk.dropped != 0) [[unlikely]]
+      note_dropped(chunk);
   }
 
   // Marks a normal exit. Only if a trace was started: exiting creates no file.
@@ -135,6 +130,27 @@ class TraceWriter {
   // keeps in chunks never reused and for checkpoints.
   enum class ChunkRole : uint8_t { kThread, kDefinitions, kCheckpoints };
 
+  // Marks the thread's record as in flight (TraceChunkCursor::in_flight) from before its time is
+  // read until it is published or given up. The hook pays two stores; the checkpoint thread's
+  // membarrier (or, where there is none, the fence here) orders them against its own reads.
+  class InFlight {
+   public:
+    InFlight(ThreadChunk& chunk, bool fence) : chunk_(chunk) {
+      __atomic_store_n(&chunk_.in_flight, 1u, __ATOMIC_RELAXED);
+      if (fence) [[unlikely]] {
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+      } else {
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+      }
+    }
+    ~InFlight() { __atomic_store_n(&chunk_.in_flight, 0u, __ATOMIC_RELEASE); }
+    InFlight(const InFlight&) = delete;
+    InFlight& operator=(const InFlight&) = delete;
+
+   private:
+    ThreadChunk& chunk_;
+  };
+
   // Returns whether the record was written (stamped with its time).
   template <class R>
   bool write(ThreadChunk& chunk, R& rec) {
@@ -143,6 +159,7 @@ class TraceWriter {
       if (bounded_) return write_definition(rec);
     }
     if (!usable(chunk, kMaxBytes) && !attach(chunk, kMaxBytes)) return false;
+    const InFlight in_flight(chunk, fence_in_hooks_.load(std::memory_order_relaxed));
     rec.time_ns = now_ns();
     if constexpr (format::encodes_in_place<R>()) {
       // Events: encoded in place, past the published bytes, then published.
@@ -159,14 +176,6 @@ class TraceWriter {
     return true;
   }
 
-  // Bounded traces: an allocation, free or teardown is written and applied to the live set
-  // under the lock of the shard that holds what it changes (LiveShards), which a checkpoint takes
-  // too, so that a checkpoint carries exactly what the records before its time left live.
-  template <class R>
-  void write_tracked(ThreadChunk& chunk, R& rec) {
-    if (chunk.live_shard == TraceChunkCursor::kNoShard) chunk.live_shard = live_->next_own();
-    live_->track(rec, chunk.live_shard, [&] { return write(chunk, rec); });
-  }
   // Bounded traces: a definition goes into the chunks never reused.
   template <class R>
   bool write_definition(R& rec) {
@@ -192,10 +201,32 @@ class TraceWriter {
     append(chunk, frame.data(), frame.size());
     return true;
   }
-  // What a record's end found to do: the note of what signal handlers dropped, a checkpoint.
-  void after_record(ThreadChunk& chunk);
-  // Writes a checkpoint of the live set (bounded traces).
-  void write_checkpoint();
+  // Bounded traces: the checkpoint thread (or, when it could not be started, the thread that
+  // needs a chunk) folds the records published so far into the live set (LiveFolder) and, every
+  // quarter of the limit, writes a checkpoint of it. A fold's cut, taken under the lock:
+  struct Cut {
+    uint64_t time_ns = 0;     // every record before it is published, none after it folded yet
+    uint32_t checkpoint = 0;  // the checkpoint it begins, or 0
+  };
+  // Takes the cut: waits (briefly) for the records in flight on other threads. False when one
+  // stays in flight too long (a thread stopped mid-record): no cut this time.
+  bool take_cut_locked(Cut& cut);
+  // A fold from the cut on, and its checkpoint if it begins one.
+  void end_fold_locked(const Cut& cut, bool folded, const std::string& why);
+  void fold_inline_locked();  // all of it under the lock (no checkpoint thread)
+  void start_fold_thread_locked();
+  static void* fold_thread_main(void* writer);
+  void fold_loop();
+  void request_fold() {
+    fold_wake_.fetch_add(1, std::memory_order_release);
+    fold_wake_.notify_one();
+  }
+  // Writes a checkpoint of the live set, at the cut's time (bounded traces).
+  void write_checkpoint_locked(const Cut& cut);
+  // The thread needs a chunk, the file is at its limit and none can be reused: waits (a while at
+  // most) for the next checkpoint, which makes some reusable unless threads hold them all. The
+  // hooks wait only when the checkpoint thread falls a quarter of the limit behind them.
+  void wait_for_checkpoint_locked();
   // Bounded traces: a chunk to reuse instead of growing the file, into `offset`.
   bool reuse_locked(uint64_t& offset);
   bool usable(const ThreadChunk& chunk, std::size_t bytes) const {
@@ -280,9 +311,17 @@ class TraceWriter {
 
   // Bounded traces (GPUMEMTRACE_MAX_SIZE): see format/README.md.
   const bool bounded_;
-  std::atomic<bool> checkpoint_due_{false};
-  const std::unique_ptr<LiveShards> live_;  // when bounded; its locks are taken before mutex_
+  // No membarrier: each record's in-flight mark is followed by a full fence instead.
+  std::atomic<bool> fence_in_hooks_{false};
+  std::atomic<uint32_t> fold_wake_{0};  // moves on each request to the checkpoint thread
   // Under mutex_:
+  std::unique_ptr<LiveFolder> folder_;  // when bounded; fold() runs outside the lock
+  std::vector<ThreadChunk*> writing_;   // the cursors of the threads that write chunks now
+  bool fold_thread_started_ = false;
+  bool fold_broken_ = false;  // a fold failed: no more checkpoints
+  bool checkpoint_due_ = false;
+  uint32_t checkpoints_written_ = 0;  // whole or not: moves when a checkpoint attempt ends
+  std::condition_variable checkpoint_ended_;
   ThreadChunk definitions_;  // the chunk definitions go to (never reused)
   ThreadChunk checkpoints_;  // the chunk checkpoints go to
   ChunkRing ring_;
