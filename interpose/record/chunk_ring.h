@@ -25,9 +25,11 @@ class ChunkRing {
     // The oldest checkpoint still valid to start from once this chunk is gone.
     uint32_t valid_from;
   };
-  // The oldest chunk left, when checkpoint `newest_whole` (0: none yet) began after it was left.
-  std::optional<Reuse> take(uint32_t newest_whole) {
-    if (left_.empty() || left_.front().checkpoints_begun >= newest_whole) return std::nullopt;
+  // The oldest chunk left, when checkpoint `newest_whole` (0: none yet) began after it was left,
+  // and `keep` more could be taken after it (kept for the checkpoints' own chunks: a checkpoint
+  // being written cannot wait for one to be made reusable, it is what makes them so).
+  std::optional<Reuse> take(uint32_t newest_whole, std::size_t keep = 0) {
+    if (left_.size() <= keep || left_[keep].checkpoints_begun >= newest_whole) return std::nullopt;
     const Left chunk = left_.front();
     left_.pop_front();
     return Reuse{chunk.offset, chunk.records, chunk.checkpoints_begun + 1};

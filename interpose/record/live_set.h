@@ -2,9 +2,9 @@
 // What a bounded trace's checkpoint carries: every allocation live now, with its Alloc record's
 // fields, every block and segment the caching allocators reported live (LiveBlocks), the VMM
 // mappings and handle references that keep physical memory alive (LiveVmm), and the phases open
-// (LivePhases). Kept only when the trace is bounded (GPUMEMTRACE_MAX_SIZE), by the writer, which
-// applies each allocation, free and context teardown under the lock it writes the record in, so
-// that a checkpoint's live set is exactly the records before its time.
+// (LivePhases). Kept only when the trace is bounded (GPUMEMTRACE_MAX_SIZE), by the writer's
+// checkpoint thread (LiveFolder), which applies the records read back from the file in time
+// order, so that a checkpoint's live set is exactly the records before its time.
 #pragma once
 
 #include <algorithm>
@@ -55,8 +55,7 @@ class LiveBlocks {
     const format::BlockRecord* alloc;
     const format::BlockRecord* request;
   };
-  // Appends this set's live blocks to `out`, in no order: a writer that splits its live set in
-  // shards gathers them all before visit_in_order().
+  // Appends this set's live blocks to `out`, in no order (visit_in_order() sorts them).
   void collect_blocks(std::vector<BlockRef>& out) const;
   // Calls `visit` with the blocks' records by pool, highest address first: a reader that
   // rebuilds a block's extent from the blocks above it (PyTorch reports the sizes asked for, not
@@ -219,7 +218,7 @@ class LiveSet {
   LivePhases phases_;
 };
 
-// Whether a record changes the live set: what the writer applies under its lock.
+// Whether a record changes the live set: what the checkpoint thread applies.
 template <class R>
 constexpr bool changes_live_set() {
   return std::is_same_v<R, format::AllocRecord> || std::is_same_v<R, format::FreeRecord> ||

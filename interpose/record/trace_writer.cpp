@@ -411,11 +411,12 @@ bool TraceWriter::new_chunk_locked(ThreadChunk& chunk, ChunkRole role) {
     return false;
   }
   uint64_t offset = next_offset_;
-  bool reused = reuse_locked(offset);
-  if (!reused && bounded_ && role == ChunkRole::kThread && next_offset_ >= config_.max_size) {
+  bool reused = reuse_locked(offset, role);
+  if (!reused && bounded_ && role == ChunkRole::kThread &&
+      next_offset_ + kChunkSize > config_.max_size) {
     wait_for_checkpoint_locked();
     if (disabled_) return false;
-    reused = reuse_locked(offset);
+    reused = reuse_locked(offset, role);
     if (!reused) offset = next_offset_;
   }
   if (!reused && next_offset_ + kChunkSize > file_size_) {
@@ -624,6 +625,7 @@ void TraceWriter::after_fork_in_child() {
   writing_.clear();
   fold_thread_started_ = fold_broken_ = checkpoint_due_ = false;
   checkpoints_begun_ = newest_whole_checkpoint_ = chunks_since_checkpoint_ = 0;
+  last_checkpoint_ended_ = 0;
   dropped_records_ = 0;
   close_descriptor_locked();  // the parent's, if the number is still the trace's
   disabled_ = false;
@@ -658,9 +660,11 @@ void TraceWriter::left_locked(const ThreadChunk& chunk, ChunkRole role) {
 
 // Only once the file has reached its limit; the header says which checkpoint a reader starts
 // from, and what was dropped, before the first byte of the chunk is written over.
-bool TraceWriter::reuse_locked(uint64_t& offset) {
+bool TraceWriter::reuse_locked(uint64_t& offset, ChunkRole role) {
   if (!bounded_ || next_offset_ + kChunkSize <= config_.max_size) return false;
-  const std::optional<ChunkRing::Reuse> reuse = ring_.take(newest_whole_checkpoint_);
+  // The threads leave one reusable chunk to the checkpoints.
+  const std::optional<ChunkRing::Reuse> reuse =
+      ring_.take(newest_whole_checkpoint_, role == ChunkRole::kThread ? 1 : 0);
   if (!reuse) {
     // None to reuse yet: the file grows past its limit until a checkpoint makes one (one taken
     // since the last chunk was handed out would make none).
@@ -856,7 +860,7 @@ void TraceWriter::end_fold_locked(const Cut& cut, bool folded, const std::string
   } else if (cut.checkpoint != 0 && !disabled_ && started()) {
     write_checkpoint_locked(cut);
   }
-  if (cut.checkpoint != 0) ++checkpoints_written_;
+  if (cut.checkpoint != 0) last_checkpoint_ended_ = cut.checkpoint;
   checkpoint_ended_.notify_all();
 }
 
@@ -900,11 +904,13 @@ void TraceWriter::wait_for_checkpoint_locked() {
     fold_inline_locked();
     return;
   }
-  const uint32_t written = checkpoints_written_;
+  // One whose cut comes after now: a checkpoint already under way may make none reusable (the
+  // chunks left since its cut are not in it).
+  const uint32_t begun = checkpoints_begun_;
   request_fold();
   std::unique_lock<std::mutex> relock(mutex_, std::adopt_lock);
   checkpoint_ended_.wait_for(relock, kCheckpointPatience, [&] {
-    return checkpoints_written_ != written || fold_broken_ || disabled_;
+    return last_checkpoint_ended_ > begun || fold_broken_ || disabled_;
   });
   (void)relock.release();  // the caller's lock still holds it
 }

@@ -228,7 +228,7 @@ class TraceWriter {
   // hooks wait only when the checkpoint thread falls a quarter of the limit behind them.
   void wait_for_checkpoint_locked();
   // Bounded traces: a chunk to reuse instead of growing the file, into `offset`.
-  bool reuse_locked(uint64_t& offset);
+  bool reuse_locked(uint64_t& offset, ChunkRole role);
   bool usable(const ThreadChunk& chunk, std::size_t bytes) const {
     return chunk.base != nullptr &&
            chunk.generation == generation_.load(std::memory_order_acquire) &&
@@ -320,7 +320,7 @@ class TraceWriter {
   bool fold_thread_started_ = false;
   bool fold_broken_ = false;  // a fold failed: no more checkpoints
   bool checkpoint_due_ = false;
-  uint32_t checkpoints_written_ = 0;  // whole or not: moves when a checkpoint attempt ends
+  uint32_t last_checkpoint_ended_ = 0;  // the id of the last checkpoint written, whole or not
   std::condition_variable checkpoint_ended_;
   ThreadChunk definitions_;  // the chunk definitions go to (never reused)
   ThreadChunk checkpoints_;  // the chunk checkpoints go to

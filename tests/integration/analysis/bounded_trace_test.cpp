@@ -135,7 +135,8 @@ TEST_F(BoundedTrace, VmmMemoryKeptByMappingsAndReferencesIsCarried) {
 }
 
 // Four threads allocating and freeing at once, some buffers freed by another thread than the one
-// that allocated them: the live set's shards still carry exactly what is live.
+// that allocated them: the checkpoints, folded from every thread's records in time order, still
+// carry exactly what is live.
 TEST_F(BoundedTrace, ThreadsAllocatingAndFreeingAtOnceAreCarriedExactly) {
   constexpr long kThreadIterations = 2'000'000;  // 500,000 on each of 4 threads
   const std::vector<std::string> args = {std::to_string(kThreadIterations), "threads"};

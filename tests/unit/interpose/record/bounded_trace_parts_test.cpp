@@ -82,6 +82,20 @@ TEST(ChunkRing, ReusesALeftChunkOnlyAfterAWholeCheckpointThatBeganLater) {
   EXPECT_FALSE(ring.take(5).has_value());  // none left
 }
 
+// The threads leave chunks to the checkpoints: a take that keeps some takes the oldest only
+// when as many more behind it could be taken too.
+TEST(ChunkRing, ATakeThatKeepsChunksLeavesThemReusable) {
+  ChunkRing ring;
+  ring.left(4096, 10, 0);
+  ring.left(69632, 20, 0);
+  ring.left(135168, 30, 1);
+  EXPECT_EQ(ring.take(1, 1)->offset, 4096u);
+  EXPECT_FALSE(ring.take(1, 1).has_value());  // the next reusable one is kept
+  EXPECT_EQ(ring.take(1)->offset, 69632u);    // and taken without keeping
+  EXPECT_FALSE(ring.take(2, 1).has_value());  // one left: kept
+  EXPECT_EQ(ring.take(2)->offset, 135168u);   // by a checkpoint
+}
+
 TEST(LiveSet, KeepsWhatIsLiveByNameSpaceAndContext) {
   LiveSet live;
   format::AllocRecord a;
