@@ -810,7 +810,7 @@ void TraceWriter::start_fold_thread_locked() {
 }
 
 void* TraceWriter::fold_thread_main(void* writer) {
-  pthread_setname_np(pthread_self(), "gpumemtrace-fold");
+  pthread_setname_np(pthread_self(), "gmt-checkpoint");
   DepthGuard forever;  // nothing this thread does is the program's
   static_cast<TraceWriter*>(writer)->fold_loop();
   return nullptr;

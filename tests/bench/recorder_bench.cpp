@@ -156,7 +156,7 @@ void allocate_here_free_there(benchmark::State& state) {
 
 BENCHMARK(allocate_here_free_there)->UseRealTime()->Threads(1)->Threads(4)->Threads(16);
 
-// A bounded trace's live set is folded by a thread of the recorder's own (gpumemtrace-fold),
+// A bounded trace's live set is folded by a thread of the recorder's own (gmt-checkpoint),
 // not by the threads measured: its CPU time, from the kernel's schedstat, over every event.
 void report_fold_thread() {
   DIR* tasks = opendir("/proc/self/task");
@@ -167,7 +167,7 @@ void report_fold_thread() {
     const std::string task = std::string("/proc/self/task/") + e->d_name;
     std::string comm;
     std::getline(std::ifstream(task + "/comm"), comm);
-    if (comm != "gpumemtrace-fold") continue;
+    if (comm != "gmt-checkpoint") continue;
     uint64_t ns = 0;
     if (std::ifstream(task + "/schedstat") >> ns) {
       fold_ns += ns;
