@@ -71,11 +71,19 @@ void LiveFolder::drop_front(Stream& s) {
   s.decoder.reset();  // deltas restart in every chunk
 }
 
+// The published length is read again only once the bytes read so far are used up: its word is
+// in the cache line the writer's thread stores to with every record, and reading it with every
+// record here would take that line from the writer's core each time.
 bool LiveFolder::advance(Stream& s, std::string& why) {
   s.has_head = false;
   while (!s.chunks.empty()) {
-    read_published(s);
-    if (s.decoder->next_into(s.head)) {
+    if (!s.decoder) read_published(s);
+    bool more = s.decoder->next_into(s.head);
+    if (!more && s.decoder->status().end == format::StreamEnd::kClean) {
+      read_published(s);
+      more = s.decoder->next_into(s.head);
+    }
+    if (more) {
       s.head_ns = s.decoder->last_time();
       s.has_head = true;
       return true;
