@@ -4,7 +4,7 @@
 // memory is known at every moment, so a bounded trace's report can be checked against an
 // unbounded one's.
 //
-//   workload_bounded_history ITERATIONS [vmm | threads | phases]
+//   workload_bounded_history ITERATIONS [vmm | threads | phases | fork]
 //
 // With `vmm`, it also holds 48 MiB of VMM memory from the start to the end: 32 MiB mapped and
 // released at once (as NCCL does: the mapping keeps the memory), and 16 MiB mapped and retained
@@ -14,9 +14,13 @@
 // handed is freed before the end.
 // With `phases`, the whole run is inside a phase "training" (gpumemtrace.h), opened before any
 // allocation, and the spike inside a phase "spike" within it.
+// With `fork`, halfway through it forks a child that runs ITERATIONS / 2 iterations of churn of
+// its own, with a leak every 10000, and exits; the parent goes on, then waits for it.
 // Prints "done" after the last iteration.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
@@ -119,8 +123,10 @@ int main(int argc, char** argv) {
   const bool vmm = argc == 3 && std::strcmp(argv[2], "vmm") == 0;
   const bool threads = argc == 3 && std::strcmp(argv[2], "threads") == 0;
   const bool phases = argc == 3 && std::strcmp(argv[2], "phases") == 0;
-  if (argc != 2 && !vmm && !threads && !phases) {
-    std::fprintf(stderr, "usage: workload_bounded_history ITERATIONS [vmm | threads | phases]\n");
+  const bool forks = argc == 3 && std::strcmp(argv[2], "fork") == 0;
+  if (argc != 2 && !vmm && !threads && !phases && !forks) {
+    std::fprintf(stderr,
+                 "usage: workload_bounded_history ITERATIONS [vmm | threads | phases | fork]\n");
     return 2;
   }
   if (phases) gpumemtrace_push("training");
@@ -134,7 +140,21 @@ int main(int argc, char** argv) {
   }
   if (vmm) vmm_buffers();
   std::vector<void*> leaked;
+  pid_t child = 0;
   for (long i = 0; i < iterations; ++i) {
+    if (forks && i == iterations / 2) {
+      std::fflush(stdout);
+      child = fork();
+      if (child < 0) return 3;
+      if (child == 0) {
+        for (long j = 0; j < iterations / 2; ++j) {
+          churn(j);
+          if (j % 10000 == 0) leaked.push_back(leaked_buffer());
+        }
+        std::printf("child=%d done\n", static_cast<int>(getpid()));
+        std::exit(0);
+      }
+    }
     churn(i);
     if (i % 10000 == 0) leaked.push_back(leaked_buffer());
     if (i == iterations - 1000) {
@@ -142,6 +162,11 @@ int main(int argc, char** argv) {
       spike();
       if (phases) gpumemtrace_pop();
     }
+  }
+  if (child > 0) {
+    int status = 0;
+    if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      return 4;
   }
   std::printf("done\n");
   return 0;

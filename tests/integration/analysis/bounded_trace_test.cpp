@@ -223,6 +223,35 @@ TEST_F(BoundedTrace, RunMaxSizeBoundsTheTraceAndRefusesABadSize) {
   EXPECT_EQ(info["history"]["dropped_events"], 0);
 }
 
+// A fork halfway, while the checkpoint thread works: the child's trace is bounded and explains
+// its own live memory (none of its parent's), and the parent's goes on as if nothing happened.
+TEST_F(BoundedTrace, AForkedChildKeepsABoundedTraceOfItsOwn) {
+  constexpr long kForkIterations = 2'000'000;  // 1,000,000 more in the child
+  const ProcessResult r =
+      run_traced("workload_bounded_history", {std::to_string(kForkIterations), "fork"},
+                 {{"GPUMEMTRACE_MAX_SIZE", "1MiB"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const int64_t child = printed(r.out, "child");
+  const std::vector<std::string> found = traces();
+  ASSERT_EQ(found.size(), 2u) << r.out;
+  std::map<int64_t, uint64_t> live;  // pid -> live bytes at exit
+  for (const std::string& trace : found) {
+    EXPECT_LE(fs::file_size(trace), kLimit + 2 * kChunk) << trace;
+    const json info = command_json({"info", trace, "--json"});
+    ASSERT_TRUE(info["history"].is_object()) << info.dump();
+    EXPECT_GT(info["history"]["dropped_events"].get<uint64_t>(), kForkIterations / 2) << trace;
+    const json rep = report({trace});
+    live[rep["traces"][0]["pid"].get<int64_t>()] =
+        device(rep, 0)["live_at_exit_bytes"].get<uint64_t>();
+  }
+  ASSERT_EQ(live.size(), 2u);
+  ASSERT_EQ(live.count(child), 1u);
+  // The child: one leak per 10000 of its iterations. The parent: its 8 held MiB and its leaks.
+  EXPECT_EQ(live[child], (kForkIterations / 2 + 9999) / 10000 * 65536);
+  live.erase(child);
+  EXPECT_EQ(live.begin()->second, 8 * kMiB + (kForkIterations + 9999) / 10000 * 65536);
+}
+
 // Killed while the trace is being reused: still readable, with exactly the live set the program
 // reported (the trace may hold one call more, made and traced but not reported).
 TEST_F(BoundedTrace, ASigkillMidRunLeavesAReadableTraceWithTheRightLiveSet) {
