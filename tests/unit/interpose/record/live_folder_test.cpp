@@ -61,6 +61,10 @@ TEST(LiveFolder, MergesTheWritersInTimeOrderAndStopsAtTheCut) {
   std::string why;
   ASSERT_TRUE(folder.take_started(file.fd(), kChunk, why)) << why;
 
+  // Out of time order, the free at 20 would come before the allocation at 10, and free nothing.
+  ASSERT_TRUE(folder.fold(25, why)) << why;
+  EXPECT_EQ(live_of(folder), (std::map<uint64_t, uint64_t>{}));
+  EXPECT_EQ(folder.folded(), 2u);
   // Writer by writer, the free at 20 would come after the allocation at 30 and free it.
   ASSERT_TRUE(folder.fold(35, why)) << why;
   EXPECT_EQ(live_of(folder), (std::map<uint64_t, uint64_t>{{0xa000, 128}}));
@@ -72,6 +76,14 @@ TEST(LiveFolder, MergesTheWritersInTimeOrderAndStopsAtTheCut) {
   ASSERT_TRUE(folder.fold(61, why)) << why;
   EXPECT_EQ(live_of(folder), (std::map<uint64_t, uint64_t>{{0xb000, 8}}));
   EXPECT_EQ(folder.folded(), 5u);
+
+  // All of it up to 35 in one fold: writer 1's two allocations are not one run.
+  LiveFolder at_once;
+  at_once.chunk_started(1, first);
+  at_once.chunk_started(2, second);
+  ASSERT_TRUE(at_once.take_started(file.fd(), kChunk, why)) << why;
+  ASSERT_TRUE(at_once.fold(35, why)) << why;
+  EXPECT_EQ(live_of(at_once), (std::map<uint64_t, uint64_t>{{0xa000, 128}}));
 }
 
 TEST(LiveFolder, WhatIsPublishedAfterAFoldIsFoldedByTheNext) {
