@@ -28,11 +28,11 @@ for mode in normal sanitize; do
   fi
   step "$mode tests"
   if [ "$mode" = sanitize ]; then
-    # GCC 12's sanitizers take a dynamic TLS block (libunwind's, which our stacks dlopen) whose
-    # heap address is 16 past a page boundary for one with a glibc 2.19 header, and read a
+    # GCC 12's sanitizers mistake a dynamic TLS block (libunwind's, which our stacks dlopen)
+    # whose heap address lies 16 bytes past a page boundary for glibc 2.19's layout, and read a
     # bogus range from before it: LeakSanitizer then crashes at exit, after the test passed,
-    # whenever the heap lays out so. Without the interception, leak checking still reaches
-    # those blocks through each thread's DTV, which lives in the heap and static TLS it scans.
+    # whenever the heap happens to lay out so. Without the interception, leak checking still
+    # reaches those blocks through each thread's DTV, which is in the heap it scans.
     LSAN_OPTIONS="intercept_tls_get_addr=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}" \
       ctest --test-dir "$dir" --output-on-failure -j "$(nproc)" --timeout 300
   else
