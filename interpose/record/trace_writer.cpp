@@ -825,7 +825,9 @@ bool TraceWriter::take_cut_locked(Cut& cut) {
   if (!fence_in_hooks_.load(std::memory_order_relaxed)) {
     membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
   } else {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    // The hooks' marks are sequentially consistent exchanges then; so is this, on a word of
+    // our own (a full barrier, as theirs are).
+    fold_wake_.fetch_add(0, std::memory_order_seq_cst);
   }
   // A thread that is not in flight now reads its next record's time after this moment.
   const auto deadline = std::chrono::steady_clock::now() + kInFlightPatience;

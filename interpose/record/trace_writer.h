@@ -136,10 +136,12 @@ class TraceWriter {
   class InFlight {
    public:
     InFlight(ThreadChunk& chunk, bool fence) : chunk_(chunk) {
-      __atomic_store_n(&chunk_.in_flight, 1u, __ATOMIC_RELAXED);
       if (fence) [[unlikely]] {
-        std::atomic_thread_fence(std::memory_order_seq_cst);
+        // A sequentially consistent exchange orders the mark before the clock's read (a locked
+        // instruction is a full barrier), where a relaxed store may wait in the store buffer.
+        __atomic_exchange_n(&chunk_.in_flight, 1u, __ATOMIC_SEQ_CST);
       } else {
+        __atomic_store_n(&chunk_.in_flight, 1u, __ATOMIC_RELAXED);
         std::atomic_signal_fence(std::memory_order_seq_cst);
       }
     }
