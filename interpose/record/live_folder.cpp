@@ -20,7 +20,7 @@ constexpr std::size_t kStartedRoom = 1024;
 
 }  // namespace
 
-LiveFolder::LiveFolder() {
+LiveFolder::LiveFolder(uint32_t chunk_size) : chunk_size_(chunk_size) {
   started_.reserve(kStartedRoom);
 }
 
@@ -30,15 +30,15 @@ LiveFolder::~LiveFolder() {
   }
 }
 
-bool LiveFolder::take_started(int fd, uint32_t chunk_size, std::string& why) {
-  chunk_size_ = chunk_size;
+bool LiveFolder::take_started(int fd, std::string& why) {
   for (const Started& st : started_) {
     Stream& s = streams_[st.writer];
     if (st.ended) {
       s.ended = true;
       continue;
     }
-    void* map = mmap(nullptr, chunk_size, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(st.offset));
+    void* map =
+        mmap(nullptr, chunk_size_, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(st.offset));
     if (map == MAP_FAILED) {
       why = "cannot map the chunk at byte " + std::to_string(st.offset) +
             " to read it back: " + std::strerror(errno);

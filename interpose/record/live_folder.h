@@ -28,7 +28,8 @@ namespace gmt::interpose {
 
 class LiveFolder {
  public:
-  LiveFolder();
+  // `chunk_size`: the trace's chunk size, what each chunk's mapping spans.
+  explicit LiveFolder(uint32_t chunk_size);
   ~LiveFolder();
   LiveFolder(const LiveFolder&) = delete;
   LiveFolder& operator=(const LiveFolder&) = delete;
@@ -44,7 +45,7 @@ class LiveFolder {
   // Under the writer's lock, with the trace's descriptor: maps the chunks started since the last
   // call (read-only) and hands them to the streams. False, with the reason, if one cannot be
   // mapped.
-  bool take_started(int fd, uint32_t chunk_size, std::string& why);
+  bool take_started(int fd, std::string& why);
 
   // Without the writer's lock, on the folding thread, once every record stamped before `cut_ns`
   // is published: applies each of them, in time order, to the live set. False, with the reason,
@@ -82,7 +83,7 @@ class LiveFolder {
 
   std::vector<Started> started_;
   std::map<uint32_t, Stream> streams_;
-  uint32_t chunk_size_ = 0;
+  const uint32_t chunk_size_;
   LiveSet live_;
   uint64_t folded_ = 0;
 };

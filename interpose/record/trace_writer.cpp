@@ -115,7 +115,7 @@ TraceWriter::TraceWriter(const Config& config)
     : config_(config),
       generation_(new_generation()),
       bounded_(config.max_size != 0),
-      folder_(bounded_ ? std::make_unique<LiveFolder>() : nullptr) {
+      folder_(bounded_ ? std::make_unique<LiveFolder>(kChunkSize) : nullptr) {
   // Room for the chunks of many threads made now: a chunk may be attached in a signal handler's
   // hook (its thread outside the writer), where growing the list would allocate.
   mapped_.reserve(256);
@@ -620,7 +620,7 @@ void TraceWriter::after_fork_in_child() {
     // The parent's checkpoint thread may have been folding into it, mid-change: it is left as
     // it is (never freed) and the child starts a live set of its own.
     (void)folder_.release();
-    folder_ = std::make_unique<LiveFolder>();
+    folder_ = std::make_unique<LiveFolder>(kChunkSize);
   }
   writing_.clear();
   fold_thread_started_ = fold_broken_ = checkpoint_due_ = false;
@@ -785,7 +785,8 @@ constexpr auto kFoldPeriod = std::chrono::milliseconds(2);
 }  // namespace
 
 // The checkpoint thread's membarrier() makes every other thread's in-flight mark visible before
-// it reads them; where the kernel has none, the hooks fence instead.
+// it reads them; where the kernel has none, the hooks set their marks with a full barrier instead
+// (TraceWriter::InFlight).
 void TraceWriter::start_fold_thread_locked() {
   if (!have_thread_exit_key_) {
     // Without it a thread's end is not told, and its cursor could not be forgotten.
@@ -838,7 +839,7 @@ bool TraceWriter::take_cut_locked(Cut& cut) {
     }
   }
   std::string why;
-  if (!folder_->take_started(fd_, kChunkSize, why)) {
+  if (!folder_->take_started(fd_, why)) {
     end_fold_locked(Cut{}, false, why);
     return false;
   }

@@ -132,7 +132,7 @@ class TraceWriter {
 
   // Marks the thread's record as in flight (TraceChunkCursor::in_flight) from before its time is
   // read until it is published or given up. The hook pays two stores; the checkpoint thread's
-  // membarrier (or, where there is none, the fence here) orders them against its own reads.
+  // membarrier (or, where there is none, the exchange here) orders them against its own reads.
   class InFlight {
    public:
     InFlight(ThreadChunk& chunk, bool fence) : chunk_(chunk) {
@@ -313,7 +313,7 @@ class TraceWriter {
 
   // Bounded traces (GPUMEMTRACE_MAX_SIZE): see format/README.md.
   const bool bounded_;
-  // No membarrier: each record's in-flight mark is followed by a full fence instead.
+  // No membarrier: each record's in-flight mark is a sequentially consistent exchange instead.
   std::atomic<bool> fence_in_hooks_{false};
   std::atomic<uint32_t> fold_wake_{0};  // moves on each request to the checkpoint thread
   // Under mutex_:

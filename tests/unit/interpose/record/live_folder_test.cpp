@@ -8,8 +8,10 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <initializer_list>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/unit/chunked_file.h"
@@ -47,6 +49,16 @@ std::map<uint64_t, uint64_t> live_of(const LiveFolder& folder) {
   return live;
 }
 
+// Tells `folder` of each writer's chunk at its offset, then hands them over from `fd`.
+bool start(LiveFolder& folder, int fd,
+           std::initializer_list<std::pair<uint32_t, uint64_t>> chunks) {
+  for (const auto& [writer, offset] : chunks) folder.chunk_started(writer, offset);
+  std::string why;
+  const bool taken = folder.take_started(fd, why);
+  EXPECT_TRUE(taken) << why;
+  return taken;
+}
+
 TEST(LiveFolder, MergesTheWritersInTimeOrderAndStopsAtTheCut) {
   // Writer 1 allocates 0xa000 twice, writer 2 frees it in between, and again after the cut.
   ChunkedFile chunks(kChunk);
@@ -55,11 +67,9 @@ TEST(LiveFolder, MergesTheWritersInTimeOrderAndStopsAtTheCut) {
   const uint64_t second = chunks.add_chunk(2, 0, 101, free_at(20, 0xa000), free_at(40, 0xa000));
   FolderFile file;
   file.write(chunks);
-  LiveFolder folder;
-  folder.chunk_started(1, first);
-  folder.chunk_started(2, second);
+  LiveFolder folder(kChunk);
+  ASSERT_TRUE(start(folder, file.fd(), {{1, first}, {2, second}}));
   std::string why;
-  ASSERT_TRUE(folder.take_started(file.fd(), kChunk, why)) << why;
 
   // Out of time order, the free at 20 would come before the allocation at 10, and free nothing.
   ASSERT_TRUE(folder.fold(25, why)) << why;
@@ -78,10 +88,8 @@ TEST(LiveFolder, MergesTheWritersInTimeOrderAndStopsAtTheCut) {
   EXPECT_EQ(folder.folded(), 5u);
 
   // All of it up to 35 in one fold: writer 1's two allocations are not one run.
-  LiveFolder at_once;
-  at_once.chunk_started(1, first);
-  at_once.chunk_started(2, second);
-  ASSERT_TRUE(at_once.take_started(file.fd(), kChunk, why)) << why;
+  LiveFolder at_once(kChunk);
+  ASSERT_TRUE(start(at_once, file.fd(), {{1, first}, {2, second}}));
   ASSERT_TRUE(at_once.fold(35, why)) << why;
   EXPECT_EQ(live_of(at_once), (std::map<uint64_t, uint64_t>{{0xa000, 128}}));
 }
@@ -96,10 +104,9 @@ TEST(LiveFolder, WhatIsPublishedAfterAFoldIsFoldedByTheNext) {
   ASSERT_EQ(after.add_chunk(1, 0, 100, alloc1, alloc2, free1), chunk);
   FolderFile file;
   file.write(before);
-  LiveFolder folder;
-  folder.chunk_started(1, chunk);
+  LiveFolder folder(kChunk);
+  ASSERT_TRUE(start(folder, file.fd(), {{1, chunk}}));
   std::string why;
-  ASSERT_TRUE(folder.take_started(file.fd(), kChunk, why)) << why;
   ASSERT_TRUE(folder.fold(100, why)) << why;
   EXPECT_EQ(live_of(folder), (std::map<uint64_t, uint64_t>{{0xa000, 64}}));
 
@@ -117,17 +124,14 @@ TEST(LiveFolder, AWritersChunksAreReadOneAfterAnotherEachWithItsOwnDeltas) {
       chunks.add_chunk(1, 1, 100, free_at(20, 0xa000), alloc_at(30, 0, 0xb000, 32));
   FolderFile file;
   file.write(chunks);
-  LiveFolder folder;
-  folder.chunk_started(1, first);
-  folder.chunk_started(2, other);
+  LiveFolder folder(kChunk);
+  ASSERT_TRUE(start(folder, file.fd(), {{1, first}, {2, other}}));
   std::string why;
-  ASSERT_TRUE(folder.take_started(file.fd(), kChunk, why)) << why;
   // Writer 1's next chunk is not known yet: its first is read through, and it waits.
   ASSERT_TRUE(folder.fold(100, why)) << why;
   EXPECT_EQ(live_of(folder), (std::map<uint64_t, uint64_t>{{0xa000, 64}, {0xc000, 16}}));
-  folder.chunk_started(1, next);
   folder.writer_ended(2);
-  ASSERT_TRUE(folder.take_started(file.fd(), kChunk, why)) << why;
+  ASSERT_TRUE(start(folder, file.fd(), {{1, next}}));
   ASSERT_TRUE(folder.fold(100, why)) << why;
   EXPECT_EQ(live_of(folder), (std::map<uint64_t, uint64_t>{{0xb000, 32}, {0xc000, 16}}));
   EXPECT_EQ(folder.folded(), 4u);
@@ -141,10 +145,9 @@ TEST(LiveFolder, DamagedBytesStopTheFoldWithTheChunkNamed) {
   chunks.bytes()[chunk + format::kChunkHeaderSize + 1] = 0x7f;
   FolderFile file;
   file.write(chunks);
-  LiveFolder folder;
-  folder.chunk_started(1, chunk);
+  LiveFolder folder(kChunk);
+  ASSERT_TRUE(start(folder, file.fd(), {{1, chunk}}));
   std::string why;
-  ASSERT_TRUE(folder.take_started(file.fd(), kChunk, why)) << why;
   EXPECT_FALSE(folder.fold(100, why));
   EXPECT_NE(why.find("the chunk at byte " + std::to_string(chunk) + " cannot be read back"),
             std::string::npos)
@@ -153,10 +156,10 @@ TEST(LiveFolder, DamagedBytesStopTheFoldWithTheChunkNamed) {
 }
 
 TEST(LiveFolder, AChunkThatCannotBeMappedIsNamed) {
-  LiveFolder folder;
+  LiveFolder folder(kChunk);
   folder.chunk_started(1, 4096);
   std::string why;
-  EXPECT_FALSE(folder.take_started(-1, kChunk, why));
+  EXPECT_FALSE(folder.take_started(-1, why));
   EXPECT_NE(why.find("cannot map the chunk at byte 4096"), std::string::npos) << why;
 }
 
