@@ -10,13 +10,11 @@ namespace gmt::interpose {
 namespace {
 
 // Offsets from offsetof() on each version's headers (x86-64 and arm64 share them: LP64).
-constexpr std::size_t kObjectType = 8;  // PyObject.ob_type
 constexpr std::size_t kStrLength = 16;  // PyASCIIObject.length
 constexpr std::size_t kStrState = 32;   // PyASCIIObject.state
 constexpr uint32_t kStateCompact = 1u << 5;
 constexpr uint32_t kStateAscii = 1u << 6;
 constexpr std::size_t kMaxText = 4096;
-constexpr int kMaxWalk = 4096;  // frames followed at most: a cycle would mean a bad layout
 
 }  // namespace
 
@@ -146,11 +144,7 @@ int ReleasedFrameReader::walk(const void* tstate, Frame* out, int max) {
         broken_.store(true, std::memory_order_relaxed);
         return 0;
       }
-      // A frame still setting up (before its first traceable instruction) has no line yet.
-      const char* units = static_cast<const char*>(code) + code_units_offset_;
-      const bool incomplete = owner != layout_.owner_generator &&
-                              static_cast<const char*>(prev_instr) < units + 2 * first_traceable;
-      if (!incomplete) out[n++] = {code, prev_instr};
+      if (!incomplete(code, prev_instr, owner, first_traceable)) out[n++] = {code, prev_instr};
     }
     frame = previous;
   }
@@ -158,6 +152,23 @@ int ReleasedFrameReader::walk(const void* tstate, Frame* out, int max) {
     unvalidated_walks_.fetch_sub(1, std::memory_order_relaxed);
   }
   return n;
+}
+
+bool ReleasedFrameReader::incomplete(const void* code, const void* prev_instr, char owner,
+                                     int first_traceable) const {
+  const char* units = static_cast<const char*>(code) + code_units_offset_;
+  return owner != layout_.owner_generator &&
+         static_cast<const char*>(prev_instr) < units + 2 * first_traceable;
+}
+
+ReleasedFrameReader::Check ReleasedFrameReader::check(const void* code, const void* prev_instr,
+                                                      char owner, CodeKey* key) {
+  int first_traceable = 0;
+  if (!key_of(code, key) || !read_value(at(code, layout_.code_first_traceable), &first_traceable)) {
+    broken_.store(true, std::memory_order_relaxed);
+    return Check::kBroken;
+  }
+  return incomplete(code, prev_instr, owner, first_traceable) ? Check::kIncomplete : Check::kNew;
 }
 
 bool ReleasedFrameReader::key_of(const void* code, CodeKey* key) {

@@ -46,6 +46,58 @@ class ReleasedFrameReader {
   // innermost first. 0 when there are none or the layout turned out not to match.
   int walk(const void* tstate, Frame* out, int max);
 
+  // Once the first walks have checked the layout, frames are read in place in one pass:
+  // walk_trusted hands each Python frame to `visit(code, prev_instr, owner)`, which returns the
+  // frame as a stack holds it (0 to leave it out, kNotAFrame when check() found the layout does
+  // not match), and puts up to `max` of them in `out`. A frame met before is then a few loads
+  // and compares (still()); only one met anew takes check(). Inline: a call per frame and per
+  // field cost more than the reads.
+  static constexpr uint64_t kNotAFrame = ~uint64_t{0};
+  bool trusted() const {
+    return unvalidated_walks_.load(std::memory_order_relaxed) <= 0 &&
+           !broken_.load(std::memory_order_relaxed);
+  }
+  template <class Visit>
+  int walk_trusted(const void* tstate, uint64_t* out, int max, Visit visit) {
+    const void* cframe = load<const void*>(tstate, layout_.tstate_cframe);
+    if (cframe == nullptr) return 0;
+    const void* frame = load<const void*>(cframe, layout_.cframe_current_frame);
+    int n = 0;
+    for (int steps = 0; frame != nullptr && n < max; ++steps) {
+      if (steps == kMaxWalk) [[unlikely]] {
+        broken_.store(true, std::memory_order_relaxed);
+        return 0;
+      }
+      const char owner = load<char>(frame, layout_.frame_owner);
+      if (owner != layout_.owner_cstack) {  // the C stack's shim frames run no Python code
+        const void* code = load<const void*>(frame, layout_.frame_code);
+        if (code == nullptr) [[unlikely]] {
+          broken_.store(true, std::memory_order_relaxed);
+          return 0;
+        }
+        const uint64_t entry =
+            visit(code, load<const void*>(frame, layout_.frame_prev_instr), owner);
+        if (entry == kNotAFrame) [[unlikely]]
+          return 0;
+        if (entry != 0) out[n++] = entry;
+      }
+      frame = load<const void*>(frame, layout_.frame_previous);
+    }
+    return n;
+  }
+  // Whether `code` is still the code object that `key` was read from (trusted layout only).
+  bool still(const void* code, const CodeKey& key) const {
+    return load<const void*>(code, kObjectType) == code_type_ &&
+           load<const void*>(code, layout_.code_filename) == key.filename &&
+           load<const void*>(code, layout_.code_qualname) == key.name &&
+           load<int>(code, layout_.code_first_line) == key.first_line;
+  }
+  // A frame met anew in a trusted walk, read with the checks walk() makes: kNew with its code's
+  // key, kIncomplete for a frame with no line yet, kBroken (and off for the process) when the
+  // layout does not match.
+  enum class Check { kNew, kIncomplete, kBroken };
+  Check check(const void* code, const void* prev_instr, char owner, CodeKey* key);
+
   // What identifies a code object; false if it does not look like one of this layout.
   bool key_of(const void* code, CodeKey* key);
   // The line of a frame walk() gave: CPython reads the code's line table from its start.
@@ -88,6 +140,17 @@ class ReleasedFrameReader {
   const void* at(const void* base, std::size_t offset) const {
     return static_cast<const char*>(base) + offset;
   }
+  template <class T>
+  static T load(const void* base, std::size_t offset) {
+    T value;
+    std::memcpy(&value, static_cast<const char*>(base) + offset, sizeof(T));
+    return value;
+  }
+  // Whether a frame (not the C stack's) is still setting up: before its first traceable
+  // instruction it has no line yet.
+  bool incomplete(const void* code, const void* prev_instr, char owner, int first_traceable) const;
+  static constexpr std::size_t kObjectType = 8;  // PyObject.ob_type
+  static constexpr int kMaxWalk = 4096;  // frames followed at most: a cycle would mean a bad layout
   bool is_code(const void* object) const;
   bool text_of(const void* str, std::string* out) const;
 

@@ -175,6 +175,19 @@ int PythonStack::capture_released(uint64_t* frames, int max) {
   // A thread that ever ran Python keeps its thread state while it is in C code.
   const void* tstate = api_.this_thread_state();
   if (tstate == nullptr) return 0;
+  CachedFrame* cache = thread_frames();
+  if (cache != nullptr && released_.trusted()) [[likely]] {
+    const uint64_t generation = ids_generation_.load(std::memory_order_relaxed);
+    return released_.walk_trusted(
+        tstate, frames, max, [&](const void* code, const void* prev_instr, char owner) {
+          CachedFrame& cached = cache[cache_slot(code, prev_instr)];
+          if (cached.code == code && cached.instr == prev_instr && cached.in_place &&
+              cached.generation == generation && released_.still(code, cached.key)) [[likely]] {
+            return cached.frame;
+          }
+          return met_anew(cached, code, prev_instr, owner, generation);
+        });
+  }
   constexpr int kMostFrames = 128;
   ReleasedFrameReader::Frame walked[kMostFrames];  // not initialized: walk() fills what it gives
   const int count = released_.walk(tstate, walked, max < kMostFrames ? max : kMostFrames);
@@ -206,6 +219,23 @@ uint64_t PythonStack::released_frame(const ReleasedFrameReader::Frame& frame) {
             true,
             packed_frame(released_code_id(frame.code, key),
                          released_.line_of(frame.code, frame.prev_instr))};
+  return cached.frame;
+}
+
+uint64_t PythonStack::met_anew(CachedFrame& cached, const void* code, const void* prev_instr,
+                               char owner, uint64_t generation) {
+  ReleasedFrameReader::CodeKey key;
+  switch (released_.check(code, prev_instr, owner, &key)) {
+    case ReleasedFrameReader::Check::kBroken:
+      return ReleasedFrameReader::kNotAFrame;
+    case ReleasedFrameReader::Check::kIncomplete:
+      return 0;
+    case ReleasedFrameReader::Check::kNew:
+      break;
+  }
+  cached = {code, prev_instr,
+            key,  generation,
+            true, packed_frame(released_code_id(code, key), released_.line_of(code, prev_instr))};
   return cached.frame;
 }
 

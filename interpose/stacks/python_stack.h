@@ -66,6 +66,9 @@ class PythonStack {
   // A frame met with the GIL released, as (code id << 32 | line); 0 if it cannot be read.
   uint64_t released_frame(const ReleasedFrameReader::Frame& frame);
   int capture_released(uint64_t* frames, int max);
+  // A frame of a trusted walk that this thread's cache does not hold: checked, named, and kept.
+  uint64_t met_anew(CachedFrame& cached, const void* code, const void* prev_instr, char owner,
+                    uint64_t generation);
   std::string code_attribute(void* code, const char* name);
 
   TraceWriter& writer_;

@@ -9,6 +9,8 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "tests/integration/traced_run_fixture.h"
 
@@ -286,6 +288,57 @@ TEST_P(PythonStacks, NativeFramesEndAtTheInterpretersFirstFrame) {
   EXPECT_TRUE(
       has_frame(frames, "main", "python_allocations.py", printed(r.out, "main_line"), "python"))
       << frames.dump(1);
+}
+
+// Past its first walks, a thread names its Python frames from the frames it met before. Functions
+// made with exec, each called twice and dropped (a new code object may take a dropped one's
+// address), must each be named, with its own file and line, in every allocation's stack.
+TEST_P(PythonStacks, EachOfManyFunctionsMadeAndDroppedIsNamedAtItsLine) {
+  if (system("python3 -c pass") != 0) GTEST_SKIP() << "python3 is not installed";
+  const bool api = GetParam() == "PyDLL-api";
+  constexpr int kFunctions = 100;
+  ProcessSpec spec;
+  spec.argv = {"/usr/bin/env",
+               "python3",
+               workload("python_churn.py"),
+               std::string(GMT_FAKECUDA_LIB_DIR) + "/libcudart.so.13",
+               api ? "PyDLL" : GetParam(),
+               std::to_string(kFunctions)};
+  spec.set_env = base_env();
+  spec.set_env["LD_PRELOAD"] = preload();
+  spec.set_env["GPUMEMTRACE_STACKS"] = "python";
+  if (api) spec.set_env["GPUMEMTRACE_TEST_PYTHON_API"] = "1";
+  spec.cwd = dir_;
+  const ProcessResult r = run_process(spec);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const ProcessResult dump = cli({"dump", only_trace()});
+  ASSERT_EQ(dump.exit_code, 0) << dump.err;
+  std::map<uint64_t, json> codes;
+  std::map<uint64_t, json> stacks;
+  std::vector<json> allocs;
+  std::istringstream lines(dump.out);
+  for (std::string line; std::getline(lines, line);) {
+    json rec = json::parse(line);
+    if (rec["record"] == "python_code") {
+      codes[rec["id"]] = rec;
+    } else if (rec["record"] == "stack") {
+      stacks[rec["id"]] = rec;
+    } else if (rec["record"] == "alloc") {
+      allocs.push_back(std::move(rec));
+    }
+  }
+  ASSERT_EQ(allocs.size(), 2u * kFunctions);
+  for (const json& alloc : allocs) {
+    const uint64_t kib = alloc["size"].get<uint64_t>() / 1024;
+    const uint64_t i = (kib - 1) / 2;
+    const json& python = stacks.at(alloc["stack"])["python"];
+    ASSERT_GE(python.size(), 2u) << alloc.dump();
+    const uint64_t frame = python[1];  // python[0] is allocate(), which each of them calls
+    const json& code = codes.at(frame >> 32);
+    EXPECT_EQ(code["name"], "made_" + std::to_string(i)) << alloc.dump();
+    EXPECT_EQ(code["file"], "churn_" + std::to_string(i) + ".py") << alloc.dump();
+    EXPECT_EQ(frame & 0xffffffffu, i % 5 + 2) << alloc.dump();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(GilHeldAndReleased, PythonStacks,
