@@ -218,16 +218,20 @@ TEST_F(FrameworkBlocks, TheRecordersCostIsNotedWhenAskedFor) {
   }
   ASSERT_EQ(cost_notes.size(), 1u) << r["traces"][0]["notes"].dump();
   long long events = 0, total_ns = 0, stack_ns = 0, stacks = 0, python_ns = 0, native_frames = 0,
-            remembered = 0, by_libunwind = 0;
+            remembered = 0, by_libunwind = 0, clock_read_ns = 0;
+  int parsed = 0;
   ASSERT_EQ(std::sscanf(cost_notes[0].c_str(),
                         "recorder cost: %lld events, %lld ns in the recorder, %lld ns of it taking "
                         "%lld stacks (%lld ns of those reading Python frames, %lld native frames, "
                         "%lld native stacks remembered, %lld by libunwind) "
-                        "(GPUMEMTRACE_SELF_TIME)",
+                        "(GPUMEMTRACE_SELF_TIME); the measurement's own clock reads, %lld ns "
+                        "each, are in these figures: one per event and four more per stack, three "
+                        "of them in the stacks' ns and one in the Python frames'%n",
                         &events, &total_ns, &stack_ns, &stacks, &python_ns, &native_frames,
-                        &remembered, &by_libunwind),
-            8)
+                        &remembered, &by_libunwind, &clock_read_ns, &parsed),
+            9)
       << cost_notes[0];
+  EXPECT_EQ(static_cast<std::size_t>(parsed), cost_notes[0].size()) << cost_notes[0];
   EXPECT_EQ(events, blocks + segments);  // each segment is one driver allocation too
   // A stack for each block allocation (60 steps of 5, the 20 kept and the first) and each
   // segment, once as the driver's allocation and once as the allocator's.
