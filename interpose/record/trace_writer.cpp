@@ -26,6 +26,7 @@
 #include "format/recording_end.h"
 #include "interpose/common/depth_guard.h"
 #include "interpose/common/diagnostic.h"
+#include "interpose/common/hot_path.h"
 #include "interpose/common/instance_id.h"
 #include "interpose/common/thread_id.h"
 #include "interpose/output_path.h"
@@ -35,7 +36,7 @@ namespace gmt::interpose {
 
 thread_local TraceChunkCursor TraceWriter::thread_chunk_;
 
-__attribute__((noinline)) TraceChunkCursor& TraceWriter::thread_chunk_out_of_line() {
+GMT_HOT_PATH __attribute__((noinline)) TraceChunkCursor& TraceWriter::thread_chunk_out_of_line() {
   return thread_chunk_;
 }
 
@@ -536,7 +537,7 @@ void TraceWriter::append(ThreadChunk& chunk, const uint8_t* bytes, std::size_t s
   publish(chunk, at, size);
 }
 
-void TraceWriter::publish(ThreadChunk& chunk, const uint8_t* bytes, std::size_t size) {
+GMT_HOT_PATH void TraceWriter::publish(ThreadChunk& chunk, const uint8_t* bytes, std::size_t size) {
   chunk.crc = format::extend_crc32c(chunk.crc, bytes, size);
   chunk.used += static_cast<uint32_t>(size);
   ++chunk.records;  // every publish is one record; the header gets the count in seal()

@@ -4,10 +4,14 @@
 #include <dlfcn.h>
 #include <pthread.h>
 
+#include <memory>
 #include <new>
+#include <type_traits>
 
+#include "interpose/common/hot_path.h"
 #include "interpose/common/instance_id.h"
 #include "interpose/common/real_dlsym.h"
+#include "interpose/common/thread_region.h"
 
 namespace gmt::interpose {
 namespace {
@@ -37,9 +41,9 @@ struct PythonStack::CachedFrame {
 namespace {
 
 constexpr std::size_t kCachedFrames = 128;
-// On the heap, one per thread, freed when the thread ends: the static TLS block, where this
-// library's initial-exec thread_locals put all of them, has too little room for the frames when
-// the library is opened with dlopen.
+// In the thread's region (thread_region.h), one per thread, freed when the thread ends: the
+// static TLS block, where this library's initial-exec thread_locals put all of them, has too
+// little room for the frames when the library is opened with dlopen.
 thread_local void* my_frames __attribute__((tls_model("initial-exec"))) = nullptr;
 
 // A frame as a stack holds it: code id << 32 | line (0 when there is none).
@@ -65,16 +69,19 @@ PythonStack::~PythonStack() {
 
 void PythonStack::free_thread_frames(void* frames) {
   if (my_frames == frames) my_frames = nullptr;
-  delete[] static_cast<CachedFrame*>(frames);
+  static_assert(std::is_trivially_destructible_v<CachedFrame>);  // nothing to destroy
+  thread_region::release(frames);
 }
 
 // This thread's frames met last; null when there can be none.
-PythonStack::CachedFrame* PythonStack::thread_frames() {
+GMT_HOT_PATH PythonStack::CachedFrame* PythonStack::thread_frames() {
   if (my_frames != nullptr) [[likely]]
     return static_cast<CachedFrame*>(my_frames);
   if (!have_frames_key_) return nullptr;
-  auto* frames = new (std::nothrow) CachedFrame[kCachedFrames]();
-  if (frames == nullptr) return nullptr;
+  void* memory = thread_region::allocate(sizeof(CachedFrame) * kCachedFrames);
+  if (memory == nullptr) return nullptr;
+  auto* frames = static_cast<CachedFrame*>(memory);
+  std::uninitialized_value_construct_n(frames, kCachedFrames);
   my_frames = frames;
   pthread_setspecific(frames_key_, frames);
   return frames;
@@ -141,7 +148,7 @@ uint32_t PythonStack::code_id(void* code) {
   return rec.id;
 }
 
-int PythonStack::capture(uint64_t* frames, int max) {
+GMT_HOT_PATH int PythonStack::capture(uint64_t* frames, int max) {
   const int state = state_.load(std::memory_order_acquire);
   if (state == 3 || (state != 2 && !resolve())) return 0;
   // Only a thread that holds the GIL may look at its frames; a thread without one (a CUDA
@@ -170,7 +177,7 @@ int PythonStack::capture(uint64_t* frames, int max) {
   return n;
 }
 
-int PythonStack::capture_released(uint64_t* frames, int max) {
+GMT_HOT_PATH int PythonStack::capture_released(uint64_t* frames, int max) {
   if (!released_ready_) return 0;
   // A thread that ever ran Python keeps its thread state while it is in C code.
   const void* tstate = api_.this_thread_state();

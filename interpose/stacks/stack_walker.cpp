@@ -5,7 +5,9 @@
 #include <cstring>
 #include <new>
 
+#include "interpose/common/hot_path.h"
 #include "interpose/common/instance_id.h"
+#include "interpose/common/thread_region.h"
 #include "interpose/stacks/frame_rules.h"
 
 #if defined(__x86_64__)
@@ -150,10 +152,10 @@ StackWalker::~StackWalker() {
 
 void StackWalker::free_thread_walks(void* walks) {
   if (my_walks == walks) my_walks = nullptr;
-  delete static_cast<ThreadWalks*>(walks);
+  destroy_in_thread_region(static_cast<ThreadWalks*>(walks));
 }
 
-StackWalker::ThreadWalks* StackWalker::thread_walks() {
+GMT_HOT_PATH StackWalker::ThreadWalks* StackWalker::thread_walks() {
   auto* walks = static_cast<ThreadWalks*>(my_walks);
   const uint64_t epoch = epoch_.load(std::memory_order_relaxed);
   if (walks != nullptr && walks->owner == id_) [[likely]] {
@@ -167,7 +169,7 @@ StackWalker::ThreadWalks* StackWalker::thread_walks() {
   if (walks == nullptr) {
     // One per thread that takes native stacks, freed when it ends (a thread that meets a second
     // walker, in tests only, reuses it).
-    walks = new (std::nothrow) ThreadWalks;
+    walks = make_in_thread_region<ThreadWalks>();
     if (walks == nullptr) return nullptr;
     walks->find_stack();
     my_walks = walks;
@@ -186,8 +188,8 @@ StackWalker::Counts StackWalker::thread_counts() const {
   return walks != nullptr && walks->owner == id_ ? walks->counts : Counts{};
 }
 
-__attribute__((noinline)) int StackWalker::walk(uint64_t* frames, int max,
-                                                const StopModules* stop) {
+GMT_HOT_PATH __attribute__((noinline)) int StackWalker::walk(uint64_t* frames, int max,
+                                                             const StopModules* stop) {
 #if defined(__x86_64__)
   Start start{};
   gmt_walk_start_registers(&start);
@@ -198,7 +200,8 @@ __attribute__((noinline)) int StackWalker::walk(uint64_t* frames, int max,
 #endif
 }
 
-int StackWalker::walk_from(const Start& start, uint64_t* frames, int max, const StopModules* stop) {
+GMT_HOT_PATH int StackWalker::walk_from(const Start& start, uint64_t* frames, int max,
+                                        const StopModules* stop) {
   ThreadWalks* w = thread_walks();
   if (w == nullptr || max <= 0) return -1;
   if (start.sp < w->stack_low || start.sp >= w->stack_high) {
