@@ -4,9 +4,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 
-#include <memory>
 #include <new>
-#include <type_traits>
 
 #include "interpose/common/hot_path.h"
 #include "interpose/common/instance_id.h"
@@ -30,17 +28,58 @@ void* find_in_process(const char* name) {
 // new one may take a freed one's address; through the C API we hold a reference to each). Per
 // thread, so that no lock guards it.
 struct PythonStack::CachedFrame {
-  const void* code = nullptr;
-  const void* instr = nullptr;  // in place: the instruction's address; C API: its index
   ReleasedFrameReader::CodeKey key;
   uint64_t generation = 0;
-  bool in_place = false;
   uint64_t frame = 0;  // code id << 32 | line
+  bool in_place = false;
+};
+
+// A training step meets a few hundred frames in turn (each module's call, forward and
+// functional layers, the optimizer's). Four to a set, by code object and instruction, whose
+// tags fill one cache line: with one frame to a slot, two of them sharing a slot took turns to
+// miss, each miss a line-table read, and which ones shared a slot changed with the addresses
+// from run to run (the Python part of a stack took 100 to 1000 ns on one step).
+struct PythonStack::FrameCache {
+  static constexpr std::size_t kSets = 128;
+  static constexpr std::size_t kWays = 4;
+  struct Tag {
+    const void* code = nullptr;
+    const void* instr = nullptr;  // in place: the instruction's address; C API: its index
+  };
+  struct alignas(64) TagSet {
+    Tag ways[kWays];
+  };
+  TagSet tags[kSets];
+  CachedFrame frames[kSets][kWays];
+  uint8_t next_way[kSets] = {};  // the way the set's next frame replaces
+
+  static std::size_t set_of(const void* code, const void* instr) {
+    const auto bits = reinterpret_cast<uintptr_t>(instr) ^ reinterpret_cast<uintptr_t>(code);
+    return static_cast<std::size_t>((bits * 0x9E3779B97F4A7C15ull) >> 57) & (kSets - 1);
+  }
+  // The entry of (code, instr), or null.
+  CachedFrame* find(const void* code, const void* instr) {
+    const std::size_t set = set_of(code, instr);
+    for (std::size_t way = 0; way < kWays; ++way) {
+      const Tag& tag = tags[set].ways[way];
+      if (tag.code == code && tag.instr == instr) return &frames[set][way];
+    }
+    return nullptr;
+  }
+  // Where (code, instr) is to be kept: its entry if it has one (its code object was replaced),
+  // else the set's ways in turn.
+  CachedFrame& place(const void* code, const void* instr) {
+    if (CachedFrame* known = find(code, instr)) return *known;
+    const std::size_t set = set_of(code, instr);
+    const std::size_t way = next_way[set];
+    next_way[set] = static_cast<uint8_t>((way + 1) % kWays);
+    tags[set].ways[way] = {code, instr};
+    return frames[set][way];
+  }
 };
 
 namespace {
 
-constexpr std::size_t kCachedFrames = 128;
 // In the thread's region (thread_region.h), one per thread, freed when the thread ends: the
 // static TLS block, where this library's initial-exec thread_locals put all of them, has too
 // little room for the frames when the library is opened with dlopen.
@@ -49,11 +88,6 @@ thread_local void* my_frames __attribute__((tls_model("initial-exec"))) = nullpt
 // A frame as a stack holds it: code id << 32 | line (0 when there is none).
 uint64_t packed_frame(uint32_t id, int line) {
   return static_cast<uint64_t>(id) << 32 | static_cast<uint32_t>(line > 0 ? line : 0);
-}
-
-std::size_t cache_slot(const void* code, const void* instr) {
-  const auto bits = reinterpret_cast<uintptr_t>(instr) ^ reinterpret_cast<uintptr_t>(code);
-  return static_cast<std::size_t>((bits * 0x9E3779B97F4A7C15ull) >> 57) & (kCachedFrames - 1);
 }
 
 }  // namespace
@@ -69,19 +103,16 @@ PythonStack::~PythonStack() {
 
 void PythonStack::free_thread_frames(void* frames) {
   if (my_frames == frames) my_frames = nullptr;
-  static_assert(std::is_trivially_destructible_v<CachedFrame>);  // nothing to destroy
-  thread_region::release(frames);
+  destroy_in_thread_region(static_cast<FrameCache*>(frames));
 }
 
 // This thread's frames met last; null when there can be none.
-GMT_HOT_PATH PythonStack::CachedFrame* PythonStack::thread_frames() {
+GMT_HOT_PATH PythonStack::FrameCache* PythonStack::thread_frames() {
   if (my_frames != nullptr) [[likely]]
-    return static_cast<CachedFrame*>(my_frames);
+    return static_cast<FrameCache*>(my_frames);
   if (!have_frames_key_) return nullptr;
-  void* memory = thread_region::allocate(sizeof(CachedFrame) * kCachedFrames);
-  if (memory == nullptr) return nullptr;
-  auto* frames = static_cast<CachedFrame*>(memory);
-  std::uninitialized_value_construct_n(frames, kCachedFrames);
+  auto* frames = make_in_thread_region<FrameCache>();
+  if (frames == nullptr) return nullptr;
   my_frames = frames;
   pthread_setspecific(frames_key_, frames);
   return frames;
@@ -182,17 +213,17 @@ GMT_HOT_PATH int PythonStack::capture_released(uint64_t* frames, int max) {
   // A thread that ever ran Python keeps its thread state while it is in C code.
   const void* tstate = api_.this_thread_state();
   if (tstate == nullptr) return 0;
-  CachedFrame* cache = thread_frames();
+  FrameCache* cache = thread_frames();
   if (cache != nullptr && released_.trusted()) [[likely]] {
     const uint64_t generation = ids_generation_.load(std::memory_order_relaxed);
     return released_.walk_trusted(
         tstate, frames, max, [&](const void* code, const void* prev_instr, char owner) {
-          CachedFrame& cached = cache[cache_slot(code, prev_instr)];
-          if (cached.code == code && cached.instr == prev_instr && cached.in_place &&
-              cached.generation == generation && released_.still(code, cached.key)) [[likely]] {
-            return cached.frame;
+          const CachedFrame* cached = cache->find(code, prev_instr);
+          if (cached != nullptr && cached->in_place && cached->generation == generation &&
+              released_.still(code, cached->key)) [[likely]] {
+            return cached->frame;
           }
-          return met_anew(cached, code, prev_instr, owner, generation);
+          return met_anew(*cache, code, prev_instr, owner, generation);
         });
   }
   constexpr int kMostFrames = 128;
@@ -208,28 +239,25 @@ GMT_HOT_PATH int PythonStack::capture_released(uint64_t* frames, int max) {
 uint64_t PythonStack::released_frame(const ReleasedFrameReader::Frame& frame) {
   ReleasedFrameReader::CodeKey key;
   if (!released_.key_of(frame.code, &key)) return 0;
-  CachedFrame* frames = thread_frames();
+  FrameCache* frames = thread_frames();
   if (frames == nullptr) {
     return packed_frame(released_code_id(frame.code, key),
                         released_.line_of(frame.code, frame.prev_instr));
   }
   const uint64_t generation = ids_generation_.load(std::memory_order_relaxed);
-  CachedFrame& cached = frames[cache_slot(frame.code, frame.prev_instr)];
-  if (cached.code == frame.code && cached.instr == frame.prev_instr && cached.in_place &&
-      cached.key == key && cached.generation == generation) {
-    return cached.frame;
+  const CachedFrame* cached = frames->find(frame.code, frame.prev_instr);
+  if (cached != nullptr && cached->in_place && cached->key == key &&
+      cached->generation == generation) {
+    return cached->frame;
   }
-  cached = {frame.code,
-            frame.prev_instr,
-            key,
-            generation,
-            true,
-            packed_frame(released_code_id(frame.code, key),
-                         released_.line_of(frame.code, frame.prev_instr))};
-  return cached.frame;
+  return keep(frames->place(frame.code, frame.prev_instr),
+              {key, generation,
+               packed_frame(released_code_id(frame.code, key),
+                            released_.line_of(frame.code, frame.prev_instr)),
+               true});
 }
 
-uint64_t PythonStack::met_anew(CachedFrame& cached, const void* code, const void* prev_instr,
+uint64_t PythonStack::met_anew(FrameCache& frames, const void* code, const void* prev_instr,
                                char owner, uint64_t generation) {
   ReleasedFrameReader::CodeKey key;
   switch (released_.check(code, prev_instr, owner, &key)) {
@@ -240,27 +268,30 @@ uint64_t PythonStack::met_anew(CachedFrame& cached, const void* code, const void
     case ReleasedFrameReader::Check::kNew:
       break;
   }
-  cached = {code, prev_instr,
-            key,  generation,
-            true, packed_frame(released_code_id(code, key), released_.line_of(code, prev_instr))};
-  return cached.frame;
+  return keep(
+      frames.place(code, prev_instr),
+      {key, generation,
+       packed_frame(released_code_id(code, key), released_.line_of(code, prev_instr)), true});
+}
+
+uint64_t PythonStack::keep(CachedFrame& slot, const CachedFrame& frame) {
+  slot = frame;
+  return frame.frame;
 }
 
 uint64_t PythonStack::api_frame(void* frame, void* code) {
-  CachedFrame* frames = api_.frame_lasti != nullptr ? thread_frames() : nullptr;
+  FrameCache* frames = api_.frame_lasti != nullptr ? thread_frames() : nullptr;
   if (frames == nullptr) {  // before 3.11 there is no instruction to know a frame by
     return packed_frame(code_id(code), api_.frame_line(frame));
   }
   const auto instr = reinterpret_cast<const void*>(static_cast<intptr_t>(api_.frame_lasti(frame)));
   const uint64_t generation = ids_generation_.load(std::memory_order_relaxed);
-  CachedFrame& cached = frames[cache_slot(code, instr)];
-  if (cached.code == code && cached.instr == instr && !cached.in_place &&
-      cached.generation == generation) {
-    return cached.frame;
+  const CachedFrame* cached = frames->find(code, instr);
+  if (cached != nullptr && !cached->in_place && cached->generation == generation) {
+    return cached->frame;
   }
-  cached = {code,       instr, {},
-            generation, false, packed_frame(code_id(code), api_.frame_line(frame))};
-  return cached.frame;
+  return keep(frames->place(code, instr),
+              {{}, generation, packed_frame(code_id(code), api_.frame_line(frame)), false});
 }
 
 uint32_t PythonStack::released_code_id(const void* code, const ReleasedFrameReader::CodeKey& key) {

@@ -54,8 +54,11 @@ class PythonStack {
   };
 
   struct CachedFrame;  // python_stack.cpp
+  struct FrameCache;   // python_stack.cpp
   static void free_thread_frames(void* frames);
-  CachedFrame* thread_frames();
+  FrameCache* thread_frames();
+  // Keeps `frame` in `slot` and returns it as a stack holds it.
+  static uint64_t keep(CachedFrame& slot, const CachedFrame& frame);
 
   bool resolve();
   uint32_t code_id(void* code);
@@ -67,7 +70,7 @@ class PythonStack {
   uint64_t released_frame(const ReleasedFrameReader::Frame& frame);
   int capture_released(uint64_t* frames, int max);
   // A frame of a trusted walk that this thread's cache does not hold: checked, named, and kept.
-  uint64_t met_anew(CachedFrame& cached, const void* code, const void* prev_instr, char owner,
+  uint64_t met_anew(FrameCache& frames, const void* code, const void* prev_instr, char owner,
                     uint64_t generation);
   std::string code_attribute(void* code, const char* name);
 
