@@ -71,9 +71,8 @@ uint32_t shift(const ShiftTable& t, uint64_t crc) {
 
 // SSE4.2's crc32 instruction computes CRC-32C: 8 bytes in 3 cycles, with no tables to load, and
 // one a cycle when three are independent.
-__attribute__((target("sse4.2"), hot)) uint32_t extend_crc32c_sse42(uint32_t crc,
-                                                                    const uint8_t* bytes,
-                                                                    std::size_t size) {
+__attribute__((target("sse4.2"))) uint32_t extend_crc32c_sse42(uint32_t crc, const uint8_t* bytes,
+                                                               std::size_t size) {
   uint64_t c = ~crc;
   for (; size >= 3 * kStripe; bytes += 3 * kStripe, size -= 3 * kStripe) {
     uint64_t second = 0;
@@ -143,7 +142,7 @@ uint32_t extend_crc32c_portable(uint32_t crc, const uint8_t* bytes, std::size_t 
   return ~c;
 }
 
-__attribute__((hot)) uint32_t extend_crc32c(uint32_t crc, const uint8_t* bytes, std::size_t size) {
+uint32_t extend_crc32c(uint32_t crc, const uint8_t* bytes, std::size_t size) {
 #if defined(__x86_64__)
   if (kHaveSse42) return extend_crc32c_sse42(crc, bytes, size);
 #endif

@@ -6,7 +6,6 @@
 #include <new>
 
 #include "interpose/common/diagnostic.h"
-#include "interpose/common/hot_path.h"
 #include "interpose/common/thread_id.h"
 
 namespace gmt::interpose {
@@ -20,7 +19,7 @@ Runtime::Runtime()
       events_(writer_, config_, sampler_, phases_),
       torch_tracker_(writer_) {}
 
-GMT_HOT_PATH Runtime& Runtime::get() {
+Runtime& Runtime::get() {
   // Placement-new into static storage: no destructor is ever registered, so the runtime outlives
   // every exit-time free.
   alignas(Runtime) static unsigned char storage[sizeof(Runtime)];

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 
-#include "interpose/common/hot_path.h"
 #include "interpose/common/thread_id.h"
 #include "interpose/record/public_api_scope.h"
 
@@ -26,7 +25,7 @@ thread_local LastContext last_context __attribute__((tls_model("initial-exec")))
 
 }  // namespace
 
-GMT_HOT_PATH uint32_t EventRecorder::context_id(uint64_t context, int device) {
+uint32_t EventRecorder::context_id(uint64_t context, int device) {
   if (context == 0) return 0;
   const uint64_t epoch = contexts_epoch_.load(std::memory_order_acquire);
   if (last_context.handle == context && last_context.epoch == epoch) return last_context.id;
@@ -50,7 +49,7 @@ uint32_t EventRecorder::context_id_locked(uint64_t context, int device) {
   return rec.id;
 }
 
-GMT_HOT_PATH uint32_t EventRecorder::stack_here(StackCost* cost) {
+uint32_t EventRecorder::stack_here(StackCost* cost) {
   const StackMode mode = config_.stacks;
   if (mode == StackMode::kNone) return 0;
   uint64_t frames[2 * format::StackRecord::kMaxFrames];
@@ -81,9 +80,9 @@ GMT_HOT_PATH uint32_t EventRecorder::stack_here(StackCost* cost) {
   return stacks_.intern(frames, native, python, [&] { modules_.cover(frames, native); });
 }
 
-GMT_HOT_PATH void EventRecorder::allocation(uint32_t error, int device, uint64_t context,
-                                            format::MemoryKind kind, format::Api api,
-                                            uint64_t address, uint64_t size) {
+void EventRecorder::allocation(uint32_t error, int device, uint64_t context,
+                               format::MemoryKind kind, format::Api api, uint64_t address,
+                               uint64_t size) {
   CostScope cost(cost_);
   if (error != 0) {
     format::AllocFailedRecord rec;
@@ -116,9 +115,8 @@ GMT_HOT_PATH void EventRecorder::allocation(uint32_t error, int device, uint64_t
   after_allocation(0, device, kind, address, size, rec.context);
 }
 
-GMT_HOT_PATH void EventRecorder::after_allocation(uint32_t error, int device,
-                                                  format::MemoryKind kind, uint64_t address,
-                                                  uint64_t size, uint32_t context) {
+void EventRecorder::after_allocation(uint32_t error, int device, format::MemoryKind kind,
+                                     uint64_t address, uint64_t size, uint32_t context) {
   phases_.flush_if_pending();
   if (config_.sample_ms == 0) return;
   if (error != 0) {
@@ -132,7 +130,7 @@ GMT_HOT_PATH void EventRecorder::after_allocation(uint32_t error, int device,
   }
 }
 
-GMT_HOT_PATH void EventRecorder::freeing(format::Api api, uint64_t address) {
+void EventRecorder::freeing(format::Api api, uint64_t address) {
   CostScope cost(cost_);
   format::FreeRecord rec;
   rec.thread = thread_id();
@@ -199,8 +197,8 @@ bool block_action_has_stack(uint32_t action) {
 
 }  // namespace
 
-GMT_HOT_PATH void EventRecorder::block(uint32_t allocator, uint32_t action, int device,
-                                       uint64_t address, uint64_t size, uint64_t stream) {
+void EventRecorder::block(uint32_t allocator, uint32_t action, int device, uint64_t address,
+                          uint64_t size, uint64_t stream) {
   CostScope cost(cost_);
   format::BlockRecord rec;
   rec.thread = thread_id();

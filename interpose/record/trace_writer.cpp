@@ -26,7 +26,6 @@
 #include "format/recording_end.h"
 #include "interpose/common/depth_guard.h"
 #include "interpose/common/diagnostic.h"
-#include "interpose/common/hot_path.h"
 #include "interpose/common/instance_id.h"
 #include "interpose/common/thread_id.h"
 #include "interpose/output_path.h"
@@ -36,7 +35,7 @@ namespace gmt::interpose {
 
 thread_local TraceChunkCursor TraceWriter::thread_chunk_;
 
-GMT_HOT_PATH __attribute__((noinline)) TraceChunkCursor& TraceWriter::thread_chunk_out_of_line() {
+__attribute__((noinline)) TraceChunkCursor& TraceWriter::thread_chunk_out_of_line() {
   return thread_chunk_;
 }
 
@@ -537,7 +536,7 @@ void TraceWriter::append(ThreadChunk& chunk, const uint8_t* bytes, std::size_t s
   publish(chunk, at, size);
 }
 
-GMT_HOT_PATH void TraceWriter::publish(ThreadChunk& chunk, const uint8_t* bytes, std::size_t size) {
+void TraceWriter::publish(ThreadChunk& chunk, const uint8_t* bytes, std::size_t size) {
   chunk.crc = format::extend_crc32c(chunk.crc, bytes, size);
   chunk.used += static_cast<uint32_t>(size);
   ++chunk.records;  // every publish is one record; the header gets the count in seal()

@@ -11,7 +11,6 @@
 #include <utility>
 
 #include "interpose/common/diagnostic.h"
-#include "interpose/common/hot_path.h"
 #include "interpose/common/real_dlsym.h"
 
 namespace gmt::interpose {
@@ -96,7 +95,7 @@ namespace {
 thread_local uint64_t t_by_libunwind __attribute__((tls_model("initial-exec"))) = 0;
 }  // namespace
 
-GMT_HOT_PATH NativeStack::Counts NativeStack::counts() const {
+NativeStack::Counts NativeStack::counts() const {
   return Counts{walker_.thread_counts().remembered, t_by_libunwind};
 }
 
@@ -121,7 +120,7 @@ void NativeStack::load() {
   state_.store(2, std::memory_order_release);
 }
 
-GMT_HOT_PATH bool NativeStack::ready(Backtrace* fn) {
+bool NativeStack::ready(Backtrace* fn) {
   int state = state_.load(std::memory_order_acquire);
   if (state == 0) {
     load();
@@ -131,7 +130,7 @@ GMT_HOT_PATH bool NativeStack::ready(Backtrace* fn) {
   return state == 2;
 }
 
-GMT_HOT_PATH int NativeStack::unwind(Backtrace fn, uint64_t* frames, int max, bool to_interpreter) {
+int NativeStack::unwind(Backtrace fn, uint64_t* frames, int max, bool to_interpreter) {
   // Room for our own frames (the hook, the recorder, this function), which are dropped.
   constexpr int kOwnFrames = 8;
   uint64_t raw[256 + kOwnFrames];
@@ -152,19 +151,19 @@ GMT_HOT_PATH int NativeStack::unwind(Backtrace fn, uint64_t* frames, int max, bo
   return kept;
 }
 
-GMT_HOT_PATH int NativeStack::capture(uint64_t* frames, int max) {
+int NativeStack::capture(uint64_t* frames, int max) {
   Backtrace fn = nullptr;
   return ready(&fn) ? unwind(fn, frames, max, false) : 0;
 }
 
-GMT_HOT_PATH int NativeStack::interpreter_frame(const uint64_t* frames, int n) const {
+int NativeStack::interpreter_frame(const uint64_t* frames, int n) const {
   for (int i = 0; i < n; ++i) {
     if (interpreter_.contains(frames[i])) return i;
   }
   return -1;
 }
 
-GMT_HOT_PATH int NativeStack::capture_to_interpreter(uint64_t* frames, int max) {
+int NativeStack::capture_to_interpreter(uint64_t* frames, int max) {
   Backtrace fn = nullptr;
   return ready(&fn) ? unwind(fn, frames, max, true) : 0;
 }

@@ -6,10 +6,8 @@
 
 #include <new>
 
-#include "interpose/common/hot_path.h"
 #include "interpose/common/instance_id.h"
 #include "interpose/common/real_dlsym.h"
-#include "interpose/common/thread_region.h"
 
 namespace gmt::interpose {
 namespace {
@@ -80,9 +78,9 @@ struct PythonStack::FrameCache {
 
 namespace {
 
-// In the thread's region (thread_region.h), one per thread, freed when the thread ends: the
-// static TLS block, where this library's initial-exec thread_locals put all of them, has too
-// little room for the frames when the library is opened with dlopen.
+// On the heap, one per thread, freed when the thread ends: the static TLS block, where this
+// library's initial-exec thread_locals put all of them, has too little room for the frames when
+// the library is opened with dlopen.
 thread_local void* my_frames __attribute__((tls_model("initial-exec"))) = nullptr;
 
 // A frame as a stack holds it: code id << 32 | line (0 when there is none).
@@ -103,15 +101,15 @@ PythonStack::~PythonStack() {
 
 void PythonStack::free_thread_frames(void* frames) {
   if (my_frames == frames) my_frames = nullptr;
-  destroy_in_thread_region(static_cast<FrameCache*>(frames));
+  delete static_cast<FrameCache*>(frames);
 }
 
 // This thread's frames met last; null when there can be none.
-GMT_HOT_PATH PythonStack::FrameCache* PythonStack::thread_frames() {
+PythonStack::FrameCache* PythonStack::thread_frames() {
   if (my_frames != nullptr) [[likely]]
     return static_cast<FrameCache*>(my_frames);
   if (!have_frames_key_) return nullptr;
-  auto* frames = make_in_thread_region<FrameCache>();
+  auto* frames = new (std::nothrow) FrameCache;
   if (frames == nullptr) return nullptr;
   my_frames = frames;
   pthread_setspecific(frames_key_, frames);
@@ -179,7 +177,7 @@ uint32_t PythonStack::code_id(void* code) {
   return rec.id;
 }
 
-GMT_HOT_PATH int PythonStack::capture(uint64_t* frames, int max) {
+int PythonStack::capture(uint64_t* frames, int max) {
   const int state = state_.load(std::memory_order_acquire);
   if (state == 3 || (state != 2 && !resolve())) return 0;
   // Only a thread that holds the GIL may look at its frames; a thread without one (a CUDA
@@ -208,7 +206,7 @@ GMT_HOT_PATH int PythonStack::capture(uint64_t* frames, int max) {
   return n;
 }
 
-GMT_HOT_PATH int PythonStack::capture_released(uint64_t* frames, int max) {
+int PythonStack::capture_released(uint64_t* frames, int max) {
   if (!released_ready_) return 0;
   // A thread that ever ran Python keeps its thread state while it is in C code.
   const void* tstate = api_.this_thread_state();

@@ -3,9 +3,7 @@
 
 #include <algorithm>
 
-#include "interpose/common/hot_path.h"
 #include "interpose/common/instance_id.h"
-#include "interpose/common/thread_region.h"
 
 namespace gmt::interpose {
 namespace {
@@ -24,10 +22,10 @@ StackTable::~StackTable() {
 
 void StackTable::free_thread_cache(void* cache) {
   if (my_cache == cache) my_cache = nullptr;
-  destroy_in_thread_region(static_cast<ThreadCache*>(cache));
+  delete static_cast<ThreadCache*>(cache);
 }
 
-GMT_HOT_PATH StackTable::ThreadCache* StackTable::thread_cache() {
+StackTable::ThreadCache* StackTable::thread_cache() {
   auto* cache = static_cast<ThreadCache*>(my_cache);
   const uint64_t id = id_.load(std::memory_order_acquire);
   if (cache != nullptr && cache->owner == id) [[likely]]
@@ -36,8 +34,7 @@ GMT_HOT_PATH StackTable::ThreadCache* StackTable::thread_cache() {
   if (cache == nullptr) {
     // One per thread: freed when the thread ends, by the table that made it (a thread that
     // uses a second table, in tests only, reuses it).
-    cache = make_in_thread_region<ThreadCache>();
-    if (cache == nullptr) return nullptr;
+    cache = new ThreadCache;
     my_cache = cache;
     pthread_setspecific(cache_key_, cache);
   }
@@ -46,7 +43,7 @@ GMT_HOT_PATH StackTable::ThreadCache* StackTable::thread_cache() {
   return cache;
 }
 
-GMT_HOT_PATH uint64_t StackTable::hash_of(const uint64_t* frames, int count) {
+uint64_t StackTable::hash_of(const uint64_t* frames, int count) {
   uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a over whole words: stacks are short
   for (int i = 0; i < count; ++i) {
     h ^= frames[i];

@@ -5,9 +5,7 @@
 #include <cstring>
 #include <new>
 
-#include "interpose/common/hot_path.h"
 #include "interpose/common/instance_id.h"
-#include "interpose/common/thread_region.h"
 #include "interpose/stacks/frame_rules.h"
 
 #if defined(__x86_64__)
@@ -152,10 +150,10 @@ StackWalker::~StackWalker() {
 
 void StackWalker::free_thread_walks(void* walks) {
   if (my_walks == walks) my_walks = nullptr;
-  destroy_in_thread_region(static_cast<ThreadWalks*>(walks));
+  delete static_cast<ThreadWalks*>(walks);
 }
 
-GMT_HOT_PATH StackWalker::ThreadWalks* StackWalker::thread_walks() {
+StackWalker::ThreadWalks* StackWalker::thread_walks() {
   auto* walks = static_cast<ThreadWalks*>(my_walks);
   const uint64_t epoch = epoch_.load(std::memory_order_relaxed);
   if (walks != nullptr && walks->owner == id_) [[likely]] {
@@ -169,7 +167,7 @@ GMT_HOT_PATH StackWalker::ThreadWalks* StackWalker::thread_walks() {
   if (walks == nullptr) {
     // One per thread that takes native stacks, freed when it ends (a thread that meets a second
     // walker, in tests only, reuses it).
-    walks = make_in_thread_region<ThreadWalks>();
+    walks = new (std::nothrow) ThreadWalks;
     if (walks == nullptr) return nullptr;
     walks->find_stack();
     my_walks = walks;
@@ -188,8 +186,8 @@ StackWalker::Counts StackWalker::thread_counts() const {
   return walks != nullptr && walks->owner == id_ ? walks->counts : Counts{};
 }
 
-GMT_HOT_PATH __attribute__((noinline)) int StackWalker::walk(uint64_t* frames, int max,
-                                                             const StopModules* stop) {
+__attribute__((noinline)) int StackWalker::walk(uint64_t* frames, int max,
+                                                const StopModules* stop) {
 #if defined(__x86_64__)
   Start start{};
   gmt_walk_start_registers(&start);
@@ -200,8 +198,7 @@ GMT_HOT_PATH __attribute__((noinline)) int StackWalker::walk(uint64_t* frames, i
 #endif
 }
 
-GMT_HOT_PATH int StackWalker::walk_from(const Start& start, uint64_t* frames, int max,
-                                        const StopModules* stop) {
+int StackWalker::walk_from(const Start& start, uint64_t* frames, int max, const StopModules* stop) {
   ThreadWalks* w = thread_walks();
   if (w == nullptr || max <= 0) return -1;
   if (start.sp < w->stack_low || start.sp >= w->stack_high) {
