@@ -17,7 +17,8 @@
 # A mode gmt_STACKS_bounded (not in the default list: gmt_all_bounded) traces with a bounded
 # trace of GMT_BENCH_MAX_SIZE (default 2MiB), for its cost next to the unbounded one's; a mode
 # gmt_STACKS_libunwind (e.g. gmt_all_libunwind) takes native stacks by libunwind alone
-# (GPUMEMTRACE_UNWIND=libunwind), for our walker's gain next to it.
+# (GPUMEMTRACE_UNWIND=libunwind), for our walker's gain next to it; a mode gmt_STACKS_nosampler
+# turns the sampler off (GPUMEMTRACE_SAMPLE_MS=0), for what it costs.
 # After the rounds, each traced configuration runs once more with GPUMEMTRACE_SELF_TIME=1: the
 # recorder's own time, measured inside that process, per event and as a share of its step. On a
 # shared host, wall time moves by tens of percent from one process to the next; that share does
@@ -53,6 +54,11 @@ measure() {  # measure ALLOCATOR MODE ROUND
       if [ "${stacks%_bounded}" != "$stacks" ]; then
         stacks=${stacks%_bounded}
         env+=(GPUMEMTRACE_MAX_SIZE="${GMT_BENCH_MAX_SIZE:-2MiB}")
+      fi
+      # gmt_STACKS_nosampler: the sampler off (GPUMEMTRACE_SAMPLE_MS=0), for its share.
+      if [ "${stacks%_nosampler}" != "$stacks" ]; then
+        stacks=${stacks%_nosampler}
+        env+=(GPUMEMTRACE_SAMPLE_MS=0)
       fi
       # gmt_STACKS_libunwind: native stacks by libunwind alone, not our walker.
       if [ "${stacks%_libunwind}" != "$stacks" ]; then

@@ -49,9 +49,15 @@ uint32_t EventRecorder::context_id_locked(uint64_t context, int device) {
   return rec.id;
 }
 
+uint32_t EventRecorder::stack(CostScope& cost) {
+  // Without stacks there is nothing to take, and nothing to time: the self-time note counts the
+  // stacks taken, and four clock reads in each.
+  if (config_.stacks == StackMode::kNone) return 0;
+  return cost.stack([&](StackCost* parts) { return stack_here(parts); });
+}
+
 uint32_t EventRecorder::stack_here(StackCost* cost) {
   const StackMode mode = config_.stacks;
-  if (mode == StackMode::kNone) return 0;
   uint64_t frames[2 * format::StackRecord::kMaxFrames];
   const int depth = config_.stack_depth;
   // Python frames first: in `all`, only a stack that has them may end its native frames at the
@@ -93,7 +99,7 @@ void EventRecorder::allocation(uint32_t error, int device, uint64_t context,
     rec.public_api = PublicApiScope::current();
     rec.size = size;
     rec.error = error;
-    rec.stack = cost.stack([&](StackCost* parts) { return stack_here(parts); });
+    rec.stack = stack(cost);
     phases_.flush_if_pending();
     writer_.record(rec);
     after_allocation(error, device, kind, 0, size, 0);
@@ -108,7 +114,7 @@ void EventRecorder::allocation(uint32_t error, int device, uint64_t context,
   rec.address = address;
   rec.size = size;
   rec.context = context_id(context, device);
-  rec.stack = cost.stack([&](StackCost* parts) { return stack_here(parts); });
+  rec.stack = stack(cost);
   // Phases opened before the trace existed go first: the context record above started it.
   phases_.flush_if_pending();
   writer_.record(rec);
@@ -208,9 +214,7 @@ void EventRecorder::block(uint32_t allocator, uint32_t action, int device, uint6
   rec.address = address;
   rec.size = size;
   rec.stream = stream;
-  rec.stack = block_action_has_stack(action)
-                  ? cost.stack([&](StackCost* parts) { return stack_here(parts); })
-                  : 0;
+  rec.stack = block_action_has_stack(action) ? stack(cost) : 0;
   // Phases opened before the trace existed go first, as for an allocation (the record may be
   // the one that creates the trace, which they then follow).
   phases_.flush_if_pending();

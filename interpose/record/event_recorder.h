@@ -76,8 +76,10 @@ class EventRecorder {
   // The id allocations use for `context`, writing its ContextRecord the first time it is seen.
   uint32_t context_id(uint64_t context, int device);
   uint32_t context_id_locked(uint64_t context, int device);
-  // The id of the calling thread's stack, as configured (0 when stacks are off); what its parts
-  // cost is counted in `cost` unless that is null.
+  // The id of the calling thread's stack, as configured (0 when stacks are off), timed apart by
+  // `cost`.
+  uint32_t stack(CostScope& cost);
+  // stack()'s work once stacks are on: what its parts cost is counted in `cost` unless null.
   uint32_t stack_here(StackCost* cost);
 
   struct KnownContext {

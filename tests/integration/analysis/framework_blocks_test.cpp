@@ -256,6 +256,33 @@ TEST_F(FrameworkBlocks, TheRecordersCostIsNotedWhenAskedFor) {
     EXPECT_FALSE(note.get<std::string>().starts_with("recorder cost")) << note;
 }
 
+// Without stacks the note counts every event and no stack (none was taken, and none timed).
+TEST_F(FrameworkBlocks, WithoutStacksTheCostNoteCountsNoStack) {
+  const ProcessResult run =
+      run_traced("workload_cached_training", {"60"},
+                 {{"GPUMEMTRACE_SELF_TIME", "1"}, {"GPUMEMTRACE_STACKS", "none"}});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  last_output_ = run.out;
+  const std::string trace = only_trace();
+  const int segments = printed(last_output_, "segments");
+  const long long blocks = static_cast<long long>(block_records(trace).size());
+  const json r = command_json({"report", "--json", trace});
+  std::string cost_note;
+  for (const json& note : r["traces"][0]["notes"]) {
+    if (note.get<std::string>().starts_with("recorder cost: ")) cost_note = note;
+  }
+  long long events = 0, total_ns = 0, stack_ns = 0, stacks = -1;
+  ASSERT_EQ(std::sscanf(cost_note.c_str(),
+                        "recorder cost: %lld events, %lld ns in the recorder, %lld ns of it taking "
+                        "%lld stacks",
+                        &events, &total_ns, &stack_ns, &stacks),
+            4)
+      << cost_note;
+  EXPECT_EQ(events, blocks + segments);
+  EXPECT_EQ(stacks, 0);
+  EXPECT_EQ(stack_ns, 0);
+}
+
 // PyTorch's trace entries give the size asked for (4 bytes for a scalar, 3 MiB + 1000 for a kept
 // activation), while its figures count the blocks: 512 bytes, the request rounded up, or a whole
 // free block when what is left is not worth splitting. The analyzer rebuilds the blocks from the
