@@ -71,7 +71,25 @@ bool keeps_memory_on_purpose(std::string_view library) {
          library == "jax";
 }
 
+bool cupy_hook_file(std::string_view file) {
+  return basename_of(file) == "gpumemtrace_cupy.py";
+}
+
+// A block of CuPy's pool comes through our hook (python/gpumemtrace_cupy.py), a Python method
+// called by CuPy that calls us through ctypes: its native frames are ctypes' and the
+// interpreter's, and stop there.
+bool through_cupy_hook(const TraceSummary& trace, uint32_t stack_id) {
+  const auto python = trace.python_stacks.find(stack_id);
+  if (python == trace.python_stacks.end()) return false;
+  for (uint64_t frame : python->second) {
+    const auto code = trace.python_code.find(static_cast<uint32_t>(frame >> 32));
+    if (code != trace.python_code.end() && cupy_hook_file(code->second.file)) return true;
+  }
+  return false;
+}
+
 std::string owner_library(const TraceSummary& trace, uint32_t stack_id) {
+  if (through_cupy_hook(trace, stack_id)) return "cupy";
   const auto stack = trace.stacks.find(stack_id);
   if (stack == trace.stacks.end()) return "unknown";
   const auto epoch = trace.stack_module_epoch.find(stack_id);

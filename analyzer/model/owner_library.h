@@ -31,8 +31,12 @@ bool caching_allocator_library(std::string_view library);
 // ("libnccl"), XLA's preallocated pool ("jax").
 bool keeps_memory_on_purpose(std::string_view library);
 
-// The owning library of the allocations made at `stack_id` in `trace`; "unknown" when the stack
-// was not recorded or none of its frames lies in a known module.
+// Whether `file` is our hook into CuPy's memory pool (python/gpumemtrace_cupy.py).
+bool cupy_hook_file(std::string_view file);
+
+// The owning library of the allocations made at `stack_id` in `trace`: "cupy" for a block CuPy's
+// pool reported through our hook; "unknown" when the stack was not recorded or none of its
+// frames lies in a known module.
 std::string owner_library(const TraceSummary& trace, uint32_t stack_id);
 
 // The same, remembered per stack: a report asks for the same stacks many times.

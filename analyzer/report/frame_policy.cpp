@@ -7,6 +7,8 @@
 #include <iterator>
 #include <string_view>
 
+#include "analyzer/model/owner_library.h"
+
 namespace gmt::analyzer {
 
 namespace {
@@ -42,6 +44,15 @@ bool start_symbol(std::string_view function) {
          starts_with_any(function, {"__libc_start_main", "__libc_start_call_main"});
 }
 
+// A python executable with the interpreter linked in ("python3.12"), as libpython is.
+bool interpreter_executable(std::string_view name) {
+  if (!name.starts_with("python")) return false;
+  name.remove_prefix(6);
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c)) || c == '.';
+  });
+}
+
 FrameOrigin module_origin(std::string_view path) {
   const std::string_view name = basename_of(path);
   if (name.starts_with("libgpumemtrace")) return FrameOrigin::kProfiler;
@@ -59,7 +70,7 @@ FrameOrigin module_origin(std::string_view path) {
   if (starts_with_any(
           name, {"libc.so", "libc-", "libstdc++", "libgcc_s", "ld-linux", "ld64.so", "libpthread",
                  "libm.so", "libdl.so", "libc++", "libffi", "libpython"}) ||
-      contains_any(path, {"/lib-dynload/"})) {
+      contains_any(path, {"/lib-dynload/"}) || interpreter_executable(name)) {
     return FrameOrigin::kSystem;
   }
   return FrameOrigin::kUser;
@@ -78,6 +89,7 @@ std::string module_stem(std::string_view name) {
 
 // What a library frame is part of, as the `via` line names it.
 std::string layer_name(const SiteFrame& frame) {
+  if (frame.kind == "python") return "CuPy pool";  // the one Python frame of a library's (above)
   const std::string_view module = frame.module ? std::string_view(*frame.module) : "";
   const std::string_view name = basename_of(module);
   const std::string_view function = frame.function;
@@ -133,7 +145,9 @@ std::optional<std::string> entry_point(const std::vector<SiteFrame>& frames, std
 }  // namespace
 
 FrameOrigin frame_origin(const SiteFrame& frame) {
-  if (frame.kind == "python") return FrameOrigin::kUser;
+  // Our hook in CuPy's memory pool is a Python frame of CuPy's allocation path, not the user's.
+  if (frame.kind == "python")
+    return frame.file && cupy_hook_file(*frame.file) ? FrameOrigin::kLibrary : FrameOrigin::kUser;
   if (frame.kind == "attribution") return FrameOrigin::kLibrary;
   if (frame.module) {
     const FrameOrigin by_module = module_origin(*frame.module);
@@ -156,7 +170,7 @@ bool unsymbolized(const SiteFrame& frame) {
 
 std::optional<std::size_t> first_user_frame(const std::vector<SiteFrame>& frames) {
   for (std::size_t i = 0; i < frames.size(); ++i) {
-    if (frames[i].kind == "python") return i;
+    if (frames[i].kind == "python" && frame_origin(frames[i]) == FrameOrigin::kUser) return i;
   }
   // What the CUDA runtime's entry point called is the runtime's, whatever module holds it (a
   // static cudart's helpers are in the program's): the user's code is further out.

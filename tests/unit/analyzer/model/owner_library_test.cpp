@@ -55,6 +55,24 @@ TEST(OwnerLibrary, IsTheFirstModuleOfTheStackPastTheCudaPlumbing) {
   EXPECT_EQ(cache.of(1), "libnccl");
 }
 
+// A block of CuPy's pool reaches us through our Python hook and ctypes: its native frames are
+// the interpreter's calling machinery, and the pool is known by the hook's Python frame.
+TEST(OwnerLibrary, ABlockThroughOurCupyHookIsCupys) {
+  TraceSummary trace;
+  trace.modules = {module("/usr/lib/x86_64-linux-gnu/libffi.so.8", 0x1000, 0x2000)};
+  trace.python_code[1] = {"_make_hook.<locals>.BlockHook.malloc_postprocess",
+                          "/opt/gpumemtrace/python/gpumemtrace_cupy.py"};
+  trace.python_code[2] = {"keep", "/src/leak.py"};
+  trace.stacks[1] = {0x1100};
+  trace.python_stacks[1] = {uint64_t{1} << 32 | 57, uint64_t{2} << 32 | 20};
+  trace.stacks[2] = {0x1100};  // ctypes from the user's own code, without the hook
+  trace.python_stacks[2] = {uint64_t{2} << 32 | 20};
+  EXPECT_EQ(owner_library(trace, 1), "cupy");
+  EXPECT_EQ(owner_library(trace, 2), "libffi");
+  EXPECT_TRUE(cupy_hook_file("/x/python/gpumemtrace_cupy.py"));
+  EXPECT_FALSE(cupy_hook_file("/x/python/my_gpumemtrace_cupy.py.bak"));
+}
+
 TEST(OwnerLibrary, UsesTheModulesLoadedWhenTheStackWasRecorded) {
   TraceSummary trace;
   trace.modules = {module("/plugins/libold.so", 0x1000, 0x2000),

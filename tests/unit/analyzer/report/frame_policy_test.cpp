@@ -94,6 +94,29 @@ TEST(FramePolicy, PythonFramesLeadPastTheFramework) {
             "  <module>  train.py:37\n");
 }
 
+// CuPy's pool reports its blocks through our Python hook (python/gpumemtrace_cupy.py), which
+// calls us through ctypes: the hook's frame is CuPy's allocation path, the user's line is past it.
+TEST(FramePolicy, OurCupyHooksFrameIsCupysPathNotTheUsers) {
+  const std::vector<SiteFrame> frames = {
+      in("gpumemtrace_framework_block", "/opt/gpumemtrace/lib/libgpumemtrace.so"),
+      in("ffi_call", "/usr/lib/x86_64-linux-gnu/libffi.so.8"),
+      in("_ctypes_callproc",
+         "/usr/lib/python3.12/lib-dynload/_ctypes.cpython-312-x86_64-linux-gnu.so"),
+      in("_PyEval_EvalFrameDefault", "/usr/bin/python3.12"),
+      python("_make_hook.<locals>.BlockHook.malloc_postprocess",
+             "/opt/gpumemtrace/python/gpumemtrace_cupy.py", 57),
+      python("keep", "/src/cupy_planted_leak.py", 20),
+      python("main", "/src/cupy_planted_leak.py", 32)};
+  EXPECT_EQ(frame_origin(frames[3]), FrameOrigin::kSystem);  // the interpreter, linked in
+  EXPECT_EQ(frame_origin(frames[4]), FrameOrigin::kLibrary);
+  EXPECT_EQ(frame_origin(frames[5]), FrameOrigin::kUser);
+  EXPECT_EQ(first_user_frame(frames), std::optional<std::size_t>(5));
+  EXPECT_EQ(written(frames, 2),
+            "  keep  cupy_planted_leak.py:20\n"
+            "    via CuPy pool\n"
+            "  main  cupy_planted_leak.py:32\n");
+}
+
 TEST(FramePolicy, UnsymbolizedFramesNeverLead) {
   const std::vector<SiteFrame> frames = {
       in("cudaMalloc", "/x/libcudart.so.13"), in("libplugin.so+0x1f00", "/opt/app/libplugin.so"),
