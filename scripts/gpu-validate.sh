@@ -214,6 +214,7 @@ cupy_trace=$(ls "$out"/cupy_leak.*.gmt | head -1)
 "$gmt" report --json "$cupy_trace" >"$out/cupy_leak.report.json"
 cupy_line=$(sed -n 's/^leak_line=\([0-9]*\).*/\1/p' "$out/cupy_leak.log")
 check "cupy: the planted leak is the top probable leak, at cupy_planted_leak.py:$cupy_line" True "$(json_field "$out/cupy_leak.leaks.json" '[any(f["file"] is not None and f["file"].endswith("cupy_planted_leak.py") and f["line"] == int(sys.argv[3]) for f in l["frames"]) for l in d["leaks"] if l["class"] == "probable_leak"][:1] == [True]' "$cupy_line")"
+check "cupy: the planted leak's stack opens at its line, and its library is cupy" "True cupy" "$(json_field "$out/cupy_leak.leaks.json" '(lambda l: "%s %s" % (any(f.get("user") and f["line"] == int(sys.argv[3]) for f in l["frames"]), l["library"]))([l for l in d["leaks"] if l["class"] == "probable_leak"][0])' "$cupy_line")"
 cupy_used=$(sed -n 's/.*used_bytes=\([0-9]*\).*/\1/p' "$out/cupy_leak.log")
 check "cupy: its blocks never freed at the end equal the pool's used bytes" "$cupy_used" "$(json_field "$out/cupy_leak.leaks.json" 'sum(g["bytes"] for g in d["leaks"] if g.get("allocator") == "cupy" and g.get("level") == "block")')"
 
