@@ -248,11 +248,7 @@ uint64_t PythonStack::released_frame(const ReleasedFrameReader::Frame& frame) {
       cached->generation == generation) {
     return cached->frame;
   }
-  return keep(frames->place(frame.code, frame.prev_instr),
-              {key, generation,
-               packed_frame(released_code_id(frame.code, key),
-                            released_.line_of(frame.code, frame.prev_instr)),
-               true});
+  return remember_released(*frames, frame.code, frame.prev_instr, key, generation);
 }
 
 uint64_t PythonStack::met_anew(FrameCache& frames, const void* code, const void* prev_instr,
@@ -266,15 +262,17 @@ uint64_t PythonStack::met_anew(FrameCache& frames, const void* code, const void*
     case ReleasedFrameReader::Check::kNew:
       break;
   }
-  return keep(
-      frames.place(code, prev_instr),
-      {key, generation,
-       packed_frame(released_code_id(code, key), released_.line_of(code, prev_instr)), true});
+  return remember_released(frames, code, prev_instr, key, generation);
 }
 
-uint64_t PythonStack::keep(CachedFrame& slot, const CachedFrame& frame) {
-  slot = frame;
-  return frame.frame;
+uint64_t PythonStack::remember_released(FrameCache& frames, const void* code,
+                                        const void* prev_instr,
+                                        const ReleasedFrameReader::CodeKey& key,
+                                        uint64_t generation) {
+  CachedFrame& slot = frames.place(code, prev_instr);
+  slot = {key, generation,
+          packed_frame(released_code_id(code, key), released_.line_of(code, prev_instr)), true};
+  return slot.frame;
 }
 
 uint64_t PythonStack::api_frame(void* frame, void* code) {
@@ -288,8 +286,9 @@ uint64_t PythonStack::api_frame(void* frame, void* code) {
   if (cached != nullptr && !cached->in_place && cached->generation == generation) {
     return cached->frame;
   }
-  return keep(frames->place(code, instr),
-              {{}, generation, packed_frame(code_id(code), api_.frame_line(frame)), false});
+  CachedFrame& slot = frames->place(code, instr);
+  slot = {{}, generation, packed_frame(code_id(code), api_.frame_line(frame)), false};
+  return slot.frame;
 }
 
 uint32_t PythonStack::released_code_id(const void* code, const ReleasedFrameReader::CodeKey& key) {

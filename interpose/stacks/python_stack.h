@@ -57,8 +57,6 @@ class PythonStack {
   struct FrameCache;   // python_stack.cpp
   static void free_thread_frames(void* frames);
   FrameCache* thread_frames();
-  // Keeps `frame` in `slot` and returns it as a stack holds it.
-  static uint64_t keep(CachedFrame& slot, const CachedFrame& frame);
 
   bool resolve();
   uint32_t code_id(void* code);
@@ -72,6 +70,9 @@ class PythonStack {
   // A frame of a trusted walk that this thread's cache does not hold: checked, named, and kept.
   uint64_t met_anew(FrameCache& frames, const void* code, const void* prev_instr, char owner,
                     uint64_t generation);
+  // Names a frame read in place (a code id, a line) and keeps it in this thread's cache.
+  uint64_t remember_released(FrameCache& frames, const void* code, const void* prev_instr,
+                             const ReleasedFrameReader::CodeKey& key, uint64_t generation);
   std::string code_attribute(void* code, const char* name);
 
   TraceWriter& writer_;
