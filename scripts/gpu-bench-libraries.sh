@@ -29,37 +29,28 @@ for round in $(seq 1 "${GMT_BENCH_ROUNDS:-3}"); do
   done
 done
 python3 - "$out" "$gmt" "${@%%=*}" <<'PY'
-import glob, json, re, statistics, subprocess, sys
+import glob, json, statistics, sys
+sys.path.insert(0, "scripts/lib")
+from recorder_cost import corrected, note_of
 out, gmt, names = sys.argv[1], sys.argv[2], sys.argv[3:]
-note_re = re.compile(r"recorder cost: (\d+) events, (\d+) ns in the recorder, (\d+) ns of it "
-                     r"taking (\d+) stacks \((\d+) ns of those reading Python frames.*clock reads, "
-                     r"(\d+) ns each")
 print(f"{'library':12} {'round':>5} {'ns/event':>9} {'ns/stack':>9} {'python':>7}"
       f" {'not stacks':>10} {'recorder share':>15}")
 for name in names:
     shares = []
     for result_path in sorted(glob.glob(f"{out}/{name}.*.json")):
         result = json.load(open(result_path))
-        notes = []  # the traced python process's note (a compiler it ran has its own trace)
-        for trace in glob.glob(f"{result_path[:-5]}/*.gmt"):
-            dump = subprocess.run([gmt, "dump", trace], capture_output=True, text=True).stdout
-            if m := note_re.search(dump):
-                notes.append(tuple(map(int, m.groups())))
+        # The traced python process's note (a compiler it ran has a trace of its own).
+        notes = [n for t in glob.glob(f"{result_path[:-5]}/*.gmt") if (n := note_of(gmt, t))]
         if not notes:
             print(f"{name:12} {result_path}: no cost note")
             continue
-        events, total, stack_ns, stacks, python_ns, read = max(notes)
-        total -= read * (events + 4 * stacks)
-        stack_ns -= read * 3 * stacks
-        python_ns -= read * stacks
-        steps = result["steps_run"]
-        plain_ms = result["ms_per_step"] - read * (2 * events + 4 * stacks) / steps / 1e6
-        share = total / steps / 1e6 / plain_ms
-        shares.append(share)
-        taken = max(stacks, 1)
-        print(f"{name:12} {result_path.rsplit('.', 2)[-2]:>5} {total / events:9.0f}"
-              f" {stack_ns / taken:9.0f} {python_ns / taken:7.0f} {(total - stack_ns) / events:10.0f}"
-              f" {share:14.2%}")
+        note = max(notes, key=lambda n: n["events"])
+        cost = corrected(note, result["steps_run"], result["ms_per_step"])
+        shares.append(cost["share"])
+        events, taken = note["events"], max(note["stacks"], 1)
+        print(f"{name:12} {result_path.rsplit('.', 2)[-2]:>5} {cost['total_ns'] / events:9.0f}"
+              f" {cost['stack_ns'] / taken:9.0f} {cost['python_ns'] / taken:7.0f}"
+              f" {(cost['total_ns'] - cost['stack_ns']) / events:10.0f} {cost['share']:14.2%}")
     if shares:
         print(f"{name:12} {'median':>5} {'':9} {'':9} {'':7} {'':10} {statistics.median(shares):14.2%}")
 PY

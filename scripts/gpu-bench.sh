@@ -124,16 +124,12 @@ done
 if [ "${#cost_rows[@]}" -gt 0 ]; then
   echo
   python3 - "$out" "$gmt" "${cost_rows[@]}" <<'PY'
-import glob, json, re, subprocess, sys
+import glob, json, sys
+sys.path.insert(0, "scripts/lib")
+from recorder_cost import corrected, note_of
 out, gmt, rows = sys.argv[1], sys.argv[2], sys.argv[3:]
-note_re = re.compile(r"recorder cost: (\d+) events, (\d+) ns in the recorder, (\d+) ns of it "
-                     r"taking (\d+) stacks \((\d+) ns of those reading Python frames, (\d+) native "
-                     r"frames, (\d+) native stacks remembered, (\d+) by libunwind.*clock reads, "
-                     r"(\d+) ns each")
-# The figures less the measurement's own clock reads (one per event and four more per stack in
-# the total, three per stack in the stacks' ns, one in the Python frames'), which a recording
-# without the measurement does not make: the recorder's cost, and its share of a step without
-# the measurement. The share as measured, reads and all, is shown beside it.
+# The recorder's cost less the measurement's own clock reads, and its share of a step without
+# the measurement (recorder_cost.py); the share as measured, reads and all, beside it.
 print(f"{'configuration':26} {'events/step':>11} {'ns/event':>9} {'of it stacks':>13}"
       f" {'ns/stack':>9} {'python':>7} {'native frames':>13} {'remembered':>10} {'libunwind':>9}"
       f" {'clock read':>10} {'us/step':>8} {'ms/step':>8} {'recorder share':>15}"
@@ -141,29 +137,21 @@ print(f"{'configuration':26} {'events/step':>11} {'ns/event':>9} {'of it stacks'
 for row in rows:
     try:
         result = json.load(open(f"{out}/{row}.cost.json"))
-        trace = glob.glob(f"{out}/{row}.cost.*.gmt")[0]
-        dump = subprocess.run([gmt, "dump", trace], capture_output=True, text=True).stdout
-        (events, measured, measured_stacks, stacks, measured_python, native, remembered,
-         libunwind, read) = map(int, note_re.search(dump).groups())
-    except (OSError, IndexError, AttributeError, ValueError) as e:
+        note = note_of(gmt, glob.glob(f"{out}/{row}.cost.*.gmt")[0])
+        if note is None:
+            raise ValueError("the trace has no cost note")
+    except (OSError, IndexError, ValueError) as e:
         print(f"{row:26} no cost note ({e.__class__.__name__}: {e})")
         continue
-    total = measured - read * (events + 4 * stacks)
-    stack_ns = measured_stacks - read * 3 * stacks
-    python_ns = measured_python - read * stacks
     steps, ms_per_step = result["steps_run"], result["ms_per_step"]
-    per_step = events / steps
-    us_per_step = total / steps / 1e3
-    # The step without the measurement: less every read it made (two per event, four more per
-    # stack), inside the figures or not.
-    plain_ms = ms_per_step - read * (2 * events + 4 * stacks) / steps / 1e6
-    share = us_per_step / 1e3 / plain_ms
-    measured_share = measured / steps / 1e6 / ms_per_step
-    taken = max(stacks, 1)
-    print(f"{row:26} {per_step:11.1f} {total / events:9.0f} {stack_ns / events:13.0f}"
-          f" {stack_ns / taken:9.0f} {python_ns / taken:7.0f} {native / taken:13.1f}"
-          f" {remembered / taken:10.1%} {libunwind:9d} {read:10d}"
-          f" {us_per_step:8.1f} {ms_per_step:8.3f} {share:14.1%} {measured_share:14.1%}")
+    cost = corrected(note, steps, ms_per_step)
+    events, taken = note["events"], max(note["stacks"], 1)
+    print(f"{row:26} {events / steps:11.1f} {cost['total_ns'] / events:9.0f}"
+          f" {cost['stack_ns'] / events:13.0f} {cost['stack_ns'] / taken:9.0f}"
+          f" {cost['python_ns'] / taken:7.0f} {note['native_frames'] / taken:13.1f}"
+          f" {note['remembered'] / taken:10.1%} {note['libunwind']:9d} {note['clock_read_ns']:10d}"
+          f" {cost['total_ns'] / steps / 1e3:8.1f} {ms_per_step:8.3f} {cost['share']:14.1%}"
+          f" {cost['measured_share']:14.1%}")
 PY
 fi
 
