@@ -18,7 +18,8 @@
 # trace of GMT_BENCH_MAX_SIZE (default 2MiB), for its cost next to the unbounded one's; a mode
 # gmt_STACKS_libunwind (e.g. gmt_all_libunwind) takes native stacks by libunwind alone
 # (GPUMEMTRACE_UNWIND=libunwind), for our walker's gain next to it; a mode gmt_STACKS_nosampler
-# turns the sampler off (GPUMEMTRACE_SAMPLE_MS=0), for what it costs.
+# turns the sampler off (GPUMEMTRACE_SAMPLE_MS=0), for what it costs; gmt_STACKS_noblocks turns
+# PyTorch's block events off (GPUMEMTRACE_TORCH_BLOCKS=0), for what the rest of the recorder costs.
 # After the rounds, each traced configuration runs once more with GPUMEMTRACE_SELF_TIME=1: the
 # recorder's own time, measured inside that process, per event and as a share of its step. On a
 # shared host, wall time moves by tens of percent from one process to the next; that share does
@@ -39,6 +40,10 @@ measure() {  # measure ALLOCATOR MODE ROUND
     echo "PyTorch's history does not support cudaMallocAsync" >"$out/$1.$2.not_run"
     return
   fi
+  if [ "$allocator" = async ] && [ "$mode" = torch_tracker_noop ]; then
+    echo "cudaMallocAsync has no trace tracker" >"$out/$1.$2.not_run"
+    return
+  fi
   local pin=()
   [ -n "${GMT_BENCH_CPUS:-}" ] && pin=(taskset -c "$GMT_BENCH_CPUS")
   [ "$allocator" = nocache ] && env+=(PYTORCH_NO_CUDA_MEMORY_CACHING=1)
@@ -47,6 +52,8 @@ measure() {  # measure ALLOCATOR MODE ROUND
     untraced) "${pin[@]}" env "${env[@]}" python3 "$workload" "$out/$name.json" ;;
     torch_history_python) "${pin[@]}" env "${env[@]}" python3 "$workload" --history python "$out/$name.json" ;;
     torch_history_all) "${pin[@]}" env "${env[@]}" python3 "$workload" --history all "$out/$name.json" ;;
+    torch_tracker_noop) "${pin[@]}" env "${env[@]}" python3 "$workload" --tracker "$shim" "$stub" \
+      "$out/$name.json" ;;
     gmt_*) [ -n "${GMT_SELF_TIME_RUN:-}" ] && env+=(GPUMEMTRACE_SELF_TIME=1)
       local stacks=${mode#gmt_}
       # gmt_STACKS_bounded: a bounded trace (GMT_BENCH_MAX_SIZE, default 2MiB), which the run
@@ -60,6 +67,12 @@ measure() {  # measure ALLOCATOR MODE ROUND
         stacks=${stacks%_nosampler}
         env+=(GPUMEMTRACE_SAMPLE_MS=0)
       fi
+      # gmt_STACKS_noblocks: PyTorch's block events off (GPUMEMTRACE_TORCH_BLOCKS=0): what being
+      # preloaded costs a step whose allocations all come from the cache, the blocks apart.
+      if [ "${stacks%_noblocks}" != "$stacks" ]; then
+        stacks=${stacks%_noblocks}
+        env+=(GPUMEMTRACE_TORCH_BLOCKS=0)
+      fi
       # gmt_STACKS_libunwind: native stacks by libunwind alone, not our walker.
       if [ "${stacks%_libunwind}" != "$stacks" ]; then
         stacks=${stacks%_libunwind}
@@ -69,6 +82,21 @@ measure() {  # measure ALLOCATOR MODE ROUND
       python3 "$workload" "$out/$name.json" ;;
   esac >"$out/$name.log" 2>&1 || echo "FAIL $name (see $name.log)"
 }
+
+# torch_tracker_noop (not in the default list): untraced, but with our PyTorch shim attached to
+# the caching allocator, handing every trace entry to an entry point that does nothing
+# (tests/gpu/noop_block.cpp): what PyTorch itself spends on a trace tracker, which no recorder
+# can save. The shim is the one a traced run builds for this torch, in a cache of the bench's own.
+shim="" stub=""
+if [[ " ${GMT_BENCH_MODES:-} " == *" torch_tracker_noop "* ]]; then
+  GPUMEMTRACE_CACHE_DIR="$out/shim" "$gmt" run -o "$out/shim-build.%p.gmt" -- \
+    python3 -c 'import torch; torch.zeros(1, device="cuda")' >"$out/shim-build.log" 2>&1
+  shim=$(find "$out/shim" -name 'torch-tracker-*.so' 2>/dev/null | head -n 1)
+  stub="$out/shim/noop_block.so"
+  if [ -z "$shim" ] || ! c++ -shared -fPIC -O2 -o "$stub" tests/gpu/noop_block.cpp; then
+    echo "FAIL torch_tracker_noop: no shim was built (see shim-build.log), or the stub did not build"
+  fi
+fi
 
 # Rounds interleave the configurations, so that a slow minute of the machine does not land on
 # one configuration only; the table takes each configuration's median over the rounds.

@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """Times a small PyTorch MLP training loop, for scripts/gpu-bench.sh.
 
-Usage: python3 mlp_step_time.py [--history python|all] OUT_JSON
+Usage: python3 mlp_step_time.py [--history python|all | --tracker SHIM STUB] OUT_JSON
 Prints and writes the median time per step (ms) over the timed steps, and how many steps the
 process ran, warm-up included ("steps_run"). With --history, PyTorch's
-own torch.cuda.memory._record_memory_history(stacks=...) is on during the loop, for comparison.
+own torch.cuda.memory._record_memory_history(stacks=...) is on during the loop, for comparison;
+with --tracker, PyTorch hands its trace entries to a tracker that does nothing (bench_run.py).
 GMT_BENCH_MODEL=small trains 16 layers of 64 features on 32 rows instead: a step of tiny kernels
 whose time is the CPU's (launches, autograd, the allocator and whatever records it), where a
 tracer's cost per allocation shows instead of hiding behind the GPU's work.
@@ -15,11 +16,11 @@ import time
 
 import torch
 
-from bench_run import arguments, start_history, write_result
+from bench_run import arguments, start_instrument, write_result
 
 
 def main():
-    history, out_path = arguments()
+    instrument, out_path = arguments()
     torch.manual_seed(0)
     device = torch.device("cuda:0")
     small = os.environ.get("GMT_BENCH_MODEL") == "small"
@@ -36,7 +37,7 @@ def main():
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     x = torch.randn(rows, features, device=device)
     y = torch.randn(rows, features, device=device)
-    start_history(history)
+    start_instrument(instrument)
 
     def step():
         optimizer.zero_grad(set_to_none=True)
