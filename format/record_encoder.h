@@ -63,36 +63,6 @@ class GrowableBuffer {
   std::vector<uint8_t> bytes_;
 };
 
-// Writes into memory the caller has made room in (at least the record type's max_record_bytes):
-// the traced process encodes its event records straight into its chunk, with no copy.
-class PlacedBuffer {
- public:
-  explicit PlacedBuffer(uint8_t* at, std::size_t capacity) : at_(at), capacity_(capacity) {}
-  void append(const uint8_t* bytes, std::size_t n) {
-    if (n > capacity_ - size_) {
-      overflowed_ = true;
-      return;
-    }
-    for (std::size_t i = 0; i < n; ++i) at_[size_ + i] = bytes[i];
-    size_ += n;
-  }
-  void put_varint(uint64_t v) {
-    if (capacity_ - size_ < kMaxVarintBytes) {
-      overflowed_ = true;
-      return;
-    }
-    size_ += format::put_varint(at_ + size_, v);
-  }
-  std::size_t size() const { return size_; }
-  bool overflowed() const { return overflowed_; }
-
- private:
-  uint8_t* at_;
-  std::size_t capacity_;
-  std::size_t size_ = 0;
-  bool overflowed_ = false;
-};
-
 // State carried from one record to the next: times and addresses are stored as differences
 // from the previous record's, which are small (microseconds apart; allocators reuse nearby
 // addresses).
@@ -176,19 +146,36 @@ constexpr bool encodes_in_place() {
   }
 }
 
+// A record's integer fields as the varints they become (deltas and zigzag taken), gathered by
+// FieldWriter for one call of put_varints(). A record with other fields does not compile here.
+template <std::size_t kFields>
+class VarintList {
+ public:
+  void put_varint(uint64_t v) { values_[count_++] = v; }
+  void append(const uint8_t* bytes, std::size_t n) = delete;
+  const uint64_t* values() const { return values_; }
+  std::size_t count() const { return count_; }
+
+ private:
+  uint64_t values_[kFields];
+  std::size_t count_ = 0;
+};
+
 // The same framing, encoded in place at `at` (with max_record_bytes<R>() of room): the payload
 // goes straight to at + 2. Returns the framed size; 0 (never, by the static bound) if the
-// record did not fit.
+// record did not fit. The bound leaves room for every field's longest varint, so nothing is
+// checked field by field.
 template <class R>
 std::size_t encode_record_at(const R& record, CodecState& state, uint8_t* at) {
   static_assert(encodes_in_place<R>());
-  PlacedBuffer payload(at + 2, max_record_bytes<R>() - 2);
-  FieldWriter<PlacedBuffer> writer(payload, state);
+  VarintList<max_payload_bytes<R>() / kMaxVarintBytes> fields;
+  FieldWriter<decltype(fields)> writer(fields, state);
   R::fields(record, writer);
-  if (payload.overflowed() || payload.size() >= 0x80) return 0;
+  const std::size_t size = put_varints(at + 2, fields.values(), fields.count());
+  if (size >= 0x80) return 0;
   at[0] = static_cast<uint8_t>(R::kType);
-  at[1] = static_cast<uint8_t>(payload.size());
-  return payload.size() + 2;
+  at[1] = static_cast<uint8_t>(size);
+  return size + 2;
 }
 
 }  // namespace gmt::format

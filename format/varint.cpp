@@ -33,4 +33,10 @@ bool detect_fast_pext() {
 
 const bool kFastPext = detect_fast_pext();
 
+std::size_t put_varints(uint8_t* out, const uint64_t* values, std::size_t count) {
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < count; ++i) n += put_varint(out + n, values[i]);
+  return n;
+}
+
 }  // namespace gmt::format

@@ -23,6 +23,12 @@ inline std::size_t put_varint(uint8_t* out, uint64_t value) {
   return n;
 }
 
+// Writes `count` varints at `out`, one after the other; returns the bytes written. Not inline:
+// one copy serves every event record (record_encoder.h's encode_record_at), because the traced
+// process encodes between stretches of the program's own work, with its instruction cache cold,
+// where each line of code costs more than a few instructions do.
+std::size_t put_varints(uint8_t* out, const uint64_t* values, std::size_t count);
+
 // Reads a varint from [*pos, end). Returns false, leaving *pos unchanged, when the input ends
 // before the varint does or when it is longer than any 64-bit value can need.
 inline bool get_varint(const uint8_t** pos, const uint8_t* end, uint64_t* value) {

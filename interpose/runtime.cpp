@@ -19,11 +19,12 @@ Runtime::Runtime()
       events_(writer_, config_, sampler_, phases_),
       torch_tracker_(writer_) {}
 
-Runtime& Runtime::get() {
+Runtime& Runtime::make() {
   // Placement-new into static storage: no destructor is ever registered, so the runtime outlives
   // every exit-time free.
   alignas(Runtime) static unsigned char storage[sizeof(Runtime)];
   static Runtime* const instance = new (storage) Runtime();
+  made_.store(instance, std::memory_order_release);
   return *instance;
 }
 

@@ -19,7 +19,12 @@ namespace gmt::interpose {
 
 class Runtime {
  public:
-  static Runtime& get();
+  // Inline, one load once made: every hook and block event starts here.
+  static Runtime& get() {
+    if (Runtime* made = made_.load(std::memory_order_acquire)) [[likely]]
+      return *made;
+    return make();
+  }
 
   const Config& config() const { return config_; }
   DriverEntryPoints& entry_points() { return entry_points_; }
@@ -39,6 +44,10 @@ class Runtime {
 
  private:
   Runtime();
+  static Runtime& make();
+
+  // The runtime, once made (make()'s static holds it; this is where hooks find it).
+  static inline std::atomic<Runtime*> made_{nullptr};
 
   Config config_;
   TraceWriter writer_;

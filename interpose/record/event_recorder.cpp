@@ -63,17 +63,19 @@ uint32_t EventRecorder::stack_here(StackCost* cost) {
   // Python frames first: in `all`, only a stack that has them may end its native frames at the
   // interpreter, where they stand for the rest.
   uint64_t* python_frames = frames + format::StackRecord::kMaxFrames;
-  const uint64_t python_start = cost != nullptr ? monotonic_ns() : 0;
+  const bool timed = __builtin_expect(cost != nullptr, 0);
+  const uint64_t python_start = timed ? RecorderCost::now() : 0;
   const int python = mode == StackMode::kNative ? 0 : python_.capture(python_frames, depth);
-  if (cost != nullptr) cost->python_ns += monotonic_ns() - python_start;
+  if (timed) [[unlikely]]
+    cost->python_ns += RecorderCost::now() - python_start;
   int native = 0;
-  const NativeStack::Counts before = cost != nullptr ? native_.counts() : NativeStack::Counts{};
+  const NativeStack::Counts before = timed ? native_.counts() : NativeStack::Counts{};
   if (mode == StackMode::kAll && python > 0) {
     native = native_.capture_to_interpreter(frames, depth);
   } else if (mode != StackMode::kPython) {
     native = native_.capture(frames, depth);
   }
-  if (cost != nullptr) {
+  if (timed) [[unlikely]] {
     const NativeStack::Counts after = native_.counts();
     cost->native_frames += static_cast<uint64_t>(native);
     cost->native_remembered += after.remembered - before.remembered;

@@ -33,7 +33,7 @@
 
 namespace gmt::interpose {
 
-thread_local TraceChunkCursor TraceWriter::thread_chunk_;
+constinit thread_local TraceChunkCursor TraceWriter::thread_chunk_;
 
 __attribute__((noinline)) TraceChunkCursor& TraceWriter::thread_chunk_out_of_line() {
   return thread_chunk_;
@@ -112,8 +112,8 @@ std::string stop_note_text(const std::string& why) {
 }  // namespace
 
 TraceWriter::TraceWriter(const Config& config)
-    : config_(config),
-      generation_(new_generation()),
+    : generation_(new_generation()),
+      config_(config),
       bounded_(config.max_size != 0),
       folder_(bounded_ ? std::make_unique<LiveFolder>(kChunkSize) : nullptr) {
   // Room for the chunks of many threads made now: a chunk may be attached in a signal handler's

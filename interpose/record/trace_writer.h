@@ -72,7 +72,7 @@ class TraceWriter {
   template <class R>
   void record(R& rec) {
     ThreadChunk& chunk = thread_chunk();
-    if (chunk.busy) {
+    if (chunk.busy) [[unlikely]] {
       ++chunk.dropped;  // a signal handler's hook, while this thread is in here
       return;
     }
@@ -160,14 +160,16 @@ class TraceWriter {
     if constexpr (format::is_definition<R>()) {
       if (bounded_) return write_definition(rec);
     }
-    if (!usable(chunk, kMaxBytes) && !attach(chunk, kMaxBytes)) return false;
+    if (!usable(chunk, kMaxBytes) && !attach(chunk, kMaxBytes)) [[unlikely]]
+      return false;
     const InFlight in_flight(chunk, fence_in_hooks_.load(std::memory_order_relaxed));
     rec.time_ns = now_ns();
     if constexpr (format::encodes_in_place<R>()) {
       // Events: encoded in place, past the published bytes, then published.
       uint8_t* at = chunk.base + kChunkHeader + chunk.used;
       const std::size_t size = format::encode_record_at(rec, chunk.codec, at);
-      if (size == 0) return false;
+      if (size == 0) [[unlikely]]
+        return false;
       publish(chunk, at, size);
     } else {
       format::FixedBuffer<kMaxBytes> frame;
@@ -276,7 +278,10 @@ class TraceWriter {
   void give_up_locked(const std::string& why);
 
   static constexpr uint32_t kChunkHeader = 32;
-  static thread_local ThreadChunk thread_chunk_ __attribute__((tls_model("initial-exec")));
+  // constinit: other files then know it needs no initialization on first use, and read it with
+  // no check of a wrapper function's address (a line of data more per record).
+  static constinit thread_local ThreadChunk thread_chunk_
+      __attribute__((tls_model("initial-exec")));
   // The calling thread's cursor. Under the sanitizers it comes from a call: GCC's null check of
   // a thread_local's address branches on the flags of an `add x@gottpoff(%rip)`, which the linker
   // rewrites into a flag-less `lea` when this code is linked into an executable (the unit
@@ -290,10 +295,15 @@ class TraceWriter {
   }
   static ThreadChunk& thread_chunk_out_of_line();
 
+  // What every record reads, in one cache line: a hook finds it cold, behind the program's work.
+  alignas(64) std::atomic<uint32_t> generation_;
+  std::atomic<bool> started_{false};
+  // No membarrier: each record's in-flight mark is a sequentially consistent exchange instead.
+  std::atomic<bool> fence_in_hooks_{false};
+  uint64_t mono_start_ns_ = 0;
+
   const Config& config_;
   mutable std::mutex mutex_;
-  std::atomic<uint32_t> generation_;
-  std::atomic<bool> started_{false};
   int fd_ = -1;
   bool disabled_ = false;  // creating the file failed, or recording stopped: untraced from now
   std::atomic<bool> off_{false};  // disabled_, read without the lock on the way to it
@@ -303,7 +313,6 @@ class TraceWriter {
   ino_t inode_ = 0;
   pid_t pid_ = 0;             // the process the file is for
   bool exec_marked_ = false;  // an exec note was written and no failure since
-  uint64_t mono_start_ns_ = 0;
   uint64_t file_size_ = 0;    // bytes reserved on disk
   uint64_t next_offset_ = 0;  // where the next chunk goes
   uint32_t next_writer_ = 0;
@@ -313,8 +322,6 @@ class TraceWriter {
 
   // Bounded traces (GPUMEMTRACE_MAX_SIZE): see format/README.md.
   const bool bounded_;
-  // No membarrier: each record's in-flight mark is a sequentially consistent exchange instead.
-  std::atomic<bool> fence_in_hooks_{false};
   std::atomic<uint32_t> fold_wake_{0};  // moves on each request to the checkpoint thread
   // Under mutex_:
   std::unique_ptr<LiveFolder> folder_;  // when bounded; fold() runs outside the lock

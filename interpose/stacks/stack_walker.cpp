@@ -156,11 +156,17 @@ void StackWalker::free_thread_walks(void* walks) {
 StackWalker::ThreadWalks* StackWalker::thread_walks() {
   auto* walks = static_cast<ThreadWalks*>(my_walks);
   const uint64_t epoch = epoch_.load(std::memory_order_relaxed);
-  if (walks != nullptr && walks->owner == id_) [[likely]] {
-    if (walks->epoch != epoch) [[unlikely]] {
-      walks->forget();
-      walks->epoch = epoch;
-    }
+  if (walks != nullptr && walks->owner == id_ && walks->epoch == epoch) [[likely]]
+    return walks;
+  return new_thread_walks(walks, epoch);
+}
+
+// The calling thread's walks made, given to this walker, or forgotten since a library went away.
+__attribute__((noinline)) StackWalker::ThreadWalks* StackWalker::new_thread_walks(
+    ThreadWalks* walks, uint64_t epoch) {
+  if (walks != nullptr && walks->owner == id_) {
+    walks->forget();
+    walks->epoch = epoch;
     return walks;
   }
   if (!have_walks_key_) return nullptr;
@@ -200,8 +206,9 @@ __attribute__((noinline)) int StackWalker::walk(uint64_t* frames, int max,
 
 int StackWalker::walk_from(const Start& start, uint64_t* frames, int max, const StopModules* stop) {
   ThreadWalks* w = thread_walks();
-  if (w == nullptr || max <= 0) return -1;
-  if (start.sp < w->stack_low || start.sp >= w->stack_high) {
+  if (w == nullptr || max <= 0) [[unlikely]]
+    return -1;
+  if (start.sp < w->stack_low || start.sp >= w->stack_high) [[unlikely]] {
     ++w->counts.given_up;  // an unknown or foreign stack (sigaltstack, a coroutine's)
     return -1;
   }
@@ -213,7 +220,7 @@ int StackWalker::walk_from(const Start& start, uint64_t* frames, int max, const 
     if (slot.pc != start.pc || slot.sp != start.sp || slot.shape != shape || slot.frames == 0)
       continue;
     if (w->remembered(slot, start, frames)) {
-      if (slot.gave_up) {
+      if (slot.gave_up) [[unlikely]] {
         ++w->counts.given_up;
         return -1;
       }
@@ -221,7 +228,16 @@ int StackWalker::walk_from(const Start& start, uint64_t* frames, int max, const 
       return slot.frames;
     }
   }
+  return walk_anew(*w, start, frames, max, stop, shape, set);
+}
 
+// Out of line: in a training loop nearly every walk is remembered, and this code would only
+// spread the remembered path's over more lines of a cold instruction cache.
+__attribute__((noinline)) int StackWalker::walk_anew(ThreadWalks& walks, const Start& start,
+                                                     uint64_t* frames, int max,
+                                                     const StopModules* stop, uint32_t shape,
+                                                     std::size_t set) {
+  ThreadWalks* w = &walks;
   // At most one return address and one saved rbp a frame, and rbp from its register.
   const uint32_t most_reads = 2 * static_cast<uint32_t>(max) + 1;
   if (most_reads > kArenaReads) return -1;

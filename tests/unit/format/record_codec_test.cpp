@@ -1,7 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
 #include "format/record_decoder.h"
+#include "format/record_encoder.h"
 #include "tests/unit/trace_bytes.h"
 
 namespace gmt::format {
@@ -196,6 +202,59 @@ TEST(RecordCodec, ATrainingLoopsEventsAverageAtMost16Bytes) {
   }
   const double average = static_cast<double>(out.size()) / static_cast<double>(events);
   EXPECT_LE(average, 16.0) << average;
+}
+
+// The traced process encodes its events in place (encode_record_at, through put_varints): the
+// bytes and the codec state after them must be those of the framed encoder the reader's tests
+// use, at every varint length from one byte to ten, times going backwards, addresses going down.
+TEST(RecordCodec, InPlaceEncodingWritesTheFramedEncodersBytes) {
+  CodecState in_place_state;
+  CodecState framed_state;
+  std::vector<uint8_t> in_place;
+  GrowableBuffer framed;
+  const auto both = [&](const auto& rec) {
+    using R = std::decay_t<decltype(rec)>;
+    uint8_t room[max_record_bytes<R>()];
+    const std::size_t size = encode_record_at(rec, in_place_state, room);
+    ASSERT_GT(size, 0u);
+    in_place.insert(in_place.end(), room, room + size);
+    encode_record(rec, framed_state, framed);
+  };
+  const uint64_t values[] = {0,
+                             1,
+                             127,
+                             128,
+                             16383,
+                             16384,
+                             (1ull << 35) - 1,
+                             (1ull << 49),
+                             (1ull << 56) - 1,
+                             1ull << 56,
+                             (1ull << 63) + 5,
+                             std::numeric_limits<uint64_t>::max()};
+  uint64_t time = 1'000'000;
+  for (std::size_t i = 0; i < std::size(values); ++i) {
+    const uint64_t v = values[i];
+    BlockRecord block;
+    block.time_ns = time;
+    block.allocator = static_cast<uint32_t>(v);
+    block.action = static_cast<uint32_t>(BlockAction::kFreeRequested);
+    block.device = i % 2 == 0 ? -1 : static_cast<int32_t>(v);
+    block.address = values[std::size(values) - 1 - i];
+    block.size = v;
+    block.stream = v ^ 0x5555;
+    block.stack = static_cast<uint32_t>(v >> 3);
+    both(block);
+    time = i % 3 == 0 ? time - 700 : time + v % 100000;  // threads' clocks, read out of order
+    AllocRecord alloc = test::alloc_at(time, 3, v, ~v);
+    alloc.context = static_cast<uint32_t>(v);
+    both(alloc);
+    both(test::free_at(time, v / 3));
+  }
+  ASSERT_EQ(in_place.size(), framed.size());
+  EXPECT_TRUE(std::equal(in_place.begin(), in_place.end(), framed.data()));
+  EXPECT_EQ(in_place_state.last_time_ns, framed_state.last_time_ns);
+  EXPECT_EQ(in_place_state.last_address, framed_state.last_address);
 }
 
 // 4.6: a caching allocator's settings, with the unlimited split size (2^64 - 1, ten varint
