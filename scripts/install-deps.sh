@@ -14,6 +14,7 @@ packages=(
   protobuf-compiler gzip  # the tests decode the pprof export with protoc
   chromium  # the HTML report's test loads the page in headless Chromium
   tmux  # the test of `top`'s interactive view runs it in a terminal
+  valgrind  # scripts/code-lines.sh counts the lines of code an event runs
 )
 
 missing=()

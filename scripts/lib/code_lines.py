@@ -1,0 +1,81 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The lines of code (64 bytes each) of the preload library that a run executes per event, from a
+callgrind profile made with --dump-instr=yes (scripts/code-lines.sh).
+
+Between two events a traced program runs its own code, which pushes ours out of the core's first
+caches: each line an event's path runs is then fetched again, and those fetches, more than the
+instructions, are what an event costs. A line counts when it ran at least THRESHOLD times per
+event (0.5: on the path of every event; lower to count a path that a share of the events take,
+such as the stack of an allocation, one event in three in a caching allocator's loop).
+
+Usage: python3 code_lines.py PROFILE LIBRARY_PATH EVENTS [THRESHOLD]
+Prints the library's instructions per event and its lines per event, then the lines by function,
+most first.
+"""
+import collections
+import re
+import sys
+
+
+def hot_lines(path, library, events, threshold):
+    names = {"ob": {}, "fn": {}}
+    ours = False
+    function = None
+    last = 0
+    skip_next = False
+    runs = collections.Counter()
+    first_function = {}
+    instructions = 0
+    with open(path) as profile:
+        for line in profile:
+            line = line.rstrip("\n")
+            named = re.match(r"^(c?)(ob|fn)=\((\d+)\)(?: (.*))?$", line)
+            if named:
+                called, kind, number, name = named.groups()
+                if name:
+                    names[kind][number] = name
+                if not called:
+                    if kind == "ob":
+                        ours = names["ob"].get(number, "") == library
+                    else:
+                        function = names["fn"].get(number)
+                continue
+            if line.startswith("calls="):
+                skip_next = True  # the next position line is the call's inclusive cost
+                continue
+            if not line or line[0] not in "0123456789+-*":
+                continue
+            fields = line.split()
+            position = fields[0]
+            if position.startswith("0x"):
+                address = int(position, 16)
+            elif position[0] in "+-":
+                address = last + int(position)
+            elif position == "*":
+                address = last
+            else:
+                continue
+            last = address
+            if skip_next:
+                skip_next = False
+                continue
+            if ours and len(fields) > 2:
+                runs[address // 64] += int(fields[2])
+                instructions += int(fields[2])
+                first_function.setdefault(address // 64, function)
+    hot = [l for l, count in runs.items() if count >= events * threshold]
+    return instructions, collections.Counter(first_function[l].split("(")[0] for l in hot)
+
+
+def main():
+    path, library, events = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    threshold = float(sys.argv[4]) if len(sys.argv) > 4 else 0.5
+    instructions, by_function = hot_lines(path, library, events, threshold)
+    print(f"{instructions / events:6.0f} instructions/event {sum(by_function.values()):5} lines of"
+          f" code per event (those run >= {threshold} times an event)")
+    for function, lines in by_function.most_common():
+        print(f"{lines:4} {function}")
+
+
+if __name__ == "__main__":
+    main()
