@@ -24,10 +24,14 @@ measure() {  # measure LIBRARY NAME THRESHOLD ENV... -- COMMAND...
   local env=()
   while [ "$1" != -- ]; do env+=("$1"); shift; done
   shift
-  env "${env[@]}" GPUMEMTRACE_SAMPLE_MS=0 GPUMEMTRACE_OUTPUT="$scratch/trace.gmt" \
+  if ! env "${env[@]}" GPUMEMTRACE_SAMPLE_MS=0 GPUMEMTRACE_OUTPUT="$scratch/trace.gmt" \
     LD_PRELOAD="$library" LD_LIBRARY_PATH="$fake" \
     valgrind --tool=callgrind --dump-instr=yes --callgrind-out-file="$scratch/profile" "$@" \
-    >/dev/null 2>&1
+    >"$scratch/run.log" 2>&1; then
+    echo "code-lines: $name failed under valgrind:" >&2
+    tail -n 20 "$scratch/run.log" >&2
+    exit 1
+  fi
   # Events: the records the hooks wrote (allocations, frees, block events...), not definitions.
   local events
   events=$(build/bin/gpumemtrace info --json "$scratch/trace.gmt" | python3 -c '
@@ -35,6 +39,10 @@ import json, sys
 records = json.load(sys.stdin)["records"]
 print(sum(records.get(k, 0) for k in ("alloc", "free", "alloc_failed", "block", "map", "unmap", "pool")))')
   rm -f "$scratch/trace.gmt"
+  if [ "$events" -eq 0 ]; then
+    echo "code-lines: $name recorded no events (see GPUMEMTRACE_* above)" >&2
+    exit 1
+  fi
   printf '%-20s %8d events ' "$name" "$events"
   python3 scripts/lib/code_lines.py "$scratch/profile" "$library" "$events" "$threshold" | sed -n 1p
 }

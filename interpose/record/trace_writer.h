@@ -303,7 +303,9 @@ class TraceWriter {
   uint64_t mono_start_ns_ = 0;
 
   const Config& config_;
-  mutable std::mutex mutex_;
+  // A line of its own: a lock taken (a new chunk, a bounded trace's definitions, its checkpoint
+  // thread) writes it, which would evict the line above from every recording thread's cache.
+  alignas(64) mutable std::mutex mutex_;
   int fd_ = -1;
   bool disabled_ = false;  // creating the file failed, or recording stopped: untraced from now
   std::atomic<bool> off_{false};  // disabled_, read without the lock on the way to it

@@ -4,9 +4,11 @@ callgrind profile made with --dump-instr=yes (scripts/code-lines.sh).
 
 Between two events a traced program runs its own code, which pushes ours out of the core's first
 caches: each line an event's path runs is then fetched again, and those fetches, more than the
-instructions, are what an event costs. A line counts when it ran at least THRESHOLD times per
-event (0.5: on the path of every event; lower to count a path that a share of the events take,
-such as the stack of an allocation, one event in three in a caching allocator's loop).
+instructions, are what an event costs. A line is run as often as the most run of its instructions
+(each instruction's cost in the profile is how many times it ran, summed over its calling
+contexts), and counts when that is at least THRESHOLD times per event (0.5: on the path of every
+event; lower to count a path that a share of the events take, such as the stack of an
+allocation, one event in three in a caching allocator's loop).
 
 Usage: python3 code_lines.py PROFILE LIBRARY_PATH EVENTS [THRESHOLD]
 Prints the library's instructions per event and its lines per event, then the lines by function,
@@ -23,7 +25,7 @@ def hot_lines(path, library, events, threshold):
     function = None
     last = 0
     skip_next = False
-    runs = collections.Counter()
+    runs = collections.Counter()  # by instruction address
     first_function = {}
     instructions = 0
     with open(path) as profile:
@@ -60,10 +62,13 @@ def hot_lines(path, library, events, threshold):
                 skip_next = False
                 continue
             if ours and len(fields) > 2:
-                runs[address // 64] += int(fields[2])
+                runs[address] += int(fields[2])
                 instructions += int(fields[2])
                 first_function.setdefault(address // 64, function)
-    hot = [l for l, count in runs.items() if count >= events * threshold]
+    line_runs = collections.Counter()
+    for address, count in runs.items():
+        line_runs[address // 64] = max(line_runs[address // 64], count)
+    hot = [l for l, count in line_runs.items() if count >= events * threshold]
     return instructions, collections.Counter(first_function[l].split("(")[0] for l in hot)
 
 
