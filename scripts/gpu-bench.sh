@@ -120,16 +120,24 @@ import json, os, statistics, sys
 out, rounds, allocators, modes = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4:]
 tensors = os.environ.get("GMT_BENCH_MODEL") == "tensors"
 unit = "1000 tensors" if tensors else "step"
+# CPU time beside wall time, where the workload gives it (mlp_step_time.py): the process's
+# threads' CPU time per step leaves out the time it waited for a core.
 print(f"{'allocator':10} {'mode':22} {'ms':>8} {'vs untraced':>12}"
-      + (f" {'ns added/tensor':>16}" if tensors else "") + f"   rounds (ms per {unit})")
+      + (f" {'ns added/tensor':>16}" if tensors else f" {'cpu vs untraced':>16}")
+      + f"   rounds (ms per {unit})")
 for allocator in allocators:
     base = None
+    cpu_base = None
     for mode in modes:
         runs = []
+        cpu_runs = []
         for r in range(1, rounds + 1):
             path = os.path.join(out, f"{allocator}.{mode}.{r}.json")
             if os.path.exists(path):
-                runs.append(json.load(open(path))["ms_per_step"])
+                result = json.load(open(path))
+                runs.append(result["ms_per_step"])
+                if "cpu_ms_per_step" in result:
+                    cpu_runs.append(result["cpu_ms_per_step"])
         not_run = os.path.join(out, f"{allocator}.{mode}.not_run")
         if not runs and os.path.exists(not_run):
             print(f"{allocator:10} {mode:22} {'n/a':>8}   ({open(not_run).read().strip()})")
@@ -140,8 +148,12 @@ for allocator in allocators:
         ms = statistics.median(runs)
         base = ms if mode == "untraced" else base
         ratio = f"{ms / base:.3f}x" if base else "-"
+        cpu = statistics.median(cpu_runs) if len(cpu_runs) == len(runs) else None
+        cpu_base = cpu if mode == "untraced" else cpu_base
+        cpu_ratio = f"{cpu / cpu_base:.3f}x" if cpu and cpu_base else "-"
         # 1000 tensors per step: the ms a step gains are the us, so ns / 1000, a tensor gains.
-        added = (f" {(ms - base) * 1000:16.0f}" if base else f" {'-':>16}") if tensors else ""
+        added = ((f" {(ms - base) * 1000:16.0f}" if base else f" {'-':>16}") if tensors
+                 else f" {cpu_ratio:>16}")
         print(f"{allocator:10} {mode:22} {ms:8.3f} {ratio:>12}{added}   "
               f"{' '.join(f'{x:.3f}' for x in runs)}")
 PY

@@ -2,8 +2,10 @@
 """Times a small PyTorch MLP training loop, for scripts/gpu-bench.sh.
 
 Usage: python3 mlp_step_time.py [--history python|all | --tracker SHIM STUB] OUT_JSON
-Prints and writes the median time per step (ms) over the timed steps, and how many steps the
-process ran, warm-up included ("steps_run"). With --history, PyTorch's
+Prints and writes the median time per step (ms) over the timed steps; beside it the median CPU
+time of all the process's threads per step ("cpu_ms_per_step"), which leaves out the time the
+process waited for a core another tenant of the host had; and how many steps the process ran,
+warm-up included ("steps_run"). With --history, PyTorch's
 own torch.cuda.memory._record_memory_history(stacks=...) is on during the loop, for comparison;
 with --tracker, PyTorch hands its trace entries to a tracker that does nothing (bench_run.py).
 GMT_BENCH_MODEL=small trains 16 layers of 64 features on 32 rows instead: a step of tiny kernels
@@ -49,16 +51,19 @@ def main():
         step()
     torch.cuda.synchronize()
     times = []
+    cpu_times = []
     steps = 400 if small else 40
     for _ in range(5):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for _ in range(steps):
             step()
         torch.cuda.synchronize()
         times.append((time.perf_counter() - t0) / steps * 1e3)
+        cpu_times.append((time.process_time() - c0) / steps * 1e3)
     # "native" (the caching allocator, or none with PYTORCH_NO_CUDA_MEMORY_CACHING=1) or
     # "cudaMallocAsync": which one the run measured.
     result = {"ms_per_step": statistics.median(times), "samples": times,
+              "cpu_ms_per_step": statistics.median(cpu_times), "cpu_samples": cpu_times,
               "allocator_backend": torch.cuda.get_allocator_backend(),
               "model": "small" if small else "large", "steps_run": 20 + 5 * steps}
     write_result(out_path, result)
