@@ -192,6 +192,10 @@ for row in rows:
     steps, ms_per_step = result["steps_run"], result["ms_per_step"]
     cost = corrected(note, steps, ms_per_step)
     events, taken = note["events"], max(note["stacks"], 1)
+    if events < steps:  # e.g. no block events: a few first allocations, which set up the stacks
+        print(f"{row:26} {events / steps:11.1f} {'-':>9} ({events} events in {steps} steps:"
+              f" {cost['total_ns'] / steps / 1e3:.1f} us a step, {cost['share']:.1%} of it)")
+        continue
     print(f"{row:26} {events / steps:11.1f} {cost['total_ns'] / events:9.0f}"
           f" {cost['stack_ns'] / events:13.0f} {cost['stack_ns'] / taken:9.0f}"
           f" {cost['python_ns'] / taken:7.0f} {note['native_frames'] / taken:13.1f}"
