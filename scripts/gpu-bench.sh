@@ -59,29 +59,22 @@ measure() {  # measure ALLOCATOR MODE ROUND
     torch_tracker_noop) "${pin[@]}" env "${env[@]}" python3 "$workload" --tracker "$shim" "$stub" \
       "$out/$name.json" ;;
     gmt_*) [ -n "${GMT_SELF_TIME_RUN:-}" ] && env+=(GPUMEMTRACE_SELF_TIME=1)
+      # gmt_STACKS_SUFFIX: each suffix turns one setting on. _bounded: a bounded trace
+      # (GMT_BENCH_MAX_SIZE, default 2MiB), which the run fills many times over, its checkpoints
+      # and reuse of chunks in the figures; _nosampler: the sampler off; _noblocks: PyTorch's block
+      # events off (what being preloaded costs a step whose allocations all come from the cache);
+      # _libunwind: native stacks by libunwind alone, not our walker.
       local stacks=${mode#gmt_}
-      # gmt_STACKS_bounded: a bounded trace (GMT_BENCH_MAX_SIZE, default 2MiB), which the run
-      # fills many times over: its checkpoints and reuse of chunks are in the figures.
-      if [ "${stacks%_bounded}" != "$stacks" ]; then
-        stacks=${stacks%_bounded}
-        env+=(GPUMEMTRACE_MAX_SIZE="${GMT_BENCH_MAX_SIZE:-2MiB}")
-      fi
-      # gmt_STACKS_nosampler: the sampler off (GPUMEMTRACE_SAMPLE_MS=0), for its share.
-      if [ "${stacks%_nosampler}" != "$stacks" ]; then
-        stacks=${stacks%_nosampler}
-        env+=(GPUMEMTRACE_SAMPLE_MS=0)
-      fi
-      # gmt_STACKS_noblocks: PyTorch's block events off (GPUMEMTRACE_TORCH_BLOCKS=0): what being
-      # preloaded costs a step whose allocations all come from the cache, the blocks apart.
-      if [ "${stacks%_noblocks}" != "$stacks" ]; then
-        stacks=${stacks%_noblocks}
-        env+=(GPUMEMTRACE_TORCH_BLOCKS=0)
-      fi
-      # gmt_STACKS_libunwind: native stacks by libunwind alone, not our walker.
-      if [ "${stacks%_libunwind}" != "$stacks" ]; then
-        stacks=${stacks%_libunwind}
-        env+=(GPUMEMTRACE_UNWIND=libunwind)
-      fi
+      while [[ $stacks == *_* ]]; do
+        case ${stacks##*_} in
+          bounded) env+=(GPUMEMTRACE_MAX_SIZE="${GMT_BENCH_MAX_SIZE:-2MiB}") ;;
+          nosampler) env+=(GPUMEMTRACE_SAMPLE_MS=0) ;;
+          noblocks) env+=(GPUMEMTRACE_TORCH_BLOCKS=0) ;;
+          libunwind) env+=(GPUMEMTRACE_UNWIND=libunwind) ;;
+          *) break ;;
+        esac
+        stacks=${stacks%_*}
+      done
       "${pin[@]}" env "${env[@]}" GPUMEMTRACE_STACKS="$stacks" "$gmt" run -o "$out/$name.%p.gmt" -- \
       python3 "$workload" "$out/$name.json" ;;
   esac >"$out/$name.log" 2>&1 || echo "FAIL $name (see $name.log)"

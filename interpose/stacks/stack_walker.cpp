@@ -228,16 +228,15 @@ int StackWalker::walk_from(const Start& start, uint64_t* frames, int max, const 
       return slot.frames;
     }
   }
-  return walk_anew(*w, start, frames, max, stop, shape, set);
+  return walk_anew(w, start, frames, max, stop, shape, set);
 }
 
 // Out of line: in a training loop nearly every walk is remembered, and this code would only
 // spread the remembered path's over more lines of a cold instruction cache.
-__attribute__((noinline)) int StackWalker::walk_anew(ThreadWalks& walks, const Start& start,
+__attribute__((noinline)) int StackWalker::walk_anew(ThreadWalks* w, const Start& start,
                                                      uint64_t* frames, int max,
                                                      const StopModules* stop, uint32_t shape,
                                                      std::size_t set) {
-  ThreadWalks* w = &walks;
   // At most one return address and one saved rbp a frame, and rbp from its register.
   const uint32_t most_reads = 2 * static_cast<uint32_t>(max) + 1;
   if (most_reads > kArenaReads) return -1;

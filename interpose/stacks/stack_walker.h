@@ -77,7 +77,7 @@ class StackWalker {
   static void free_thread_walks(void* walks);
   int walk_from(const Start& start, uint64_t* frames, int max, const StopModules* stop);
   // A walk frame by frame, remembered in `set` for the next walk from `start`.
-  int walk_anew(ThreadWalks& w, const Start& start, uint64_t* frames, int max,
+  int walk_anew(ThreadWalks* w, const Start& start, uint64_t* frames, int max,
                 const StopModules* stop, uint32_t shape, std::size_t set);
 
   pthread_key_t walks_key_{};
