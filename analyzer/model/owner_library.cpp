@@ -71,25 +71,18 @@ bool keeps_memory_on_purpose(std::string_view library) {
          library == "jax";
 }
 
-bool cupy_hook_file(std::string_view file) {
-  return basename_of(file) == "gpumemtrace_cupy.py";
-}
-
-// A block of CuPy's pool comes through our hook (python/gpumemtrace_cupy.py), a Python method
-// called by CuPy that calls us through ctypes: its native frames are ctypes' and the
-// interpreter's, and stop there.
-bool through_cupy_hook(const TraceSummary& trace, uint32_t stack_id) {
-  const auto python = trace.python_stacks.find(stack_id);
-  if (python == trace.python_stacks.end()) return false;
-  for (uint64_t frame : python->second) {
-    const auto code = trace.python_code.find(static_cast<uint32_t>(frame >> 32));
-    if (code != trace.python_code.end() && cupy_hook_file(code->second.file)) return true;
+std::optional<std::string> allocator_library(uint32_t allocator) {
+  switch (static_cast<format::BlockAllocator>(allocator)) {
+    case format::BlockAllocator::kPytorch:
+      return "pytorch";
+    case format::BlockAllocator::kCupy:
+      return "cupy";
+    default:
+      return std::nullopt;
   }
-  return false;
 }
 
 std::string owner_library(const TraceSummary& trace, uint32_t stack_id) {
-  if (through_cupy_hook(trace, stack_id)) return "cupy";
   const auto stack = trace.stacks.find(stack_id);
   if (stack == trace.stacks.end()) return "unknown";
   const auto epoch = trace.stack_module_epoch.find(stack_id);
@@ -106,10 +99,28 @@ std::string owner_library(const TraceSummary& trace, uint32_t stack_id) {
   return "unknown";
 }
 
+OwnerLibraryCache::OwnerLibraryCache(const TraceSummary& trace) : trace_(trace) {
+  // A stack id is shared by everything recorded at that stack; stack 0 by everything recorded
+  // without one, so it says nothing of who allocated.
+  for (const auto& [key, site] : trace.block_sites) {
+    if (site.stack == 0) continue;
+    const auto [it, added] = block_allocators_.try_emplace(site.stack, site.allocator);
+    if (!added && it->second != site.allocator) it->second = kMixedAllocators;
+  }
+}
+
 const std::string& OwnerLibraryCache::of(uint32_t stack_id) {
   auto it = owners_.find(stack_id);
-  if (it == owners_.end()) it = owners_.emplace(stack_id, owner_library(trace_, stack_id)).first;
+  if (it == owners_.end()) it = owners_.emplace(stack_id, owner_of(stack_id)).first;
   return it->second;
+}
+
+std::string OwnerLibraryCache::owner_of(uint32_t stack_id) const {
+  const auto blocks = block_allocators_.find(stack_id);
+  if (blocks != block_allocators_.end()) {
+    if (auto library = allocator_library(blocks->second)) return *std::move(library);
+  }
+  return owner_library(trace_, stack_id);
 }
 
 }  // namespace gmt::analyzer

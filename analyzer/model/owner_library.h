@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -31,22 +32,30 @@ bool caching_allocator_library(std::string_view library);
 // ("libnccl"), XLA's preallocated pool ("jax").
 bool keeps_memory_on_purpose(std::string_view library);
 
-// Whether `file` is our hook into CuPy's memory pool (python/gpumemtrace_cupy.py).
-bool cupy_hook_file(std::string_view file);
+// The library of a caching allocator (format::BlockAllocator) whose block events name it:
+// "pytorch", "cupy"; none for an allocator this build does not know.
+std::optional<std::string> allocator_library(uint32_t allocator);
 
-// The owning library of the allocations made at `stack_id` in `trace`: "cupy" for a block CuPy's
-// pool reported through our hook; "unknown" when the stack was not recorded or none of its
-// frames lies in a known module.
+// The owning library of the allocations made at `stack_id` in `trace`, by its native frames;
+// "unknown" when the stack was not recorded or none of its frames lies in a known module.
 std::string owner_library(const TraceSummary& trace, uint32_t stack_id);
 
-// The same, remembered per stack: a report asks for the same stacks many times.
+// The owner every report uses, remembered per stack (a report asks for the same stacks many
+// times): a stack at which a caching allocator's blocks were recorded belongs to that allocator's
+// framework, whatever its frames (CuPy's pool reports its blocks from Python through ctypes, so
+// they show only the interpreter's calling machinery); any other, owner_library().
 class OwnerLibraryCache {
  public:
-  explicit OwnerLibraryCache(const TraceSummary& trace) : trace_(trace) {}
+  explicit OwnerLibraryCache(const TraceSummary& trace);
   const std::string& of(uint32_t stack_id);
 
  private:
+  // Blocks of two allocators at one stack (a Python-only stack, say): neither owns it.
+  static constexpr uint32_t kMixedAllocators = 0xFFFFFFFF;
+  std::string owner_of(uint32_t stack_id) const;
+
   const TraceSummary& trace_;
+  std::unordered_map<uint32_t, uint32_t> block_allocators_;  // stack -> BlockAllocator
   std::unordered_map<uint32_t, std::string> owners_;
 };
 

@@ -7,8 +7,6 @@
 #include <iterator>
 #include <string_view>
 
-#include "analyzer/model/owner_library.h"
-
 namespace gmt::analyzer {
 
 namespace {
@@ -143,6 +141,10 @@ std::optional<std::string> entry_point(const std::vector<SiteFrame>& frames, std
 }
 
 }  // namespace
+
+bool cupy_hook_file(std::string_view file) {
+  return basename_of(file) == "gpumemtrace_cupy.py";
+}
 
 FrameOrigin frame_origin(const SiteFrame& frame) {
   // Our hook in CuPy's memory pool is a Python frame of CuPy's allocation path, not the user's.

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analyzer/model/trace_summary.h"
@@ -33,6 +34,10 @@ enum class FrameOrigin {
 };
 
 FrameOrigin frame_origin(const SiteFrame& frame);
+
+// Whether `file` is our hook into CuPy's memory pool (python/gpumemtrace_cupy.py): its frame is
+// CuPy's allocation path, as our own library's frames are the profiler's.
+bool cupy_hook_file(std::string_view file);
 
 // A native frame that nothing names: its function reads "module+0xOFFSET" (or "0xADDRESS" for
 // an address in no module).

@@ -55,22 +55,34 @@ TEST(OwnerLibrary, IsTheFirstModuleOfTheStackPastTheCudaPlumbing) {
   EXPECT_EQ(cache.of(1), "libnccl");
 }
 
-// A block of CuPy's pool reaches us through our Python hook and ctypes: its native frames are
-// the interpreter's calling machinery, and the pool is known by the hook's Python frame.
-TEST(OwnerLibrary, ABlockThroughOurCupyHookIsCupys) {
+// A block of CuPy's pool reaches us from Python through ctypes: its native frames are the
+// interpreter's calling machinery, and its block events say whose it is.
+TEST(OwnerLibrary, AStackOfAnAllocatorsBlocksIsThatFrameworks) {
   TraceSummary trace;
   trace.modules = {module("/usr/lib/x86_64-linux-gnu/libffi.so.8", 0x1000, 0x2000)};
-  trace.python_code[1] = {"_make_hook.<locals>.BlockHook.malloc_postprocess",
-                          "/opt/gpumemtrace/python/gpumemtrace_cupy.py"};
-  trace.python_code[2] = {"keep", "/src/leak.py"};
-  trace.stacks[1] = {0x1100};
-  trace.python_stacks[1] = {uint64_t{1} << 32 | 57, uint64_t{2} << 32 | 20};
-  trace.stacks[2] = {0x1100};  // ctypes from the user's own code, without the hook
-  trace.python_stacks[2] = {uint64_t{2} << 32 | 20};
-  EXPECT_EQ(owner_library(trace, 1), "cupy");
-  EXPECT_EQ(owner_library(trace, 2), "libffi");
-  EXPECT_TRUE(cupy_hook_file("/x/python/gpumemtrace_cupy.py"));
-  EXPECT_FALSE(cupy_hook_file("/x/python/my_gpumemtrace_cupy.py.bak"));
+  for (uint32_t id : {1, 2, 3, 4}) trace.stacks[id] = {0x1100};
+  const auto site = [&](format::BlockAllocator allocator, uint32_t stack) {
+    BlockSiteStats s;
+    s.allocator = static_cast<uint32_t>(allocator);
+    s.device = 0;
+    s.stack = stack;
+    trace.block_sites[block_site_key(s.allocator, s.device, stack)] = s;
+  };
+  site(format::BlockAllocator::kCupy, 1);
+  site(format::BlockAllocator::kPytorch, 2);
+  site(format::BlockAllocator::kCupy, 3);  // two allocators' blocks at one stack: neither's
+  site(format::BlockAllocator::kPytorch, 3);
+  site(format::BlockAllocator::kCupy, 0);  // without a stack: says nothing of stack 0's owner
+  site(format::BlockAllocator::kOther, 4);
+  OwnerLibraryCache owners(trace);
+  EXPECT_EQ(owners.of(1), "cupy");
+  EXPECT_EQ(owners.of(2), "pytorch");
+  EXPECT_EQ(owners.of(3), "libffi");
+  EXPECT_EQ(owners.of(4), "libffi");  // an allocator this build does not know: by its frames
+  EXPECT_EQ(owners.of(0), "unknown");
+  EXPECT_EQ(owner_library(trace, 1), "libffi");  // the frames alone
+  EXPECT_EQ(allocator_library(static_cast<uint32_t>(format::BlockAllocator::kCupy)), "cupy");
+  EXPECT_EQ(allocator_library(static_cast<uint32_t>(format::BlockAllocator::kOther)), std::nullopt);
 }
 
 TEST(OwnerLibrary, UsesTheModulesLoadedWhenTheStackWasRecorded) {

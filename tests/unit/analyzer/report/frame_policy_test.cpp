@@ -111,6 +111,8 @@ TEST(FramePolicy, OurCupyHooksFrameIsCupysPathNotTheUsers) {
   EXPECT_EQ(frame_origin(frames[4]), FrameOrigin::kLibrary);
   EXPECT_EQ(frame_origin(frames[5]), FrameOrigin::kUser);
   EXPECT_EQ(first_user_frame(frames), std::optional<std::size_t>(5));
+  EXPECT_TRUE(cupy_hook_file("/x/python/gpumemtrace_cupy.py"));
+  EXPECT_FALSE(cupy_hook_file("/x/python/my_gpumemtrace_cupy.py.bak"));
   EXPECT_EQ(written(frames, 2),
             "  keep  cupy_planted_leak.py:20\n"
             "    via CuPy pool\n"
