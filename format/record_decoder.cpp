@@ -177,8 +177,12 @@ constexpr bool types_follow_variant_order(std::index_sequence<I...>) {
 static_assert(types_follow_variant_order(std::make_index_sequence<std::variant_size_v<Record>>()));
 
 bool known_type(uint64_t type) {
-  return type >= 1 && type <= std::variant_size_v<Record>;
+  return (type >= 1 && type <= std::variant_size_v<Record>) ||
+         type == static_cast<uint64_t>(RecordType::kBlockFreedAtOnce);
 }
+static_assert(static_cast<std::size_t>(RecordType::kBlockFreedAtOnce) ==
+                  std::variant_size_v<Record> + 1,
+              "a record type added to Record takes BlockFreedAtOnce's number");
 
 // decode_as<R> by record type (RecordType numbers the variant's alternatives from 1).
 using Decode = bool (*)(const uint8_t*, const uint8_t*, const uint8_t*, CodecState&, uint64_t,
@@ -205,6 +209,8 @@ RecordDecoder::Decoded RecordDecoder::decode_payload(uint64_t type, const uint8_
                                                      const uint8_t* end, uint64_t frame_offset,
                                                      Record& out) {
   if (!known_type(type)) return Decoded::kUnknownType;  // the caller skips it
+  if (type == static_cast<uint64_t>(RecordType::kBlockFreedAtOnce))
+    return freed_at_once(begin, end, frame_offset, out);
   std::string error;
   const uint8_t* const limit = bytes_.data() + bytes_.size();
   const bool record = kDecoders[type](begin, end, limit, state_, thread_, last_time_, error, out);
@@ -214,6 +220,34 @@ RecordDecoder::Decoded RecordDecoder::decode_payload(uint64_t type, const uint8_
          "corrupt record of type " + std::to_string(type) + ": " + error);
     return Decoded::kCorrupt;
   }
+  if (last_type_ == RecordType::kBlock) {
+    const auto& block = std::get<BlockRecord>(out);
+    if (block.action == static_cast<uint32_t>(BlockAction::kFreeRequested)) {
+      request_ = block;
+      request_end_ = pos_;
+    }
+  }
+  return Decoded::kRecord;
+}
+
+RecordDecoder::Decoded RecordDecoder::freed_at_once(const uint8_t* begin, const uint8_t* end,
+                                                    uint64_t frame_offset, Record& out) {
+  const char* why = nullptr;
+  if (begin != end) {
+    why = "a completed free (type 28) with a payload";
+  } else if (request_end_ == 0 || file_offset_ + request_end_ != frame_offset) {
+    why = "a completed free (type 28) that follows no free request";
+  }
+  if (why != nullptr) {
+    stop(StreamEnd::kCorrupt, frame_offset, std::string("corrupt record: ") + why);
+    return Decoded::kCorrupt;
+  }
+  BlockRecord completed = request_;
+  completed.action = static_cast<uint32_t>(BlockAction::kFreeCompleted);
+  out = completed;
+  last_type_ = RecordType::kBlock;
+  last_time_ = completed.time_ns;
+  request_end_ = 0;  // one completion per request
   return Decoded::kRecord;
 }
 

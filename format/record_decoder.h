@@ -133,6 +133,10 @@ class RecordDecoder {
   static constexpr std::size_t kPrefetchAhead = 512;
   Decoded decode_payload(uint64_t type, const uint8_t* begin, const uint8_t* end,
                          uint64_t frame_offset, Record& out);
+  // A BlockFreedAtOnce record (4.7) at `frame_offset`: the Block record of the free request
+  // just before it, as its completion.
+  Decoded freed_at_once(const uint8_t* begin, const uint8_t* end, uint64_t frame_offset,
+                        Record& out);
   void stop(StreamEnd end, uint64_t offset, std::string reason);
 
   std::span<const uint8_t> bytes_;
@@ -142,6 +146,10 @@ class RecordDecoder {
   RecordType last_type_{};
   uint64_t last_time_ = 0;
   CodecState state_;
+  // The last free request decoded, and where it ended (pos_ after it; 0: none), for the
+  // BlockFreedAtOnce record that may follow it.
+  BlockRecord request_;
+  std::size_t request_end_ = 0;
   StreamStatus status_;
   uint64_t unknown_skipped_ = 0;
 };

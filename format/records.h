@@ -45,6 +45,8 @@ enum class RecordType : uint8_t {
   kCarriedVmm = 25,
   kCarriedPhase = 26,
   kAllocatorSettings = 27,
+  // Not an alternative of Record: the reader gives it as the Block record it completes (4.7).
+  kBlockFreedAtOnce = 28,
 };
 
 // The most payload bytes a record of integer fields can take: every field as a 10-byte varint.
@@ -593,6 +595,10 @@ enum class BlockAllocator : uint8_t {
   kCupy = 2,
 };
 
+// A completed free that follows its free request in the same chunk, with nothing between them
+// and the same block (allocator, device, address, size, stream), may be written as a
+// BlockFreedAtOnce record instead (4.7): type 28, no payload, the request's time. The reader
+// gives it as this record with action kFreeCompleted; it is corrupt anywhere else.
 // A caching allocator's block event (4.2), reported by the framework through
 // gpumemtrace_framework_block(): a block inside the segments the allocator got from CUDA (which
 // are AllocRecords of their own). Stamped when the call is made, on the calling thread.

@@ -462,6 +462,7 @@ bool TraceWriter::new_chunk_locked(ThreadChunk& chunk, ChunkRole role) {
   chunk.records = 0;
   chunk.generation = generation;
   chunk.codec = format::CodecState{};
+  chunk.request = {};
   using L = format::ChunkHeaderLayout;
   if (reused) {
     // No reader may take the old records for the new writer's: the magic goes first, then the

@@ -38,6 +38,12 @@ class ChunkBuilder {
     encode_record(rec, codec_, payload_);
     ++records_;
   }
+  // A BlockFreedAtOnce record (4.7): the completion of the free request added just before.
+  void add_freed_at_once() {
+    const uint8_t frame[2] = {static_cast<uint8_t>(RecordType::kBlockFreedAtOnce), 0};
+    payload_.append(frame, sizeof frame);
+    ++records_;
+  }
 
   // The chunk's bytes; `sealed`: with its count word.
   std::vector<uint8_t> bytes(bool sealed) const {
@@ -164,6 +170,10 @@ void every_record(const std::string& dir) {
   block.size = 4096;
   block.stack = 1;
   a.add(block);
+  block.action = static_cast<uint32_t>(BlockAction::kFreeRequested);
+  block.stack = 0;
+  a.add(block);
+  a.add_freed_at_once();
   SampleRecord sample;
   sample.device = 0;
   sample.reason = static_cast<uint32_t>(SampleReason::kHighWater);

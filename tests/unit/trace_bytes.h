@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <vector>
 
 #include "format/file_header.h"
@@ -18,6 +19,12 @@ class TraceBytes {
     format::GrowableBuffer frame;
     format::encode_record(record, state_, frame);
     bytes_.insert(bytes_.end(), frame.data(), frame.data() + frame.size());
+    return *this;
+  }
+
+  // Bytes as they are, outside the encoder (a record it does not write, or damage).
+  TraceBytes& raw(std::initializer_list<uint8_t> bytes) {
+    bytes_.insert(bytes_.end(), bytes);
     return *this;
   }
 

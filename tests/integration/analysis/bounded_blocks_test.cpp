@@ -22,10 +22,10 @@ namespace fs = std::filesystem;
 
 constexpr uint64_t kLimit = 1 * kMiB;
 constexpr uint64_t kChunk = 64 * 1024;
-// Steps of workload_cached_training (about 230 bytes of trace each), one kept activation every
+// Steps of workload_cached_training (about 170 bytes of trace each), one kept activation every
 // kKeepEvery: the kept blocks are spread over the whole run, most of them long before the
 // history a bounded trace keeps, and often enough that the site grows inside that history too.
-constexpr int kSteps = 250'000;
+constexpr int kSteps = 320'000;
 constexpr int kKeepEvery = 200;
 
 class BoundedBlocks : public TracedRun {

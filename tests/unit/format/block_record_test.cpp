@@ -29,7 +29,7 @@ TEST(BlockRecord, IsTypeTwentyOneOfFormatFourAndEncodedInPlace) {
   EXPECT_EQ(static_cast<int>(BlockRecord::kType), 21);
   EXPECT_EQ(static_cast<int>(AllocatorSettingsRecord::kType), 27);
   EXPECT_EQ(kVersionMajor, 4);
-  EXPECT_EQ(kVersionMinor, 6);  // what every trace, with its blocks, is written as
+  EXPECT_EQ(kVersionMinor, 7);  // what every trace, with its blocks, is written as
   static_assert(encodes_in_place<BlockRecord>());
   // Eight varint fields of at most 10 bytes, behind a 2 x 10-byte frame bound.
   EXPECT_EQ(max_record_bytes<BlockRecord>(), 100u);
@@ -109,6 +109,87 @@ TEST(BlockRecord, RoundTripsFieldForFieldWithTheChunksThread) {
   EXPECT_EQ(o.stack, 77u);
   EXPECT_FALSE(decoder.next());
   EXPECT_EQ(decoder.status().end, StreamEnd::kClean);
+}
+
+// 4.7: a completed free right after its request is two bytes, type 28 and an empty payload,
+// which the reader gives back as the request's block completed at the request's time.
+TEST(BlockFreedAtOnce, IsReadAsItsRequestsBlockCompleted) {
+  TraceBytes trace;
+  BlockRecord request = block_at(500, BlockAction::kFreeRequested, 0x7f0000200000, 4096);
+  request.stream = 0x5555;
+  trace.add(test::process_record())
+      .add(request)
+      .raw({28, 0})
+      .add(block_at(700, BlockAction::kAlloc, 0x7f0000200200, 512));  // deltas go on as before
+  EXPECT_EQ(RecordDecoder::count_records(trace.bytes()), 4u);
+  RecordDecoder decoder(trace.bytes(), 0, 4242);
+  Record record;
+  ASSERT_TRUE(decoder.next_into(record));
+  ASSERT_TRUE(decoder.next_into(record));
+  ASSERT_TRUE(decoder.next_into(record));
+  EXPECT_EQ(decoder.last_type(), RecordType::kBlock);
+  EXPECT_EQ(decoder.last_time(), 500u);
+  ASSERT_TRUE(std::holds_alternative<BlockRecord>(record));
+  const BlockRecord completed = std::get<BlockRecord>(record);
+  EXPECT_EQ(completed.action, static_cast<uint32_t>(BlockAction::kFreeCompleted));
+  EXPECT_EQ(completed.time_ns, 500u);
+  EXPECT_EQ(completed.thread, 4242u);
+  EXPECT_EQ(completed.allocator, 1u);
+  EXPECT_EQ(completed.device, 0);
+  EXPECT_EQ(completed.address, 0x7f0000200000u);
+  EXPECT_EQ(completed.size, 4096u);
+  EXPECT_EQ(completed.stream, 0x5555u);
+  ASSERT_TRUE(decoder.next_into(record));
+  const auto& next = std::get<BlockRecord>(record);
+  EXPECT_EQ(next.time_ns, 700u);
+  EXPECT_EQ(next.address, 0x7f0000200200u);
+  EXPECT_FALSE(decoder.next_into(record));
+  EXPECT_EQ(decoder.status().end, StreamEnd::kClean);
+}
+
+// Anywhere but right after a free request it is damage: reading stops there, with a reason,
+// keeping every record before it.
+TEST(BlockFreedAtOnce, AnywhereElseIsCorrupt) {
+  struct Case {
+    const char* name;
+    std::vector<std::vector<uint8_t>> tail;  // after a process record and an alloc
+    std::size_t records_before;              // records read before the damage
+    const char* reason;
+  };
+  const auto request = [] {
+    CodecState state;
+    GrowableBuffer out;
+    encode_record(block_at(600, BlockAction::kFreeRequested, 0x9000, 512), state, out);
+    return std::vector<uint8_t>(out.data(), out.data() + out.size());
+  }();
+  const auto alloc = [] {
+    CodecState state;
+    GrowableBuffer out;
+    encode_record(test::alloc_at(650, 0, 0xa000, 512), state, out);
+    return std::vector<uint8_t>(out.data(), out.data() + out.size());
+  }();
+  const std::vector<Case> cases = {
+      {"after an allocation", {{28, 0}}, 2, "follows no free request"},
+      {"with a payload", {request, {28, 1, 0}}, 3, "with a payload"},
+      {"twice", {request, {28, 0}, {28, 0}}, 4, "follows no free request"},
+      {"after a record after the request", {request, alloc, {28, 0}}, 4, "follows no free request"},
+  };
+  for (const Case& c : cases) {
+    TraceBytes trace;
+    trace.add(test::process_record()).add(test::alloc_at(10, 0, 0x1000, 512));
+    for (const auto& bytes : c.tail)
+      trace.bytes().insert(trace.bytes().end(), bytes.begin(), bytes.end());
+    RecordDecoder decoder(trace.bytes(), 4096);
+    Record record;
+    std::size_t read = 0;
+    while (decoder.next_into(record)) ++read;
+    EXPECT_EQ(read, c.records_before) << c.name;
+    EXPECT_EQ(decoder.status().end, StreamEnd::kCorrupt) << c.name;
+    EXPECT_NE(decoder.status().reason.find(c.reason), std::string::npos)
+        << c.name << ": " << decoder.status().reason;
+    EXPECT_EQ(decoder.status().offset, 4096 + trace.bytes().size() - c.tail.back().size())
+        << c.name;
+  }
 }
 
 }  // namespace
