@@ -182,7 +182,8 @@ bool known_type(uint64_t type) {
 }
 static_assert(static_cast<std::size_t>(RecordType::kBlockFreedAtOnce) ==
                   std::variant_size_v<Record> + 1,
-              "a record type added to Record takes BlockFreedAtOnce's number");
+              "Record's next alternative would be numbered 28, BlockFreedAtOnce's number: give "
+              "28 a placeholder alternative first");
 
 // decode_as<R> by record type (RecordType numbers the variant's alternatives from 1).
 using Decode = bool (*)(const uint8_t*, const uint8_t*, const uint8_t*, CodecState&, uint64_t,

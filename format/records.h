@@ -595,13 +595,13 @@ enum class BlockAllocator : uint8_t {
   kCupy = 2,
 };
 
-// A completed free that follows its free request in the same chunk, with nothing between them
-// and the same block (allocator, device, address, size, stream), may be written as a
-// BlockFreedAtOnce record instead (4.7): type 28, no payload, the request's time. The reader
-// gives it as this record with action kFreeCompleted; it is corrupt anywhere else.
 // A caching allocator's block event (4.2), reported by the framework through
 // gpumemtrace_framework_block(): a block inside the segments the allocator got from CUDA (which
-// are AllocRecords of their own). Stamped when the call is made, on the calling thread.
+// are AllocRecords of their own). Stamped when the call is made, on the calling thread; except a
+// completed free that follows its own free request in the same chunk, with nothing between them
+// and the same block (allocator, device, address, size, stream): that one may be written as a
+// BlockFreedAtOnce record (4.7, type 28, no payload), which the reader gives as this record with
+// action kFreeCompleted and the request's time (it is corrupt anywhere else).
 struct BlockRecord {
   static constexpr RecordType kType = RecordType::kBlock;
   uint64_t time_ns = 0;

@@ -2,6 +2,7 @@
 #include "analyzer/model/owner_library.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 namespace gmt::analyzer {
 namespace {
@@ -100,10 +101,14 @@ std::string owner_library(const TraceSummary& trace, uint32_t stack_id) {
 }
 
 OwnerLibraryCache::OwnerLibraryCache(const TraceSummary& trace) : trace_(trace) {
-  // A stack id is shared by everything recorded at that stack; stack 0 by everything recorded
-  // without one, so it says nothing of who allocated.
+  // A stack id is shared by everything recorded at that stack: stack 0 by everything recorded
+  // without one, and with Python frames alone (GPUMEMTRACE_STACKS=python) a line's blocks by the
+  // driver allocations of that line (a cuBLAS workspace, the segments). Such a stack says nothing
+  // of who allocated, and is left to its frames.
+  std::unordered_set<uint32_t> driver_stacks;
+  for (const auto& [key, site] : trace.sites) driver_stacks.insert(site.stack);
   for (const auto& [key, site] : trace.block_sites) {
-    if (site.stack == 0) continue;
+    if (site.stack == 0 || driver_stacks.contains(site.stack)) continue;
     const auto [it, added] = block_allocators_.try_emplace(site.stack, site.allocator);
     if (!added && it->second != site.allocator) it->second = kMixedAllocators;
   }

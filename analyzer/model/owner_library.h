@@ -41,9 +41,10 @@ std::optional<std::string> allocator_library(uint32_t allocator);
 std::string owner_library(const TraceSummary& trace, uint32_t stack_id);
 
 // The owner every report uses, remembered per stack (a report asks for the same stacks many
-// times): a stack at which a caching allocator's blocks were recorded belongs to that allocator's
-// framework, whatever its frames (CuPy's pool reports its blocks from Python through ctypes, so
-// they show only the interpreter's calling machinery); any other, owner_library().
+// times): a stack at which a caching allocator's blocks, and nothing else, were recorded belongs
+// to that allocator's framework, whatever its frames (CuPy's pool reports its blocks from Python
+// through ctypes, so they show only the interpreter's calling machinery); any other,
+// owner_library().
 class OwnerLibraryCache {
  public:
   explicit OwnerLibraryCache(const TraceSummary& trace);

@@ -55,9 +55,10 @@ struct TraceChunkCursor {
   // checkpoint thread waits for it to be 0 before it reads the records older than its cut.
   // Written with plain atomic stores by this thread only (read through TraceWriter::writing_).
   uint32_t in_flight = 0;
-  // The caching allocator's free request this thread wrote last, while nothing follows it in
-  // this chunk: a completed free of the same block right after it is written as the two bytes of
-  // a BlockFreedAtOnce record (format 4.7). `end` is `used` just after it; 0 when there is none.
+  // The caching allocator's free request this thread wrote last, and `end`, `used` just after
+  // it (0: none). Only while `end` is still `used` (no record after it in this chunk) is a
+  // completed free of the same block written as the two bytes of a BlockFreedAtOnce record
+  // (format 4.7).
   struct LastRequest {
     uint32_t end = 0;
     uint32_t allocator = 0;

@@ -17,7 +17,7 @@ format 4.0 wrote it (no record counts in the chunk headers).
 With SEED_WRITER_BINARY (tests/fuzz/seed_writer.cpp), it also writes the seeds that reach every
 record type and both chunk states (every-record-type.gmt: a sealed chunk and an open one), and
 the early ends of a recording (stopped.gmt, exec.gmt, header-only-stopped.gmt), and a bounded
-trace whose oldest chunks were reused (bounded.gmt: format 4.6, rebuilt from a checkpoint).
+trace whose oldest chunks were reused (bounded.gmt: format 4.7, rebuilt from a checkpoint).
 """
 import os
 import struct

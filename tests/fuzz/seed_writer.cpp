@@ -246,7 +246,7 @@ void early_ends(const std::string& dir) {
 
 }  // namespace
 
-// A bounded trace (4.6) whose oldest chunks were reused: definitions and checkpoints in the
+// A bounded trace (4.7) whose oldest chunks were reused: definitions and checkpoints in the
 // writer's own chunks (thread 0), checkpoint 1 whole, checkpoint 2 whole (allocations and a
 // caching allocator's segment and block) and the one to start from (the header's valid_from), and a
 // thread's chunk whose first three were reused, with records before and after checkpoint 2.

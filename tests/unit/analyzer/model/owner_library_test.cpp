@@ -60,7 +60,7 @@ TEST(OwnerLibrary, IsTheFirstModuleOfTheStackPastTheCudaPlumbing) {
 TEST(OwnerLibrary, AStackOfAnAllocatorsBlocksIsThatFrameworks) {
   TraceSummary trace;
   trace.modules = {module("/usr/lib/x86_64-linux-gnu/libffi.so.8", 0x1000, 0x2000)};
-  for (uint32_t id : {1, 2, 3, 4}) trace.stacks[id] = {0x1100};
+  for (uint32_t id : {1, 2, 3, 4, 5}) trace.stacks[id] = {0x1100};
   const auto site = [&](format::BlockAllocator allocator, uint32_t stack) {
     BlockSiteStats s;
     s.allocator = static_cast<uint32_t>(allocator);
@@ -74,11 +74,18 @@ TEST(OwnerLibrary, AStackOfAnAllocatorsBlocksIsThatFrameworks) {
   site(format::BlockAllocator::kPytorch, 3);
   site(format::BlockAllocator::kCupy, 0);  // without a stack: says nothing of stack 0's owner
   site(format::BlockAllocator::kOther, 4);
+  // Python frames alone: a line's blocks and a driver allocation of that line share the stack.
+  site(format::BlockAllocator::kPytorch, 5);
+  SiteStats driver;
+  driver.device = 0;
+  driver.stack = 5;
+  trace.sites[site_key(0, 5)] = driver;
   OwnerLibraryCache owners(trace);
   EXPECT_EQ(owners.of(1), "cupy");
   EXPECT_EQ(owners.of(2), "pytorch");
   EXPECT_EQ(owners.of(3), "libffi");
   EXPECT_EQ(owners.of(4), "libffi");  // an allocator this build does not know: by its frames
+  EXPECT_EQ(owners.of(5), "libffi");  // shared with a driver allocation: by its frames
   EXPECT_EQ(owners.of(0), "unknown");
   EXPECT_EQ(owner_library(trace, 1), "libffi");  // the frames alone
   EXPECT_EQ(allocator_library(static_cast<uint32_t>(format::BlockAllocator::kCupy)), "cupy");
