@@ -132,7 +132,10 @@ TEST_F(FramePolicy, AutogradThreadBlocksAreShownAtTheBackwardCall) {
   const int64_t line = printed(r.out, "backward_line");
 
   const std::string text = leaks_text();
-  const std::vector<std::string> group = lines_after(text, "5.00 MiB in 5  unfreed");
+  // One gradient kept a step, so the group grows every step: `unfreed`, or `probable_leak` when
+  // its five rises fall in five of `leaks`' nine sample intervals (which the threads' timing
+  // decides). What this test is about is its frames.
+  const std::vector<std::string> group = lines_after(text, "5.00 MiB in 5  ");
   ASSERT_GE(group.size(), 3u) << text;
   EXPECT_EQ(group[0], "        train_step  train.py:" + std::to_string(line)) << text;
   EXPECT_NE(group[1].find("\u2190 autograd thread, for backward() below"), std::string::npos)
@@ -154,10 +157,10 @@ TEST_F(FramePolicy, AutogradThreadBlocksAreShownAtTheBackwardCall) {
   const json leaks = json::parse(leaks_json.out);
   const json* kept = nullptr;
   for (const json& g : leaks["leaks"]) {
-    if (g["level"] == "block" && g["class"] == "unfreed") kept = &g;
+    if (g["level"] == "block" && g["count"] == kSteps) kept = &g;  // unfreed or growing (above)
   }
   ASSERT_NE(kept, nullptr) << leaks_json.out;
-  EXPECT_EQ((*kept)["count"], kSteps);
+  EXPECT_EQ((*kept)["bytes"], kSteps << 20);
   // Native frames (the engine's thread), the mark, then the caller's frames from train_step out.
   std::vector<std::string> kinds;
   const json* user = nullptr;
