@@ -159,14 +159,8 @@ uint64_t leaked_on(const TraceSummary& trace, int device) {
 }
 
 const char* allocator_name(int allocator) {
-  switch (static_cast<format::BlockAllocator>(allocator)) {
-    case format::BlockAllocator::kPytorch:
-      return "pytorch";
-    case format::BlockAllocator::kCupy:
-      return "cupy";
-    default:
-      return "other";
-  }
+  const char* library = allocator_library(allocator);
+  return library != nullptr ? library : "other";
 }
 
 const char* leak_class_name(LeakClass c) {

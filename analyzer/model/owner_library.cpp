@@ -72,14 +72,14 @@ bool keeps_memory_on_purpose(std::string_view library) {
          library == "jax";
 }
 
-std::optional<std::string> allocator_library(uint32_t allocator) {
+const char* allocator_library(int allocator) {
   switch (static_cast<format::BlockAllocator>(allocator)) {
     case format::BlockAllocator::kPytorch:
       return "pytorch";
     case format::BlockAllocator::kCupy:
       return "cupy";
     default:
-      return std::nullopt;
+      return nullptr;
   }
 }
 
@@ -123,7 +123,7 @@ const std::string& OwnerLibraryCache::of(uint32_t stack_id) {
 std::string OwnerLibraryCache::owner_of(uint32_t stack_id) const {
   const auto blocks = block_allocators_.find(stack_id);
   if (blocks != block_allocators_.end()) {
-    if (auto library = allocator_library(blocks->second)) return *std::move(library);
+    if (const char* library = allocator_library(static_cast<int>(blocks->second))) return library;
   }
   return owner_library(trace_, stack_id);
 }

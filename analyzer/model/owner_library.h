@@ -6,7 +6,6 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -33,8 +32,8 @@ bool caching_allocator_library(std::string_view library);
 bool keeps_memory_on_purpose(std::string_view library);
 
 // The library of a caching allocator (format::BlockAllocator) whose block events name it:
-// "pytorch", "cupy"; none for an allocator this build does not know.
-std::optional<std::string> allocator_library(uint32_t allocator);
+// "pytorch", "cupy"; null for an allocator this build does not know.
+const char* allocator_library(int allocator);
 
 // The owning library of the allocations made at `stack_id` in `trace`, by its native frames;
 // "unknown" when the stack was not recorded or none of its frames lies in a known module.

@@ -88,8 +88,8 @@ TEST(OwnerLibrary, AStackOfAnAllocatorsBlocksIsThatFrameworks) {
   EXPECT_EQ(owners.of(5), "libffi");  // shared with a driver allocation: by its frames
   EXPECT_EQ(owners.of(0), "unknown");
   EXPECT_EQ(owner_library(trace, 1), "libffi");  // the frames alone
-  EXPECT_EQ(allocator_library(static_cast<uint32_t>(format::BlockAllocator::kCupy)), "cupy");
-  EXPECT_EQ(allocator_library(static_cast<uint32_t>(format::BlockAllocator::kOther)), std::nullopt);
+  EXPECT_STREQ(allocator_library(static_cast<int>(format::BlockAllocator::kCupy)), "cupy");
+  EXPECT_EQ(allocator_library(static_cast<int>(format::BlockAllocator::kOther)), nullptr);
 }
 
 TEST(OwnerLibrary, UsesTheModulesLoadedWhenTheStackWasRecorded) {
