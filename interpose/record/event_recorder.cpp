@@ -220,7 +220,7 @@ void EventRecorder::block(uint32_t allocator, uint32_t action, int device, uint6
   // Phases opened before the trace existed go first, as for an allocation (the record may be
   // the one that creates the trace, which they then follow).
   phases_.flush_if_pending();
-  writer_.record_block(rec);
+  writer_.record(rec);
   phases_.flush_if_pending();
 }
 

@@ -24,6 +24,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "format/record_encoder.h"
@@ -89,28 +90,10 @@ class TraceWriter {
       return;
     }
     Busy busy(chunk);
-    write(chunk, rec);
-    if (chunk.dropped != 0) [[unlikely]]
-      note_dropped(chunk);
-  }
-
-  // A caching allocator's block event, stamped and appended as record() does; except that a
-  // completed free that follows this thread's free request of the same block, with nothing
-  // between them in its chunk (PyTorch completes most frees at once), is written as a
-  // BlockFreedAtOnce record: two bytes, no clock read, the request's time. Not in a bounded
-  // trace, whose checkpoint thread folds the records as they come.
-  void record_block(format::BlockRecord& rec) {
-    ThreadChunk& chunk = thread_chunk();
-    if (chunk.busy) [[unlikely]] {
-      ++chunk.dropped;
-      return;
-    }
-    Busy busy(chunk);
-    if (follows_its_request(chunk, rec)) {
-      write_freed_at_once(chunk);
-    } else if (write(chunk, rec) &&
-               rec.action == static_cast<uint32_t>(format::BlockAction::kFreeRequested)) {
-      chunk.request = {chunk.used, rec.allocator, rec.device, rec.address, rec.size, rec.stream};
+    if constexpr (std::is_same_v<R, format::BlockRecord>) {
+      write_block(chunk, rec);
+    } else {
+      write(chunk, rec);
     }
     if (chunk.dropped != 0) [[unlikely]]
       note_dropped(chunk);
@@ -214,6 +197,19 @@ class TraceWriter {
     return true;
   }
 
+  // A caching allocator's block event, written as write() does; except that a completed free
+  // that follows this thread's free request of the same block, with nothing between them in its
+  // chunk (PyTorch completes most frees at once), is written as a BlockFreedAtOnce record: two
+  // bytes, no clock read, the request's time. Not in a bounded trace, whose checkpoint thread
+  // folds the records as they come.
+  void write_block(ThreadChunk& chunk, format::BlockRecord& rec) {
+    if (follows_its_request(chunk, rec)) {
+      write_freed_at_once(chunk);
+    } else if (write(chunk, rec) &&
+               rec.action == static_cast<uint32_t>(format::BlockAction::kFreeRequested)) {
+      chunk.request = {chunk.used, rec.allocator, rec.device, rec.address, rec.size, rec.stream};
+    }
+  }
   // Whether `rec` completes the free request that is the last record of this thread's chunk.
   bool follows_its_request(const ThreadChunk& chunk, const format::BlockRecord& rec) const {
     const ThreadChunk::LastRequest& r = chunk.request;

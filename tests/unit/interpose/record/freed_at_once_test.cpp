@@ -101,7 +101,7 @@ class FreedAtOnce : public ::testing::Test {
   // D's completion; F requested and completed with another size; G with another stream; H
   // requested and completed twice.
   void write_cases(TraceWriter& writer) {
-    const auto put = [&](BlockRecord r) { writer.record_block(r); };
+    const auto put = [&](BlockRecord r) { writer.record(r); };
     put(block(BlockAction::kAlloc, 0xA00));
     put(block(BlockAction::kFreeRequested, 0xA00));
     put(block(BlockAction::kFreeCompleted, 0xA00));
