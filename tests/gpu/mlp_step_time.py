@@ -1,13 +1,16 @@
 # SPDX-License-Identifier: Apache-2.0
 """Times a small PyTorch MLP training loop, for scripts/gpu-bench.sh.
 
-Usage: python3 mlp_step_time.py [--history python|all | --tracker SHIM STUB] OUT_JSON
+Usage: python3 mlp_step_time.py [--history python|all | --tracker SHIM STUB | --midway SHIM STUB]
+       OUT_JSON
 Prints and writes the median time per step (ms) over the timed steps; beside it the median CPU
 time of all the process's threads per step ("cpu_ms_per_step"), which leaves out the time the
 process waited for a core another tenant of the host had; and how many steps the process ran,
 warm-up included ("steps_run"). With --history, PyTorch's
 own torch.cuda.memory._record_memory_history(stacks=...) is on during the loop, for comparison;
 with --tracker, PyTorch hands its trace entries to a tracker that does nothing (bench_run.py).
+With --midway, the tracker is attached halfway (bench_run.py): "ms_per_step" is then the second
+half's, "before_ms_per_step" the first half's, and "ratio" the second over the first.
 GMT_BENCH_MODEL=small trains 16 layers of 64 features on 32 rows instead: a step of tiny kernels
 whose time is the CPU's (launches, autograd, the allocator and whatever records it), where a
 tracer's cost per allocation shows instead of hiding behind the GPU's work.
@@ -18,7 +21,22 @@ import time
 
 import torch
 
-from bench_run import arguments, start_instrument, write_result
+from bench_run import arguments, attach_tracker, start_instrument, write_result
+
+
+def timed(step, steps, samples):
+    """The median wall and CPU ms per step over SAMPLES runs of STEPS steps, and the samples."""
+    times = []
+    cpu_times = []
+    for _ in range(samples):
+        t0, c0 = time.perf_counter(), time.process_time()
+        for _ in range(steps):
+            step()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - t0) / steps * 1e3)
+        cpu_times.append((time.process_time() - c0) / steps * 1e3)
+    return {"ms_per_step": statistics.median(times), "samples": times,
+            "cpu_ms_per_step": statistics.median(cpu_times), "cpu_samples": cpu_times}
 
 
 def main():
@@ -50,22 +68,30 @@ def main():
     for _ in range(20):
         step()
     torch.cuda.synchronize()
-    times = []
-    cpu_times = []
     steps = 400 if small else 40
-    for _ in range(5):
-        t0, c0 = time.perf_counter(), time.process_time()
-        for _ in range(steps):
+    if instrument is not None and instrument[0] == "midway":
+        # Two halves of five samples each, of half an unpaired run's steps.
+        before = timed(step, steps // 2, 5)
+        attach_tracker(*instrument[1:])
+        # Untimed, as the warm-up was: the first steps after attaching load what the tracker runs,
+        # and a recorder meets its stacks for the first time.
+        for _ in range(5):
             step()
         torch.cuda.synchronize()
-        times.append((time.perf_counter() - t0) / steps * 1e3)
-        cpu_times.append((time.process_time() - c0) / steps * 1e3)
+        result = timed(step, steps // 2, 5)
+        result.update({"before_ms_per_step": before["ms_per_step"],
+                       "before_samples": before["samples"],
+                       "before_cpu_ms_per_step": before["cpu_ms_per_step"],
+                       "ratio": result["ms_per_step"] / before["ms_per_step"],
+                       "cpu_ratio": result["cpu_ms_per_step"] / before["cpu_ms_per_step"]})
+        steps_run = 20 + 5 * steps + 5
+    else:
+        result = timed(step, steps, 5)
+        steps_run = 20 + 5 * steps
     # "native" (the caching allocator, or none with PYTORCH_NO_CUDA_MEMORY_CACHING=1) or
     # "cudaMallocAsync": which one the run measured.
-    result = {"ms_per_step": statistics.median(times), "samples": times,
-              "cpu_ms_per_step": statistics.median(cpu_times), "cpu_samples": cpu_times,
-              "allocator_backend": torch.cuda.get_allocator_backend(),
-              "model": "small" if small else "large", "steps_run": 20 + 5 * steps}
+    result.update({"allocator_backend": torch.cuda.get_allocator_backend(),
+                   "model": "small" if small else "large", "steps_run": steps_run})
     write_result(out_path, result)
 
 
