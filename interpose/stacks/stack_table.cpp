@@ -44,12 +44,28 @@ StackTable::ThreadCache* StackTable::thread_cache() {
 }
 
 uint64_t StackTable::hash_of(const uint64_t* frames, int count) {
-  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a over whole words: stacks are short
-  for (int i = 0; i < count; ++i) {
-    h ^= frames[i];
-    h *= 0x100000001b3ull;
+  // FNV-1a over whole words (stacks are short), in four lanes kept in registers: a PyTorch
+  // block's 40 frames in one lane were a chain of 40 dependent multiplications, 50 ns of every
+  // stack taken.
+  constexpr uint64_t kPrime = 0x100000001b3ull;
+  uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull, c = 0x9ce484222325cbf2ull,
+           d = 0x2325cbf29ce48422ull;
+  int i = 0;
+  for (; i + 4 <= count; i += 4) {
+    a = (a ^ frames[i]) * kPrime;
+    b = (b ^ frames[i + 1]) * kPrime;
+    c = (c ^ frames[i + 2]) * kPrime;
+    d = (d ^ frames[i + 3]) * kPrime;
   }
-  return h;
+  if (i < count) a = (a ^ frames[i++]) * kPrime;
+  if (i < count) b = (b ^ frames[i++]) * kPrime;
+  if (i < count) c = (c ^ frames[i]) * kPrime;
+  // Mixed down so that the low bits, which pick a set, depend on every lane.
+  uint64_t h = a;
+  h = (h ^ (h >> 31) ^ b) * kPrime;
+  h = (h ^ (h >> 31) ^ c) * kPrime;
+  h = (h ^ (h >> 31) ^ d) * kPrime;
+  return h ^ (h >> 29);
 }
 
 uint32_t StackTable::find_locked(Shard& shard, uint64_t hash, const uint64_t* frames, int native,
