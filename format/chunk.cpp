@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "format/chunk.h"
+#include "format/hot_path.h"
 
 #include <zlib.h>
 
@@ -97,8 +98,9 @@ __attribute__((target("sse4.2"), noinline)) uint64_t crc32c_stripes(uint64_t c,
   return c;
 }
 
-__attribute__((target("sse4.2"))) uint32_t extend_crc32c_sse42(uint32_t crc, const uint8_t* bytes,
-                                                               std::size_t size) {
+GMT_HOT_PATH __attribute__((target("sse4.2"))) uint32_t extend_crc32c_sse42(uint32_t crc,
+                                                                            const uint8_t* bytes,
+                                                                            std::size_t size) {
   uint64_t c = ~crc;
   if (size >= 3 * kStripe) [[unlikely]]
     c = crc32c_stripes(c, &bytes, &size);
@@ -156,7 +158,7 @@ uint32_t extend_crc32c_portable(uint32_t crc, const uint8_t* bytes, std::size_t 
   return ~c;
 }
 
-uint32_t extend_crc32c(uint32_t crc, const uint8_t* bytes, std::size_t size) {
+GMT_HOT_PATH uint32_t extend_crc32c(uint32_t crc, const uint8_t* bytes, std::size_t size) {
 #if defined(__x86_64__)
   if (kHaveSse42) return extend_crc32c_sse42(crc, bytes, size);
 #endif

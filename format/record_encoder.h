@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "format/hot_path.h"
 #include "format/records.h"
 #include "format/varint.h"
 
@@ -166,7 +167,7 @@ class VarintList {
 // record did not fit. The bound leaves room for every field's longest varint, so nothing is
 // checked field by field.
 template <class R>
-std::size_t encode_record_at(const R& record, CodecState& state, uint8_t* at) {
+GMT_HOT_PATH std::size_t encode_record_at(const R& record, CodecState& state, uint8_t* at) {
   static_assert(encodes_in_place<R>());
   VarintList<max_payload_bytes<R>() / kMaxVarintBytes> fields;
   FieldWriter<decltype(fields)> writer(fields, state);

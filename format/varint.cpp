@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "format/varint.h"
+#include "format/hot_path.h"
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -33,7 +34,7 @@ bool detect_fast_pext() {
 
 const bool kFastPext = detect_fast_pext();
 
-std::size_t put_varints(uint8_t* out, const uint64_t* values, std::size_t count) {
+GMT_HOT_PATH std::size_t put_varints(uint8_t* out, const uint64_t* values, std::size_t count) {
   std::size_t n = 0;
   for (std::size_t i = 0; i < count; ++i) n += put_varint(out + n, values[i]);
   return n;

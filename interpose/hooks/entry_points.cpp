@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 
+#include "format/hot_path.h"
 #include "interpose/common/real_dlsym.h"
 #include "interpose/hooks/wrappers.h"
 
@@ -43,14 +44,14 @@ void DriverEntryPoints::resolve() {
   // The handle stays open: the driver is never unloaded while its functions are in use.
 }
 
-void* DriverEntryPoints::real(EntryPoint ep) {
+GMT_HOT_PATH void* DriverEntryPoints::real(EntryPoint ep) {
   const auto index = static_cast<std::size_t>(ep);
   if (void* fn = real_[index].load(std::memory_order_acquire)) return fn;
   resolve();
   return real_[index].load(std::memory_order_acquire);
 }
 
-void* DriverEntryPoints::query(DriverQuery q) {
+GMT_HOT_PATH void* DriverEntryPoints::query(DriverQuery q) {
   const auto index = static_cast<std::size_t>(q);
   if (void* fn = queries_[index].load(std::memory_order_acquire)) return fn;
   resolve();

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "interpose/hooks/hook.h"
+#include "format/hot_path.h"
 
 namespace gmt::interpose {
 namespace {
@@ -15,7 +16,7 @@ thread_local KnownDevice t_known_device __attribute__((tls_model("initial-exec")
 
 }  // namespace
 
-Hook::Current Hook::current() {
+GMT_HOT_PATH Hook::Current Hook::current() {
   Current current;
   DriverEntryPoints& driver = rt_.entry_points();
   auto get_current = driver.query_as<PFN_cuCtxGetCurrent_v4000>(DriverQuery::cuCtxGetCurrent);

@@ -3,6 +3,7 @@
 // the framework's own view of a device, and its caching allocator's block events.
 #include <cstdint>
 
+#include "format/hot_path.h"
 #include "interpose/common/depth_guard.h"
 #include "interpose/export.h"
 #include "interpose/runtime.h"
@@ -36,8 +37,9 @@ GMT_EXPORT void gpumemtrace_framework_view(int device, uint64_t allocated, uint6
 // segment, an OOM) may create the trace, as an allocation does; one that ends something is
 // recorded only once the trace exists (what it ends was made before, and is not in the trace).
 // Called from inside one of our hooks (an allocator driven by a driver call), it passes through.
-GMT_EXPORT void gpumemtrace_framework_block(uint32_t allocator, uint32_t action, int32_t device,
-                                            uint64_t address, uint64_t size, uint64_t stream) {
+GMT_EXPORT GMT_HOT_PATH void gpumemtrace_framework_block(uint32_t allocator, uint32_t action,
+                                                         int32_t device, uint64_t address,
+                                                         uint64_t size, uint64_t stream) {
   DepthGuard guard;
   if (!guard.outermost()) return;
   Runtime& rt = Runtime::get();

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "format/hot_path.h"
 #include "interpose/common/thread_id.h"
 #include "interpose/record/public_api_scope.h"
 
@@ -49,14 +50,14 @@ uint32_t EventRecorder::context_id_locked(uint64_t context, int device) {
   return rec.id;
 }
 
-uint32_t EventRecorder::stack(CostScope& cost) {
+GMT_HOT_PATH uint32_t EventRecorder::stack(CostScope& cost) {
   // Without stacks there is nothing to take, and nothing to time: the self-time note counts the
   // stacks taken, and four clock reads in each.
   if (config_.stacks == StackMode::kNone) return 0;
   return cost.stack([&](StackCost* parts) { return stack_here(parts); });
 }
 
-uint32_t EventRecorder::stack_here(StackCost* cost) {
+GMT_HOT_PATH uint32_t EventRecorder::stack_here(StackCost* cost) {
   const StackMode mode = config_.stacks;
   uint64_t frames[2 * format::StackRecord::kMaxFrames];
   const int depth = config_.stack_depth;
@@ -88,9 +89,9 @@ uint32_t EventRecorder::stack_here(StackCost* cost) {
   return stacks_.intern(frames, native, python, [&] { modules_.cover(frames, native); });
 }
 
-void EventRecorder::allocation(uint32_t error, int device, uint64_t context,
-                               format::MemoryKind kind, format::Api api, uint64_t address,
-                               uint64_t size) {
+GMT_HOT_PATH void EventRecorder::allocation(uint32_t error, int device, uint64_t context,
+                                            format::MemoryKind kind, format::Api api,
+                                            uint64_t address, uint64_t size) {
   CostScope cost(cost_);
   if (error != 0) {
     format::AllocFailedRecord rec;
@@ -123,8 +124,9 @@ void EventRecorder::allocation(uint32_t error, int device, uint64_t context,
   after_allocation(0, device, kind, address, size, rec.context);
 }
 
-void EventRecorder::after_allocation(uint32_t error, int device, format::MemoryKind kind,
-                                     uint64_t address, uint64_t size, uint32_t context) {
+GMT_HOT_PATH void EventRecorder::after_allocation(uint32_t error, int device,
+                                                  format::MemoryKind kind, uint64_t address,
+                                                  uint64_t size, uint32_t context) {
   phases_.flush_if_pending();
   if (config_.sample_ms == 0) return;
   if (error != 0) {
@@ -138,7 +140,7 @@ void EventRecorder::after_allocation(uint32_t error, int device, format::MemoryK
   }
 }
 
-void EventRecorder::freeing(format::Api api, uint64_t address) {
+GMT_HOT_PATH void EventRecorder::freeing(format::Api api, uint64_t address) {
   CostScope cost(cost_);
   format::FreeRecord rec;
   rec.thread = thread_id();
@@ -205,8 +207,8 @@ bool block_action_has_stack(uint32_t action) {
 
 }  // namespace
 
-void EventRecorder::block(uint32_t allocator, uint32_t action, int device, uint64_t address,
-                          uint64_t size, uint64_t stream) {
+GMT_HOT_PATH void EventRecorder::block(uint32_t allocator, uint32_t action, int device,
+                                       uint64_t address, uint64_t size, uint64_t stream) {
   CostScope cost(cost_);
   format::BlockRecord rec;
   rec.thread = thread_id();

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "interpose/record/public_api_scope.h"
+#include "format/hot_path.h"
 
 namespace gmt::interpose {
 namespace {
@@ -20,7 +21,7 @@ PublicApiScope::~PublicApiScope() {
   if (outermost_) t_current = format::Api::kUnknown;
 }
 
-format::Api PublicApiScope::current() {
+GMT_HOT_PATH format::Api PublicApiScope::current() {
   return t_current;
 }
 

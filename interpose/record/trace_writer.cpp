@@ -23,6 +23,7 @@
 
 #include "format/chunk.h"
 #include "format/file_header.h"
+#include "format/hot_path.h"
 #include "format/recording_end.h"
 #include "interpose/common/depth_guard.h"
 #include "interpose/common/diagnostic.h"
@@ -537,7 +538,7 @@ void TraceWriter::append(ThreadChunk& chunk, const uint8_t* bytes, std::size_t s
   publish(chunk, at, size);
 }
 
-void TraceWriter::publish(ThreadChunk& chunk, const uint8_t* bytes, std::size_t size) {
+GMT_HOT_PATH void TraceWriter::publish(ThreadChunk& chunk, const uint8_t* bytes, std::size_t size) {
   chunk.crc = format::extend_crc32c(chunk.crc, bytes, size);
   chunk.used += static_cast<uint32_t>(size);
   ++chunk.records;  // every publish is one record; the header gets the count in seal()

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <utility>
 
+#include "format/hot_path.h"
 #include "interpose/common/diagnostic.h"
 #include "interpose/common/real_dlsym.h"
 
@@ -120,7 +121,7 @@ void NativeStack::load() {
   state_.store(2, std::memory_order_release);
 }
 
-bool NativeStack::ready(Backtrace* fn) {
+GMT_HOT_PATH bool NativeStack::ready(Backtrace* fn) {
   int state = state_.load(std::memory_order_acquire);
   if (state == 0) {
     load();
@@ -130,7 +131,7 @@ bool NativeStack::ready(Backtrace* fn) {
   return state == 2;
 }
 
-int NativeStack::unwind(Backtrace fn, uint64_t* frames, int max, bool to_interpreter) {
+GMT_HOT_PATH int NativeStack::unwind(Backtrace fn, uint64_t* frames, int max, bool to_interpreter) {
   // Room for our own frames (the hook, the recorder, this function), which are dropped.
   constexpr int kOwnFrames = 8;
   uint64_t raw[256 + kOwnFrames];
@@ -151,7 +152,7 @@ int NativeStack::unwind(Backtrace fn, uint64_t* frames, int max, bool to_interpr
   return kept;
 }
 
-int NativeStack::capture(uint64_t* frames, int max) {
+GMT_HOT_PATH int NativeStack::capture(uint64_t* frames, int max) {
   Backtrace fn = nullptr;
   return ready(&fn) ? unwind(fn, frames, max, false) : 0;
 }
@@ -163,7 +164,7 @@ int NativeStack::interpreter_frame(const uint64_t* frames, int n) const {
   return -1;
 }
 
-int NativeStack::capture_to_interpreter(uint64_t* frames, int max) {
+GMT_HOT_PATH int NativeStack::capture_to_interpreter(uint64_t* frames, int max) {
   Backtrace fn = nullptr;
   return ready(&fn) ? unwind(fn, frames, max, true) : 0;
 }

@@ -6,6 +6,7 @@
 
 #include <new>
 
+#include "format/hot_path.h"
 #include "interpose/common/instance_id.h"
 #include "interpose/common/real_dlsym.h"
 
@@ -105,7 +106,7 @@ void PythonStack::free_thread_frames(void* frames) {
 }
 
 // This thread's frames met last; null when there can be none.
-PythonStack::FrameCache* PythonStack::thread_frames() {
+GMT_HOT_PATH PythonStack::FrameCache* PythonStack::thread_frames() {
   if (my_frames != nullptr) [[likely]]
     return static_cast<FrameCache*>(my_frames);
   if (!have_frames_key_) return nullptr;
@@ -177,7 +178,7 @@ uint32_t PythonStack::code_id(void* code) {
   return rec.id;
 }
 
-int PythonStack::capture(uint64_t* frames, int max) {
+GMT_HOT_PATH int PythonStack::capture(uint64_t* frames, int max) {
   const int state = state_.load(std::memory_order_acquire);
   if (state == 3 || (state != 2 && !resolve())) return 0;
   // Only a thread that holds the GIL may look at its frames; a thread without one (a CUDA
@@ -206,7 +207,7 @@ int PythonStack::capture(uint64_t* frames, int max) {
   return n;
 }
 
-int PythonStack::capture_released(uint64_t* frames, int max) {
+GMT_HOT_PATH int PythonStack::capture_released(uint64_t* frames, int max) {
   if (!released_ready_) return 0;
   // A thread that ever ran Python keeps its thread state while it is in C code.
   const void* tstate = api_.this_thread_state();

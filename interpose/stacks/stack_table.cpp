@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "format/hot_path.h"
 #include "interpose/common/instance_id.h"
 
 namespace gmt::interpose {
@@ -25,7 +26,7 @@ void StackTable::free_thread_cache(void* cache) {
   delete static_cast<ThreadCache*>(cache);
 }
 
-StackTable::ThreadCache* StackTable::thread_cache() {
+GMT_HOT_PATH StackTable::ThreadCache* StackTable::thread_cache() {
   auto* cache = static_cast<ThreadCache*>(my_cache);
   const uint64_t id = id_.load(std::memory_order_acquire);
   if (cache != nullptr && cache->owner == id) [[likely]]
@@ -43,7 +44,7 @@ StackTable::ThreadCache* StackTable::thread_cache() {
   return cache;
 }
 
-uint64_t StackTable::hash_of(const uint64_t* frames, int count) {
+GMT_HOT_PATH uint64_t StackTable::hash_of(const uint64_t* frames, int count) {
   // FNV-1a over whole words (stacks are short), in four lanes kept in registers: a PyTorch
   // block's 40 frames in one lane were a chain of 40 dependent multiplications, 50 ns of every
   // stack taken.

@@ -5,14 +5,16 @@
 #include <cstring>
 #include <new>
 
+#include "format/hot_path.h"
 #include "interpose/common/instance_id.h"
 #include "interpose/stacks/frame_rules.h"
 
 #if defined(__x86_64__)
 // The registers a walk starts from: the return address into the caller (walk()), the caller's
-// stack pointer once this returns, and rbp, which this leaf leaves alone.
+// stack pointer once this returns, and rbp, which this leaf leaves alone. With the hot path's
+// functions (format/hot_path.h).
 asm(R"(
-  .text
+  .pushsection .text.hot,"ax",@progbits
   .p2align 4
   .globl gmt_walk_start_registers
   .hidden gmt_walk_start_registers
@@ -27,6 +29,7 @@ gmt_walk_start_registers:
   ret
   .cfi_endproc
   .size gmt_walk_start_registers, .-gmt_walk_start_registers
+  .popsection
 )");
 extern "C" void gmt_walk_start_registers(void* start);
 #endif
@@ -153,7 +156,7 @@ void StackWalker::free_thread_walks(void* walks) {
   delete static_cast<ThreadWalks*>(walks);
 }
 
-StackWalker::ThreadWalks* StackWalker::thread_walks() {
+GMT_HOT_PATH StackWalker::ThreadWalks* StackWalker::thread_walks() {
   auto* walks = static_cast<ThreadWalks*>(my_walks);
   const uint64_t epoch = epoch_.load(std::memory_order_relaxed);
   if (walks != nullptr && walks->owner == id_ && walks->epoch == epoch) [[likely]]
@@ -192,8 +195,8 @@ StackWalker::Counts StackWalker::thread_counts() const {
   return walks != nullptr && walks->owner == id_ ? walks->counts : Counts{};
 }
 
-__attribute__((noinline)) int StackWalker::walk(uint64_t* frames, int max,
-                                                const StopModules* stop) {
+GMT_HOT_PATH __attribute__((noinline)) int StackWalker::walk(uint64_t* frames, int max,
+                                                             const StopModules* stop) {
 #if defined(__x86_64__)
   Start start{};
   gmt_walk_start_registers(&start);
@@ -204,7 +207,8 @@ __attribute__((noinline)) int StackWalker::walk(uint64_t* frames, int max,
 #endif
 }
 
-int StackWalker::walk_from(const Start& start, uint64_t* frames, int max, const StopModules* stop) {
+GMT_HOT_PATH int StackWalker::walk_from(const Start& start, uint64_t* frames, int max,
+                                        const StopModules* stop) {
   ThreadWalks* w = thread_walks();
   if (w == nullptr || max <= 0) [[unlikely]]
     return -1;
