@@ -6,7 +6,8 @@
 #   blocks, stacks     the same, with native stacks (one event in three takes one)
 #   python, CDLL       cudaMalloc/cudaFree pairs from ten Python calls (tests/bench/python_overhead.py)
 # A traced program's own work between two events pushes our code out of the core's first caches,
-# so these lines, fetched again at each event, are much of what an event costs on a real host
+# so these lines, fetched again at each event (and the pages they lie on, whose translations go
+# too), are much of what an event costs on a real host
 # (docs/benchmarks.md); instructions are counted beside them. Needs valgrind and the build in
 # build/ (scripts/build.sh). Usage: scripts/code-lines.sh [LIBRARY...]
 set -euo pipefail

@@ -10,9 +10,12 @@ contexts), and counts when that is at least THRESHOLD times per event (0.5: on t
 event; lower to count a path that a share of the events take, such as the stack of an
 allocation, one event in three in a caching allocator's loop).
 
+The 4 KiB pages those lines lie on are counted too: each is a translation the core's TLBs must
+hold, and the program's work between two events evicts those as well.
+
 Usage: python3 code_lines.py PROFILE LIBRARY_PATH EVENTS [THRESHOLD]
-Prints the library's instructions per event and its lines per event, then the lines by function,
-most first.
+Prints the library's instructions per event, its lines per event and the pages they lie on,
+then the lines by function, most first.
 """
 import collections
 import re
@@ -69,15 +72,16 @@ def hot_lines(path, library, events, threshold):
     for address, count in runs.items():
         line_runs[address // 64] = max(line_runs[address // 64], count)
     hot = [l for l, count in line_runs.items() if count >= events * threshold]
-    return instructions, collections.Counter(first_function[l].split("(")[0] for l in hot)
+    pages = len({l * 64 // 4096 for l in hot})
+    return instructions, pages, collections.Counter(first_function[l].split("(")[0] for l in hot)
 
 
 def main():
     path, library, events = sys.argv[1], sys.argv[2], int(sys.argv[3])
     threshold = float(sys.argv[4]) if len(sys.argv) > 4 else 0.5
-    instructions, by_function = hot_lines(path, library, events, threshold)
+    instructions, pages, by_function = hot_lines(path, library, events, threshold)
     print(f"{instructions / events:6.0f} instructions/event {sum(by_function.values()):5} lines of"
-          f" code per event (those run >= {threshold} times an event)")
+          f" code per event on {pages} pages (those run >= {threshold} times an event)")
     for function, lines in by_function.most_common():
         print(f"{lines:4} {function}")
 
