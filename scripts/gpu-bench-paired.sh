@@ -27,14 +27,8 @@ export GMT_BENCH_MODEL="${GMT_BENCH_MODEL:-small}"
 [ "$GMT_BENCH_MODEL" = large ] && unset GMT_BENCH_MODEL
 pin=(taskset -c "${GMT_BENCH_CPUS:-2-5}")
 
-# The shim a traced run builds for this torch, in a cache of the bench's own, and the stub.
-rm -rf "$out/shim"  # a shim left by an earlier run may be another torch's
-GPUMEMTRACE_CACHE_DIR="$out/shim" "$gmt" run -o "$out/shim-build.%p.gmt" -- \
-  python3 -c 'import torch; torch.zeros(1, device="cuda")' >"$out/shim-build.log" 2>&1
-rm -f "$out"/shim-build.*.gmt
-shim=$(find "$out/shim" -name 'torch-tracker-*.so' 2>/dev/null | head -n 1)
-stub="$out/shim/noop_block.so"
-if [ -z "$shim" ] || ! c++ -shared -fPIC -O2 -o "$stub" tests/gpu/noop_block.cpp; then
+. scripts/lib/tracker_shim.sh
+if ! build_tracker_shim; then
   echo "FAIL: no shim was built (see shim-build.log), or the stub did not build"
   exit 1
 fi

@@ -86,15 +86,9 @@ measure() {  # measure ALLOCATOR MODE ROUND
 # can save. The shim is the one a traced run builds for this torch, in a cache of the bench's own.
 shim="" stub=""
 if [[ " ${GMT_BENCH_MODES:-} " == *" torch_tracker_noop "* ]]; then
-  rm -rf "$out/shim"  # a shim left by an earlier run may be another torch's
-  GPUMEMTRACE_CACHE_DIR="$out/shim" "$gmt" run -o "$out/shim-build.%p.gmt" -- \
-    python3 -c 'import torch; torch.zeros(1, device="cuda")' >"$out/shim-build.log" 2>&1
-  shim=$(find "$out/shim" -name 'torch-tracker-*.so' 2>/dev/null | head -n 1)
-  stub="$out/shim/noop_block.so"
-  if [ -z "$shim" ] || ! c++ -shared -fPIC -O2 -o "$stub" tests/gpu/noop_block.cpp; then
+  . scripts/lib/tracker_shim.sh
+  build_tracker_shim ||
     echo "FAIL torch_tracker_noop: no shim was built (see shim-build.log), or the stub did not build"
-    shim=""
-  fi
 fi
 
 # Rounds interleave the configurations, so that a slow minute of the machine does not land on
