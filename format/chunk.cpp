@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "format/chunk.h"
-#include "format/hot_path.h"
 
 #include <zlib.h>
 
 #include <array>
 #include <cstring>
+
+#include "format/hot_path.h"
 
 namespace gmt::format {
 namespace {

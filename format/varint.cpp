@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "format/varint.h"
+
 #include "format/hot_path.h"
 
 #if defined(__x86_64__)

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "interpose/hooks/hook.h"
+
 #include "format/hot_path.h"
 
 namespace gmt::interpose {

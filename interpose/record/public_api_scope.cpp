@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "interpose/record/public_api_scope.h"
+
 #include "format/hot_path.h"
 
 namespace gmt::interpose {
