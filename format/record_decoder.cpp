@@ -177,13 +177,8 @@ constexpr bool types_follow_variant_order(std::index_sequence<I...>) {
 static_assert(types_follow_variant_order(std::make_index_sequence<std::variant_size_v<Record>>()));
 
 bool known_type(uint64_t type) {
-  return (type >= 1 && type <= std::variant_size_v<Record>) ||
-         type == static_cast<uint64_t>(RecordType::kBlockFreedAtOnce);
+  return type >= 1 && type <= std::variant_size_v<Record>;
 }
-static_assert(static_cast<std::size_t>(RecordType::kBlockFreedAtOnce) ==
-                  std::variant_size_v<Record> + 1,
-              "Record's next alternative would be numbered 28, BlockFreedAtOnce's number: give "
-              "28 a placeholder alternative first");
 
 // decode_as<R> by record type (RecordType numbers the variant's alternatives from 1).
 using Decode = bool (*)(const uint8_t*, const uint8_t*, const uint8_t*, CodecState&, uint64_t,

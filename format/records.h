@@ -47,6 +47,8 @@ enum class RecordType : uint8_t {
   kAllocatorSettings = 27,
   // Not an alternative of Record: the reader gives it as the Block record it completes (4.7).
   kBlockFreedAtOnce = 28,
+  kScope = 29,
+  kTag = 30,
 };
 
 // The most payload bytes a record of integer fields can take: every field as a 10-byte varint.
@@ -806,13 +808,79 @@ struct AllocatorSettingsRecord {
   }
 };
 
+// Record type 28's place among Record's alternatives: the reader decodes a BlockFreedAtOnce into
+// the Block record it completes, so no record of this type ever comes out of it.
+struct BlockFreedAtOncePlaceholder {
+  static constexpr RecordType kType = RecordType::kBlockFreedAtOnce;
+  template <class Self, class V>
+  static constexpr void fields(Self&, V&) {}
+};
+
+// Where in the framework's program a thread is (4.8): what the framework's hooks report
+// (python/gpumemtrace_roles.py for PyTorch), for telling a block's role and module. Values are
+// part of the file format.
+enum class ScopeKind : uint8_t {
+  kModule = 0,     // an nn.Module's forward; `name` is its qualified name (`layer3.2.conv1`)
+  kBackward = 1,   // backward() (torch.autograd.backward) called on this thread
+  kOptimizer = 2,  // an optimizer's step(); `name` is the optimizer's class
+};
+enum class ScopeAction : uint8_t { kEnter = 0, kExit = 1 };
+
+// A scope entered or left on the recording thread (4.8). Scopes nest per thread; an exit closes
+// the innermost open scope of its kind on its thread.
+struct ScopeRecord {
+  static constexpr RecordType kType = RecordType::kScope;
+  uint64_t time_ns = 0;
+  uint64_t thread = 0;  // from the chunk
+  uint32_t action = 0;  // ScopeAction
+  uint32_t kind = 0;    // ScopeKind
+  uint32_t name = 0;    // NameRecord id; 0 for an exit
+
+  template <class Self, class V>
+  static constexpr void fields(Self& r, V& v) {
+    v.time("time_ns", r.time_ns);
+    v.u32("action", r.action);
+    v.u32("kind", r.kind);
+    v.u32("name", r.name);
+  }
+};
+
+// What the framework says a block of its allocator holds (4.8). Values are part of the format.
+enum class TagRole : uint8_t {
+  kParameter = 0,
+  kBuffer = 1,
+  kGradient = 2,        // a parameter's .grad
+  kOptimizerState = 3,  // an optimizer's state tensor (Adam's exp_avg...)
+};
+
+// The framework's word on the block that holds `address` at `time_ns` (4.8): the role of that
+// block for the rest of its life, and the tensor's name (`layer1.0.conv1.weight`,
+// `layer1.0.conv1.weight.exp_avg`).
+struct TagRecord {
+  static constexpr RecordType kType = RecordType::kTag;
+  uint64_t time_ns = 0;
+  uint64_t thread = 0;  // from the chunk
+  uint32_t role = 0;    // TagRole
+  uint64_t address = 0;
+  uint32_t name = 0;  // NameRecord id; 0 when unnamed
+
+  template <class Self, class V>
+  static constexpr void fields(Self& r, V& v) {
+    v.time("time_ns", r.time_ns);
+    v.u32("role", r.role);
+    v.address("address", r.address);
+    v.u32("name", r.name);
+  }
+};
+
 using Record =
     std::variant<ProcessInfoRecord, AllocRecord, FreeRecord, AllocFailedRecord, EndRecord,
                  ContextRecord, ContextDestroyedRecord, MapRecord, UnmapRecord, RetainHandleRecord,
                  StackRecord, ModuleRecord, PythonCodeRecord, ThreadRecord, DeviceRecord,
                  SampleRecord, NameRecord, PhaseRecord, NoteRecord, PoolRecord, BlockRecord,
                  CheckpointRecord, CarriedRecord, CarriedBlockRecord, CarriedVmmRecord,
-                 CarriedPhaseRecord, AllocatorSettingsRecord>;
+                 CarriedPhaseRecord, AllocatorSettingsRecord, BlockFreedAtOncePlaceholder,
+                 ScopeRecord, TagRecord>;
 
 // Records that define an id or describe the process rather than tell an event: a bounded trace
 // keeps them whatever their age (the writer puts them in chunks it never reuses).

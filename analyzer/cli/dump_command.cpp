@@ -67,7 +67,10 @@ const char* record_type_name(std::size_t index) {
                                        "carried_block",
                                        "carried_vmm",
                                        "carried_phase",
-                                       "allocator_settings"};
+                                       "allocator_settings",
+                                       "block_freed_at_once",
+                                       "scope",
+                                       "tag"};
   static_assert(std::size(kNames) == std::variant_size_v<format::Record>);
   return index < std::size(kNames) ? kNames[index] : "unknown";
 }

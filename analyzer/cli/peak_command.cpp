@@ -12,6 +12,7 @@
 #include "analyzer/model/leak_classes.h"
 #include "analyzer/model/owner_library.h"
 #include "analyzer/report/byte_size.h"
+#include "analyzer/report/roles_report.h"
 #include "analyzer/report/stack_frames.h"
 
 namespace gmt::analyzer {
@@ -63,6 +64,9 @@ std::vector<Group> keep_top(std::vector<Group> groups, std::size_t top) {
   return groups;
 }
 
+// The modules a peak lists by name, largest first.
+constexpr std::size_t kModulesShown = 10;
+
 struct DevicePeak {
   const DeviceSummary* device;
   std::vector<Group> groups;
@@ -100,17 +104,19 @@ nlohmann::ordered_json peak_json(const TraceSummary& trace, const std::vector<De
       }
       groups.push_back(std::move(row));
     }
-    devices.push_back({{"device", p.device->device},
-                       {"peak_bytes", p.device->peak_bytes},
-                       {"peak_time_ns", p.device->peak_time_ns},
-                       {"groups", groups}});
+    ordered_json device = {{"device", p.device->device},
+                           {"peak_bytes", p.device->peak_bytes},
+                           {"peak_time_ns", p.device->peak_time_ns}};
+    if (p.device->roles_at_peak) device.update(roles_json(*p.device->roles_at_peak, kModulesShown));
+    device["groups"] = groups;
+    devices.push_back(std::move(device));
   }
   return {{"trace", trace.path}, {"by", by}, {"devices", devices}};
 }
 
-void write_peak_text(const std::vector<DevicePeak>& peaks, const std::string& by,
-                     ResolvedStacks& frames, FrameMode mode, OwnerLibraryCache& owners,
-                     std::ostream& out) {
+void write_peak_text(const TraceSummary& trace, const std::vector<DevicePeak>& peaks,
+                     const std::string& by, ResolvedStacks& frames, FrameMode mode,
+                     OwnerLibraryCache& owners, std::ostream& out) {
   constexpr std::size_t kFramesShown = 4;
   for (const DevicePeak& p : peaks) {
     uint64_t count = 0;
@@ -118,6 +124,12 @@ void write_peak_text(const std::vector<DevicePeak>& peaks, const std::string& by
     out << "peak of " << device_name(p.device->device) << ": " << human_bytes(p.device->peak_bytes)
         << " (" << p.device->peak_bytes << " bytes) at " << human_duration(p.device->peak_time_ns)
         << ", in " << count << (count == 1 ? " allocation" : " allocations") << "\n";
+    // In the user's terms first: what the bytes are for and which modules hold them.
+    if (p.device->roles_at_peak) {
+      write_roles_text(*p.device->roles_at_peak, trace.roles_recorded, kModulesShown, "", "  ",
+                       out);
+      out << "  by " << (by == "library" ? "library" : "site") << "\n";
+    }
     for (const Group& g : p.groups) {
       out << "  " << std::setw(10) << human_bytes(g.bytes) << std::setw(8) << g.count << "  ";
       if (g.folded > 0) {
@@ -170,7 +182,7 @@ int peak_command(const PeakOptions& options, std::ostream& out, std::ostream& er
   } else if (peaks.empty()) {
     out << options.path << ": no device memory was allocated\n";
   } else {
-    write_peak_text(peaks, options.by, frames, options.frames, owners, out);
+    write_peak_text(trace, peaks, options.by, frames, options.frames, owners, out);
   }
   return 0;
 }

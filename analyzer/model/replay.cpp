@@ -243,7 +243,12 @@ void Replay::finish() {
     const auto rows = block_peaks_.find(ordinal);
     d.peak_block_sites =
         rows != block_peaks_.end() && d.peak_bytes > 0 ? rows->second : std::vector<PeakSite>{};
+    if (!d.peak_block_sites.empty()) d.roles_at_peak = roles_.resolve(ordinal, kRolesAtPeak);
+    take_block_rows(ordinal, kRolesAtExit);
+    d.roles_at_exit = roles_.resolve(ordinal, kRolesAtExit);
   }
+  summary_.roles_recorded = roles_.recorded();
+  summary_.role_tags_unmatched = roles_.unmatched_tags();
   if (timeline_) summary_.timeline = timeline_->finish(summary_.duration_ns);
   finish_blocks();
   finish_reservations();

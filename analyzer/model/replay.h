@@ -15,6 +15,7 @@
 #include "analyzer/model/backward_attribution.h"
 #include "analyzer/model/block_replay.h"
 #include "analyzer/model/containers/flat_hash_map.h"
+#include "analyzer/model/roles/role_tracker.h"
 #include "analyzer/model/timeline_builder.h"
 #include "analyzer/model/trace_summary.h"
 #include "analyzer/model/views_replay.h"
@@ -182,6 +183,14 @@ class Replay {
   void on(const format::CarriedVmmRecord&) {}
   void on(const format::CarriedPhaseRecord&) {}
   void on(const format::AllocatorSettingsRecord& r) { blocks_.on(r); }
+  void on(const format::BlockFreedAtOncePlaceholder&) {}  // never read (the reader's Block)
+  // The framework's scopes and tags: roles and modules (roles/role_tracker.h).
+  void on(const format::ScopeRecord& r) { roles_.on(r); }
+  void on(const format::TagRecord& r) { roles_.on(r); }
+  // The block rows at the moment (the peak's, or the end's), and the roles' snapshot beside.
+  void take_block_rows(int ordinal, int role_slot);
+  static constexpr int kRolesAtPeak = 0;
+  static constexpr int kRolesAtExit = 1;
   // The sites whose allocations still live at the end are segments an allocator reported.
   void finish_blocks();
   // Address space reserved and never given back, by site and device (summary_.reservations).
@@ -312,6 +321,7 @@ class Replay {
   ViewsReplay views_;
   BlockReplay blocks_;
   BackwardAttribution backward_;  // the stacks of blocks of autograd threads
+  RoleTracker roles_;
   // By ordinal, the devices in their peak's plateau: the allocated bytes their rows were taken
   // at, none yet.
   std::map<int, std::optional<uint64_t>> block_plateaus_;

@@ -8,6 +8,7 @@ namespace gmt::analyzer {
 
 void Replay::on(const format::BlockRecord& r) {
   summary_.duration_ns = std::max(summary_.duration_ns, r.time_ns);
+  roles_.on_block(r);
   if (r.action == static_cast<uint32_t>(format::BlockAction::kAlloc)) {
     format::BlockRecord attributed = r;
     attributed.stack = backward_.stack_for(summary_, r.thread, r.stack);
@@ -34,12 +35,24 @@ void Replay::blocks_in_plateau(int ordinal) {
   const uint64_t allocated = blocks_.allocated_bytes(ordinal);
   if (plateau->second && *plateau->second >= allocated) return;
   plateau->second = allocated;
-  block_peaks_.insert_or_assign(ordinal, block_rows_on(ordinal));
+  take_block_rows(ordinal, kRolesAtPeak);
+}
+
+void Replay::take_block_rows(int ordinal, int role_slot) {
+  std::vector<PeakSite> rows = block_rows_on(ordinal);
+  if (!rows.empty()) {
+    std::vector<RoleTracker::Block> blocks;
+    blocks_.for_each_live_block(ordinal, [&](uint64_t address, uint64_t size) {
+      blocks.push_back({address, size});
+    });
+    roles_.snapshot(ordinal, role_slot, blocks, rows);
+  }
+  if (role_slot == kRolesAtPeak) block_peaks_.insert_or_assign(ordinal, std::move(rows));
 }
 
 void Replay::end_block_plateaus(bool close) {
   for (const auto& [ordinal, taken] : block_plateaus_) {
-    if (!taken) block_peaks_.insert_or_assign(ordinal, block_rows_on(ordinal));
+    if (!taken) take_block_rows(ordinal, kRolesAtPeak);
   }
   if (close) block_plateaus_.clear();
 }

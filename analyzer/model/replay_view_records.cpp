@@ -26,6 +26,7 @@ void Replay::on(const format::SampleRecord& r) {
 
 void Replay::on(const format::NameRecord& r) {
   views_.on(r);
+  roles_.on(r);
 }
 
 void Replay::on(const format::PhaseRecord& r) {

@@ -10,6 +10,7 @@
 #include "analyzer/model/input/trace_error.h"
 #include "analyzer/model/leak_classes.h"
 #include "analyzer/model/replay.h"
+#include "analyzer/model/roles/outside_roles.h"
 #include "analyzer/model/timeline_builder.h"
 #include "format/file_header.h"
 #include "format/recording_end.h"
@@ -90,6 +91,7 @@ TraceSummary summarize_trace_bytes(std::span<const uint8_t> bytes, const std::st
       first.timeline = std::move(second.summary().timeline);
     }
     classify_leaks(replay.summary());
+    split_outside_roles(replay.summary());
   }
 
   TraceSummary& summary = replay.summary();

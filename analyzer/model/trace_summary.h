@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "analyzer/model/roles/role.h"
 #include "analyzer/model/views_model.h"
 #include "format/api.h"
 #include "format/memory_kind.h"
@@ -88,6 +89,11 @@ struct DeviceSummary {
   std::optional<ViewValues> views_at_peak;
   std::optional<ViewValues> views_at_exit;
   std::string peak_phase;
+  // The device's bytes by role and module (RoleTracker) at the peak and at the end, where a
+  // caching allocator reported its blocks; split_outside() has told the driver allocations
+  // outside it apart (library or unknown).
+  std::optional<RoleBreakdown> roles_at_peak;
+  std::optional<RoleBreakdown> roles_at_exit;
 };
 
 // An allocation freed this soon after it was made, by a free call, is a temporary: scratch
@@ -338,6 +344,10 @@ struct TraceSummary {
   uint64_t pool_trims = 0;
   uint64_t view_samples = 0;       // the sampler's samples (framework reports not counted)
   std::vector<PhaseStats> phases;  // in order of first start
+  // Whether the framework's hooks recorded scopes or tags (format 4.8): without them, roles are
+  // unknown. Tags whose address was in no live block.
+  bool roles_recorded = false;
+  uint64_t role_tags_unmatched = 0;
   std::vector<PhaseMark> marks;
 
   // Records read, by type (the index of format::Record's alternative).

@@ -8,6 +8,7 @@
 #include "analyzer/report/job_view.h"
 #include "analyzer/report/json_fields.h"
 #include "analyzer/report/report.h"
+#include "analyzer/report/roles_report.h"
 #include "analyzer/report/views_report.h"
 
 namespace gmt::analyzer {
@@ -164,6 +165,20 @@ void write_report_json(const ReportInput& input, std::ostream& out) {
            {{"at_peak", views_json(d.views_at_peak, d.peak_bytes, by_library_at_peak(t, d))},
             {"at_exit", views_json(d.views_at_exit, d.live_bytes, by_library_at_exit(t, d))}}},
       });
+      if (d.roles_at_peak || d.roles_at_exit) {
+        constexpr std::size_t kModules = 50;
+        ordered_json by_role = ordered_json::object();
+        ordered_json by_module = ordered_json::object();
+        if (d.roles_at_peak) {
+          ordered_json at_peak = roles_json(*d.roles_at_peak, kModules);
+          by_role["at_peak"] = at_peak["by_role"];
+          by_module["at_peak"] = at_peak["by_module"];
+        }
+        if (d.roles_at_exit) by_role["at_exit"] = roles_json(*d.roles_at_exit, 0)["by_role"];
+        device["roles_recorded"] = t.roles_recorded;
+        device["by_role"] = by_role;
+        device["by_module"] = by_module;
+      }
       devices.push_back(std::move(device));
     }
   }

@@ -8,6 +8,7 @@
 #include "analyzer/report/history_text.h"
 #include "analyzer/report/job_view.h"
 #include "analyzer/report/report.h"
+#include "analyzer/report/roles_report.h"
 #include "analyzer/report/views_report.h"
 
 namespace gmt::analyzer {
@@ -119,6 +120,11 @@ void write_device(const TraceSummary& t, const DeviceSummary& d, FrameMode frame
   if (d.teardown_free_count > 0) out << ", freed by context teardown " << d.teardown_free_count;
   out << "\n";
   write_kinds(d.by_kind, "    ", out);
+  if (d.roles_at_peak)
+    write_roles_text(*d.roles_at_peak, t.roles_recorded, 5, " at the peak", "    ", out);
+  if (d.roles_at_exit && d.roles_at_exit->total_bytes() > 0) {
+    write_roles_text(*d.roles_at_exit, true, 0, " at exit", "    ", out);
+  }
   write_sites(d, frames, out);
   write_views_text(views_title("views at the peak", d.views_at_peak, d.peak_time_ns, d.peak_bytes),
                    d.views_at_peak, d.peak_bytes, by_library_at_peak(t, d), out);

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <utility>
 
+#include "interpose/frameworks/gpumemtrace_roles_source.h"
 #include "interpose/frameworks/torch_settings_text.h"
 #include "interpose/frameworks/torch_shim_build.h"
 #include "interpose/record/trace_writer.h"
@@ -27,9 +28,48 @@ std::string loaded_c10_cuda() {
   return path;
 }
 
-bool disabled() {
-  const char* v = std::getenv("GPUMEMTRACE_TORCH_BLOCKS");
+bool off(const char* variable) {
+  const char* v = std::getenv(variable);
   return v != nullptr && std::strcmp(v, "0") == 0;
+}
+
+bool disabled() {
+  return off("GPUMEMTRACE_TORCH_BLOCKS");
+}
+
+// Runs on the interpreter's main thread with the GIL held, between two bytecodes (a pending
+// call): no lock of PyTorch's or ours is held there, unlike in the hook that scheduled it, which
+// may run under the caching allocator's lock. The source runs in a module of its own
+// (sys.modules["_gpumemtrace_roles"]), never in the program's __main__, and reports its own
+// failures as a note.
+int run_roles_source(void*) {
+  using AddModule = void* (*)(const char*);
+  using GetDict = void* (*)(void*);
+  using RunString = void* (*)(const char*, int, void*, void*);
+  using Clear = void (*)();
+  using DecRef = void (*)(void*);
+  const auto add_module = reinterpret_cast<AddModule>(dlsym(RTLD_DEFAULT, "PyImport_AddModule"));
+  const auto get_dict = reinterpret_cast<GetDict>(dlsym(RTLD_DEFAULT, "PyModule_GetDict"));
+  const auto run = reinterpret_cast<RunString>(dlsym(RTLD_DEFAULT, "PyRun_String"));
+  const auto clear = reinterpret_cast<Clear>(dlsym(RTLD_DEFAULT, "PyErr_Clear"));
+  const auto decref = reinterpret_cast<DecRef>(dlsym(RTLD_DEFAULT, "Py_DecRef"));
+  if (add_module == nullptr || get_dict == nullptr || run == nullptr || clear == nullptr ||
+      decref == nullptr)
+    return 0;
+  void* module = add_module("_gpumemtrace_roles");  // borrowed
+  if (module == nullptr) {
+    clear();
+    return 0;
+  }
+  void* globals = get_dict(module);  // borrowed
+  constexpr int kFileInput = 257;    // Py_file_input
+  void* result = run(kGpumemtraceRolesSource, kFileInput, globals, globals);
+  if (result == nullptr) {
+    clear();  // the source catches its own errors; never leave one pending in the program
+  } else {
+    decref(result);
+  }
+  return 0;
 }
 
 }  // namespace
@@ -113,7 +153,9 @@ void TorchTracker::try_attach() {
     const std::string set = torch_settings_text(*settings_);
     settings = set.empty() ? "" : "; allocator settings " + set;
   }
-  finish("pytorch block events on (torch " + torch_version_ + ")" + settings);
+  const std::string roles = schedule_roles();
+  finish("pytorch block events on (torch " + torch_version_ + ")" + settings +
+         (roles.empty() ? "" : "; " + roles));
 }
 
 // Read once, as the tracker attaches (settings changed later in the run are not seen).
@@ -129,6 +171,21 @@ void TorchTracker::read_settings() {
            static_cast<int>(Settings::kIntervals)) != 1)
     return;
   settings_ = std::move(settings);
+}
+
+std::string TorchTracker::schedule_roles() {
+  if (off("GPUMEMTRACE_ROLES")) return "roles and modules off (GPUMEMTRACE_ROLES=0)";
+  using IsInitialized = int (*)();
+  using AddPendingCall = int (*)(int (*)(void*), void*);
+  const auto initialized = reinterpret_cast<IsInitialized>(dlsym(RTLD_DEFAULT, "Py_IsInitialized"));
+  const auto add_pending =
+      reinterpret_cast<AddPendingCall>(dlsym(RTLD_DEFAULT, "Py_AddPendingCall"));
+  if (initialized == nullptr || add_pending == nullptr || initialized() == 0)
+    return "roles and modules unavailable (no Python interpreter in the process)";
+  // Needs no GIL and no thread state: it queues the call for the main thread.
+  if (add_pending(&run_roles_source, nullptr) != 0)
+    return "roles and modules unavailable (the interpreter's pending calls are full)";
+  return "";
 }
 
 void TorchTracker::finish(const std::string& note) {

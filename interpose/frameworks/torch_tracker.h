@@ -57,6 +57,10 @@ class TorchTracker {
   void try_attach();
   void finish(const std::string& note);
   void read_settings();
+  // Has the interpreter run python/gpumemtrace_roles.py (embedded) on its main thread, between
+  // two bytecodes: the hooks that report scopes and tensors' roles. "" when scheduled, else why
+  // not, for the note.
+  std::string schedule_roles();
 
   TraceWriter& writer_;
   std::atomic<int> state_{kNoTorch};

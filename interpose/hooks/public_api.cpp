@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The functions behind include/gpumemtrace.h, which finds them with dlsym: phases without NVTX,
-// the framework's own view of a device, and its caching allocator's block events.
+// the framework's own view of a device, its caching allocator's block events, and what its hooks
+// say about scopes and tensors (roles and modules, python/gpumemtrace_roles.py).
 #include <cstdint>
 
 #include "format/hot_path.h"
@@ -47,5 +48,49 @@ GMT_EXPORT GMT_HOT_PATH void gpumemtrace_framework_block(uint32_t allocator, uin
   if (!starts && !rt.writer().started()) return;
   rt.torch_tracker().before_block();
   rt.events().block(allocator, action, device, address, size, stream);
+}
+
+// A name's id for the records below (a NameRecord the first time it is used in the trace).
+GMT_EXPORT uint32_t gpumemtrace_framework_name(const char* text) {
+  return Runtime::get().phases().name_id(text != nullptr ? text : "");
+}
+
+// A scope entered or left on this thread (format's ScopeRecord). Only once the trace exists: a
+// scope alone must not create a file, and what it would place was not recorded.
+GMT_EXPORT void gpumemtrace_framework_scope(uint32_t action, uint32_t kind, uint32_t name) {
+  Runtime& rt = Runtime::get();
+  if (!rt.writer().started()) return;
+  rt.phases().ensure_written(name);
+  gmt::format::ScopeRecord rec;
+  rec.action = action;
+  rec.kind = kind;
+  rec.name = name;
+  rt.writer().record(rec);
+}
+
+// The framework's word on `count` tensors' blocks (format's TagRecord): one role, each tensor's
+// address and name id (`names` may be null: unnamed).
+GMT_EXPORT void gpumemtrace_framework_tags(uint32_t role, uint32_t count, const uint64_t* addresses,
+                                           const uint32_t* names) {
+  Runtime& rt = Runtime::get();
+  if (!rt.writer().started() || addresses == nullptr) return;
+  for (uint32_t i = 0; i < count; ++i) {
+    gmt::format::TagRecord rec;
+    rec.role = role;
+    rec.address = addresses[i];
+    rec.name = names != nullptr ? names[i] : 0;
+    rt.phases().ensure_written(rec.name);
+    rt.writer().record(rec);
+  }
+}
+
+// What the framework's hooks have to say about the recording (roles on, or why not).
+GMT_EXPORT void gpumemtrace_framework_note(const char* text) {
+  Runtime& rt = Runtime::get();
+  if (!rt.writer().started() || text == nullptr) return;
+  gmt::format::NoteRecord note;
+  note.text = text;
+  if (note.text.size() > 900) note.text.resize(900);  // within the record's bound
+  rt.writer().record(note);
 }
 }

@@ -28,6 +28,12 @@ uint32_t PhaseRecorder::name_id(std::string_view text) {
   return it->second;
 }
 
+void PhaseRecorder::ensure_written(uint32_t id) {
+  if (id == 0 || !writer_.started()) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (id <= names_.size() && !written_[id - 1]) write_name_locked(id);
+}
+
 void PhaseRecorder::write_name_locked(uint32_t id) {
   format::NameRecord rec;
   rec.id = id;

@@ -27,6 +27,10 @@ class PhaseRecorder {
   // The id of a name (a phase, a domain, a registered string), never 0.
   uint32_t name_id(std::string_view text);
 
+  // Makes sure the NameRecord of `id` is in the file before a record that uses it (a name
+  // interned before the trace existed is written late). Only once the trace exists.
+  void ensure_written(uint32_t id);
+
   // NVTX's return values: the nesting level of the range pushed or popped (-1: none to pop).
   int push(uint32_t domain, uint32_t name);
   int pop(uint32_t domain);

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+// What a byte of a device is for, in the user's terms: a role, and how the analyzer knows it.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gmt::analyzer {
+
+// Values index RoleBreakdown::roles; names are the JSON's (role_name).
+enum class Role : uint8_t {
+  kParameter,
+  kBuffer,
+  kGradient,
+  kOptimizerState,
+  kActivation,      // made in a module's forward, kept until backward released it
+  kTemporary,       // made and released inside one scope (a forward, backward or step)
+  kInput,           // made outside the model, live while its forward ran
+  kAllocatorCache,  // a caching allocator's segments, not handed out
+  kLibrary,    // driver allocations of a library (cuBLAS, cuDNN, NCCL...) outside the framework
+  kCudaGraph,  // a CUDA graph's private pool (not told apart yet: such blocks are unknown)
+  kUnknown,
+};
+inline constexpr std::size_t kRoleCount = 11;
+
+const char* role_name(Role role);
+// The role of a JSON or command-line name ("optimizer_state"); none for another.
+std::optional<Role> role_of_name(std::string_view name);
+// How a role's bytes are known, for each role: "tagged by the framework" or the rule that
+// inferred it.
+const char* role_basis(Role role, bool tagged);
+
+// One role's bytes at a moment, and how many of them the framework tagged (the rest inferred).
+struct RoleFigure {
+  uint64_t bytes = 0;
+  uint64_t count = 0;
+  uint64_t tagged_bytes = 0;
+};
+
+// One module's bytes at a moment, by role (blocks made in its forward, or its own tensors).
+struct ModuleRoles {
+  std::string module;  // qualified name as named_modules() gives it; the root's class name
+  std::array<uint64_t, kRoleCount> bytes{};
+  uint64_t total = 0;
+};
+
+// A device's bytes at a moment by role: they add up to the device's figure then. Driver
+// allocations outside any caching allocator are `outside` until their owners are known
+// (split_outside(): library or unknown).
+struct RoleBreakdown {
+  std::array<RoleFigure, kRoleCount> roles{};
+  std::vector<ModuleRoles> modules;  // largest first
+  struct Outside {
+    uint32_t stack = 0;
+    uint64_t bytes = 0;
+    uint64_t count = 0;
+  };
+  std::vector<Outside> outside;
+
+  RoleFigure& operator[](Role role) { return roles[static_cast<std::size_t>(role)]; }
+  const RoleFigure& operator[](Role role) const { return roles[static_cast<std::size_t>(role)]; }
+  uint64_t total_bytes() const {
+    uint64_t total = 0;
+    for (const RoleFigure& r : roles) total += r.bytes;
+    for (const Outside& o : outside) total += o.bytes;
+    return total;
+  }
+};
+
+}  // namespace gmt::analyzer

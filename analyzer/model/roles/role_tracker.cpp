@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "analyzer/model/roles/role_tracker.h"
+
+#include <algorithm>
+
+namespace gmt::analyzer {
+
+namespace {
+
+// The part of a tensor's qualified name that names its module: `layer1.0.conv1.weight` ->
+// `layer1.0.conv1`; an optimizer's state (`layer1.0.conv1.weight.exp_avg`) drops one more.
+std::string module_of_tensor(const std::string& name, int components) {
+  std::size_t end = name.size();
+  for (int i = 0; i < components; ++i) {
+    const std::size_t dot = name.rfind('.', end == 0 ? 0 : end - 1);
+    if (dot == std::string::npos || end == 0) return {};
+    end = dot;
+  }
+  return name.substr(0, end);
+}
+
+}  // namespace
+
+void RoleTracker::on(const format::ScopeRecord& r) {
+  recorded_ = true;
+  std::vector<Open>& open = threads_[r.thread];
+  Where where = Where::kNone;
+  switch (static_cast<format::ScopeKind>(r.kind)) {
+    case format::ScopeKind::kModule:
+      where = Where::kForward;
+      break;
+    case format::ScopeKind::kBackward:
+      where = Where::kBackward;
+      break;
+    case format::ScopeKind::kOptimizer:
+      where = Where::kOptimizer;
+      break;
+    default:
+      return;  // a kind this build does not know
+  }
+  if (static_cast<format::ScopeAction>(r.action) == format::ScopeAction::kEnter) {
+    const auto outer =
+        std::find_if(open.begin(), open.end(), [where](const Open& o) { return o.where == where; });
+    uint32_t instance = 0;
+    if (outer != open.end()) {
+      instance = outer->instance;
+    } else {
+      instance = static_cast<uint32_t>(instance_open_.size());
+      instance_open_.push_back(true);
+      if (where == Where::kForward) ++forward_epoch_;
+      if (where == Where::kBackward) open_backwards_.push_back(instance);
+    }
+    open.push_back({where, r.name, instance});
+    return;
+  }
+  const auto inner =
+      std::find_if(open.rbegin(), open.rend(), [where](const Open& o) { return o.where == where; });
+  if (inner == open.rend()) return;  // entered before the trace, or a stray exit
+  const uint32_t instance = inner->instance;
+  open.erase(std::next(inner).base());
+  const bool outermost = std::none_of(open.begin(), open.end(), [&](const Open& o) {
+    return o.where == where && o.instance == instance;
+  });
+  if (!outermost) return;
+  instance_open_[instance] = false;
+  std::erase(open_backwards_, instance);
+}
+
+void RoleTracker::on(const format::TagRecord& r) {
+  recorded_ = true;
+  const auto it = live_.find(r.address);
+  if (it == live_.end()) {
+    ++unmatched_tags_;
+    return;
+  }
+  Facts& f = facts_[it->second];
+  f.tag = static_cast<uint8_t>(r.role);
+  f.module = r.name;
+}
+
+uint32_t RoleTracker::new_facts() {
+  if (!free_facts_.empty()) {
+    const uint32_t i = free_facts_.back();
+    free_facts_.pop_back();
+    facts_[i] = Facts{};
+    return i;
+  }
+  facts_.emplace_back();
+  return static_cast<uint32_t>(facts_.size() - 1);
+}
+
+void RoleTracker::on_block(const format::BlockRecord& r) {
+  const auto action = static_cast<format::BlockAction>(r.action);
+  if (action == format::BlockAction::kAlloc) {
+    const uint32_t i = new_facts();
+    Facts& f = facts_[i];
+    f.forward_epoch = forward_epoch_;
+    const auto thread = threads_.find(r.thread);
+    if (thread != threads_.end() && !thread->second.empty()) {
+      const Open& inner = thread->second.back();
+      f.where = inner.where;
+      f.instance = inner.instance;
+      if (inner.where == Where::kForward) f.module = inner.name;
+    } else if (!open_backwards_.empty()) {
+      // An autograd thread's block: its thread opened no scope, backward() runs on another.
+      f.where = Where::kBackward;
+      f.instance = open_backwards_.back();
+    }
+    auto [it, inserted] = live_.try_emplace(r.address, i);
+    if (!inserted) {  // the old block's free was not recorded: it ends here
+      Facts& old = facts_[it->second];
+      old.freed = true;
+      if (old.pins == 0) free_facts_.push_back(it->second);
+      it->second = i;
+    }
+    return;
+  }
+  if (action != format::BlockAction::kFreeRequested) return;
+  const auto it = live_.find(r.address);
+  if (it == live_.end()) return;
+  const uint32_t i = it->second;
+  live_.erase(it);
+  Facts& f = facts_[i];
+  f.freed = true;
+  f.forward_during = forward_epoch_ > f.forward_epoch;
+  if (f.where != Where::kNone && f.instance < instance_open_.size() && instance_open_[f.instance]) {
+    f.end = End::kInside;
+  } else if (!open_backwards_.empty()) {
+    f.end = End::kByBackward;
+  } else {
+    f.end = End::kAfter;
+  }
+  if (f.pins == 0) free_facts_.push_back(i);
+}
+
+void RoleTracker::snapshot(int device, int slot, const std::vector<Block>& blocks,
+                           const std::vector<PeakSite>& rows) {
+  Snapshot s;
+  s.blocks.reserve(blocks.size());
+  for (const Block& b : blocks) {
+    const auto it = live_.find(b.address);
+    if (it == live_.end()) {
+      s.unknown_blocks += b.size;
+      ++s.unknown_count;
+      continue;
+    }
+    ++facts_[it->second].pins;
+    s.blocks.emplace_back(it->second, b.size);
+  }
+  for (const PeakSite& row : rows) {
+    if (row.cache) {
+      s.cache_bytes += row.bytes;
+      s.cache_count += row.count;
+    } else if (row.allocator < 0) {
+      s.outside.push_back({row.stack, row.bytes, row.count});
+    }
+  }
+  auto [it, inserted] = snapshots_.try_emplace({device, slot});
+  if (!inserted) unpin(it->second);
+  it->second = std::move(s);
+}
+
+void RoleTracker::unpin(Snapshot& s) {
+  for (const auto& [i, bytes] : s.blocks) {
+    Facts& f = facts_[i];
+    if (--f.pins == 0 && f.freed) free_facts_.push_back(i);
+  }
+  s.blocks.clear();
+}
+
+Role RoleTracker::role_of(const Facts& f) const {
+  if (!recorded_) return Role::kUnknown;
+  switch (f.tag) {
+    case static_cast<uint8_t>(format::TagRole::kParameter):
+      return Role::kParameter;
+    case static_cast<uint8_t>(format::TagRole::kBuffer):
+      return Role::kBuffer;
+    case static_cast<uint8_t>(format::TagRole::kGradient):
+      return Role::kGradient;
+    case static_cast<uint8_t>(format::TagRole::kOptimizerState):
+      return Role::kOptimizerState;
+    default:
+      break;
+  }
+  switch (f.where) {
+    case Where::kForward:
+      if (f.end == End::kInside) return Role::kTemporary;
+      return f.end == End::kByBackward ? Role::kActivation : Role::kUnknown;
+    case Where::kBackward:
+      return f.end == End::kInside ? Role::kTemporary : Role::kGradient;
+    case Where::kOptimizer:
+      return f.end == End::kInside ? Role::kTemporary : Role::kOptimizerState;
+    case Where::kNone:
+      break;
+  }
+  const bool forward_during = f.freed ? f.forward_during : forward_epoch_ > f.forward_epoch;
+  if (forward_during) return Role::kInput;
+  return f.freed ? Role::kTemporary : Role::kUnknown;
+}
+
+std::string RoleTracker::module_of(const Facts& f, Role role) const {
+  const auto name = names_.find(f.module);
+  if (f.module == 0 || name == names_.end()) return {};
+  if (f.tag == kUntagged) return f.where == Where::kForward ? name->second : std::string{};
+  return module_of_tensor(name->second, role == Role::kOptimizerState ? 2 : 1);
+}
+
+std::optional<RoleBreakdown> RoleTracker::resolve(int device, int slot) const {
+  const auto it = snapshots_.find({device, slot});
+  if (it == snapshots_.end()) return std::nullopt;
+  const Snapshot& s = it->second;
+  RoleBreakdown table;
+  std::map<std::string, ModuleRoles> modules;
+  for (const auto& [i, bytes] : s.blocks) {
+    const Facts& f = facts_[i];
+    const Role role = role_of(f);
+    RoleFigure& figure = table[role];
+    figure.bytes += bytes;
+    ++figure.count;
+    if (recorded_ && f.tag != kUntagged) figure.tagged_bytes += bytes;
+    const std::string module = recorded_ ? module_of(f, role) : std::string{};
+    if (module.empty()) continue;
+    ModuleRoles& m = modules[module];
+    m.bytes[static_cast<std::size_t>(role)] += bytes;
+    m.total += bytes;
+  }
+  table[Role::kUnknown].bytes += s.unknown_blocks;
+  table[Role::kUnknown].count += s.unknown_count;
+  table[Role::kAllocatorCache].bytes += s.cache_bytes;
+  table[Role::kAllocatorCache].count += s.cache_count;
+  table.outside = s.outside;
+  for (auto& [name, m] : modules) {
+    m.module = name;
+    table.modules.push_back(std::move(m));
+  }
+  std::sort(table.modules.begin(), table.modules.end(),
+            [](const ModuleRoles& a, const ModuleRoles& b) {
+              return a.total != b.total ? a.total > b.total : a.module < b.module;
+            });
+  return table;
+}
+
+}  // namespace gmt::analyzer

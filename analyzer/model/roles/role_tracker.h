@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: Apache-2.0
+// Roles and modules of a caching allocator's blocks, from the framework's scopes and tags
+// (format 4.8's Scope and Tag records) and the blocks' lifetimes: each block remembers where it
+// was made (a module's forward, backward, an optimizer's step, or none of them) and how its life
+// ended against that scope; a role is decided only once the whole trace is read, so that a
+// block at the peak gets the role its whole life gives it. Memory grows with live blocks and the
+// blocks held by the latest snapshot of each device, never with the events.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "analyzer/model/roles/role.h"
+#include "analyzer/model/trace_summary.h"
+#include "format/records.h"
+
+namespace gmt::analyzer {
+
+class RoleTracker {
+ public:
+  void on(const format::NameRecord& r) { names_[r.id] = r.text; }
+  void on(const format::ScopeRecord& r);
+  void on(const format::TagRecord& r);
+  // A block handed out (kAlloc) or freed (kFreeRequested), of any caching allocator.
+  void on_block(const format::BlockRecord& r);
+
+  // Whether the trace carried any scope or tag: without them every block's role is unknown.
+  bool recorded() const { return recorded_; }
+  uint64_t unmatched_tags() const { return unmatched_tags_; }
+
+  // The blocks live now (address, size), to be resolved at the end: replaces the device's
+  // snapshot `slot` (0: the peak) and keeps its blocks' facts until then. `rows` are the
+  // device's rows now (BlockReplay::rows_on): their cache and driver rows join the table.
+  struct Block {
+    uint64_t address;
+    uint64_t size;
+  };
+  void snapshot(int device, int slot, const std::vector<Block>& blocks,
+                const std::vector<PeakSite>& rows);
+  // The table of a snapshot, with every block's role as its whole life decided it.
+  std::optional<RoleBreakdown> resolve(int device, int slot) const;
+
+ private:
+  enum class Where : uint8_t { kNone, kForward, kBackward, kOptimizer };
+  enum class End : uint8_t { kLive, kInside, kByBackward, kAfter };
+  static constexpr uint8_t kUntagged = 0xFF;
+  struct Facts {
+    Where where = Where::kNone;
+    End end = End::kLive;
+    uint8_t tag = kUntagged;      // format::TagRole
+    uint32_t instance = 0;        // the outermost scope of its kind it was made in
+    uint32_t module = 0;          // Name id of the innermost module; for tags, the tensor's name
+    uint64_t forward_epoch = 0;   // root forwards begun before it was made
+    bool forward_during = false;  // a root forward began while it lived (set when it ended)
+    uint32_t pins = 0;            // snapshots holding it
+    bool freed = false;
+  };
+  struct Open {
+    Where where;
+    uint32_t name;
+    uint32_t instance;  // its outermost scope of the same kind on the thread
+  };
+  struct Snapshot {
+    std::vector<std::pair<uint32_t, uint64_t>> blocks;  // facts index, bytes
+    uint64_t unknown_blocks = 0;                        // blocks with no facts (made before)
+    uint64_t unknown_count = 0;
+    uint64_t cache_bytes = 0;
+    uint64_t cache_count = 0;
+    std::vector<RoleBreakdown::Outside> outside;
+  };
+
+  uint32_t new_facts();
+  void unpin(Snapshot& s);
+  Role role_of(const Facts& f) const;
+  std::string module_of(const Facts& f, Role role) const;
+
+  std::unordered_map<uint32_t, std::string> names_;
+  std::unordered_map<uint64_t, std::vector<Open>> threads_;  // open scopes by thread
+  std::vector<bool> instance_open_;                          // by instance id (from 1)
+  std::vector<uint32_t> open_backwards_;                     // instances, any thread
+  uint64_t forward_epoch_ = 0;
+  std::vector<Facts> facts_;
+  std::vector<uint32_t> free_facts_;
+  std::unordered_map<uint64_t, uint32_t> live_;  // address -> facts index
+  std::map<std::pair<int, int>, Snapshot> snapshots_;
+  bool recorded_ = false;
+  uint64_t unmatched_tags_ = 0;
+};
+
+}  // namespace gmt::analyzer

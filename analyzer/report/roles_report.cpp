@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "analyzer/report/roles_report.h"
+
+#include <algorithm>
+#include <iomanip>
+#include <vector>
+
+#include "analyzer/report/byte_size.h"
+
+namespace gmt::analyzer {
+
+namespace {
+
+// "how" of a role with bytes: tagged, inferred, or both in part.
+std::string how_known(Role role, const RoleFigure& f) {
+  if (f.tagged_bytes == 0) return role_basis(role, false);
+  if (f.tagged_bytes == f.bytes) return role_basis(role, true);
+  return std::string(role_basis(role, true)) + " (" + human_bytes(f.tagged_bytes) + "), else " +
+         role_basis(role, false);
+}
+
+}  // namespace
+
+void write_roles_text(const RoleBreakdown& roles, bool recorded, std::size_t modules,
+                      const std::string& when, const std::string& indent, std::ostream& out) {
+  std::vector<Role> shown;
+  for (std::size_t i = 0; i < kRoleCount; ++i) {
+    if (roles.roles[i].bytes > 0) shown.push_back(static_cast<Role>(i));
+  }
+  std::stable_sort(shown.begin(), shown.end(),
+                   [&](Role a, Role b) { return roles[a].bytes > roles[b].bytes; });
+  out << indent << "by role" << when << "\n";
+  for (Role role : shown) {
+    const RoleFigure& f = roles[role];
+    out << indent << "  " << std::setw(10) << human_bytes(f.bytes) << "  " << std::left
+        << std::setw(16) << role_name(role) << std::right << " " << how_known(role, f) << "\n";
+  }
+  if (!recorded) {
+    out << indent
+        << "  (no roles recorded: the trace has no scopes or tags from the framework's hooks; "
+           "they need PyTorch with its block events on, in a Python process)\n";
+  }
+  if (roles.modules.empty() || modules == 0) return;
+  out << indent << "by module" << when << " (bytes made in its forward or held by its tensors)\n";
+  for (std::size_t m = 0; m < roles.modules.size() && m < modules; ++m) {
+    const ModuleRoles& row = roles.modules[m];
+    out << indent << "  " << std::setw(10) << human_bytes(row.total) << "  " << row.module;
+    std::string parts;
+    for (std::size_t i = 0; i < kRoleCount; ++i) {
+      if (row.bytes[i] == 0) continue;
+      parts += (parts.empty() ? "" : ", ") + std::string(role_name(static_cast<Role>(i))) + " " +
+               human_bytes(row.bytes[i]);
+    }
+    out << "  (" << parts << ")\n";
+  }
+  if (roles.modules.size() > modules) {
+    out << indent << "  ... " << roles.modules.size() - modules << " more modules\n";
+  }
+}
+
+nlohmann::ordered_json roles_json(const RoleBreakdown& roles, std::size_t modules) {
+  using nlohmann::ordered_json;
+  ordered_json by_role = ordered_json::array();
+  for (std::size_t i = 0; i < kRoleCount; ++i) {
+    const Role role = static_cast<Role>(i);
+    const RoleFigure& f = roles[role];
+    by_role.push_back({{"role", role_name(role)},
+                       {"bytes", f.bytes},
+                       {"count", f.count},
+                       {"tagged_bytes", f.tagged_bytes},
+                       {"inferred_bytes", f.bytes - f.tagged_bytes},
+                       {"how", f.bytes == 0 ? std::string() : how_known(role, f)}});
+  }
+  ordered_json by_module = ordered_json::array();
+  for (std::size_t m = 0; m < roles.modules.size() && m < modules; ++m) {
+    const ModuleRoles& row = roles.modules[m];
+    ordered_json parts = ordered_json::object();
+    for (std::size_t i = 0; i < kRoleCount; ++i) {
+      if (row.bytes[i] > 0) parts[role_name(static_cast<Role>(i))] = row.bytes[i];
+    }
+    by_module.push_back({{"module", row.module}, {"bytes", row.total}, {"by_role", parts}});
+  }
+  return {{"by_role", by_role}, {"by_module", by_module}};
+}
+
+}  // namespace gmt::analyzer

@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: Apache-2.0
+// A device's bytes by role and by module, as text and JSON: what `peak`, `report` and the other
+// presentations lead with.
+#pragma once
+
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <string>
+
+#include "analyzer/model/trace_summary.h"
+
+namespace gmt::analyzer {
+
+// The role table (every role with bytes, largest first, with how it is known), then the
+// `modules` largest modules with their bytes by role. `recorded`: whether the trace carried
+// the framework's scopes and tags (if not, one line says why every block is unknown).
+// `when` follows the titles ("" or " at the peak").
+void write_roles_text(const RoleBreakdown& roles, bool recorded, std::size_t modules,
+                      const std::string& when, const std::string& indent, std::ostream& out);
+
+// {"by_role": [{role, bytes, count, tagged_bytes, inferred_bytes, how}], "by_module":
+// [{module, bytes, by_role: {role: bytes}}]}: every role, zero or not, in a fixed order; the
+// first `modules` modules.
+nlohmann::ordered_json roles_json(const RoleBreakdown& roles, std::size_t modules);
+
+}  // namespace gmt::analyzer

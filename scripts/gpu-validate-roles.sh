@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Section 14 of scripts/gpu-validate.sh, also run on its own: memory by role and by module.
+#   - four MLP blocks with AdamW: parameters, gradients and AdamW's state at exit equal the bytes
+#     the model and the optimizer give; activations 0 at exit, > 0 at the peak; module names as
+#     named_modules() gives them; the roles at the peak add up to the peak;
+#   - the same model under PyTorch's MemTracker (its figures at its peak, printed beside ours);
+#   - torchvision ResNet-50 (AMP) and nn.TransformerEncoder with AdamW: the role table at the peak;
+#   - the cost: ResNet-50 AMP steps with roles and without (GPUMEMTRACE_ROLES=0), interleaved.
+# Usage: scripts/gpu-validate-roles.sh [OUTPUT_DIR]; exits non-zero when a check failed.
+# GMT_ROLES_COST=0 skips the cost.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out="${1:-${OUT:-gpu-validate-output}}"
+mkdir -p "$out"
+. scripts/lib/gpu_build.sh
+. scripts/lib/gpu_checks.sh
+
+echo "--- 14. roles and modules"
+for model in mlp resnet transformer; do
+  rm -f "$out/roles_$model".*.gmt
+  "$gmt" run -o "$out/roles_$model.%p.gmt" -- python3 tests/gpu/roles_models.py "$model" \
+    "$out/roles_$model.expected.json" >"$out/roles_$model.log" 2>&1 ||
+    { echo "FAIL roles_models.py $model (see roles_$model.log)"; tail -5 "$out/roles_$model.log"; failures=$((failures + 1)); continue; }
+  trace=$(ls "$out/roles_$model".*.gmt | head -1)
+  "$gmt" peak --json "$trace" >"$out/roles_$model.peak.json"
+  "$gmt" report --json "$trace" >"$out/roles_$model.report.json"
+  echo "== $model: gpumemtrace peak (roles, modules, first sites)"
+  "$gmt" peak --top 3 "$trace" | head -40
+  grep -h "roles and modules" "$out/roles_$model.log" || "$gmt" info "$trace" | grep -i "roles" || true
+  dev='d["devices"][0]'
+  check "$model: the roles at the peak add up to the peak" True \
+    "$(json_field "$out/roles_$model.peak.json" "sum(r['bytes'] for r in $dev['by_role']) == $dev['peak_bytes']")"
+  check "$model: the roles at exit add up to what is live at exit" True \
+    "$(json_field "$out/roles_$model.report.json" "sum(r['bytes'] for r in $dev['by_role']['at_exit']) == $dev['live_at_exit_bytes']")"
+  role_at() {  # role_at FILE WHEN ROLE
+    json_field "$1" "[r['bytes'] for r in $dev['by_role']['$2'] if r['role'] == '$3'][0]"
+  }
+  for role in parameter gradient optimizer_state; do
+    check "$model: $role bytes at exit equal the model's" \
+      "$(json_field "$out/roles_$model.expected.json" "d['${role}_bytes']")" \
+      "$(role_at "$out/roles_$model.report.json" at_exit "$role")"
+  done
+  check "$model: no activation at exit" 0 "$(role_at "$out/roles_$model.report.json" at_exit activation)"
+  check "$model: activations at the peak" True "$(json_field "$out/roles_$model.report.json" "[r['bytes'] for r in $dev['by_role']['at_peak'] if r['role'] == 'activation'][0] > 0")"
+  check "$model: every module named is one of named_modules() or the root's class" True \
+    "$(python3 -c 'import json,sys; e=set(json.load(open(sys.argv[1]))["modules"]); p=json.load(open(sys.argv[2]))["devices"][0]["by_module"]; print(all(m["module"] in e or "." not in m["module"] and m["module"][:1].isupper() for m in p) and len(p) > 0)' "$out/roles_$model.expected.json" "$out/roles_$model.peak.json")"
+done
+
+echo "== PyTorch's MemTracker on the MLP (the program changed to use it), at its peak"
+python3 tests/gpu/roles_models.py memtracker "$out/roles_memtracker.json" >"$out/roles_memtracker.log" 2>&1 &&
+  json_field "$out/roles_memtracker.json" 'd["memtracker_peak"]' || { echo "INFO MemTracker failed (see roles_memtracker.log)"; tail -3 "$out/roles_memtracker.log"; }
+echo "== ours on the MLP at the peak, by role (bytes)"
+json_field "$out/roles_mlp.peak.json" '{r["role"]: r["bytes"] for r in d["devices"][0]["by_role"] if r["bytes"]}'
+
+if [ "${GMT_ROLES_COST:-1}" = 0 ]; then
+  echo "gpu-validate-roles: $failures failure(s) (cost not measured: GMT_ROLES_COST=0)"
+  exit $((failures > 0))
+fi
+echo "== cost: ResNet-50 AMP, 20 steps, roles on and off, interleaved (median step after the first 5)"
+for round in 1 2 3; do
+  for roles in 1 0; do
+    GMT_STEPS=20 GPUMEMTRACE_ROLES=$roles "$gmt" run -o "$out/cost_$roles.%p.gmt" -- \
+      python3 tests/gpu/roles_models.py resnet "$out/cost_${roles}_$round.json" >/dev/null 2>&1
+    rm -f "$out"/cost_$roles.*.gmt
+  done
+done
+python3 - "$out" <<'PY'
+import json, statistics, sys
+out = sys.argv[1]
+med = {r: statistics.median(statistics.median(json.load(open(f"{out}/cost_{r}_{i}.json"))["step_seconds"][5:]) for i in (1, 2, 3)) for r in ("1", "0")}
+print(f"INFO ResNet-50 AMP step: roles on {med['1']*1e3:.2f} ms, off {med['0']*1e3:.2f} ms, ratio {med['1']/med['0']:.4f}")
+PY
+
+echo "gpu-validate-roles: $failures failure(s)"
+exit $((failures > 0))

@@ -1,0 +1,117 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Models whose memory by role is checked on the GPU (scripts/gpu-validate.sh, section 14).
+
+    python3 roles_models.py mlp EXPECTED.json      # four MLP blocks 2048->8192->2048, AdamW
+    python3 roles_models.py resnet EXPECTED.json   # torchvision ResNet-50, AMP, SGD momentum
+    python3 roles_models.py transformer EXPECTED.json  # nn.TransformerEncoder, AdamW
+    python3 roles_models.py memtracker EXPECTED.json   # the MLP under PyTorch's MemTracker
+
+Unchanged programs as far as gpumemtrace goes: nothing here knows it is traced. EXPECTED.json gets
+what the model says of itself (its parameters' bytes, its gradients', its optimizer's state,
+named_modules()) and the step time, for the checks; `memtracker` gets MemTracker's figures at its
+peak. GMT_STEPS sets the steps (default 3).
+"""
+import json
+import os
+import sys
+import time
+
+import torch
+from torch import nn
+
+
+def tensor_bytes(tensors):
+    """The bytes of the caching allocator's blocks that hold the tensors: each request rounded
+    up to 512 bytes, as the allocator rounds (no roundup_power2_divisions set)."""
+    sizes = (t.untyped_storage().nbytes() for t in tensors if t is not None and t.is_cuda)
+    return sum(max(512, (n + 511) // 512 * 512) for n in sizes)
+
+
+def mlp():
+    blocks = [
+        nn.Sequential(nn.Linear(2048, 8192), nn.GELU(), nn.Linear(8192, 2048)) for _ in range(4)
+    ]
+    model = nn.Sequential(*blocks).cuda()
+    return model, torch.optim.AdamW(model.parameters(), lr=1e-4), (4096, 2048), False
+
+
+def resnet():
+    import torchvision
+
+    model = torchvision.models.resnet50().cuda()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    return model, optimizer, (128, 3, 224, 224), True
+
+
+def transformer():
+    layer = nn.TransformerEncoderLayer(d_model=1024, nhead=16, batch_first=True)
+    model = nn.TransformerEncoder(layer, num_layers=6, enable_nested_tensor=False).cuda()
+    return model, torch.optim.AdamW(model.parameters(), lr=1e-4), (32, 512, 1024), False
+
+
+def train(model, optimizer, shape, amp, steps):
+    scaler = torch.amp.GradScaler("cuda") if amp else None
+    times = []
+    for _ in range(steps):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        x = torch.randn(*shape, device="cuda")
+        with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
+            out = model(x)
+            loss = out.float().square().mean()
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            loss.backward()
+            optimizer.step()
+        optimizer.zero_grad()
+        # The gradients stay for the checks at exit: a step's end is where they are tagged.
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
+        del out, loss
+    # One more backward, so that the gradients are live at exit, as they are in the middle of a
+    # training loop.
+    with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
+        loss = model(x).float().square().mean()
+    loss.backward()
+    del loss, x
+    torch.cuda.synchronize()
+    return times
+
+
+def main():
+    which, expected_path = sys.argv[1], sys.argv[2]
+    steps = int(os.environ.get("GMT_STEPS", "3"))
+    builders = {"mlp": mlp, "resnet": resnet, "transformer": transformer, "memtracker": mlp}
+    model, optimizer, shape, amp = builders[which]()
+    expected = {"model": which}
+    if which == "memtracker":
+        from torch.distributed._tools.mem_tracker import MemTracker
+
+        tracker = MemTracker()
+        tracker.track_external(model, optimizer)
+        with tracker:
+            train(model, optimizer, shape, amp, 1)
+        peak = tracker.get_tracker_snapshot("peak")
+        device = torch.device("cuda", torch.cuda.current_device())
+        expected["memtracker_peak"] = {str(k): int(v) for k, v in peak[device].items()}
+    else:
+        times = train(model, optimizer, shape, amp, steps)
+        expected["step_seconds"] = times
+    expected["parameter_bytes"] = tensor_bytes(model.parameters())
+    expected["buffer_bytes"] = tensor_bytes(model.buffers())
+    expected["gradient_bytes"] = tensor_bytes(p.grad for p in model.parameters())
+    expected["optimizer_state_bytes"] = tensor_bytes(
+        v for state in optimizer.state.values() for v in state.values() if torch.is_tensor(v)
+    )
+    expected["modules"] = [name for name, _ in model.named_modules() if name]
+    expected["max_memory_allocated"] = torch.cuda.max_memory_allocated()
+    expected["max_memory_reserved"] = torch.cuda.max_memory_reserved()
+    with open(expected_path, "w") as f:
+        json.dump(expected, f)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: Apache-2.0
+// Roles and modules end to end on the simulated stack: tests/workloads/roles_training.cpp plays
+// what PyTorch's hooks report (scopes, tags) through the preload's entry points, behind a caching
+// allocator reporting as PyTorch's tracker does; `report` and `peak` give each byte its role.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tests/integration/traced_run_fixture.h"
+
+using nlohmann::json;
+
+namespace gmt::test {
+namespace {
+
+constexpr uint64_t kMiB = 1024 * 1024;
+
+class Roles : public TracedRun {
+ protected:
+  std::string traced_training() {
+    const ProcessResult run = run_traced("workload_roles_training", {});
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_NE(run.out.find("peak_allocated=" + std::to_string(46 * kMiB)), std::string::npos)
+        << run.out;
+    return only_trace();
+  }
+  json command_json(const std::vector<std::string>& args) const {
+    const ProcessResult r = cli(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return json::parse(r.out);
+  }
+  static std::map<std::string, uint64_t> bytes_by_role(const json& roles,
+                                                       const char* field = "bytes") {
+    std::map<std::string, uint64_t> out;
+    for (const json& r : roles) out[r["role"].get<std::string>()] = r[field].get<uint64_t>();
+    return out;
+  }
+};
+
+TEST_F(Roles, EveryByteAtThePeakAndAtExitHasItsRole) {
+  const std::string trace = traced_training();
+  const json report = command_json({"report", "--json", trace});
+  const json& device = report["devices"][0];
+  EXPECT_TRUE(device["roles_recorded"].get<bool>());
+  const uint64_t peak = device["peak_bytes"].get<uint64_t>();
+  const auto at_peak = bytes_by_role(device["by_role"]["at_peak"]);
+  const uint64_t cache = peak - 46 * kMiB;
+  const std::map<std::string, uint64_t> expected_peak = {{"parameter", 8 * kMiB},
+                                                         {"buffer", 0},
+                                                         {"gradient", 4 * kMiB},
+                                                         {"optimizer_state", 16 * kMiB},
+                                                         {"activation", 16 * kMiB},
+                                                         {"temporary", 0},
+                                                         {"input", 2 * kMiB},
+                                                         {"allocator_cache", cache},
+                                                         {"library", 0},
+                                                         {"cuda_graph", 0},
+                                                         {"unknown", 0}};
+  EXPECT_EQ(at_peak, expected_peak);
+  // The framework named the parameters, the gradient and the state; the rest is inferred.
+  const auto tagged = bytes_by_role(device["by_role"]["at_peak"], "tagged_bytes");
+  EXPECT_EQ(tagged.at("parameter"), 8 * kMiB);
+  EXPECT_EQ(tagged.at("gradient"), 4 * kMiB);
+  EXPECT_EQ(tagged.at("optimizer_state"), 16 * kMiB);
+  EXPECT_EQ(tagged.at("activation"), 0u);
+  for (const json& r : device["by_role"]["at_peak"]) {
+    if (r["bytes"].get<uint64_t>() > 0) {
+      EXPECT_FALSE(r["how"].get<std::string>().empty()) << r;
+    }
+  }
+  const auto at_exit = bytes_by_role(device["by_role"]["at_exit"]);
+  EXPECT_EQ(at_exit.at("parameter"), 8 * kMiB);
+  EXPECT_EQ(at_exit.at("gradient"), 8 * kMiB);
+  EXPECT_EQ(at_exit.at("optimizer_state"), 16 * kMiB);
+  EXPECT_EQ(at_exit.at("activation"), 0u);
+  EXPECT_EQ(at_exit.at("input"), 0u);
+  uint64_t exit_total = 0;
+  for (const auto& [role, bytes] : at_exit) exit_total += bytes;
+  EXPECT_EQ(exit_total, device["live_at_exit_bytes"].get<uint64_t>());
+}
+
+// Per module at the peak: what each layer's forward kept (what checkpointing it would save),
+// its weight, its gradient and the optimizer's state for it.
+TEST_F(Roles, ModulesAtThePeakByRole) {
+  const std::string trace = traced_training();
+  const json peak = command_json({"peak", "--json", trace});
+  const json& modules = peak["devices"][0]["by_module"];
+  ASSERT_EQ(modules.size(), 2u) << modules;
+  EXPECT_EQ(modules[0]["module"], "fc2");
+  EXPECT_EQ(modules[0]["bytes"].get<uint64_t>(), 24 * kMiB);
+  EXPECT_EQ(modules[0]["by_role"], json({{"parameter", 4 * kMiB},
+                                         {"gradient", 4 * kMiB},
+                                         {"optimizer_state", 8 * kMiB},
+                                         {"activation", 8 * kMiB}}));
+  EXPECT_EQ(modules[1]["module"], "fc1");
+  EXPECT_EQ(
+      modules[1]["by_role"],
+      json({{"parameter", 4 * kMiB}, {"optimizer_state", 8 * kMiB}, {"activation", 8 * kMiB}}));
+}
+
+// The peak leads with the roles, then the modules, then the sites.
+TEST_F(Roles, ThePeakLeadsWithRolesThenModulesThenSites) {
+  const std::string trace = traced_training();
+  const ProcessResult peak = cli({"peak", trace});
+  ASSERT_EQ(peak.exit_code, 0) << peak.err;
+  const std::string& text = peak.out;
+  const auto roles = text.find("  by role\n");
+  const auto modules = text.find("  by module");
+  const auto sites = text.find("  by site\n");
+  ASSERT_NE(roles, std::string::npos) << text;
+  ASSERT_NE(modules, std::string::npos) << text;
+  ASSERT_NE(sites, std::string::npos) << text;
+  EXPECT_LT(roles, modules);
+  EXPECT_LT(modules, sites);
+  EXPECT_NE(text.find("16.0 MiB  activation       inferred: made in a module's forward, released "
+                      "by backward"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("24.0 MiB  fc2  (parameter 4.00 MiB, gradient 4.00 MiB, optimizer_state "
+                      "8.00 MiB, activation 8.00 MiB)"),
+            std::string::npos)
+      << text;
+}
+
+}  // namespace
+}  // namespace gmt::test

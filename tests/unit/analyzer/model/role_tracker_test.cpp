@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: Apache-2.0
+// Roles and modules (format 4.8's Scope and Tag records) through the replay: a training step's
+// blocks in the roles their scopes, tags and lifetimes give them, at the peak and at exit, and
+// adding up to the device's figure.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "analyzer/model/replay.h"
+#include "tests/unit/trace_bytes.h"
+
+namespace gmt::analyzer {
+namespace {
+
+using format::BlockAction;
+constexpr uint64_t kMiB = 1024 * 1024;
+constexpr uint64_t kMain = 1;
+constexpr uint64_t kAutograd = 2;
+constexpr uint64_t kSegment = 0x7f0000000000;
+
+format::BlockRecord block(uint64_t t, uint64_t thread, BlockAction action, uint64_t offset,
+                          uint64_t size) {
+  format::BlockRecord r;
+  r.time_ns = t;
+  r.thread = thread;
+  r.allocator = static_cast<uint32_t>(format::BlockAllocator::kPytorch);
+  r.action = static_cast<uint32_t>(action);
+  r.device = 0;
+  r.address = kSegment + offset;
+  r.size = size;
+  r.stack = 0;
+  return r;
+}
+
+format::ScopeRecord scope(uint64_t t, uint64_t thread, format::ScopeAction action,
+                          format::ScopeKind kind, uint32_t name = 0) {
+  format::ScopeRecord r;
+  r.time_ns = t;
+  r.thread = thread;
+  r.action = static_cast<uint32_t>(action);
+  r.kind = static_cast<uint32_t>(kind);
+  r.name = name;
+  return r;
+}
+
+format::TagRecord tag(uint64_t t, format::TagRole role, uint64_t offset, uint32_t name) {
+  format::TagRecord r;
+  r.time_ns = t;
+  r.role = static_cast<uint32_t>(role);
+  r.address = kSegment + offset;
+  r.name = name;
+  return r;
+}
+
+format::NameRecord name(uint32_t id, const char* text) {
+  format::NameRecord r;
+  r.id = id;
+  r.text = text;
+  return r;
+}
+
+using format::ScopeAction;
+using format::ScopeKind;
+using format::TagRole;
+
+// One step of a one-layer model: a parameter, an input, fc1's forward keeps 16 MiB for backward
+// and frees 2 MiB inside; backward (its blocks on the autograd thread) makes a gradient and frees
+// 6 MiB of scratch; AdamW's step makes 16 MiB of state. 100 MiB segment.
+std::vector<format::Record> training_step(bool with_hooks) {
+  std::vector<format::Record> records = {name(1, "Net"),        name(2, "fc1"),
+                                         name(3, "fc1.weight"), name(4, "fc1.weight.exp_avg"),
+                                         name(5, "AdamW"),      name(6, "backward")};
+  format::AllocRecord segment = test::alloc_at(1, 0, kSegment, 100 * kMiB);
+  records.push_back(segment);
+  records.push_back(block(2, kMain, BlockAction::kSegmentAlloc, 0, 100 * kMiB));
+  records.push_back(block(10, kMain, BlockAction::kAlloc, 0, 8 * kMiB));         // parameter
+  records.push_back(block(11, kMain, BlockAction::kAlloc, 8 * kMiB, 4 * kMiB));  // input
+  records.push_back(scope(12, kMain, ScopeAction::kEnter, ScopeKind::kModule, 1));
+  records.push_back(scope(13, kMain, ScopeAction::kEnter, ScopeKind::kModule, 2));
+  records.push_back(block(14, kMain, BlockAction::kAlloc, 12 * kMiB, 16 * kMiB));  // activation
+  records.push_back(block(15, kMain, BlockAction::kAlloc, 28 * kMiB, 2 * kMiB));   // temporary
+  records.push_back(block(16, kMain, BlockAction::kFreeRequested, 28 * kMiB, 2 * kMiB));
+  records.push_back(scope(17, kMain, ScopeAction::kExit, ScopeKind::kModule));
+  records.push_back(scope(18, kMain, ScopeAction::kExit, ScopeKind::kModule));
+  records.push_back(tag(19, TagRole::kParameter, 0, 3));
+  records.push_back(scope(20, kMain, ScopeAction::kEnter, ScopeKind::kBackward, 6));
+  records.push_back(block(21, kAutograd, BlockAction::kAlloc, 30 * kMiB, 8 * kMiB));  // gradient
+  records.push_back(block(22, kAutograd, BlockAction::kAlloc, 38 * kMiB, 6 * kMiB));  // scratch
+  records.push_back(block(23, kAutograd, BlockAction::kFreeRequested, 38 * kMiB, 6 * kMiB));
+  records.push_back(block(24, kAutograd, BlockAction::kFreeRequested, 12 * kMiB, 16 * kMiB));
+  records.push_back(scope(25, kMain, ScopeAction::kExit, ScopeKind::kBackward));
+  records.push_back(scope(26, kMain, ScopeAction::kEnter, ScopeKind::kOptimizer, 5));
+  records.push_back(tag(26, TagRole::kGradient, 30 * kMiB, 3));
+  records.push_back(block(27, kMain, BlockAction::kAlloc, 44 * kMiB, 16 * kMiB));  // state
+  records.push_back(tag(28, TagRole::kOptimizerState, 44 * kMiB, 4));
+  records.push_back(scope(29, kMain, ScopeAction::kExit, ScopeKind::kOptimizer));
+  records.push_back(block(30, kMain, BlockAction::kFreeRequested, 8 * kMiB, 4 * kMiB));
+  if (!with_hooks) {
+    std::erase_if(records, [](const format::Record& r) {
+      return std::holds_alternative<format::ScopeRecord>(r) ||
+             std::holds_alternative<format::TagRecord>(r);
+    });
+  }
+  return records;
+}
+
+TraceSummary replayed(const std::vector<format::Record>& records) {
+  Replay replay;
+  for (const auto& r : records) replay.apply(r);
+  replay.finish();
+  return replay.summary();
+}
+
+TEST(Roles, ATrainingStepsBlocksTakeTheirRolesAtThePeak) {
+  const TraceSummary s = replayed(training_step(true));
+  EXPECT_TRUE(s.roles_recorded);
+  EXPECT_EQ(s.role_tags_unmatched, 0u);
+  const DeviceSummary& d = s.devices.at(0);
+  ASSERT_TRUE(d.roles_at_peak.has_value());
+  const RoleBreakdown& peak = *d.roles_at_peak;
+  // The users held the most (8 + 4 + 16 + 8 + 6 = 42 MiB) when backward's scratch was made.
+  EXPECT_EQ(peak[Role::kParameter].bytes, 8 * kMiB);
+  EXPECT_EQ(peak[Role::kParameter].tagged_bytes, 8 * kMiB);
+  EXPECT_EQ(peak[Role::kInput].bytes, 4 * kMiB);
+  EXPECT_EQ(peak[Role::kActivation].bytes, 16 * kMiB);
+  EXPECT_EQ(peak[Role::kActivation].tagged_bytes, 0u);
+  // Tagged before the step, after the peak: the tag names the block for its whole life.
+  EXPECT_EQ(peak[Role::kGradient].bytes, 8 * kMiB);
+  EXPECT_EQ(peak[Role::kGradient].tagged_bytes, 8 * kMiB);
+  EXPECT_EQ(peak[Role::kTemporary].bytes, 6 * kMiB);
+  EXPECT_EQ(peak[Role::kOptimizerState].bytes, 0u);
+  EXPECT_EQ(peak[Role::kAllocatorCache].bytes, 58 * kMiB);
+  EXPECT_EQ(peak[Role::kUnknown].bytes, 0u);
+  EXPECT_EQ(peak.total_bytes(), d.peak_bytes);
+  // fc1 holds its weight, its gradient and what its forward kept.
+  ASSERT_EQ(peak.modules.size(), 1u);
+  EXPECT_EQ(peak.modules[0].module, "fc1");
+  EXPECT_EQ(peak.modules[0].total, 32 * kMiB);
+  EXPECT_EQ(peak.modules[0].bytes[static_cast<std::size_t>(Role::kActivation)], 16 * kMiB);
+  EXPECT_EQ(peak.modules[0].bytes[static_cast<std::size_t>(Role::kParameter)], 8 * kMiB);
+  EXPECT_EQ(peak.modules[0].bytes[static_cast<std::size_t>(Role::kGradient)], 8 * kMiB);
+}
+
+TEST(Roles, AtExitTheStepLeavesParametersGradientsAndState) {
+  const TraceSummary s = replayed(training_step(true));
+  const DeviceSummary& d = s.devices.at(0);
+  ASSERT_TRUE(d.roles_at_exit.has_value());
+  const RoleBreakdown& exit = *d.roles_at_exit;
+  EXPECT_EQ(exit[Role::kParameter].bytes, 8 * kMiB);
+  EXPECT_EQ(exit[Role::kGradient].bytes, 8 * kMiB);
+  EXPECT_EQ(exit[Role::kOptimizerState].bytes, 16 * kMiB);
+  EXPECT_EQ(exit[Role::kOptimizerState].tagged_bytes, 16 * kMiB);
+  EXPECT_EQ(exit[Role::kActivation].bytes, 0u);
+  EXPECT_EQ(exit[Role::kAllocatorCache].bytes, 68 * kMiB);
+  EXPECT_EQ(exit.total_bytes(), d.live_bytes);
+  ASSERT_EQ(exit.modules.size(), 1u);
+  EXPECT_EQ(exit.modules[0].bytes[static_cast<std::size_t>(Role::kOptimizerState)], 16 * kMiB);
+}
+
+// Without the tags, the lifetimes alone still place the gradient and the optimizer's state
+// (inferred); the parameter, made before any scope and live while forward ran, reads as input.
+TEST(Roles, WithoutTagsScopesAndLifetimesInferTheRoles) {
+  std::vector<format::Record> records = training_step(true);
+  std::erase_if(records, [](const format::Record& r) {
+    return std::holds_alternative<format::TagRecord>(r);
+  });
+  const TraceSummary s = replayed(records);
+  const RoleBreakdown& peak = *s.devices.at(0).roles_at_peak;
+  EXPECT_EQ(peak[Role::kGradient].bytes, 8 * kMiB);
+  EXPECT_EQ(peak[Role::kGradient].tagged_bytes, 0u);
+  EXPECT_EQ(peak[Role::kInput].bytes, 12 * kMiB);
+  EXPECT_EQ(peak[Role::kParameter].bytes, 0u);
+  const RoleBreakdown& exit = *s.devices.at(0).roles_at_exit;
+  EXPECT_EQ(exit[Role::kOptimizerState].bytes, 16 * kMiB);
+  EXPECT_EQ(exit[Role::kOptimizerState].tagged_bytes, 0u);
+}
+
+// A trace without the hooks' records says so, and calls every block unknown: never a guess.
+TEST(Roles, WithoutScopesOrTagsEveryBlockIsUnknown) {
+  const TraceSummary s = replayed(training_step(false));
+  EXPECT_FALSE(s.roles_recorded);
+  const RoleBreakdown& peak = *s.devices.at(0).roles_at_peak;
+  EXPECT_EQ(peak[Role::kUnknown].bytes, 42 * kMiB);
+  EXPECT_EQ(peak[Role::kAllocatorCache].bytes, 58 * kMiB);
+  EXPECT_TRUE(peak.modules.empty());
+}
+
+// A tag for an address in no live block is counted, not applied to another block.
+TEST(Roles, ATagOfNoLiveBlockIsCountedAsUnmatched) {
+  std::vector<format::Record> records = training_step(true);
+  records.push_back(tag(40, TagRole::kParameter, 90 * kMiB, 3));
+  const TraceSummary s = replayed(records);
+  EXPECT_EQ(s.role_tags_unmatched, 1u);
+  EXPECT_EQ((*s.devices.at(0).roles_at_exit)[Role::kParameter].bytes, 8 * kMiB);
+}
+
+TEST(Roles, NamesRoundTrip) {
+  for (std::size_t i = 0; i < kRoleCount; ++i) {
+    const Role role = static_cast<Role>(i);
+    EXPECT_EQ(role_of_name(role_name(role)), role) << role_name(role);
+  }
+  EXPECT_EQ(role_of_name("weights"), std::nullopt);
+}
+
+}  // namespace
+}  // namespace gmt::analyzer

@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: Apache-2.0
+// Two steps of a two-layer model behind a caching allocator reporting as PyTorch's trace tracker
+// does (caching_allocator.h), with what python/gpumemtrace_roles.py reports from PyTorch's hooks
+// played through the same entry points (gpumemtrace_framework_scope, _tags, _name): the root
+// "Net" and its modules "fc1" and "fc2" in forward, backward() with the gradients made on an
+// autograd thread of its own, AdamW's step with its state, the tags of parameters, gradients
+// and state. Every size is a multiple of 512 bytes, so blocks are the sizes asked for:
+//   parameters 2 x 4 MiB; per step an input of 2 MiB, per layer 8 MiB kept for backward and
+//   1 MiB freed inside its forward; gradients 2 x 4 MiB; AdamW's state 2 x 2 x 4 MiB.
+// The users hold the most in step 2, when fc2's gradient is made: parameters 8, state 16,
+// input 2, activations 16, gradient 4 MiB.
+#include <dlfcn.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+#include "tests/workloads/caching_allocator.h"
+
+namespace {
+
+constexpr std::size_t kMiB = 1024 * 1024;
+
+// format/records.h's ScopeAction, ScopeKind and TagRole.
+constexpr uint32_t kEnter = 0, kExit = 1;
+constexpr uint32_t kModule = 0, kBackward = 1, kOptimizer = 2;
+constexpr uint32_t kParameter = 0, kGradient = 2, kOptimizerState = 3;
+
+using NameFn = uint32_t (*)(const char*);
+using ScopeFn = void (*)(uint32_t, uint32_t, uint32_t);
+using TagsFn = void (*)(uint32_t, uint32_t, const uint64_t*, const uint32_t*);
+
+// The library's entry points, as the hooks find them (no-ops untraced).
+struct Hooks {
+  NameFn name = reinterpret_cast<NameFn>(dlsym(RTLD_DEFAULT, "gpumemtrace_framework_name"));
+  ScopeFn scope = reinterpret_cast<ScopeFn>(dlsym(RTLD_DEFAULT, "gpumemtrace_framework_scope"));
+  TagsFn tags = reinterpret_cast<TagsFn>(dlsym(RTLD_DEFAULT, "gpumemtrace_framework_tags"));
+
+  uint32_t id(const char* text) const { return name != nullptr ? name(text) : 0; }
+  void enter(uint32_t kind, const char* text) const {
+    if (scope != nullptr) scope(kEnter, kind, id(text));
+  }
+  void exit(uint32_t kind) const {
+    if (scope != nullptr) scope(kExit, kind, 0);
+  }
+  void tag(uint32_t role, const std::vector<std::pair<void*, const char*>>& tensors) const {
+    if (tags == nullptr) return;
+    std::vector<uint64_t> addresses;
+    std::vector<uint32_t> names;
+    for (const auto& [p, text] : tensors) {
+      addresses.push_back(reinterpret_cast<uintptr_t>(p));
+      names.push_back(id(text));
+    }
+    tags(role, static_cast<uint32_t>(addresses.size()), addresses.data(), names.data());
+  }
+};
+
+void* must(void* p) {
+  if (p == nullptr) {
+    std::fprintf(stderr, "roles_training: out of memory\n");
+    std::exit(1);
+  }
+  return p;
+}
+
+}  // namespace
+
+int main() {
+  const Hooks hooks;
+  sim::CachingAllocator allocator(0, sim::CachingAllocator::Reporting::kAsPytorch);
+  void* weights[2] = {must(allocator.allocate(4 * kMiB)), must(allocator.allocate(4 * kMiB))};
+  const char* names[2] = {"fc1.weight", "fc2.weight"};
+  const char* modules[2] = {"fc1", "fc2"};
+  void* grads[2] = {nullptr, nullptr};
+  std::vector<void*> state;
+  uint64_t peak_allocated = 0;
+  for (int step = 0; step < 2; ++step) {
+    void* input = must(allocator.allocate(2 * kMiB));
+    // forward
+    hooks.enter(kModule, "Net");
+    if (step == 0) hooks.tag(kParameter, {{weights[0], names[0]}, {weights[1], names[1]}});
+    void* kept[2];
+    for (int layer = 0; layer < 2; ++layer) {
+      hooks.enter(kModule, modules[layer]);
+      kept[layer] = must(allocator.allocate(8 * kMiB));
+      allocator.free(must(allocator.allocate(1 * kMiB)));
+      hooks.exit(kModule);
+    }
+    hooks.exit(kModule);
+    // backward: the engine's thread makes the gradients and releases what forward kept
+    hooks.enter(kBackward, "backward");
+    std::thread engine([&] {
+      for (int layer = 1; layer >= 0; --layer) {
+        grads[layer] = must(allocator.allocate(4 * kMiB));
+        if (allocator.allocated_bytes() > peak_allocated)
+          peak_allocated = allocator.allocated_bytes();
+        allocator.free(kept[layer]);
+      }
+    });
+    engine.join();
+    hooks.exit(kBackward);
+    // AdamW's step: its state on the first one; the gradients tagged before it, the state after
+    hooks.enter(kOptimizer, "AdamW");
+    hooks.tag(kGradient, {{grads[0], names[0]}, {grads[1], names[1]}});
+    if (step == 0) {
+      for (int i = 0; i < 4; ++i) state.push_back(must(allocator.allocate(4 * kMiB)));
+      hooks.tag(kOptimizerState, {{state[0], "fc1.weight.exp_avg"},
+                                  {state[1], "fc1.weight.exp_avg_sq"},
+                                  {state[2], "fc2.weight.exp_avg"},
+                                  {state[3], "fc2.weight.exp_avg_sq"}});
+    }
+    hooks.exit(kOptimizer);
+    allocator.free(input);
+    // zero_grad(set_to_none=True), except after the last step: its gradients stay to the end
+    if (step == 0) {
+      for (void*& g : grads) allocator.free(g);
+    }
+  }
+  std::printf("peak_allocated=%llu allocated=%llu reserved=%llu\n",
+              static_cast<unsigned long long>(peak_allocated),
+              static_cast<unsigned long long>(allocator.allocated_bytes()),
+              static_cast<unsigned long long>(allocator.reserved_bytes()));
+  return 0;
+}
