@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: Apache-2.0
+// Promises kept under stress (issue #43): output that cannot be written is an error, `run`
+// makes the traces' directory or says why it cannot before the program starts, `check` says
+// what it cannot vouch for, and `top` ends with an error when there is nothing to watch.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "tests/integration/traced_run_fixture.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace gmt::test {
+namespace {
+
+const std::string kNoSpace = "gpumemtrace: cannot write the output: No space left on device\n";
+
+class PromisesUnderStress : public TracedRun {
+ protected:
+  // The gpumemtrace command with its standard output on /dev/full, where every write fails
+  // with ENOSPC.
+  ProcessResult cli_to_full_disk(const std::vector<std::string>& args) const {
+    ProcessSpec spec;
+    spec.argv = {"/bin/sh", "-c", "exec \"$0\" \"$@\" > /dev/full", GMT_CLI};
+    spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+    if (!sanitizer_runtime().empty()) spec.set_env["ASAN_OPTIONS"] = "detect_leaks=0";
+    spec.unset_env = {"LD_PRELOAD"};
+    spec.cwd = dir_;
+    return run_process(spec);
+  }
+
+  // A command that must end by itself: under `timeout`, so that a hang fails (exit 124)
+  // rather than stalls the suite.
+  ProcessResult cli_in_time(const std::vector<std::string>& args) const {
+    ProcessSpec spec;
+    spec.argv = {"/usr/bin/timeout", "30", GMT_CLI};
+    spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+    if (!sanitizer_runtime().empty()) spec.set_env["ASAN_OPTIONS"] = "detect_leaks=0";
+    spec.unset_env = {"LD_PRELOAD"};
+    spec.cwd = dir_;
+    return run_process(spec);
+  }
+
+  // For `gpumemtrace run`: where the traces go is its -o, not the fixture's pattern.
+  std::map<std::string, std::string> run_env() const {
+    std::map<std::string, std::string> env = base_env();
+    env.erase("GPUMEMTRACE_OUTPUT");
+    if (!sanitizer_runtime().empty()) env["LD_PRELOAD"] = sanitizer_runtime();
+    return env;
+  }
+
+  // A trace of `ops` run by the runtime workload, which must end as `exit_code` says (-1: by
+  // a signal); its path.
+  std::string trace_of(const std::vector<std::string>& ops, int exit_code = 0,
+                       std::map<std::string, std::string> env = {}) {
+    const ProcessResult r = run_traced("workload_runtime_shared", ops, env);
+    if (exit_code >= 0) {
+      EXPECT_EQ(r.exit_code, exit_code) << r.err;
+    } else {
+      EXPECT_NE(r.signal, 0) << r.err;
+    }
+    return only_trace();
+  }
+
+  static void write(const std::string& path, const std::string& text) {
+    std::ofstream(path, std::ios::binary) << text;
+  }
+};
+
+// Item 5: every command's output, short (written when the command ends) or long (written as
+// it goes), on a full disk.
+TEST_F(PromisesUnderStress, OutputThatCannotBeWrittenExitsOneAndSaysWhy) {
+  const std::string t = trace_of({"alloc:a:" + mib(2), "alloc:b:" + mib(1), "free:b"});
+  const std::vector<std::vector<std::string>> commands = {
+      {"report", t},
+      {"report", "--json", t},
+      {"info", t},
+      {"info", "--json", t},
+      {"peak", t},
+      {"leaks", t},
+      {"oom", t},
+      {"dump", t},
+      {"timeline", t},
+      {"timeline", t, "--format", "csv"},
+      {"diff", t, t},
+      {"check", t},
+      {"top", "--once", t},
+      {"top", "--once", "--json", t},
+      {"top", "--interval", "0.05", t},  // the process has ended: one frame, then the end
+      {"export", t, "--format", "folded", "-o", "-"},
+      {"summarize", t, "-o", "-"},
+      {"peak", "--help"},
+  };
+  for (const std::vector<std::string>& args : commands) {
+    std::string line;
+    for (const std::string& a : args) line += " " + a;
+    const ProcessResult written = cli(args);
+    EXPECT_EQ(written.exit_code, 0) << line << ": " << written.err;
+    EXPECT_NE(written.out, "") << line;
+    const ProcessResult full = cli_to_full_disk(args);
+    EXPECT_EQ(full.exit_code, 1) << line;
+    EXPECT_EQ(full.err, kNoSpace) << line;
+  }
+  // A command that failed already keeps its own status (check: 2, no verdict).
+  const ProcessResult unreadable = cli_to_full_disk({"check", dir_ + "/missing.gmt"});
+  EXPECT_EQ(unreadable.exit_code, 2);
+  // -o FILE names the file.
+  const ProcessResult file = cli({"export", t, "--format", "folded", "-o", "/dev/full"});
+  EXPECT_EQ(file.exit_code, 1);
+  EXPECT_EQ(file.err, "gpumemtrace: cannot write /dev/full: No space left on device\n");
+}
+
+}  // namespace
+}  // namespace gmt::test
