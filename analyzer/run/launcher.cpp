@@ -122,6 +122,76 @@ std::string output_pattern(const std::string& pattern) {
   return pattern;
 }
 
+// The directory every trace of `pattern` lies in, as far as it is known before the program
+// starts: up to the last '/' before the first %p, %h or %r (with %% read as the '%' it
+// stands for). "" when the pattern has no directory part.
+std::string known_directory(const std::string& pattern) {
+  std::string literal;
+  std::size_t last_slash = std::string::npos;
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == '%' && i + 1 < pattern.size()) {
+      const char c = pattern[i + 1];
+      if (c == 'p' || c == 'h' || c == 'r') break;
+      if (c == '%') {
+        literal += '%';
+        ++i;
+        continue;
+      }
+    }
+    if (pattern[i] == '/') last_slash = literal.size();
+    literal += pattern[i];
+  }
+  if (last_slash == std::string::npos) return "";
+  return last_slash == 0 ? "/" : literal.substr(0, last_slash);
+}
+
+// Whether the directory part of `pattern` waits on the processes' own values (%p, %h, %r):
+// those directories cannot be made before they start.
+bool directory_has_fields(const std::string& pattern) {
+  const std::size_t slash = pattern.rfind('/');
+  if (slash == std::string::npos) return false;
+  for (std::size_t i = 0; i + 1 < slash; ++i) {
+    if (pattern[i] != '%') continue;
+    const char c = pattern[i + 1];
+    if (c == 'p' || c == 'h' || c == 'r') return true;
+    ++i;  // %% and any other %x are text
+  }
+  return false;
+}
+
+// mkdir -p `dir`; the errno of the first step that failed, else 0.
+int make_directories(const std::string& dir) {
+  for (std::size_t end = dir.find('/', 1);; end = dir.find('/', end + 1)) {
+    const std::string step = dir.substr(0, end);
+    if (::mkdir(step.c_str(), 0777) != 0) {
+      if (errno != EEXIST) return errno;
+      struct stat st {};
+      if (::stat(step.c_str(), &st) != 0) return errno;
+      if (!S_ISDIR(st.st_mode)) return ENOTDIR;
+    }
+    if (end == std::string::npos) return 0;
+  }
+}
+
+// The traces' directory made (as far as it is known) and writable, before the program starts:
+// the library can only say, in each process, that it could not create its trace, and the
+// program would run untraced for nothing. false with a message when it cannot be.
+bool prepare_directory(const std::string& pattern) {
+  const std::string dir = known_directory(pattern);
+  if (dir.empty()) return true;
+  if (const int error = make_directories(dir); error != 0) {
+    std::cerr << "gpumemtrace run: cannot create the directory '" << dir
+              << "' for the traces: " << std::strerror(error) << "\n";
+    return false;
+  }
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    std::cerr << "gpumemtrace run: cannot write traces in '" << dir << "': " << std::strerror(errno)
+              << "\n";
+    return false;
+  }
+  return true;
+}
+
 std::string absolute_pattern(const std::string& pattern) {
   // Absolute, so that a program that changes directory still writes where we look.
   return std::filesystem::absolute(pattern).string();
@@ -131,7 +201,14 @@ void tell_where_traces_are(const std::string& pattern, const FileIds& before) {
   const auto traces = traces_written_since(pattern, before);
   if (traces.empty()) {
     std::cerr << "gpumemtrace: no trace was written: the program made no CUDA allocation under "
-                 "the profiler\n";
+                 "the profiler";
+    // Directories named by %p, %h or %r were not made beforehand: a missing one is the other
+    // way to no trace, and each process has said so on its stderr.
+    if (directory_has_fields(pattern))
+      std::cerr << ", or the directory its trace names did not exist (made before the program "
+                   "started: '"
+                << known_directory(pattern) << "')";
+    std::cerr << "\n";
     return;
   }
   std::cerr << "gpumemtrace: " << traces.size() << (traces.size() == 1 ? " trace" : " traces")
@@ -263,6 +340,7 @@ int run_traced(const RunOptions& options) {
     pattern = inherited && *inherited ? inherited : "gpumemtrace.%p.gmt";
   }
   pattern = absolute_pattern(output_pattern(pattern));
+  if (!prepare_directory(pattern)) return 2;
 
   // Ours goes last: a sanitizer runtime already in LD_PRELOAD must stay first.
   const char* existing = std::getenv("LD_PRELOAD");

@@ -115,5 +115,89 @@ TEST_F(PromisesUnderStress, OutputThatCannotBeWrittenExitsOneAndSaysWhy) {
   EXPECT_EQ(file.err, "gpumemtrace: cannot write /dev/full: No space left on device\n");
 }
 
+// Item 6: the directory part of -o is made before the program starts, as far as it is known.
+TEST_F(PromisesUnderStress, RunMakesTheTracesDirectory) {
+  const std::string program = workload("workload_runtime_shared");
+  const ProcessResult plain =
+      cli({"run", "-o", "new/", "--", program, "alloc:a:" + mib(1)}, run_env());
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  ASSERT_EQ(traces().size(), 0u);  // traces() lists dir_ only
+  std::vector<std::string> found;
+  for (const auto& e : fs::directory_iterator(dir_ + "/new")) found.push_back(e.path().string());
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_TRUE(std::regex_match(found[0], std::regex(dir_ + "/new/gpumemtrace\\.[0-9]+\\.gmt")))
+      << found[0];
+  EXPECT_NE(plain.err.find("gpumemtrace: 1 trace written:\n  " + found[0] + "\n"),
+            std::string::npos)
+      << plain.err;
+
+  // Several levels, and a '%' written as %%.
+  const ProcessResult nested =
+      cli({"run", "-o", "a/b%%c/d/t.%p.gmt", "--", program, "alloc:a:" + mib(1)}, run_env());
+  ASSERT_EQ(nested.exit_code, 0) << nested.err;
+  EXPECT_TRUE(fs::is_directory(dir_ + "/a/b%c/d"));
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_ + "/a/b%c/d"), fs::directory_iterator()), 1);
+
+  // A directory named by the process's own values cannot be made beforehand: what comes before
+  // it is, and the message no longer says the program made no allocation, full stop.
+  const ProcessResult ranked =
+      cli({"run", "-o", "ranks/%r/", "--", program, "alloc:a:" + mib(1)}, run_env());
+  EXPECT_EQ(ranked.exit_code, 0) << ranked.err;
+  EXPECT_TRUE(fs::is_directory(dir_ + "/ranks"));
+  EXPECT_FALSE(fs::exists(dir_ + "/ranks/0"));
+  const std::string last_line =
+      "gpumemtrace: no trace was written: the program made no CUDA "
+      "allocation under the profiler, or the directory its trace names "
+      "did not exist (made before the program started: '" +
+      dir_ + "/ranks')\n";
+  ASSERT_GE(ranked.err.size(), last_line.size()) << ranked.err;
+  EXPECT_EQ(ranked.err.substr(ranked.err.size() - last_line.size()), last_line) << ranked.err;
+}
+
+// Item 6: a directory that cannot be made is named with the reason, and the program never
+// starts.
+TEST_F(PromisesUnderStress, RunFailsBeforeTheProgramStartsWhenTheDirectoryCannotBeMade) {
+  write(dir_ + "/blocker", "a file\n");
+  const std::vector<std::string> program = {"/bin/sh", "-c", "echo ran > ran.txt"};
+  for (const auto& [output, dir] : std::vector<std::pair<std::string, std::string>>{
+           {"blocker/", "blocker"}, {"blocker/sub/t.%p.gmt", "blocker/sub"}}) {
+    std::vector<std::string> args = {"run", "-o", output, "--"};
+    args.insert(args.end(), program.begin(), program.end());
+    const ProcessResult r = cli(args, run_env());
+    EXPECT_EQ(r.exit_code, 2) << output;
+    EXPECT_EQ(r.err, "gpumemtrace run: cannot create the directory '" + dir_ + "/" + dir +
+                         "' for the traces: Not a directory\n");
+    EXPECT_FALSE(fs::exists(dir_ + "/ran.txt")) << output;
+  }
+  // The same through GPUMEMTRACE_OUTPUT.
+  std::map<std::string, std::string> env = run_env();
+  env["GPUMEMTRACE_OUTPUT"] = dir_ + "/blocker/";
+  std::vector<std::string> args = {"run", "--"};
+  args.insert(args.end(), program.begin(), program.end());
+  const ProcessResult inherited = cli(args, env);
+  EXPECT_EQ(inherited.exit_code, 2);
+  EXPECT_EQ(inherited.err, "gpumemtrace run: cannot create the directory '" + dir_ +
+                               "/blocker' for the traces: Not a directory\n");
+  EXPECT_FALSE(fs::exists(dir_ + "/ran.txt"));
+}
+
+TEST_F(PromisesUnderStress, RunFailsBeforeTheProgramStartsInAReadOnlyDirectory) {
+  if (geteuid() == 0) GTEST_SKIP() << "root writes into a read-only directory";
+  fs::create_directory(dir_ + "/ro");
+  ASSERT_EQ(chmod((dir_ + "/ro").c_str(), 0555), 0);
+  const ProcessResult existing =
+      cli({"run", "-o", "ro/", "--", "/bin/sh", "-c", "echo ran > ran.txt"}, run_env());
+  EXPECT_EQ(existing.exit_code, 2);
+  EXPECT_EQ(existing.err,
+            "gpumemtrace run: cannot write traces in '" + dir_ + "/ro': Permission denied\n");
+  const ProcessResult missing =
+      cli({"run", "-o", "ro/new/", "--", "/bin/sh", "-c", "echo ran > ran.txt"}, run_env());
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_EQ(missing.err, "gpumemtrace run: cannot create the directory '" + dir_ +
+                             "/ro/new' for the traces: Permission denied\n");
+  EXPECT_FALSE(fs::exists(dir_ + "/ran.txt"));
+  chmod((dir_ + "/ro").c_str(), 0755);
+}
+
 }  // namespace
 }  // namespace gmt::test
