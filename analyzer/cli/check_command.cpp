@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // `gpumemtrace check`: a memory-regression gate for CI, for one trace or a whole job (traces or
-// summaries). One line either way; the exit status says which.
+// summaries). One line either way, the exit status says which; before it, a note for each
+// trace that does not hold the process's whole life, whose figures are of what was recorded.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -18,14 +19,67 @@
 namespace gmt::analyzer {
 namespace {
 
+// Whether what is live at the trace's end was never freed: the process exited, or replaced
+// itself with exec, with every record written. A trace cut, stopped or short of records ends
+// before the program did: what it shows live may have been freed after, or its free left out.
+bool leaks_proven(const TraceSummary& trace) {
+  return trace.end == TraceEnd::kExited || trace.end == TraceEnd::kExec;
+}
+
 // Bytes never freed that nobody meant to keep: probable leaks and the unfreed rest (not memory
-// a caching allocator keeps, nor what a context's teardown released).
-uint64_t leaked_bytes(const TraceSummary& trace) {
+// a caching allocator keeps, nor what a context's teardown released), live at the trace's end
+// whether or not that end is the program's.
+uint64_t live_unintended_bytes(const TraceSummary& trace) {
   uint64_t bytes = 0;
   for (const LeakGroup& g : trace.leaks) {
     if (unintended(g.leak_class)) bytes += g.bytes;
   }
   return bytes;
+}
+
+// Those bytes, where they are proven never freed; what the gate counts.
+uint64_t leaked_bytes(const TraceSummary& trace) {
+  return leaks_proven(trace) ? live_unintended_bytes(trace) : 0;
+}
+
+// How a trace that is not complete ended, after its path: "was cut (...)".
+std::string incomplete_text(const TraceSummary& t) {
+  switch (t.end) {
+    case TraceEnd::kExited:
+      return "is complete";
+    case TraceEnd::kCut:
+      return "was cut (the process did not exit normally)";
+    case TraceEnd::kStopped:
+      return "was stopped (recording stopped: " + printable(t.stop_reason) + ")";
+    case TraceEnd::kTruncated:
+      return "is truncated at byte " + std::to_string(t.end_offset) + " (" +
+             printable(t.end_reason) + ")";
+    case TraceEnd::kCorrupt:
+      return "is damaged at byte " + std::to_string(t.end_offset) + " (" + printable(t.end_reason) +
+             ")";
+    case TraceEnd::kExec:
+      return "ended in exec (" + printable(t.exec_program) + ")";
+    case TraceEnd::kFailed:
+      return "holds no record (recording failed: " + printable(t.end_reason) + ")";
+  }
+  return "ended in an unknown way";
+}
+
+// One line per trace that is not complete: what the gate could look at, and what it left out
+// of --max-leak.
+std::string incomplete_notes(const ReportInput& input) {
+  std::ostringstream notes;
+  for (const TraceSummary& t : input.traces) {
+    if (t.end == TraceEnd::kExited) continue;
+    notes << "note: " << printable(t.path) << " " << incomplete_text(t)
+          << ": gated on what was recorded";
+    if (const uint64_t live = live_unintended_bytes(t); live > 0 && !leaks_proven(t)) {
+      notes << "; " << human_bytes(live) << " (" << live
+            << " bytes) live at its end not counted as never freed (not proven leaks)";
+    }
+    notes << "\n";
+  }
+  return notes.str();
 }
 
 // "rank 2 (pid 1234) " when there are several processes to tell apart, else "".
@@ -38,6 +92,26 @@ std::string ratio_text(double ratio) {
   char text[32];
   std::snprintf(text, sizeof text, "%.2f", ratio);
   return text;
+}
+
+// --max-imbalance's FAIL line; "" when the spread is within it.
+std::string imbalance_failure(const CheckOptions& options, const ReportInput& input) {
+  const JobView view = job_view(input);
+  if (!view.highest) return "";
+  const JobRow& top = view.rows[*view.highest];
+  // A median of nothing against a highest peak of something: no ratio is high enough.
+  const double ratio = view.spread          ? *view.spread
+                       : top.peak_bytes > 0 ? std::numeric_limits<double>::infinity()
+                                            : 1.0;
+  if (ratio <= *options.max_imbalance) return "";
+  std::ostringstream line;
+  line << "FAIL: highest peak " << human_bytes(top.peak_bytes) << " (" << top.peak_bytes
+       << " bytes) on " << who(input.traces[top.trace]) << " " << device_name(top.device) << " is "
+       << ratio_text(ratio) << "x the median " << human_bytes(view.median_peak_bytes) << " of "
+       << view.rows.size()
+       << (view.rows.size() == 1 ? " process and device" : " processes and devices")
+       << ", exceeds --max-imbalance " << options.imbalance_text << "\n";
+  return line.str();
 }
 
 // The first limit exceeded, as its FAIL line; "" when none is.
@@ -73,21 +147,22 @@ std::string first_failure(const CheckOptions& options, const ReportInput& input)
   } else if (options.no_oom && failed > 0) {
     line << "FAIL: " << failed << (failed == 1 ? " allocation" : " allocations")
          << " failed (--no-oom)\n";
-  } else if (options.max_imbalance) {
-    const JobView view = job_view(input);
-    if (!view.highest) return "";
-    const JobRow& top = view.rows[*view.highest];
-    // A median of nothing against a highest peak of something: no ratio is high enough.
-    const double ratio = view.spread          ? *view.spread
-                         : top.peak_bytes > 0 ? std::numeric_limits<double>::infinity()
-                                              : 1.0;
-    if (ratio > *options.max_imbalance) {
-      line << "FAIL: highest peak " << human_bytes(top.peak_bytes) << " (" << top.peak_bytes
-           << " bytes) on " << who(input.traces[top.trace]) << " " << device_name(top.device)
-           << " is " << ratio_text(ratio) << "x the median " << human_bytes(view.median_peak_bytes)
-           << " of " << view.rows.size()
-           << (view.rows.size() == 1 ? " process and device" : " processes and devices")
-           << ", exceeds --max-imbalance " << options.imbalance_text << "\n";
+  } else if (const std::string imbalance =
+                 options.max_imbalance ? imbalance_failure(options, input) : "";
+             !imbalance.empty()) {
+    return imbalance;
+  } else if (options.require_complete) {
+    std::size_t incomplete = 0;
+    const TraceSummary* first = nullptr;
+    for (const TraceSummary& t : input.traces) {
+      if (t.end == TraceEnd::kExited) continue;
+      if (first == nullptr) first = &t;
+      ++incomplete;
+    }
+    if (first != nullptr) {
+      line << "FAIL: " << printable(first->path) << " " << incomplete_text(*first);
+      if (incomplete > 1) line << ", and " << incomplete - 1 << " more not complete";
+      line << " (--require-complete)\n";
     }
   }
   return line.str();
@@ -125,7 +200,7 @@ int check_command(const CheckOptions& options, std::ostream& out, std::ostream& 
   // A gate that could not read all it was given has no verdict.
   if (!input.unreadable.empty() || input.traces.empty()) return 2;
   const std::string failure = first_failure(options, input);
-  out << (failure.empty() ? ok_line(input) : failure);
+  out << incomplete_notes(input) << (failure.empty() ? ok_line(input) : failure);
   return failure.empty() ? 0 : 1;
 }
 
@@ -154,6 +229,8 @@ Command add_check_command(CLI::App& app) {
   size_option("--max-leak", options->max_leak,
               "Most bytes never freed (leaks, unfreed), in any one process");
   check->add_flag("--no-oom", options->no_oom, "Fail when any allocation failed");
+  check->add_flag("--require-complete", options->require_complete,
+                  "Fail when a trace is not complete (its process did not exit normally)");
   check
       ->add_option_function<std::string>(
           "--max-imbalance",

@@ -81,6 +81,7 @@ struct CheckOptions {
   std::optional<uint64_t> max_peak;  // bytes, on any one device of any process
   std::optional<uint64_t> max_leak;  // bytes left as probable leaks or unfreed, in any process
   bool no_oom = false;
+  bool require_complete = false;        // fail on a trace whose process did not exit normally
   std::optional<double> max_imbalance;  // highest peak / median of the processes' peaks
   std::string imbalance_text;           // as given, for the FAIL line
   unsigned jobs = 0;
