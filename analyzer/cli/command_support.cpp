@@ -84,4 +84,19 @@ const CLI::Validator& milliseconds() {
   return validator;
 }
 
+const CLI::Validator& seconds_interval() {
+  static const CLI::Validator validator(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value) ||
+            value <= 0 || value > kMaxIntervalSeconds) {
+          return "expected a number of seconds above 0 and at most 86400" + got(text);
+        }
+        return "";
+      },
+      "", "");
+  return validator;
+}
+
 }  // namespace gmt::analyzer

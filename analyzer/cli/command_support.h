@@ -30,6 +30,9 @@ const CLI::Validator& device_number();
 // Milliseconds: a finite number above 0 and at most kMaxMilliseconds.
 inline constexpr double kMaxMilliseconds = 1e12;
 const CLI::Validator& milliseconds();
+// Seconds between two looks: a finite number above 0 and at most kMaxIntervalSeconds (a day).
+inline constexpr double kMaxIntervalSeconds = 86400;
+const CLI::Validator& seconds_interval();
 
 // "Trace files, or directories of them", the help text of every command that reads several.
 inline constexpr const char* kTracesHelp =

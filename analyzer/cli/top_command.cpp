@@ -6,6 +6,7 @@
 // open phases and the failed allocations. One frame (--once), JSON lines (--json), or an
 // interactive terminal view (keys: s sort, d device, q quit).
 #include <dirent.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -84,6 +85,19 @@ bool process_gone(uint64_t pid) {
   std::string text((std::istreambuf_iterator<char>(stat)), {});
   const std::size_t paren = text.rfind(')');
   return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] == 'Z';
+}
+
+// A file its writer has created but not yet given its header: empty, or zeros so far (the
+// header page is written into a file already sized). Not yet a trace, but it may become one.
+bool may_still_start(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return false;
+  struct stat st {};
+  char head[64] = {};
+  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  const ssize_t got = regular ? ::pread(fd, head, sizeof head, 0) : -1;
+  ::close(fd);
+  return got >= 0 && std::all_of(head, head + got, [](char c) { return c == 0; });
 }
 
 std::string this_host() {
@@ -277,6 +291,37 @@ class Top {
     return frame;
   }
 
+  // Whether anything is, or may still come, to watch: a trace read, or one still being created,
+  // a directory (scanned again at every refresh), a --pid whose process lives but whose trace
+  // is not found yet. Nothing: every file named is not a trace, and waiting will not change it.
+  bool anything_to_watch() const {
+    for (const std::string& p : options_.paths) {
+      std::error_code ec;
+      if (fs::is_directory(p, ec)) return true;
+    }
+    for (int pid : options_.pids) {
+      if (!found_pids_.count(pid) && !process_gone(static_cast<uint64_t>(pid))) return true;
+    }
+    for (const auto& [path, w] : watched_) {
+      if (w.trace->described() || w.trace->error().empty() || may_still_start(path)) return true;
+    }
+    return false;
+  }
+
+  // Names on `err`, once each, the files that cannot be read as traces: those that never will
+  // be, or (`all`, when the watch ends) every one. True when one was ever named: the exit
+  // status says so, as every other command's does.
+  bool name_unreadable(std::ostream& err, bool all) {
+    for (const auto& [path, w] : watched_) {
+      const LiveTrace& t = *w.trace;
+      if (t.error().empty() || t.described() || named_unreadable_.count(path)) continue;
+      if (!all && may_still_start(path)) continue;
+      named_unreadable_.insert(path);
+      err << "gpumemtrace top: " << t.error() << "\n";
+    }
+    return !named_unreadable_.empty();
+  }
+
   // Every process watched has ended (and there is one).
   bool all_ended(const Json& frame) const {
     if (frame["processes"].empty()) return false;
@@ -430,6 +475,7 @@ class Top {
   std::map<std::string, Watched> watched_;
   std::set<int> found_pids_;
   std::set<int> reported_pids_;
+  std::set<std::string> named_unreadable_;
   int sort_ = 0;
   std::optional<int> device_filter_;
   std::vector<int> devices_;
@@ -540,7 +586,9 @@ void write_text(const Json& frame, bool interactive, std::ostream& out) {
       }
     }
   }
-  if (frame.contains("errors")) {
+  // Piped, the errors go to stderr (name_unreadable), where a script looks for them; on the
+  // screen they are part of the view.
+  if (interactive && frame.contains("errors")) {
     for (const Json& e : frame["errors"]) out << "\n" << printable(e["error"].get<std::string>());
     out << "\n";
   }
@@ -573,6 +621,12 @@ class RawTerminal {
 int top_command(const TopOptions& options, std::ostream& out, std::ostream& err) {
   Top top(options);
   if (!top.discover(err) && options.paths.empty()) return 1;
+  top.refresh();
+  // Named files that are not traces, and nothing else: an error, not a watch of nothing.
+  if (!top.anything_to_watch()) {
+    top.name_unreadable(err, true);
+    return 1;
+  }
   const bool interactive = !options.once && !options.json && ::isatty(STDOUT_FILENO) != 0;
   const int interval_ms = static_cast<int>(std::max(0.05, options.interval) * 1000);
 
@@ -589,7 +643,6 @@ int top_command(const TopOptions& options, std::ostream& out, std::ostream& err)
     raw.emplace();
     out << "\x1b[?1049h\x1b[?25l" << std::flush;  // the alternate screen, no cursor
   }
-  int status = 0;
   while (g_signal == 0) {
     top.discover(err);
     top.refresh();
@@ -610,8 +663,12 @@ int top_command(const TopOptions& options, std::ostream& out, std::ostream& err)
       write_text(frame, false, out);
       out << std::flush;
     }
+    // Output that cannot be written (a full disk, a closed pipe) ends the watch: main() names
+    // the reason and exits 1.
+    if (!out) break;
+    if (!interactive) top.name_unreadable(err, false);
     if (options.once) break;
-    if (!interactive && top.all_ended(frame)) break;
+    if (!interactive && (top.all_ended(frame) || !top.anything_to_watch())) break;
     // Wait for the interval, answering keys meanwhile.
     const uint64_t until = monotonic_ns() + static_cast<uint64_t>(interval_ms) * 1'000'000;
     bool redraw = false, quit = false;
@@ -641,8 +698,9 @@ int top_command(const TopOptions& options, std::ostream& out, std::ostream& err)
   }
   ::sigaction(SIGINT, &old_int, nullptr);
   ::sigaction(SIGTERM, &old_term, nullptr);
-  if (g_signal != 0) status = 128 + g_signal;
-  return status;
+  const bool unreadable = top.name_unreadable(err, true);
+  if (g_signal != 0) return 128 + g_signal;
+  return unreadable ? 1 : 0;
 }
 
 Command add_top_command(CLI::App& app) {
@@ -651,7 +709,7 @@ Command add_top_command(CLI::App& app) {
   top->add_option("traces", options->paths, kTracesHelp);
   top->add_option("--pid", options->pids, "A traced process to watch (its open trace)");
   top->add_option("--interval", options->interval, "Seconds between refreshes (default 1)")
-      ->check(CLI::PositiveNumber);
+      ->check(seconds_interval());
   top->add_flag("--once", options->once, "Print one frame and exit");
   top->add_flag("--json", options->json,
                 "One JSON object per refresh, one line each (contract in README.md)");

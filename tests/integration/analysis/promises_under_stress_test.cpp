@@ -287,5 +287,52 @@ TEST_F(PromisesUnderStress, CheckNamesATruncatedTrace) {
       << r.out;
 }
 
+// Item 8: nothing to watch is an error on stderr, at once, piped or not.
+TEST_F(PromisesUnderStress, TopEndsWithAnErrorWhenThereIsNothingToWatch) {
+  const std::string missing = dir_ + "/nonexistent.gmt";
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"top", missing},
+                                               {"top", "--once", missing},
+                                               {"top", "--json", missing}}) {
+    const ProcessResult r = cli_in_time(args);
+    EXPECT_EQ(r.exit_code, 1) << args[1];
+    EXPECT_EQ(r.out, "") << args[1];
+    EXPECT_EQ(r.err, "gpumemtrace top: " + missing + ": No such file or directory\n") << args[1];
+  }
+  const std::string text = dir_ + "/notes.txt";
+  write(text, "not a trace at all\n");
+  const ProcessResult once = cli_in_time({"top", "--once", text});
+  EXPECT_EQ(once.exit_code, 1);
+  EXPECT_EQ(once.out, "");
+  EXPECT_EQ(once.err.rfind("gpumemtrace top: " + text + ": ", 0), 0u) << once.err;
+  EXPECT_EQ(std::count(once.err.begin(), once.err.end(), '\n'), 1) << once.err;
+
+  // Beside a trace, the trace is shown and the file named on stderr; the status says so.
+  const std::string t = trace_of({"alloc:a:" + mib(1)});
+  const ProcessResult both = cli_in_time({"top", "--once", "--json", t, text});
+  EXPECT_EQ(both.exit_code, 1);
+  const json frame = json::parse(both.out);
+  EXPECT_EQ(frame["processes"].size(), 1u);
+  EXPECT_EQ(frame["errors"].size(), 1u);
+  EXPECT_EQ(both.err, once.err);
+  const ProcessResult piped = cli_in_time({"top", "--interval", "0.05", t, text});
+  EXPECT_EQ(piped.exit_code, 1);
+  EXPECT_EQ(piped.out.find(text), std::string::npos) << piped.out;
+  EXPECT_EQ(piped.err, once.err);
+}
+
+TEST_F(PromisesUnderStress, TopIntervalMistakesAreShort) {
+  const std::string t = trace_of({"alloc:a:" + mib(1)});
+  for (const std::string value : {"0", "abc", "-1", "nan", "1e9"}) {
+    const ProcessResult r = cli({"top", "--once", "--interval", value, t});
+    EXPECT_EQ(r.exit_code, 2) << value;
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err,
+              "gpumemtrace: --interval: expected a number of seconds above 0 and at most 86400, "
+              "got '" +
+                  value + "'\nRun 'gpumemtrace top --help' for the usage.\n");
+  }
+  EXPECT_EQ(cli({"top", "--once", "--interval", "0.5", t}).exit_code, 0);
+}
+
 }  // namespace
 }  // namespace gmt::test
