@@ -823,6 +823,9 @@ enum class ScopeKind : uint8_t {
   kModule = 0,     // an nn.Module's forward; `name` is its qualified name (`layer3.2.conv1`)
   kBackward = 1,   // backward() (torch.autograd.backward) called on this thread
   kOptimizer = 2,  // an optimizer's step(); `name` is the optimizer's class
+  // The program's own code is done and the interpreter begins its exit (atexit): an enter with
+  // no exit. What is live then is what the program held at its end, before teardown frees it.
+  kProgramEnd = 3,
 };
 enum class ScopeAction : uint8_t { kEnter = 0, kExit = 1 };
 

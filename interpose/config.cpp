@@ -36,6 +36,7 @@ Config Config::from_environment(void (*warn)(const std::string&)) {
   config.debug_lookups = switch_value("GPUMEMTRACE_DEBUG", false, warn);
   // Read where the PyTorch tracker is; checked here with the others, so that a typo is told.
   config.torch_blocks = switch_value("GPUMEMTRACE_TORCH_BLOCKS", true, warn);
+  config.roles = switch_value("GPUMEMTRACE_ROLES", true, warn);
   config.self_time = switch_value("GPUMEMTRACE_SELF_TIME", false, warn);
   if (const char* stacks = value_of("GPUMEMTRACE_STACKS")) {
     const std::string mode = stacks;

@@ -16,6 +16,7 @@ struct Config {
   std::string output_pattern = kDefaultOutputPattern;
   bool debug_lookups = false;  // GPUMEMTRACE_DEBUG=1: log every driver lookup to stderr
   bool torch_blocks = true;    // GPUMEMTRACE_TORCH_BLOCKS=0: no PyTorch block events
+  bool roles = true;           // GPUMEMTRACE_ROLES=0: no PyTorch roles and modules hooks
   // GPUMEMTRACE_STACKS=none|native|python|all. `all` costs nothing more than `native` in a
   // process without Python (the Python part gives up once, at the first allocation).
   StackMode stacks = StackMode::kAll;

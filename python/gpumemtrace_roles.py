@@ -55,7 +55,7 @@ def _install():
 
     # format/records.h: ScopeAction, ScopeKind, TagRole.
     ENTER, EXIT = 0, 1
-    MODULE, BACKWARD, OPTIMIZER = 0, 1, 2
+    MODULE, BACKWARD, OPTIMIZER, PROGRAM_END = 0, 1, 2, 3
     PARAMETER, BUFFER, GRADIENT, OPTIMIZER_STATE = 0, 1, 2, 3
 
     compiler = getattr(torch, "compiler", None)
@@ -118,6 +118,23 @@ def _install():
             known = modules[id(m)]
         return known[1]
 
+    failed = []
+
+    def guarded(hook):
+        """A hook that never raises into the program: its first failure becomes a note."""
+
+        def run(*args):
+            try:
+                return hook(*args)
+            except Exception as error:  # the program's forward must go on whatever we hit
+                if not failed:
+                    failed.append(error)
+                    note("pytorch roles and modules: a hook failed, roles may be incomplete: %r"
+                         % (error,))
+                return None
+
+        return run
+
     def pre_hook(m, args):
         if compiling():
             return None
@@ -150,22 +167,33 @@ def _install():
     gradient_names = {}  # id(parameter) -> name id of its gradient, for the tags of every step
     last_state = {}  # id(optimizer) -> the state's addresses when last tagged
 
+    def tag_gradients(parameters):
+        """Tags the parameters' .grad. Gradients are new blocks whenever zero_grad() set them to
+        None: tagged after every backward and before every step."""
+        pairs = []
+        for p in parameters:
+            g = p.grad
+            if g is None or not g.is_cuda:
+                continue
+            n = gradient_names.get(id(p))
+            if n is None:
+                n = tensor_name(p)
+                if n:
+                    gradient_names[id(p)] = n
+            pairs.append((g.data_ptr(), n or 0))
+        emit(GRADIENT, pairs)
+
+    def model_parameters():
+        for root in list(roots.values()):
+            if root.ref() is None:
+                continue
+            for t, role, _ in root.tensors:
+                if role == PARAMETER:
+                    yield t
+
     def step_pre(optimizer, args, kwargs):
         scope(ENTER, OPTIMIZER, name_id(type(optimizer).__name__))
-        pairs = []
-        for group in optimizer.param_groups:
-            for p in group["params"]:
-                g = p.grad
-                if g is None or not g.is_cuda:
-                    continue
-                n = gradient_names.get(id(p))
-                if n is None:
-                    n = tensor_name(p)
-                    if n:
-                        gradient_names[id(p)] = n
-                pairs.append((g.data_ptr(), n or 0))
-        # Gradients are new blocks whenever zero_grad() set them to None: tag them every step.
-        emit(GRADIENT, pairs)
+        tag_gradients(p for group in optimizer.param_groups for p in group["params"])
 
     def step_post(optimizer, args, kwargs):
         pairs = []
@@ -189,6 +217,10 @@ def _install():
             try:
                 return function(*args, **kwargs)
             finally:
+                try:
+                    tag_gradients(model_parameters())
+                except Exception:  # never the program's problem
+                    pass
                 scope(EXIT, BACKWARD, 0)
 
         backward.__wrapped__ = function
@@ -196,22 +228,27 @@ def _install():
             setattr(backward, attribute, getattr(function, attribute, None))
         return backward
 
-    module_mod.register_module_forward_pre_hook(pre_hook)
+    module_mod.register_module_forward_pre_hook(guarded(pre_hook))
     if _takes_always_call(module_mod.register_module_forward_hook):
         # The scope closes even when forward raises.
-        module_mod.register_module_forward_hook(post_hook, always_call=True)
+        module_mod.register_module_forward_hook(guarded(post_hook), always_call=True)
     else:
-        module_mod.register_module_forward_hook(post_hook)
+        module_mod.register_module_forward_hook(guarded(post_hook))
     optimizer_mod = sys.modules.get("torch.optim.optimizer")
     if optimizer_mod is not None and hasattr(optimizer_mod, "register_optimizer_step_pre_hook"):
-        optimizer_mod.register_optimizer_step_pre_hook(step_pre)
-        optimizer_mod.register_optimizer_step_post_hook(step_post)
+        optimizer_mod.register_optimizer_step_pre_hook(guarded(step_pre))
+        optimizer_mod.register_optimizer_step_post_hook(guarded(step_post))
     autograd = sys.modules.get("torch.autograd")
     if autograd is not None:
         for attribute in ("backward", "grad"):
             function = getattr(autograd, attribute, None)
             if function is not None and not hasattr(function, "__wrapped__"):
                 setattr(autograd, attribute, scoped_backward(function))
+    import atexit
+
+    # What the program holds when its code is done, before the interpreter's teardown frees it:
+    # the analyzer's "at exit".
+    atexit.register(lambda: scope(ENTER, PROGRAM_END, name_id("program end")))
     note("pytorch roles and modules on (torch %s)" % getattr(torch, "__version__", "?"))
 
 

@@ -6,6 +6,7 @@
 #include "analyzer/model/leak_classes.h"
 #include "analyzer/report/byte_size.h"
 #include "analyzer/report/cuda_error_name.h"
+#include "analyzer/report/roles_report.h"
 #include "analyzer/report/stack_frames.h"
 
 namespace gmt::analyzer {
@@ -40,6 +41,7 @@ nlohmann::ordered_json oom_json(const TraceSummary& trace, ResolvedStacks& frame
       row["largest_free_block_bytes"] = f.largest_free_block_bytes;
       row["fragmentation"] = f.fragmented;
     }
+    if (f.roles) row.update(roles_json(*f.roles, 10));
     failures.push_back(std::move(row));
   }
   return {{"trace", trace.path},
@@ -83,6 +85,8 @@ void write_oom_text(const TraceSummary& trace, ResolvedStacks& frames, FrameMode
             << "\n";
       }
     }
+    // In the user's terms first: what the memory held then was for.
+    if (f.roles) write_roles_text(*f.roles, trace.roles_recorded, 5, " then", "    ", out);
     out << "    failed call\n";
     write_frames(frames[f.stack], kFramesShown, "      ", out, mode);
     if (!f.holders.empty()) out << "    held then\n";

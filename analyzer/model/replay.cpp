@@ -244,8 +244,18 @@ void Replay::finish() {
     d.peak_block_sites =
         rows != block_peaks_.end() && d.peak_bytes > 0 ? rows->second : std::vector<PeakSite>{};
     if (!d.peak_block_sites.empty()) d.roles_at_peak = roles_.resolve(ordinal, kRolesAtPeak);
-    take_block_rows(ordinal, kRolesAtExit);
+    if (!roles_at_exit_taken_) take_block_rows(ordinal, kRolesAtExit);
     d.roles_at_exit = roles_.resolve(ordinal, kRolesAtExit);
+    if (d.roles_at_exit) {
+      d.roles_at_exit->at_program_end = roles_at_exit_taken_;
+      d.roles_at_exit->time_ns = roles_at_exit_taken_ ? roles_exit_time_ns_ : summary_.duration_ns;
+    }
+    if (d.roles_at_peak) d.roles_at_peak->time_ns = d.peak_time_ns;
+  }
+  for (std::size_t i = 0; i < summary_.failures.size(); ++i) {
+    FailedAllocation& f = summary_.failures[i];
+    f.roles = roles_.resolve(f.device, kRolesAtFailure + static_cast<int>(i));
+    if (f.roles) f.roles->time_ns = f.time_ns;
   }
   summary_.roles_recorded = roles_.recorded();
   summary_.role_tags_unmatched = roles_.unmatched_tags();

@@ -185,12 +185,18 @@ class Replay {
   void on(const format::AllocatorSettingsRecord& r) { blocks_.on(r); }
   void on(const format::BlockFreedAtOncePlaceholder&) {}  // never read (the reader's Block)
   // The framework's scopes and tags: roles and modules (roles/role_tracker.h).
-  void on(const format::ScopeRecord& r) { roles_.on(r); }
+  void on(const format::ScopeRecord& r);
   void on(const format::TagRecord& r) { roles_.on(r); }
   // The block rows at the moment (the peak's, or the end's), and the roles' snapshot beside.
   void take_block_rows(int ordinal, int role_slot);
+  void take_role_snapshot(int ordinal, int role_slot, const std::vector<PeakSite>& rows);
+  // RoleTracker's snapshot slots: the peak's, the end's, and one per kept failure from here.
   static constexpr int kRolesAtPeak = 0;
   static constexpr int kRolesAtExit = 1;
+  static constexpr int kRolesAtFailure = 2;
+  static constexpr std::size_t kFailuresWithRoles = 100;
+  bool roles_at_exit_taken_ = false;  // at the program's end (ScopeKind::kProgramEnd)
+  uint64_t roles_exit_time_ns_ = 0;
   // The sites whose allocations still live at the end are segments an allocator reported.
   void finish_blocks();
   // Address space reserved and never given back, by site and device (summary_.reservations).

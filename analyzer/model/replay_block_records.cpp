@@ -38,16 +38,28 @@ void Replay::blocks_in_plateau(int ordinal) {
   take_block_rows(ordinal, kRolesAtPeak);
 }
 
+void Replay::on(const format::ScopeRecord& r) {
+  roles_.on(r);
+  if (roles_at_exit_taken_ || !roles_.program_ended()) return;
+  // The program's code is done: what it holds now is what it held at its end, before the
+  // interpreter's teardown frees it.
+  roles_at_exit_taken_ = true;
+  roles_exit_time_ns_ = r.time_ns;
+  for (const auto& [ordinal, d] : summary_.devices) take_block_rows(ordinal, kRolesAtExit);
+}
+
 void Replay::take_block_rows(int ordinal, int role_slot) {
   std::vector<PeakSite> rows = block_rows_on(ordinal);
-  if (!rows.empty()) {
-    std::vector<RoleTracker::Block> blocks;
-    blocks_.for_each_live_block(ordinal, [&](uint64_t address, uint64_t size) {
-      blocks.push_back({address, size});
-    });
-    roles_.snapshot(ordinal, role_slot, blocks, rows);
-  }
+  if (!rows.empty()) take_role_snapshot(ordinal, role_slot, rows);
   if (role_slot == kRolesAtPeak) block_peaks_.insert_or_assign(ordinal, std::move(rows));
+}
+
+void Replay::take_role_snapshot(int ordinal, int role_slot, const std::vector<PeakSite>& rows) {
+  std::vector<RoleTracker::Block> blocks;
+  blocks_.for_each_live_block(ordinal, [&](uint64_t address, uint64_t size) {
+    blocks.push_back({address, size});
+  });
+  roles_.snapshot(ordinal, role_slot, blocks, rows);
 }
 
 void Replay::end_block_plateaus(bool close) {
@@ -89,6 +101,9 @@ void Replay::note_block_oom(const format::BlockRecord& r) {
   f.fragmented = free_bytes >= r.size && largest < r.size;
   std::vector<PeakSite> rows = block_rows_on(r.device);
   if (!rows.empty()) {
+    // Each snapshot keeps its blocks' facts to the end: the first failures only.
+    if (*open_failure_ < kFailuresWithRoles)
+      take_role_snapshot(r.device, kRolesAtFailure + static_cast<int>(*open_failure_), rows);
     if (rows.size() > kHolders) rows.resize(kHolders);
     f.holders = std::move(rows);
   }

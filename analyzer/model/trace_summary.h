@@ -227,6 +227,9 @@ struct FailedAllocation {
   // The other views, from the first sample the sampler took after the failure (it samples at
   // once when an allocation fails); empty when it took none.
   std::optional<ViewValues> views;
+  // What the device held then by role and module, where a caching allocator reported the failure
+  // (RoleTracker, as at the peak).
+  std::optional<RoleBreakdown> roles;
 
   // The driver's free memory (cuMemGetInfo) right after the failure, when it was sampled.
   std::optional<uint64_t> driver_free_bytes() const {

@@ -174,7 +174,11 @@ void write_report_json(const ReportInput& input, std::ostream& out) {
           by_role["at_peak"] = at_peak["by_role"];
           by_module["at_peak"] = at_peak["by_module"];
         }
-        if (d.roles_at_exit) by_role["at_exit"] = roles_json(*d.roles_at_exit, 0)["by_role"];
+        if (d.roles_at_exit) {
+          by_role["at_exit"] = roles_json(*d.roles_at_exit, 0)["by_role"];
+          by_role["at_exit_time_ns"] = d.roles_at_exit->time_ns;
+          by_role["at_exit_is_program_end"] = d.roles_at_exit->at_program_end;
+        }
         device["roles_recorded"] = t.roles_recorded;
         device["by_role"] = by_role;
         device["by_module"] = by_module;

@@ -123,7 +123,12 @@ void write_device(const TraceSummary& t, const DeviceSummary& d, FrameMode frame
   if (d.roles_at_peak)
     write_roles_text(*d.roles_at_peak, t.roles_recorded, 5, " at the peak", "    ", out);
   if (d.roles_at_exit && d.roles_at_exit->total_bytes() > 0) {
-    write_roles_text(*d.roles_at_exit, true, 0, " at exit", "    ", out);
+    const RoleBreakdown& exit = *d.roles_at_exit;
+    write_roles_text(exit, true, 0,
+                     exit.at_program_end
+                         ? " at exit (the program's end, " + human_duration(exit.time_ns) + ")"
+                         : std::string(" at exit"),
+                     "    ", out);
   }
   write_sites(d, frames, out);
   write_views_text(views_title("views at the peak", d.views_at_peak, d.peak_time_ns, d.peak_bytes),

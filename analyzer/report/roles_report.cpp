@@ -80,7 +80,10 @@ nlohmann::ordered_json roles_json(const RoleBreakdown& roles, std::size_t module
     }
     by_module.push_back({{"module", row.module}, {"bytes", row.total}, {"by_role", parts}});
   }
-  return {{"by_role", by_role}, {"by_module", by_module}};
+  return {{"time_ns", roles.time_ns},
+          {"at_program_end", roles.at_program_end},
+          {"by_role", by_role},
+          {"by_module", by_module}};
 }
 
 }  // namespace gmt::analyzer

@@ -45,12 +45,12 @@ bool disabled() {
 int run_roles_source(void*) {
   using AddModule = void* (*)(const char*);
   using GetDict = void* (*)(void*);
-  using RunString = void* (*)(const char*, int, void*, void*);
+  using RunString = void* (*)(const char*, int, void*, void*, void*);  // PyRun_StringFlags
   using Clear = void (*)();
   using DecRef = void (*)(void*);
   const auto add_module = reinterpret_cast<AddModule>(dlsym(RTLD_DEFAULT, "PyImport_AddModule"));
   const auto get_dict = reinterpret_cast<GetDict>(dlsym(RTLD_DEFAULT, "PyModule_GetDict"));
-  const auto run = reinterpret_cast<RunString>(dlsym(RTLD_DEFAULT, "PyRun_String"));
+  const auto run = reinterpret_cast<RunString>(dlsym(RTLD_DEFAULT, "PyRun_StringFlags"));
   const auto clear = reinterpret_cast<Clear>(dlsym(RTLD_DEFAULT, "PyErr_Clear"));
   const auto decref = reinterpret_cast<DecRef>(dlsym(RTLD_DEFAULT, "Py_DecRef"));
   if (add_module == nullptr || get_dict == nullptr || run == nullptr || clear == nullptr ||
@@ -63,7 +63,7 @@ int run_roles_source(void*) {
   }
   void* globals = get_dict(module);  // borrowed
   constexpr int kFileInput = 257;    // Py_file_input
-  void* result = run(kGpumemtraceRolesSource, kFileInput, globals, globals);
+  void* result = run(kGpumemtraceRolesSource, kFileInput, globals, globals, nullptr);
   if (result == nullptr) {
     clear();  // the source catches its own errors; never leave one pending in the program
   } else {

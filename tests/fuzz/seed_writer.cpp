@@ -173,6 +173,21 @@ void every_record(const std::string& dir) {
   block.action = static_cast<uint32_t>(BlockAction::kFreeRequested);
   block.stack = 0;
   a.add(block);
+  a.add(ScopeRecord{.time_ns = 0,
+                    .thread = 0,
+                    .action = static_cast<uint32_t>(ScopeAction::kEnter),
+                    .kind = static_cast<uint32_t>(ScopeKind::kModule),
+                    .name = 1});
+  a.add(TagRecord{.time_ns = 0,
+                  .thread = 0,
+                  .role = static_cast<uint32_t>(TagRole::kParameter),
+                  .address = 0x7f0000000000,
+                  .name = 1});
+  a.add(ScopeRecord{.time_ns = 0,
+                    .thread = 0,
+                    .action = static_cast<uint32_t>(ScopeAction::kExit),
+                    .kind = static_cast<uint32_t>(ScopeKind::kModule),
+                    .name = 0});
   a.add_freed_at_once();
   SampleRecord sample;
   sample.device = 0;

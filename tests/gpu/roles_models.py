@@ -49,7 +49,7 @@ def transformer():
     return model, torch.optim.AdamW(model.parameters(), lr=1e-4), (32, 512, 1024), False
 
 
-def train(model, optimizer, shape, amp, steps):
+def train(model, optimizer, shape, amp, steps, then_backward=True):
     scaler = torch.amp.GradScaler("cuda") if amp else None
     times = []
     for _ in range(steps):
@@ -71,6 +71,8 @@ def train(model, optimizer, shape, amp, steps):
         torch.cuda.synchronize()
         times.append(time.perf_counter() - start)
         del out, loss
+    if not then_backward:
+        return times
     # One more backward, so that the gradients are live at exit, as they are in the middle of a
     # training loop.
     with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
@@ -81,11 +83,17 @@ def train(model, optimizer, shape, amp, steps):
     return times
 
 
+# The model and its optimizer live to the end of the script, as a training script's globals do:
+# what the trace holds "at exit" (the program's end, before the interpreter's teardown).
+kept = []
+
+
 def main():
     which, expected_path = sys.argv[1], sys.argv[2]
     steps = int(os.environ.get("GMT_STEPS", "3"))
     builders = {"mlp": mlp, "resnet": resnet, "transformer": transformer, "memtracker": mlp}
     model, optimizer, shape, amp = builders[which]()
+    kept.extend([model, optimizer])
     expected = {"model": which}
     if which == "memtracker":
         from torch.distributed._tools.mem_tracker import MemTracker
@@ -93,7 +101,7 @@ def main():
         tracker = MemTracker()
         tracker.track_external(model, optimizer)
         with tracker:
-            train(model, optimizer, shape, amp, 1)
+            train(model, optimizer, shape, amp, 1, then_backward=False)
         peak = tracker.get_tracker_snapshot("peak")
         device = torch.device("cuda", torch.cuda.current_device())
         expected["memtracker_peak"] = {str(k): int(v) for k, v in peak[device].items()}

@@ -34,6 +34,9 @@ void split_outside_roles(TraceSummary& trace) {
     if (d.roles_at_peak) split(*d.roles_at_peak, owners);
     if (d.roles_at_exit) split(*d.roles_at_exit, owners);
   }
+  for (FailedAllocation& f : trace.failures) {
+    if (f.roles) split(*f.roles, owners);
+  }
 }
 
 }  // namespace gmt::analyzer

@@ -27,7 +27,7 @@ const char* role_basis(Role role, bool tagged) {
   if (tagged) return "tagged by the framework";
   switch (role) {
     case Role::kGradient:
-      return "inferred: made in backward, outlived it";
+      return "inferred: made in backward, outlived it (a trace without gradient tags)";
     case Role::kOptimizerState:
       return "inferred: made in an optimizer's step, outlived it";
     case Role::kActivation:
@@ -43,8 +43,9 @@ const char* role_basis(Role role, bool tagged) {
     case Role::kCudaGraph:
       return "not told apart yet";
     case Role::kUnknown:
-      return "no scope or tag places it (no roles recorded, a block kept past its forward "
-             "but not by backward, or memory outside any framework)";
+      return "no scope or tag places it (no roles recorded; a block kept past the forward or "
+             "backward that made it, not by backward nor as a gradient: a library's workspace, a "
+             "kept graph; memory outside any framework)";
     default:
       return "tagged by the framework";
   }

@@ -53,6 +53,10 @@ struct ModuleRoles {
 // allocations outside any caching allocator are `outside` until their owners are known
 // (split_outside(): library or unknown).
 struct RoleBreakdown {
+  uint64_t time_ns = 0;  // the moment it is of
+  // At exit: taken when the program's code was done (the framework's kProgramEnd scope), before
+  // the interpreter's teardown freed what it held; false: at the trace's end.
+  bool at_program_end = false;
   std::array<RoleFigure, kRoleCount> roles{};
   std::vector<ModuleRoles> modules;  // largest first
   struct Outside {

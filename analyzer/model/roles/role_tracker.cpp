@@ -35,6 +35,9 @@ void RoleTracker::on(const format::ScopeRecord& r) {
     case format::ScopeKind::kOptimizer:
       where = Where::kOptimizer;
       break;
+    case format::ScopeKind::kProgramEnd:
+      program_ended_ = true;
+      return;
     default:
       return;  // a kind this build does not know
   }
@@ -76,6 +79,7 @@ void RoleTracker::on(const format::TagRecord& r) {
   Facts& f = facts_[it->second];
   f.tag = static_cast<uint8_t>(r.role);
   f.module = r.name;
+  if (r.role == static_cast<uint32_t>(format::TagRole::kGradient)) gradients_tagged_ = true;
 }
 
 uint32_t RoleTracker::new_facts() {
@@ -187,7 +191,8 @@ Role RoleTracker::role_of(const Facts& f) const {
       if (f.end == End::kInside) return Role::kTemporary;
       return f.end == End::kByBackward ? Role::kActivation : Role::kUnknown;
     case Where::kBackward:
-      return f.end == End::kInside ? Role::kTemporary : Role::kGradient;
+      if (f.end == End::kInside) return Role::kTemporary;
+      return gradients_tagged_ ? Role::kUnknown : Role::kGradient;
     case Where::kOptimizer:
       return f.end == End::kInside ? Role::kTemporary : Role::kOptimizerState;
     case Where::kNone:

@@ -30,6 +30,8 @@ class RoleTracker {
   // Whether the trace carried any scope or tag: without them every block's role is unknown.
   bool recorded() const { return recorded_; }
   uint64_t unmatched_tags() const { return unmatched_tags_; }
+  // Whether a ScopeRecord of kind kProgramEnd has come: the moment "at exit" is taken at.
+  bool program_ended() const { return program_ended_; }
 
   // The blocks live now (address, size), to be resolved at the end: replaces the device's
   // snapshot `slot` (0: the peak) and keeps its blocks' facts until then. `rows` are the
@@ -87,6 +89,10 @@ class RoleTracker {
   std::unordered_map<uint64_t, uint32_t> live_;  // address -> facts index
   std::map<std::pair<int, int>, Snapshot> snapshots_;
   bool recorded_ = false;
+  bool program_ended_ = false;
+  // Whether the framework tagged any gradient: then a block that backward made and that outlived
+  // it but was never tagged is no gradient (a library's workspace, a kept graph's buffer).
+  bool gradients_tagged_ = false;
   uint64_t unmatched_tags_ = 0;
 };
 

@@ -69,8 +69,8 @@ TEST_F(BoundedTrace, StaysWithinItsLimitAndExplainsEveryLiveByte) {
   EXPECT_GT(info["history"]["kept_from_ns"].get<uint64_t>(), 0u);
   const json whole_info = command_json({"info", whole, "--json"});
   EXPECT_TRUE(whole_info["history"].is_null());
-  EXPECT_EQ(whole_info["format"], "4.7");
-  EXPECT_EQ(info["format"], "4.7");
+  EXPECT_EQ(whole_info["format"], "4.8");
+  EXPECT_EQ(info["format"], "4.8");
 
   // Live at exit: the 8 held MiB and one 64 KiB leak per 10000 iterations, exactly, as the
   // unbounded trace says too.
@@ -183,7 +183,7 @@ TEST_F(BoundedTrace, WithoutTheVariableTheTraceHasNoLimitAndNoCheckpoint) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string header = read_file(only_trace()).substr(0, 64);
   ASSERT_EQ(header.size(), 64u);
-  EXPECT_EQ(header[10], 7);  // minor version, as a bounded trace's
+  EXPECT_EQ(header[10], 8);  // minor version, as a bounded trace's
   EXPECT_EQ(header.substr(16), std::string(48, '\0'));
   const ProcessResult dump = cli({"dump", only_trace()});
   EXPECT_EQ(dump.out.find("checkpoint"), std::string::npos);
@@ -218,7 +218,7 @@ TEST_F(BoundedTrace, RunMaxSizeBoundsTheTraceAndRefusesABadSize) {
                               env);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json info = command_json({"info", only_trace(), "--json"});
-  EXPECT_EQ(info["format"], "4.7");
+  EXPECT_EQ(info["format"], "4.8");
   EXPECT_EQ(info["history"]["max_size"], 2 * kMiB);
   EXPECT_EQ(info["history"]["dropped_events"], 0);
 }

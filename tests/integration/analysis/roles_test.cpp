@@ -76,9 +76,12 @@ TEST_F(Roles, EveryByteAtThePeakAndAtExitHasItsRole) {
   EXPECT_EQ(at_exit.at("optimizer_state"), 16 * kMiB);
   EXPECT_EQ(at_exit.at("activation"), 0u);
   EXPECT_EQ(at_exit.at("input"), 0u);
+  // At the program's end, before its teardown freed the state: the segments are all still there.
+  EXPECT_TRUE(device["by_role"]["at_exit_is_program_end"].get<bool>());
   uint64_t exit_total = 0;
   for (const auto& [role, bytes] : at_exit) exit_total += bytes;
   EXPECT_EQ(exit_total, device["live_at_exit_bytes"].get<uint64_t>());
+  EXPECT_EQ(at_exit.at("allocator_cache"), exit_total - 32 * kMiB);
 }
 
 // Per module at the peak: what each layer's forward kept (what checkpointing it would save),

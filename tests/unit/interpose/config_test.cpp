@@ -26,7 +26,7 @@ class ConfigSwitches : public ::testing::Test {
   void SetUp() override { warnings().clear(); }
   void TearDown() override {
     for (const char* name : {"GPUMEMTRACE_DEBUG", "GPUMEMTRACE_TORCH_BLOCKS", "GPUMEMTRACE_STACKS",
-                             "GPUMEMTRACE_UNWIND"})
+                             "GPUMEMTRACE_UNWIND", "GPUMEMTRACE_ROLES"})
       unsetenv(name);
   }
 };
@@ -35,9 +35,11 @@ TEST_F(ConfigSwitches, AcceptedValuesAreTakenSilently) {
   setenv("GPUMEMTRACE_DEBUG", "1", 1);
   setenv("GPUMEMTRACE_TORCH_BLOCKS", "0", 1);
   setenv("GPUMEMTRACE_UNWIND", "libunwind", 1);
+  setenv("GPUMEMTRACE_ROLES", "0", 1);
   const Config config = Config::from_environment(collect);
   EXPECT_TRUE(config.debug_lookups);
   EXPECT_FALSE(config.torch_blocks);
+  EXPECT_FALSE(config.roles);
   EXPECT_TRUE(config.libunwind_only);
   EXPECT_TRUE(warnings().empty());
 }

@@ -4,6 +4,7 @@
 // adding up to the device's figure.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "analyzer/model/replay.h"
@@ -192,6 +193,36 @@ TEST(Roles, ATagOfNoLiveBlockIsCountedAsUnmatched) {
   const TraceSummary s = replayed(records);
   EXPECT_EQ(s.role_tags_unmatched, 1u);
   EXPECT_EQ((*s.devices.at(0).roles_at_exit)[Role::kParameter].bytes, 8 * kMiB);
+}
+
+// Where the framework tags gradients, a block that backward made and kept without a tag is no
+// gradient (PyTorch's cuBLAS workspace of the autograd thread: 32 MiB, never freed).
+TEST(Roles, WithGradientTagsAnUntaggedBlockKeptByBackwardIsUnknown) {
+  std::vector<format::Record> records = training_step(true);
+  const auto backward_end = std::find_if(records.begin(), records.end(), [](const auto& r) {
+    const auto* s = std::get_if<format::ScopeRecord>(&r);
+    return s != nullptr && s->kind == static_cast<uint32_t>(ScopeKind::kBackward) &&
+           s->action == static_cast<uint32_t>(ScopeAction::kExit);
+  });
+  records.insert(backward_end, block(24, kAutograd, BlockAction::kAlloc, 60 * kMiB, 32 * kMiB));
+  const TraceSummary s = replayed(records);
+  const RoleBreakdown& exit = *s.devices.at(0).roles_at_exit;
+  EXPECT_EQ(exit[Role::kGradient].bytes, 8 * kMiB);
+  EXPECT_EQ(exit[Role::kUnknown].bytes, 32 * kMiB);
+}
+
+// "At exit" is the program's end when the framework marked it: what the teardown frees after it
+// still counts.
+TEST(Roles, AtExitIsTheProgramsEndWhenMarked) {
+  std::vector<format::Record> records = training_step(true);
+  records.push_back(scope(50, kMain, ScopeAction::kEnter, ScopeKind::kProgramEnd, 6));
+  records.push_back(block(51, kMain, BlockAction::kFreeRequested, 44 * kMiB, 16 * kMiB));
+  const TraceSummary s = replayed(records);
+  const RoleBreakdown& exit = *s.devices.at(0).roles_at_exit;
+  EXPECT_TRUE(exit.at_program_end);
+  EXPECT_EQ(exit.time_ns, 50u);
+  EXPECT_EQ(exit[Role::kOptimizerState].bytes, 16 * kMiB);
+  EXPECT_EQ(exit.total_bytes(), 100 * kMiB);
 }
 
 TEST(Roles, NamesRoundTrip) {
