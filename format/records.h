@@ -827,7 +827,14 @@ enum class ScopeKind : uint8_t {
   // no exit. What is live then is what the program held at its end, before teardown frees it.
   kProgramEnd = 3,
 };
-enum class ScopeAction : uint8_t { kEnter = 0, kExit = 1 };
+enum class ScopeAction : uint8_t {
+  kEnter = 0,
+  kExit = 1,
+  // A root module's forward whose inner modules go unreported (the hooks report them in some
+  // forwards only, for their cost): its blocks belong to the modules that made the same blocks
+  // in the root's last reported forward.
+  kEnterOutline = 2,
+};
 
 // A scope entered or left on the recording thread (4.8). Scopes nest per thread; an exit closes
 // the innermost open scope of its kind on its thread.

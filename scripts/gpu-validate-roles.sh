@@ -47,6 +47,19 @@ for model in mlp resnet transformer; do
     "$(python3 -c 'import json,sys; e=set(json.load(open(sys.argv[1]))["modules"]); p=json.load(open(sys.argv[2]))["devices"][0]["by_module"]; print(all(m["module"] in e or "." not in m["module"] and m["module"][:1].isupper() for m in p) and len(p) > 0)' "$out/roles_$model.expected.json" "$out/roles_$model.peak.json")"
 done
 
+echo "== torch.compile: the MLP compiled, with roles and without (GPUMEMTRACE_ROLES=0)"
+for roles in 1 0; do
+  rm -f "$out/roles_compiled_$roles".*.gmt
+  GPUMEMTRACE_ROLES=$roles "$gmt" run -o "$out/roles_compiled_$roles.%p.gmt" -- python3 tests/gpu/roles_models.py compiled \
+    "$out/roles_compiled_$roles.json" >"$out/roles_compiled_$roles.log" 2>&1 ||
+    { echo "FAIL roles_models.py compiled with GPUMEMTRACE_ROLES=$roles (see roles_compiled_$roles.log)"; tail -5 "$out/roles_compiled_$roles.log"; failures=$((failures + 1)); }
+done
+check "torch.compile: graph breaks with roles equal those without" \
+  "$(json_field "$out/roles_compiled_0.json" 'd["graph_breaks"]')" "$(json_field "$out/roles_compiled_1.json" 'd["graph_breaks"]')"
+"$gmt" peak --json "$(ls "$out"/roles_compiled_1.*.gmt | head -1)" >"$out/roles_compiled.peak.json"
+check "torch.compile: parameters tagged at the peak" True \
+  "$(json_field "$out/roles_compiled.peak.json" "[r['bytes'] for r in d['devices'][0]['by_role'] if r['role'] == 'parameter'][0] == json.load(open(sys.argv[3]))['parameter_bytes']" "$out/roles_compiled_1.json")"
+
 echo "== PyTorch's MemTracker on the MLP (the program changed to use it), at its peak"
 python3 tests/gpu/roles_models.py memtracker "$out/roles_memtracker.json" >"$out/roles_memtracker.log" 2>&1 &&
   json_field "$out/roles_memtracker.json" 'd["memtracker_peak"]' || { echo "INFO MemTracker failed (see roles_memtracker.log)"; tail -3 "$out/roles_memtracker.log"; }

@@ -5,6 +5,7 @@
     python3 roles_models.py resnet EXPECTED.json   # torchvision ResNet-50, AMP, SGD momentum
     python3 roles_models.py transformer EXPECTED.json  # nn.TransformerEncoder, AdamW
     python3 roles_models.py memtracker EXPECTED.json   # the MLP under PyTorch's MemTracker
+    python3 roles_models.py compiled EXPECTED.json  # the MLP under torch.compile: graph breaks
 
 Unchanged programs as far as gpumemtrace goes: nothing here knows it is traced. EXPECTED.json gets
 what the model says of itself (its parameters' bytes, its gradients', its optimizer's state,
@@ -91,8 +92,16 @@ kept = []
 def main():
     which, expected_path = sys.argv[1], sys.argv[2]
     steps = int(os.environ.get("GMT_STEPS", "3"))
-    builders = {"mlp": mlp, "resnet": resnet, "transformer": transformer, "memtracker": mlp}
+    builders = {
+        "mlp": mlp,
+        "resnet": resnet,
+        "transformer": transformer,
+        "memtracker": mlp,
+        "compiled": mlp,
+    }
     model, optimizer, shape, amp = builders[which]()
+    if which == "compiled":
+        model = torch.compile(model)
     kept.extend([model, optimizer])
     expected = {"model": which}
     if which == "memtracker":
@@ -115,6 +124,10 @@ def main():
         v for state in optimizer.state.values() for v in state.values() if torch.is_tensor(v)
     )
     expected["modules"] = [name for name, _ in model.named_modules() if name]
+    if which == "compiled":
+        from torch._dynamo.utils import counters
+
+        expected["graph_breaks"] = sum(counters["graph_break"].values())
     expected["max_memory_allocated"] = torch.cuda.max_memory_allocated()
     expected["max_memory_reserved"] = torch.cuda.max_memory_reserved()
     with open(expected_path, "w") as f:

@@ -25,7 +25,7 @@ namespace {
 constexpr std::size_t kMiB = 1024 * 1024;
 
 // format/records.h's ScopeAction, ScopeKind and TagRole.
-constexpr uint32_t kEnter = 0, kExit = 1;
+constexpr uint32_t kEnter = 0, kExit = 1, kEnterOutline = 2;
 constexpr uint32_t kModule = 0, kBackward = 1, kOptimizer = 2, kProgramEnd = 3;
 constexpr uint32_t kParameter = 0, kGradient = 2, kOptimizerState = 3;
 
@@ -40,8 +40,8 @@ struct Hooks {
   TagsFn tags = reinterpret_cast<TagsFn>(dlsym(RTLD_DEFAULT, "gpumemtrace_framework_tags"));
 
   uint32_t id(const char* text) const { return name != nullptr ? name(text) : 0; }
-  void enter(uint32_t kind, const char* text) const {
-    if (scope != nullptr) scope(kEnter, kind, id(text));
+  void enter(uint32_t kind, const char* text, uint32_t action = kEnter) const {
+    if (scope != nullptr) scope(action, kind, id(text));
   }
   void exit(uint32_t kind) const {
     if (scope != nullptr) scope(kExit, kind, 0);
@@ -80,14 +80,16 @@ int main() {
   for (int step = 0; step < 2; ++step) {
     void* input = must(allocator.allocate(2 * kMiB));
     // forward
-    hooks.enter(kModule, "Net");
+    // The second forward in outline, as the hooks report most: its modules are the first's.
+    const bool whole = step == 0;
+    hooks.enter(kModule, "Net", whole ? kEnter : kEnterOutline);
     if (step == 0) hooks.tag(kParameter, {{weights[0], names[0]}, {weights[1], names[1]}});
     void* kept[2];
     for (int layer = 0; layer < 2; ++layer) {
-      hooks.enter(kModule, modules[layer]);
+      if (whole) hooks.enter(kModule, modules[layer]);
       kept[layer] = must(allocator.allocate(8 * kMiB));
       allocator.free(must(allocator.allocate(1 * kMiB)));
-      hooks.exit(kModule);
+      if (whole) hooks.exit(kModule);
     }
     hooks.exit(kModule);
     // backward: the engine's thread makes the gradients and releases what forward kept

@@ -41,7 +41,8 @@ void RoleTracker::on(const format::ScopeRecord& r) {
     default:
       return;  // a kind this build does not know
   }
-  if (static_cast<format::ScopeAction>(r.action) == format::ScopeAction::kEnter) {
+  const auto action = static_cast<format::ScopeAction>(r.action);
+  if (action == format::ScopeAction::kEnter || action == format::ScopeAction::kEnterOutline) {
     const auto outer =
         std::find_if(open.begin(), open.end(), [where](const Open& o) { return o.where == where; });
     uint32_t instance = 0;
@@ -50,7 +51,12 @@ void RoleTracker::on(const format::ScopeRecord& r) {
     } else {
       instance = static_cast<uint32_t>(instance_open_.size());
       instance_open_.push_back(true);
-      if (where == Where::kForward) ++forward_epoch_;
+      if (where == Where::kForward) {
+        ++forward_epoch_;
+        RootForward& root = root_forwards_[instance];
+        root.root = r.name;
+        root.outline = action == format::ScopeAction::kEnterOutline;
+      }
       if (where == Where::kBackward) open_backwards_.push_back(instance);
     }
     open.push_back({where, r.name, instance});
@@ -67,6 +73,22 @@ void RoleTracker::on(const format::ScopeRecord& r) {
   if (!outermost) return;
   instance_open_[instance] = false;
   std::erase(open_backwards_, instance);
+  const auto root = root_forwards_.find(instance);
+  if (root == root_forwards_.end()) return;
+  if (!root->second.outline) root_modules_[root->second.root] = std::move(root->second.modules);
+  root_forwards_.erase(root);
+}
+
+uint32_t RoleTracker::module_in(RootForward& forward, uint32_t stack, uint32_t innermost) {
+  const uint64_t key = static_cast<uint64_t>(stack) << 32 | forward.made[stack]++;
+  if (!forward.outline) {
+    forward.modules[key] = innermost;
+    return innermost;
+  }
+  const auto whole = root_modules_.find(forward.root);
+  if (whole == root_modules_.end()) return forward.root;
+  const auto module = whole->second.find(key);
+  return module != whole->second.end() ? module->second : forward.root;
 }
 
 void RoleTracker::on(const format::TagRecord& r) {
@@ -104,7 +126,11 @@ void RoleTracker::on_block(const format::BlockRecord& r) {
       const Open& inner = thread->second.back();
       f.where = inner.where;
       f.instance = inner.instance;
-      if (inner.where == Where::kForward) f.module = inner.name;
+      if (inner.where == Where::kForward) {
+        const auto root = root_forwards_.find(inner.instance);
+        f.module = root != root_forwards_.end() ? module_in(root->second, r.stack, inner.name)
+                                                : inner.name;
+      }
     } else if (!open_backwards_.empty()) {
       // An autograd thread's block: its thread opened no scope, backward() runs on another.
       f.where = Where::kBackward;

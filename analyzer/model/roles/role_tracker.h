@@ -65,6 +65,17 @@ class RoleTracker {
     uint32_t name;
     uint32_t instance;  // its outermost scope of the same kind on the thread
   };
+  // A root module's forward: its blocks in order, by stack, and the module that made each. A
+  // forward reported whole leaves them to its root's next forwards reported in outline
+  // (ScopeAction::kEnterOutline), whose blocks are told by the same (stack, order).
+  struct RootForward {
+    uint32_t root = 0;  // Name id
+    bool outline = false;
+    std::unordered_map<uint32_t, uint32_t> made;     // stack -> blocks made so far
+    std::unordered_map<uint64_t, uint32_t> modules;  // stack << 32 | order -> module
+  };
+  // The module of a block made in `forward` at `stack`.
+  uint32_t module_in(RootForward& forward, uint32_t stack, uint32_t innermost);
   struct Snapshot {
     std::vector<std::pair<uint32_t, uint64_t>> blocks;  // facts index, bytes
     uint64_t unknown_blocks = 0;                        // blocks with no facts (made before)
@@ -82,7 +93,10 @@ class RoleTracker {
   std::unordered_map<uint32_t, std::string> names_;
   std::unordered_map<uint64_t, std::vector<Open>> threads_;  // open scopes by thread
   std::vector<bool> instance_open_;                          // by instance id (from 1)
-  std::vector<uint32_t> open_backwards_;                     // instances, any thread
+  std::unordered_map<uint32_t, RootForward> root_forwards_;  // open ones, by instance
+  // By root (Name id): the modules of its last forward reported whole.
+  std::unordered_map<uint32_t, std::unordered_map<uint64_t, uint32_t>> root_modules_;
+  std::vector<uint32_t> open_backwards_;  // instances, any thread
   uint64_t forward_epoch_ = 0;
   std::vector<Facts> facts_;
   std::vector<uint32_t> free_facts_;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <vector>
 
 #include "analyzer/model/replay.h"
@@ -20,7 +21,7 @@ constexpr uint64_t kAutograd = 2;
 constexpr uint64_t kSegment = 0x7f0000000000;
 
 format::BlockRecord block(uint64_t t, uint64_t thread, BlockAction action, uint64_t offset,
-                          uint64_t size) {
+                          uint64_t size, uint32_t stack = 0) {
   format::BlockRecord r;
   r.time_ns = t;
   r.thread = thread;
@@ -29,7 +30,7 @@ format::BlockRecord block(uint64_t t, uint64_t thread, BlockAction action, uint6
   r.device = 0;
   r.address = kSegment + offset;
   r.size = size;
-  r.stack = 0;
+  r.stack = stack;
   return r;
 }
 
@@ -223,6 +224,43 @@ TEST(Roles, AtExitIsTheProgramsEndWhenMarked) {
   EXPECT_EQ(exit.time_ns, 50u);
   EXPECT_EQ(exit[Role::kOptimizerState].bytes, 16 * kMiB);
   EXPECT_EQ(exit.total_bytes(), 100 * kMiB);
+}
+
+// A forward reported in outline (its inner modules not reported, for their cost) gets its
+// blocks' modules from the root's last forward reported whole: the same stack, in the same order.
+TEST(Roles, AnOutlineForwardTakesItsModulesFromTheLastWholeOne) {
+  std::vector<format::Record> records = {name(1, "Net"), name(2, "fc1"), name(3, "fc2"),
+                                         test::alloc_at(1, 0, kSegment, 100 * kMiB)};
+  records.push_back(block(2, kMain, BlockAction::kSegmentAlloc, 0, 100 * kMiB));
+  // Forward 1, whole: fc1 and fc2 each make a block at the same stack (7), then one at 8.
+  records.push_back(scope(10, kMain, ScopeAction::kEnter, ScopeKind::kModule, 1));
+  records.push_back(scope(11, kMain, ScopeAction::kEnter, ScopeKind::kModule, 2));
+  records.push_back(block(12, kMain, BlockAction::kAlloc, 0, 8 * kMiB, 7));
+  records.push_back(scope(13, kMain, ScopeAction::kExit, ScopeKind::kModule));
+  records.push_back(scope(14, kMain, ScopeAction::kEnter, ScopeKind::kModule, 3));
+  records.push_back(block(15, kMain, BlockAction::kAlloc, 8 * kMiB, 4 * kMiB, 7));
+  records.push_back(block(16, kMain, BlockAction::kAlloc, 12 * kMiB, 2 * kMiB, 8));
+  records.push_back(scope(17, kMain, ScopeAction::kExit, ScopeKind::kModule));
+  records.push_back(scope(18, kMain, ScopeAction::kExit, ScopeKind::kModule));
+  records.push_back(scope(19, kMain, ScopeAction::kEnter, ScopeKind::kBackward, 0));
+  for (uint64_t offset : {uint64_t{0}, 8 * kMiB, 12 * kMiB})
+    records.push_back(block(20, kMain, BlockAction::kFreeRequested, offset, 0));
+  records.push_back(scope(21, kMain, ScopeAction::kExit, ScopeKind::kBackward));
+  // Forward 2, in outline: the same blocks in the same order, and one more at stack 7 that the
+  // whole forward never made (the root's).
+  records.push_back(scope(30, kMain, ScopeAction::kEnterOutline, ScopeKind::kModule, 1));
+  records.push_back(block(31, kMain, BlockAction::kAlloc, 20 * kMiB, 8 * kMiB, 7));
+  records.push_back(block(32, kMain, BlockAction::kAlloc, 28 * kMiB, 4 * kMiB, 7));
+  records.push_back(block(33, kMain, BlockAction::kAlloc, 32 * kMiB, 2 * kMiB, 8));
+  records.push_back(block(34, kMain, BlockAction::kAlloc, 34 * kMiB, 1 * kMiB, 7));
+  records.push_back(scope(35, kMain, ScopeAction::kExit, ScopeKind::kModule));
+  records.push_back(scope(36, kMain, ScopeAction::kEnter, ScopeKind::kBackward, 0));
+  const TraceSummary s = replayed(records);
+  const RoleBreakdown& peak = *s.devices.at(0).roles_at_peak;
+  std::map<std::string, uint64_t> modules;
+  for (const ModuleRoles& m : peak.modules) modules[m.module] = m.total;
+  EXPECT_EQ(modules, (std::map<std::string, uint64_t>{
+                         {"fc1", 8 * kMiB}, {"fc2", 6 * kMiB}, {"Net", 1 * kMiB}}));
 }
 
 TEST(Roles, NamesRoundTrip) {
