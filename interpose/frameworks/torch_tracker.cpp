@@ -45,16 +45,18 @@ bool disabled() {
 int run_roles_source(void*) {
   using AddModule = void* (*)(const char*);
   using GetDict = void* (*)(void*);
-  using RunString = void* (*)(const char*, int, void*, void*, void*);  // PyRun_StringFlags
+  using Compile = void* (*)(const char*, const char*, int);
+  using Eval = void* (*)(void*, void*, void*);
   using Clear = void (*)();
   using DecRef = void (*)(void*);
   const auto add_module = reinterpret_cast<AddModule>(dlsym(RTLD_DEFAULT, "PyImport_AddModule"));
   const auto get_dict = reinterpret_cast<GetDict>(dlsym(RTLD_DEFAULT, "PyModule_GetDict"));
-  const auto run = reinterpret_cast<RunString>(dlsym(RTLD_DEFAULT, "PyRun_StringFlags"));
+  const auto compile = reinterpret_cast<Compile>(dlsym(RTLD_DEFAULT, "Py_CompileString"));
+  const auto eval = reinterpret_cast<Eval>(dlsym(RTLD_DEFAULT, "PyEval_EvalCode"));
   const auto clear = reinterpret_cast<Clear>(dlsym(RTLD_DEFAULT, "PyErr_Clear"));
   const auto decref = reinterpret_cast<DecRef>(dlsym(RTLD_DEFAULT, "Py_DecRef"));
-  if (add_module == nullptr || get_dict == nullptr || run == nullptr || clear == nullptr ||
-      decref == nullptr)
+  if (add_module == nullptr || get_dict == nullptr || compile == nullptr || eval == nullptr ||
+      clear == nullptr || decref == nullptr)
     return 0;
   void* module = add_module("_gpumemtrace_roles");  // borrowed
   if (module == nullptr) {
@@ -63,7 +65,11 @@ int run_roles_source(void*) {
   }
   void* globals = get_dict(module);  // borrowed
   constexpr int kFileInput = 257;    // Py_file_input
-  void* result = run(kGpumemtraceRolesSource, kFileInput, globals, globals, nullptr);
+  // Its frames are named so in the traced program's stacks (the wrapped Module.__call__ is in
+  // every module's), for the reports to know them as ours.
+  void* code = compile(kGpumemtraceRolesSource, kRolesFileName, kFileInput);
+  void* result = code != nullptr ? eval(code, globals, globals) : nullptr;
+  if (code != nullptr) decref(code);
   if (result == nullptr) {
     clear();  // the source catches its own errors; never leave one pending in the program
   } else {

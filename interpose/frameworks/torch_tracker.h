@@ -18,6 +18,10 @@ namespace gmt::interpose {
 
 class TraceWriter;
 
+// The file name the roles hooks' frames carry in Python stacks (python/gpumemtrace_roles.py, run
+// from the library's copy): the reports fold them as the profiler's own.
+inline constexpr const char kRolesFileName[] = "<gpumemtrace>/gpumemtrace_roles.py";
+
 class TorchTracker {
  public:
   explicit TorchTracker(TraceWriter& writer) : writer_(writer) {}

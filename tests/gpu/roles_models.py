@@ -22,10 +22,18 @@ from torch import nn
 
 
 def tensor_bytes(tensors):
-    """The bytes of the caching allocator's blocks that hold the tensors: each request rounded
-    up to 512 bytes, as the allocator rounds (no roundup_power2_divisions set)."""
-    sizes = (t.untyped_storage().nbytes() for t in tensors if t is not None and t.is_cuda)
-    return sum(max(512, (n + 511) // 512 * 512) for n in sizes)
+    """The bytes of the caching allocator's blocks that hold the tensors, as its own snapshot
+    gives them (a block may be larger than its request: the allocator did not split off a rest
+    not worth keeping)."""
+    blocks = {}
+    for segment in torch.cuda.memory_snapshot():
+        address = segment["address"]
+        for block in segment["blocks"]:
+            if block["state"] == "active_allocated":
+                blocks[block.get("address", address)] = block["size"]
+            address += block["size"]
+    storages = {t.untyped_storage().data_ptr() for t in tensors if t is not None and t.is_cuda}
+    return sum(blocks.get(p, 0) for p in storages)
 
 
 def mlp():

@@ -119,6 +119,18 @@ TEST(FramePolicy, OurCupyHooksFrameIsCupysPathNotTheUsers) {
             "  main  cupy_planted_leak.py:32\n");
 }
 
+// The roles hooks' wrapper of nn.Module.__call__ (python/gpumemtrace_roles.py, compiled by the
+// library under its own name) is in every module call's stack: never the user's line.
+TEST(FramePolicy, TheRolesWrapperOfModuleCallIsNeverTheUsersLine) {
+  const std::vector<SiteFrame> frames = {
+      python("Linear.forward", "/venv/lib/python3.12/site-packages/torch/nn/modules/linear.py",
+             134),
+      python("_install.<locals>.call", "<gpumemtrace>/gpumemtrace_roles.py", 169),
+      python("Net.forward", "/src/train.py", 12)};
+  EXPECT_EQ(frame_origin(frames[1]), FrameOrigin::kLibrary);
+  EXPECT_EQ(frame_origin(frames[2]), FrameOrigin::kUser);
+}
+
 TEST(FramePolicy, UnsymbolizedFramesNeverLead) {
   const std::vector<SiteFrame> frames = {
       in("cudaMalloc", "/x/libcudart.so.13"), in("libplugin.so+0x1f00", "/opt/app/libplugin.so"),
