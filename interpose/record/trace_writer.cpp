@@ -380,17 +380,16 @@ bool TraceWriter::ensure_open_locked() {
     give_up_locked("cannot write trace file '" + path_ + "': " + std::strerror(errno));
     return false;
   }
-  if (bounded_) {
-    // The words a bounded trace updates in place, each with one store (as a chunk's published
-    // word): mapped, so that they are in the page cache the moment they are stored.
-    void* map =
-        mmap(nullptr, format::kFirstChunkOffset, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
-    if (map == MAP_FAILED) {
-      give_up_locked("cannot map the header of trace file '" + path_ +
-                     "': " + std::strerror(errno));
-      return false;
-    }
+  // The words updated in place (where the chunks end; a bounded trace's history), each with one
+  // store, as a chunk's published word: mapped, so that they are in the page cache the moment
+  // they are stored. An unbounded trace does without where it cannot: its readers then cannot
+  // tell a file that lost whole chunks at its end, and nothing else changes.
+  void* map = mmap(nullptr, format::kFirstChunkOffset, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+  if (map != MAP_FAILED) {
     header_map_ = static_cast<uint8_t*>(map);
+  } else if (bounded_) {
+    give_up_locked("cannot map the header of trace file '" + path_ + "': " + std::strerror(errno));
+    return false;
   }
   file_size_ = next_offset_ = format::kFirstChunkOffset;
   next_writer_ = 0;
@@ -435,7 +434,11 @@ bool TraceWriter::new_chunk_locked(ThreadChunk& chunk, ChunkRole role) {
     return false;
   }
   mapped_.push_back(map);
-  if (!reused) next_offset_ += kChunkSize;
+  if (!reused) {
+    next_offset_ += kChunkSize;
+    // Before the chunk's magic: a reader that finds the file shorter knows chunks are missing.
+    store_header_word(format::kChunksEndOffset, next_offset_);
+  }
   if (bounded_ && role == ChunkRole::kThread &&
       ++chunks_since_checkpoint_ >= std::max<uint64_t>(1, config_.max_size / 4 / kChunkSize)) {
     checkpoint_due_ = true;

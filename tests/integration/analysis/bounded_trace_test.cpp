@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -69,8 +70,8 @@ TEST_F(BoundedTrace, StaysWithinItsLimitAndExplainsEveryLiveByte) {
   EXPECT_GT(info["history"]["kept_from_ns"].get<uint64_t>(), 0u);
   const json whole_info = command_json({"info", whole, "--json"});
   EXPECT_TRUE(whole_info["history"].is_null());
-  EXPECT_EQ(whole_info["format"], "4.8");
-  EXPECT_EQ(info["format"], "4.8");
+  EXPECT_EQ(whole_info["format"], "4.9");
+  EXPECT_EQ(info["format"], "4.9");
 
   // Live at exit: the 8 held MiB and one 64 KiB leak per 10000 iterations, exactly, as the
   // unbounded trace says too.
@@ -181,10 +182,16 @@ TEST_F(BoundedTrace, APhaseOpenedBeforeTheHistoryKeptNamesThePeak) {
 TEST_F(BoundedTrace, WithoutTheVariableTheTraceHasNoLimitAndNoCheckpoint) {
   const ProcessResult r = run_traced("workload_runtime_shared", {"alloc:a:" + mib(2), "free:a"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::string header = read_file(only_trace()).substr(0, 64);
+  const std::string file = read_file(only_trace());
+  const std::string header = file.substr(0, 64);
   ASSERT_EQ(header.size(), 64u);
-  EXPECT_EQ(header[10], 8);  // minor version, as a bounded trace's
-  EXPECT_EQ(header.substr(16), std::string(48, '\0'));
+  EXPECT_EQ(header[10], 9);  // minor version, as a bounded trace's
+  EXPECT_EQ(header.substr(16, 24), std::string(24, '\0'));
+  // Where the chunks end (4.9): the whole file, which a normal exit leaves with no reserve.
+  uint64_t chunks_end = 0;
+  std::memcpy(&chunks_end, header.data() + 40, 8);
+  EXPECT_EQ(chunks_end, file.size());
+  EXPECT_EQ(header.substr(48), std::string(16, '\0'));
   const ProcessResult dump = cli({"dump", only_trace()});
   EXPECT_EQ(dump.out.find("checkpoint"), std::string::npos);
   EXPECT_EQ(dump.out.find("carried"), std::string::npos);
@@ -218,7 +225,7 @@ TEST_F(BoundedTrace, RunMaxSizeBoundsTheTraceAndRefusesABadSize) {
                               env);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json info = command_json({"info", only_trace(), "--json"});
-  EXPECT_EQ(info["format"], "4.8");
+  EXPECT_EQ(info["format"], "4.9");
   EXPECT_EQ(info["history"]["max_size"], 2 * kMiB);
   EXPECT_EQ(info["history"]["dropped_events"], 0);
 }
