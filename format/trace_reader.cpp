@@ -547,6 +547,7 @@ const Record* TraceReader::State::in_window(const Record* other) {
   if (std::holds_alternative<CheckpointRecord>(*other)) return nullptr;
   if (const auto* c = std::get_if<CarriedRecord>(other)) {
     if (c->checkpoint != window.checkpoint) return nullptr;
+    window.carried.push_back({c->alloc_time_ns, c->size, c->device, c->stack, 0, false});
     AllocRecord& a = converted.emplace<AllocRecord>();
     a.time_ns = window.kept_from_ns;
     a.thread = c->thread;
@@ -562,6 +563,10 @@ const Record* TraceReader::State::in_window(const Record* other) {
   }
   if (const auto* c = std::get_if<CarriedBlockRecord>(other)) {
     if (c->checkpoint != window.checkpoint) return nullptr;
+    if (c->action == static_cast<uint32_t>(BlockAction::kAlloc)) {
+      window.carried.push_back(
+          {c->block_time_ns, c->size, c->device, c->stack, c->allocator, true});
+    }
     BlockRecord& b = converted.emplace<BlockRecord>();
     b.time_ns = window.kept_from_ns;
     b.thread = c->thread;
