@@ -163,6 +163,68 @@ TEST_F(BoundedTrace, ThreadsAllocatingAndFreeingAtOnceAreCarriedExactly) {
   EXPECT_EQ(leak_bytes_at(leaks_json, "handed_buffer"), 0u);
 }
 
+// The bound holds whatever the number of threads (issue #43): past the chunks threads may hold,
+// they share one; the file never passes its limit. Whatever was carried keeps its stack, and the
+// leak that grew all along is still a probable leak, as it is unbounded.
+TEST_F(BoundedTrace, TheBoundHoldsWhateverTheNumberOfThreads) {
+  constexpr long kManyIterations = 1'000'000;
+  for (const int threads : {1, 2, 4, 64}) {
+    SCOPED_TRACE(threads);
+    const std::vector<std::string> args = {std::to_string(kManyIterations), "threads",
+                                           std::to_string(threads)};
+    const std::string name = "threads" + std::to_string(threads);
+    const std::string bounded = traced_to(name + ".gmt", {{"GPUMEMTRACE_MAX_SIZE", "1MiB"}}, args);
+    EXPECT_LE(fs::file_size(bounded), kLimit);
+    const json info = command_json({"info", bounded, "--json"});
+    ASSERT_TRUE(info["history"].is_object()) << info.dump();
+    EXPECT_GT(info["history"]["dropped_events"].get<uint64_t>(), kManyIterations);
+    EXPECT_TRUE(info["problems"].empty()) << info.dump();
+    EXPECT_EQ(info["integrity"], "complete");
+
+    // 8 held MiB, and on each thread one 64 KiB leak per 10000 of its iterations.
+    const uint64_t leaks = threads * ((kManyIterations / threads + 9999) / 10000);
+    const json rep = report({bounded});
+    const json& d = device(rep, 0);
+    EXPECT_EQ(d["live_at_exit_bytes"], 8 * kMiB + leaks * 65536);
+    EXPECT_EQ(d["live_at_exit_count"], 8 + leaks);
+    const json leaks_json = command_json({"leaks", bounded, "--json"});
+    EXPECT_EQ(leak_bytes_at(leaks_json, "leaked_buffer"), leaks * 65536);
+    EXPECT_EQ(leak_bytes_at(leaks_json, "held_buffer"), 8 * kMiB);
+    EXPECT_EQ(leak_bytes_at(leaks_json, "handed_buffer"), 0u);
+    for (const json& g : leaks_json["leaks"]) {
+      EXPECT_FALSE(g["frames"].empty()) << g.dump();
+      if (g.dump().find("leaked_buffer") != std::string::npos) {
+        EXPECT_EQ(g["class"], "probable_leak") << g.dump();
+      }
+      if (g.dump().find("held_buffer") != std::string::npos) {
+        EXPECT_EQ(g["class"], "unfreed") << g.dump();
+      }
+    }
+    const ProcessResult text = cli({"leaks", bounded});
+    EXPECT_EQ(text.out.find("no stack recorded"), std::string::npos) << text.out;
+    fs::remove(bounded);
+  }
+}
+
+// A bounded trace's summary keeps its history: `report` of it says from when, as of the trace.
+TEST_F(BoundedTrace, ASummaryKeepsTheHistoryLine) {
+  const std::string bounded =
+      traced_to("bounded.gmt", {{"GPUMEMTRACE_MAX_SIZE", "1MiB"}}, {"1000000"});
+  const std::string summary = dir_ + "/kept/bounded.summary";
+  const ProcessResult summarized = cli({"summarize", bounded, "-o", summary});
+  ASSERT_EQ(summarized.exit_code, 0) << summarized.err;
+  const ProcessResult of_trace = cli({"report", bounded});
+  const ProcessResult of_summary = cli({"report", summary});
+  ASSERT_EQ(of_summary.exit_code, 0) << of_summary.err;
+  const auto history_line = [](const std::string& text) {
+    const std::size_t at = text.find("history kept from ");
+    return at == std::string::npos ? std::string() : text.substr(at, text.find('\n', at) - at);
+  };
+  EXPECT_NE(history_line(of_trace.out), "") << of_trace.out;
+  EXPECT_EQ(history_line(of_summary.out), history_line(of_trace.out)) << of_summary.out;
+  EXPECT_EQ(report({summary})["traces"][0]["history"], report({bounded})["traces"][0]["history"]);
+}
+
 // A phase opened before the history kept, and still open: the checkpoints carry it, so the peak
 // inside the window is named by the same path of phases as unbounded.
 TEST_F(BoundedTrace, APhaseOpenedBeforeTheHistoryKeptNamesThePeak) {
