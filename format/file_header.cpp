@@ -77,6 +77,8 @@ HeaderCheck check_header(std::span<const uint8_t> bytes) {
     check.header.valid_from = get_u64le(bytes.data() + BoundedHeaderLayout::kValidFrom);
     check.header.dropped_records = get_u64le(bytes.data() + BoundedHeaderLayout::kDroppedRecords);
   }
+  if (check.header.major == 4 && check.header.minor >= 9 && bytes.size() >= kChunksEndOffset + 8)
+    check.header.chunks_end = get_u64le(bytes.data() + kChunksEndOffset);
   check.ok = true;
   return check;
 }

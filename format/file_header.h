@@ -16,7 +16,7 @@ inline constexpr std::size_t kFirstChunkOffset = 4096;
 // What this build writes. It reads every minor of the majors from kOldestReadableMajor on:
 // format 3 differs only in its chunk checksum (format/chunk.h).
 inline constexpr uint16_t kVersionMajor = 4;
-inline constexpr uint16_t kVersionMinor = 8;
+inline constexpr uint16_t kVersionMinor = 9;
 inline constexpr uint16_t kOldestReadableMajor = 3;
 inline constexpr uint32_t kMinChunkSize = 4096;
 inline constexpr uint32_t kMaxChunkSize = 16u << 20;
@@ -31,6 +31,13 @@ struct BoundedHeaderLayout {
   static constexpr std::size_t kDroppedRecords = 32;  // records in the chunks reused so far
 };
 
+// Where the writer's chunks end (4.9), a little-endian u64 in the header page: the offset past
+// the last chunk it handed out, stored (one 8-byte store) before that chunk's first record. A
+// file shorter than that lost whole chunks at its end, which nothing else in it shows: a cut at
+// a chunk boundary leaves every chunk before it whole. Zero before 4.9, and where the writer
+// could not map its header page.
+inline constexpr std::size_t kChunksEndOffset = 40;
+
 struct FileHeader {
   uint16_t major = kVersionMajor;
   uint16_t minor = kVersionMinor;
@@ -39,6 +46,7 @@ struct FileHeader {
   uint64_t max_size = 0;
   uint64_t valid_from = 0;
   uint64_t dropped_records = 0;
+  uint64_t chunks_end = 0;  // 4.9: where the writer's chunks end; 0 when not known
 };
 
 // Whether the chunks' headers count their records (format 4.1, chunk.h) in a way this build can
@@ -49,7 +57,7 @@ inline bool chunks_count_records(const FileHeader& header) {
 }
 
 // Fills `out` (kHeaderSize bytes; kFirstChunkOffset for a bounded trace) with the header of this
-// build's format version (4.8), with the limit when `max_size` is set.
+// build's format version (4.9), with the limit when `max_size` is set.
 void write_header(uint8_t* out, uint32_t chunk_size, uint64_t max_size = 0);
 
 struct HeaderCheck {

@@ -165,6 +165,9 @@ struct TraceReader::State {
   void release_done();
 
   void scan(uint32_t chunk_size);
+  // The whole chunks missing at the file's end (format 4.9): `chunks_end` is where the writer's
+  // chunks end, as its header says.
+  void check_tail(uint64_t chunks_end);
 
   // A bounded trace's window (TraceReader::window()): set when history was dropped.
   HistoryWindow window;
@@ -203,6 +206,21 @@ void TraceReader::State::add_problem(ReadProblem problem) {
       std::upper_bound(problems.begin(), problems.end(), problem.offset,
                        [](uint64_t offset, const ReadProblem& p) { return offset < p.offset; });
   problems.insert(at, std::move(problem));
+}
+
+void TraceReader::State::check_tail(uint64_t chunks_end) {
+  const uint64_t size = file.size();
+  if (chunks_end <= size) return;
+  // A chunk the file ends inside is named by scan(); the missing ones begin at the next boundary.
+  uint64_t missing_from = kFirstChunkOffset;
+  if (size > kFirstChunkOffset)
+    missing_from += (size - kFirstChunkOffset + chunk_size - 1) / chunk_size * chunk_size;
+  if (missing_from >= chunks_end) return;
+  const uint64_t missing = (chunks_end - missing_from + chunk_size - 1) / chunk_size;
+  add_problem({ReadProblem::Kind::kTruncated, missing_from,
+               "the file ends at byte " + std::to_string(size) + " but its chunks run to byte " +
+                   std::to_string(chunks_end) + ": " + std::to_string(missing) + " whole chunk" +
+                   (missing == 1 ? " is" : "s are") + " missing, their records lost"});
 }
 
 void TraceReader::State::scan(uint32_t chunk_size) {
@@ -500,6 +518,8 @@ TraceReader::TraceReader(std::span<const uint8_t> file, const FileHeader& header
   state_->checksum = chunk_checksum(header.major);
   state_->counted = chunks_count_records(header);
   state_->window.max_size = header.max_size;
+  state_->chunk_size = header.chunk_size;
+  state_->check_tail(header.chunks_end);
   if (header.max_size != 0 && header.valid_from != 0) {
     uint64_t expected = 0;
     state_->window = find_window(file, header, expected);
@@ -527,6 +547,7 @@ const Record* TraceReader::State::in_window(const Record* other) {
   if (std::holds_alternative<CheckpointRecord>(*other)) return nullptr;
   if (const auto* c = std::get_if<CarriedRecord>(other)) {
     if (c->checkpoint != window.checkpoint) return nullptr;
+    window.carried.push_back({c->alloc_time_ns, c->size, c->device, c->stack, 0, false});
     AllocRecord& a = converted.emplace<AllocRecord>();
     a.time_ns = window.kept_from_ns;
     a.thread = c->thread;
@@ -542,6 +563,10 @@ const Record* TraceReader::State::in_window(const Record* other) {
   }
   if (const auto* c = std::get_if<CarriedBlockRecord>(other)) {
     if (c->checkpoint != window.checkpoint) return nullptr;
+    if (c->action == static_cast<uint32_t>(BlockAction::kAlloc)) {
+      window.carried.push_back(
+          {c->block_time_ns, c->size, c->device, c->stack, c->allocator, true});
+    }
     BlockRecord& b = converted.emplace<BlockRecord>();
     b.time_ns = window.kept_from_ns;
     b.thread = c->thread;

@@ -40,6 +40,17 @@ struct PageAccess {
   std::function<void(uint64_t offset, uint64_t length)> release;
 };
 
+// An allocation or block a bounded trace's checkpoint carried: when it was made, and where, so
+// that what it says of the history dropped (a site growing all along) is not lost with it.
+struct CarriedOrigin {
+  uint64_t time_ns = 0;  // of its Alloc (Block) record, before the history kept
+  uint64_t size = 0;
+  int32_t device = -1;
+  uint32_t stack = 0;
+  uint32_t allocator = 0;  // a block's caching allocator
+  bool block = false;      // a caching allocator's live block (CarriedBlock, kAlloc)
+};
+
 // What a bounded trace (format 4.3) kept of its history. The reader gives the records from
 // `kept_from_ns` on, with what a checkpoint carried from before as allocations at that time;
 // definitions (stacks, modules, contexts...) whatever their time.
@@ -56,6 +67,8 @@ struct HistoryWindow {
   // Why the history before the last records could not be rebuilt, when it could not (no whole
   // checkpoint left to start from): the records are then given as they are.
   std::string problem;
+  // The allocations and live blocks carried, as they are given (complete once read to the end).
+  std::vector<CarriedOrigin> carried;
 };
 
 class TraceReader {

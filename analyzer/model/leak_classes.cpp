@@ -2,6 +2,7 @@
 #include "analyzer/model/leak_classes.h"
 
 #include <algorithm>
+#include <map>
 
 #include "analyzer/model/owner_library.h"
 
@@ -24,6 +25,75 @@ bool keeps_growing(const std::vector<uint64_t>& samples) {
     if (samples[i] > samples[i - 1]) ++rises;
   }
   return 2 * rises >= samples.size() - 1;
+}
+
+namespace {
+
+// The samples a site's carried memory gives before the history kept.
+struct HistorySamples {
+  explicit HistorySamples(std::size_t n) : bytes(n, 0), counts(n, 0) {}
+  std::vector<uint64_t> bytes;
+  std::vector<uint64_t> counts;
+};
+
+// The history's samples, then the window's last `kept` (of `window`), for a site sampled at
+// every one of the window's samples; none for a site born later, which growth does not judge.
+template <class Site>
+void splice(Site& site, const HistorySamples& history, std::size_t window, std::size_t kept) {
+  const auto join = [&](std::vector<uint64_t>& samples, const std::vector<uint64_t>& before) {
+    if (samples.size() != window) {
+      samples.clear();
+      return;
+    }
+    std::vector<uint64_t> joined = before;
+    joined.insert(joined.end(), samples.end() - static_cast<std::ptrdiff_t>(kept), samples.end());
+    samples = std::move(joined);
+  };
+  join(site.live_samples, history.bytes);
+  join(site.live_count_samples, history.counts);
+}
+
+}  // namespace
+
+void add_history_samples(TraceSummary& trace, const format::HistoryWindow& history) {
+  const std::size_t window = trace.sample_times.size();
+  if (!history.dropped || history.kept_from_ns == 0 || window == 0) return;
+  // As unbounded, kLeakSamples in all, spread by records: the window keeps its share of them
+  // (its last ones, one at least), the history dropped has the rest, spread in time (its
+  // records' times are gone).
+  const double records = static_cast<double>(history.dropped_records + trace.events);
+  const double share = records > 0 ? static_cast<double>(trace.events) / records : 1;
+  const std::size_t kept = std::clamp<std::size_t>(
+      static_cast<std::size_t>(share * kLeakSamples + 0.5), 1, std::min(window, kLeakSamples));
+  const std::size_t before = kLeakSamples - std::min(kept, kLeakSamples);
+  if (before == 0) return;
+  std::vector<uint64_t> times(before);
+  for (std::size_t i = 0; i < before; ++i) times[i] = history.kept_from_ns * (i + 1) / before;
+  std::map<uint64_t, HistorySamples> sites;
+  std::map<uint64_t, HistorySamples> block_sites;
+  for (const format::CarriedOrigin& c : history.carried) {
+    auto& by_key = c.block ? block_sites : sites;
+    const uint64_t key =
+        c.block ? block_site_key(c.allocator, c.device, c.stack) : site_key(c.device, c.stack);
+    HistorySamples& h = by_key.try_emplace(key, before).first->second;
+    for (std::size_t i = 0; i < before; ++i) {
+      if (c.time_ns > times[i]) continue;
+      h.bytes[i] += c.size;
+      ++h.counts[i];
+    }
+  }
+  const HistorySamples none(before);
+  const auto find = [&](const std::map<uint64_t, HistorySamples>& m, uint64_t key) {
+    const auto it = m.find(key);
+    return it != m.end() ? &it->second : &none;
+  };
+  for (auto& [key, site] : trace.sites) splice(site, *find(sites, key), window, kept);
+  for (auto& [key, site] : trace.block_sites) splice(site, *find(block_sites, key), window, kept);
+  std::vector<uint64_t> sample_times = times;
+  sample_times.insert(sample_times.end(),
+                      trace.sample_times.end() - static_cast<std::ptrdiff_t>(kept),
+                      trace.sample_times.end());
+  trace.sample_times = std::move(sample_times);
 }
 
 namespace {

@@ -20,6 +20,14 @@ std::vector<uint64_t> leak_sample_positions(uint64_t records);
 // of the intervals: a site that keeps growing, not one that grew once.
 bool keeps_growing(const std::vector<uint64_t>& samples);
 
+// A bounded trace's sites, sampled before the history kept too, so that a site that leaked all
+// along shows its growth though its early records were dropped, as it does unbounded (and a
+// site whose memory was all made at once shows none). Of kLeakSamples in all, the window keeps
+// its share by records, its last samples; the others go before it, evenly in time up to the
+// window's start, each counting what the checkpoint carried (`history.carried`) that was made by
+// then. Nothing when no history was dropped.
+void add_history_samples(TraceSummary& trace, const format::HistoryWindow& history);
+
 // Fills trace.leaks from trace.sites (their live_samples taken at trace.sample_times),
 // largest first.
 void classify_leaks(TraceSummary& trace);

@@ -90,6 +90,7 @@ TraceSummary summarize_trace_bytes(std::span<const uint8_t> bytes, const std::st
       }
       first.timeline = std::move(second.summary().timeline);
     }
+    add_history_samples(replay.summary(), reader.window());
     classify_leaks(replay.summary());
     split_outside_roles(replay.summary());
   }
@@ -99,6 +100,7 @@ TraceSummary summarize_trace_bytes(std::span<const uint8_t> bytes, const std::st
   summary.format_major = header.header.major;
   summary.format_minor = header.header.minor;
   summary.history = reader.window();
+  summary.history.carried = {};  // in the leak samples now
   if (!summary.history.problem.empty()) summary.problems.push_back(summary.history.problem);
   // The first thing left out is what the report names; all of them go to `problems`.
   for (const format::ReadProblem& problem : reader.problems()) {

@@ -9,6 +9,7 @@
 
 #include "analyzer/model/input/trace_error.h"
 #include "analyzer/model/leak_classes.h"
+#include "analyzer/report/history_text.h"
 #include "analyzer/report/report.h"
 
 namespace gmt::analyzer {
@@ -240,6 +241,21 @@ void check_version(const Reader& r, const json& root) {
   }
 }
 
+// A bounded trace's history (summary 1.1, as info --json gives it): absent from older summaries,
+// null for an unbounded trace.
+void read_history(const Reader& r, const json& trace, TraceSummary& t) {
+  const auto it = trace.find("history");
+  if (it == trace.end() || it->is_null()) return;
+  format::HistoryWindow& h = t.history;
+  h.max_size = r.get<uint64_t>(*it, "max_size");
+  h.dropped_records = r.get<uint64_t>(*it, "dropped_events");
+  if (!it->contains("kept_from_ns")) return;
+  h.dropped = true;
+  h.kept_from_ns = r.get<uint64_t>(*it, "kept_from_ns");
+  h.carried_allocations = r.get<uint64_t>(*it, "carried_allocations");
+  h.carried_bytes = r.get<uint64_t>(*it, "carried_bytes");
+}
+
 void read_identity(const Reader& r, const json& root, TraceSummary& t) {
   const json& trace = r.at(root, "trace");
   t.path = r.get<std::string>(trace, "path");
@@ -276,6 +292,7 @@ void read_identity(const Reader& r, const json& root, TraceSummary& t) {
   t.notes = r.get<std::vector<std::string>>(trace, "notes");
   t.problems = r.get<std::vector<std::string>>(trace, "problems");
   t.symbolization_warnings = r.get<std::vector<std::string>>(trace, "symbolization_warnings");
+  read_history(r, trace, t);
 }
 
 std::string read_file(const std::string& path) {
@@ -327,7 +344,8 @@ ordered_json trace_summary_json(const TraceSummary& t, const ResolvedStacks& fra
                   {"dropped_records", t.dropped_records},
                   {"notes", t.notes},
                   {"problems", t.problems},
-                  {"symbolization_warnings", t.symbolization_warnings}};
+                  {"symbolization_warnings", t.symbolization_warnings},
+                  {"history", history_json(t)}};
   out["devices"] = devices_json(t, stacks);
   add_leaks(t, frames, stacks, out);
   out["failures"] = failures_json(t, frames, stacks);

@@ -110,12 +110,24 @@ std::string stop_note_text(const std::string& why) {
   return text;
 }
 
+// The chunks threads may hold in a file of `max_size` bytes: of the chunks it has room for, the
+// definitions, two of checkpoints and the shared chunk take one each and half of the rest stays
+// history, so that every checkpoint finds chunks behind it to make reusable.
+uint32_t own_chunk_budget(uint64_t max_size) {
+  if (max_size == 0) return UINT32_MAX;
+  const uint64_t slots = max_size > format::kFirstChunkOffset
+                             ? (max_size - format::kFirstChunkOffset) / TraceWriter::kChunkSize
+                             : 0;
+  return static_cast<uint32_t>(std::clamp<uint64_t>(slots > 4 ? (slots - 4) / 2 : 0, 1, 1u << 20));
+}
+
 }  // namespace
 
 TraceWriter::TraceWriter(const Config& config)
     : generation_(new_generation()),
       config_(config),
       bounded_(config.max_size != 0),
+      own_chunk_budget_(own_chunk_budget(config.max_size)),
       folder_(bounded_ ? std::make_unique<LiveFolder>(kChunkSize) : nullptr) {
   // Room for the chunks of many threads made now: a chunk may be attached in a signal handler's
   // hook (its thread outside the writer), where growing the list would allocate.
@@ -131,7 +143,10 @@ void TraceWriter::on_thread_exit(void* writer) {
       chunk.generation == self->generation_.load(std::memory_order_relaxed)) {
     seal(chunk);
     self->left_locked(chunk, ChunkRole::kThread);
-    if (self->folder_) self->folder_->writer_ended(chunk.writer);
+    if (self->folder_) {
+      self->folder_->writer_ended(chunk.writer);
+      self->own_chunks_.fetch_sub(1, std::memory_order_relaxed);
+    }
   }
   std::erase(self->writing_, &chunk);
   // Also a chunk of a recording that stopped: it is still mapped, and only its thread knows
@@ -380,17 +395,16 @@ bool TraceWriter::ensure_open_locked() {
     give_up_locked("cannot write trace file '" + path_ + "': " + std::strerror(errno));
     return false;
   }
-  if (bounded_) {
-    // The words a bounded trace updates in place, each with one store (as a chunk's published
-    // word): mapped, so that they are in the page cache the moment they are stored.
-    void* map =
-        mmap(nullptr, format::kFirstChunkOffset, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
-    if (map == MAP_FAILED) {
-      give_up_locked("cannot map the header of trace file '" + path_ +
-                     "': " + std::strerror(errno));
-      return false;
-    }
+  // The words updated in place (where the chunks end; a bounded trace's history), each with one
+  // store, as a chunk's published word: mapped, so that they are in the page cache the moment
+  // they are stored. An unbounded trace does without where it cannot: its readers then cannot
+  // tell a file that lost whole chunks at its end, and nothing else changes.
+  void* map = mmap(nullptr, format::kFirstChunkOffset, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+  if (map != MAP_FAILED) {
     header_map_ = static_cast<uint8_t*>(map);
+  } else if (bounded_) {
+    give_up_locked("cannot map the header of trace file '" + path_ + "': " + std::strerror(errno));
+    return false;
   }
   file_size_ = next_offset_ = format::kFirstChunkOffset;
   next_writer_ = 0;
@@ -411,13 +425,28 @@ bool TraceWriter::new_chunk_locked(ThreadChunk& chunk, ChunkRole role) {
                 "cannot be opened again by its name");
     return false;
   }
+  const uint32_t generation = generation_.load(std::memory_order_relaxed);
+  const bool holds = chunk.base != nullptr && chunk.generation == generation;
+  if (bounded_ && role == ChunkRole::kThread && !holds &&
+      own_chunks_.load(std::memory_order_relaxed) >= own_chunk_budget_) {
+    share_locked(chunk);
+    return false;
+  }
   uint64_t offset = next_offset_;
   bool reused = reuse_locked(offset, role);
-  if (!reused && bounded_ && role == ChunkRole::kThread &&
-      next_offset_ + kChunkSize > config_.max_size) {
+  if (!reused && bounded_ && holds_events(role) && next_offset_ + kChunkSize > limit_locked(role)) {
+    if (role == ChunkRole::kThread && !holds) {
+      share_locked(chunk);  // no chunk of its own to wait for
+      return false;
+    }
     wait_for_checkpoint_locked();
     if (disabled_) return false;
     reused = reuse_locked(offset, role);
+    if (!reused && role == ChunkRole::kThread) {
+      // Only the shared chunk grows the file past its limit, and only when no checkpoint came.
+      share_locked(chunk);
+      return false;
+    }
     if (!reused) offset = next_offset_;
   }
   if (!reused && next_offset_ + kChunkSize > file_size_) {
@@ -435,20 +464,28 @@ bool TraceWriter::new_chunk_locked(ThreadChunk& chunk, ChunkRole role) {
     return false;
   }
   mapped_.push_back(map);
-  if (!reused) next_offset_ += kChunkSize;
-  if (bounded_ && role == ChunkRole::kThread &&
+  if (!reused) {
+    next_offset_ += kChunkSize;
+    // Before the chunk's magic: a reader that finds the file shorter knows chunks are missing.
+    store_header_word(format::kChunksEndOffset, next_offset_);
+  }
+  if (bounded_ && holds_events(role) &&
       ++chunks_since_checkpoint_ >= std::max<uint64_t>(1, config_.max_size / 4 / kChunkSize)) {
     checkpoint_due_ = true;
   }
-  const uint32_t generation = generation_.load(std::memory_order_relaxed);
-  if (chunk.generation != generation || chunk.base == nullptr) {
+  if (!holds) {
     chunk.writer = next_writer_++;
     chunk.sequence = 0;
     // Ask to be told when this thread ends (the value only has to be non-null).
-    if (have_thread_exit_key_) pthread_setspecific(thread_exit_key_, this);
-    if (bounded_ && role == ChunkRole::kThread &&
+    if (have_thread_exit_key_ && role == ChunkRole::kThread)
+      pthread_setspecific(thread_exit_key_, this);
+    if (bounded_ && holds_events(role) &&
         std::find(writing_.begin(), writing_.end(), &chunk) == writing_.end()) {
       writing_.push_back(&chunk);
+    }
+    if (bounded_ && role == ChunkRole::kThread) {
+      own_chunks_.fetch_add(1, std::memory_order_relaxed);
+      chunk.sharing = 0;
     }
   } else {
     seal(chunk);
@@ -482,7 +519,7 @@ bool TraceWriter::new_chunk_locked(ThreadChunk& chunk, ChunkRole role) {
   // The magic last: a chunk with a magic is one a reader may look into.
   __atomic_store_n(reinterpret_cast<uint32_t*>(chunk.base + L::kMagic), format::kChunkMagic,
                    __ATOMIC_RELEASE);
-  if (bounded_ && role == ChunkRole::kThread) {
+  if (bounded_ && holds_events(role)) {
     // Its records are read back from the file, so only once its header is the new writer's.
     folder_->chunk_started(chunk.writer, offset);
     if (fold_thread_started_) {
@@ -522,14 +559,45 @@ void TraceWriter::write_thread_locked(ThreadChunk& chunk) {
 
 bool TraceWriter::attach(ThreadChunk& chunk, std::size_t bytes) {
   if (off_.load(std::memory_order_relaxed)) return false;  // stopped: no lock per event
+  // A thread that shares stays out of the lock until a chunk of its own may be had again.
+  if (sharing(chunk) && own_chunks_.load(std::memory_order_relaxed) >= own_chunk_budget_)
+    return false;
   std::lock_guard<std::mutex> lock(mutex_);
   const bool first = !started();
   if (!ensure_open_locked()) return false;
   if (usable(chunk, bytes)) return true;  // another path got here first (after fork, say)
-  if (!new_chunk_locked(chunk)) return false;
+  const bool attached = new_chunk_locked(chunk);
+  if (!attached && !sharing(chunk)) return false;
   if (first) write_process_info_locked(chunk);
-  if (chunk.sequence == 0) write_thread_locked(chunk);
+  const uint32_t generation = generation_.load(std::memory_order_relaxed);
+  // A bounded trace's Thread records are definitions: one per thread, whatever chunks it writes.
+  if (bounded_ ? chunk.named != generation : chunk.sequence == 0) {
+    write_thread_locked(chunk);
+    chunk.named = generation;
+  }
+  if (!attached) return false;  // the caller writes into the shared chunk
   return usable(chunk, bytes) || (new_chunk_locked(chunk) && usable(chunk, bytes));
+}
+
+bool TraceWriter::attach_shared(std::size_t bytes) {
+  if (off_.load(std::memory_order_relaxed)) return false;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!ensure_open_locked()) return false;
+  return new_chunk_locked(shared_, ChunkRole::kShared) && usable(shared_, bytes);
+}
+
+void TraceWriter::share_locked(ThreadChunk& chunk) {
+  const uint32_t generation = generation_.load(std::memory_order_relaxed);
+  if (chunk.base != nullptr && chunk.generation == generation) {
+    seal(chunk);
+    left_locked(chunk, ChunkRole::kThread);
+    folder_->writer_ended(chunk.writer);
+    unmap_locked(chunk.base);
+    own_chunks_.fetch_sub(1, std::memory_order_relaxed);
+  }
+  chunk.base = nullptr;
+  chunk.generation = generation;
+  chunk.sharing = generation;
 }
 
 void TraceWriter::append(ThreadChunk& chunk, const uint8_t* bytes, std::size_t size) {
@@ -557,10 +625,11 @@ void TraceWriter::finish() {
   }
   format::EndRecord end;
   write(chunk, end);
+  std::lock_guard<std::mutex> shared_lock(shared_mutex_);
   std::lock_guard<std::mutex> lock(mutex_);
   if (chunk.base != nullptr && chunk.generation == generation_.load(std::memory_order_relaxed))
     seal(chunk);
-  for (ThreadChunk* own : {&definitions_, &checkpoints_}) {
+  for (ThreadChunk* own : {&definitions_, &checkpoints_, &shared_}) {
     if (own->base != nullptr && own->generation == generation_.load(std::memory_order_relaxed))
       seal(*own);
   }
@@ -609,7 +678,7 @@ void TraceWriter::exec_failed(int error) {
 }
 
 void TraceWriter::after_fork_in_child() {
-  // The lock was taken in before_fork by the thread that is now the child's only thread. The
+  // The locks were taken in before_fork by the thread that is now the child's only thread. The
   // parent's chunks are shared mappings: unmap them so that nothing here can write into them.
   for (void* map : mapped_) munmap(map, kChunkSize);
   mapped_.clear();
@@ -617,6 +686,8 @@ void TraceWriter::after_fork_in_child() {
   header_map_ = nullptr;
   definitions_ = ThreadChunk{};
   checkpoints_ = ThreadChunk{};
+  shared_ = ThreadChunk{};
+  own_chunks_.store(0, std::memory_order_relaxed);
   ring_.clear();
   if (folder_) {
     // The parent's checkpoint thread may have been folding into it, mid-change: it is left as
@@ -639,14 +710,17 @@ void TraceWriter::after_fork_in_child() {
   generation_.store(new_generation(), std::memory_order_release);
   thread_chunk() = ThreadChunk{};
   mutex_.unlock();
+  shared_mutex_.unlock();
 }
 
 void TraceWriter::before_fork() {
+  shared_mutex_.lock();
   mutex_.lock();
 }
 
 void TraceWriter::after_fork_in_parent() {
   mutex_.unlock();
+  shared_mutex_.unlock();
 }
 
 void TraceWriter::store_header_word(std::size_t offset, uint64_t value) {
@@ -657,16 +731,23 @@ void TraceWriter::store_header_word(std::size_t offset, uint64_t value) {
 void TraceWriter::left_locked(const ThreadChunk& chunk, ChunkRole role) {
   if (!bounded_ || role == ChunkRole::kDefinitions || chunk.base == nullptr) return;
   // What reuse drops is history: the records of older checkpoints are not counted in it.
-  ring_.left(chunk.offset, role == ChunkRole::kCheckpoints ? 0 : chunk.records, checkpoints_begun_);
+  ring_.left(chunk.offset, holds_events(role) ? chunk.records : 0, checkpoints_begun_);
+}
+
+// The threads' chunks leave room for the first checkpoint's: until a checkpoint has made some
+// reusable, there is no other chunk it could have.
+uint64_t TraceWriter::limit_locked(ChunkRole role) const {
+  const bool first_checkpoint_room = holds_events(role) && checkpoints_.base == nullptr;
+  return config_.max_size - (first_checkpoint_room ? kChunkSize : 0);
 }
 
 // Only once the file has reached its limit; the header says which checkpoint a reader starts
 // from, and what was dropped, before the first byte of the chunk is written over.
 bool TraceWriter::reuse_locked(uint64_t& offset, ChunkRole role) {
-  if (!bounded_ || next_offset_ + kChunkSize <= config_.max_size) return false;
+  if (!bounded_ || next_offset_ + kChunkSize <= limit_locked(role)) return false;
   // The threads leave one reusable chunk to the checkpoints.
   const std::optional<ChunkRing::Reuse> reuse =
-      ring_.take(newest_whole_checkpoint_, role == ChunkRole::kThread ? 1 : 0);
+      ring_.take(newest_whole_checkpoint_, holds_events(role) ? 1 : 0);
   if (!reuse) {
     // None to reuse yet: the file grows past its limit until a checkpoint makes one (one taken
     // since the last chunk was handed out would make none).

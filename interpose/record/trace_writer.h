@@ -56,6 +56,11 @@ struct TraceChunkCursor {
   // checkpoint thread waits for it to be 0 before it reads the records older than its cut.
   // Written with plain atomic stores by this thread only (read through TraceWriter::writing_).
   uint32_t in_flight = 0;
+  // Bounded traces: the generation in which this thread writes into the writer's shared chunk,
+  // having none of its own (TraceWriter::write_shared), and the one in which its Thread record
+  // was written (the definitions hold it once, whichever chunks the thread writes).
+  uint32_t sharing = 0;
+  uint32_t named = 0;
   // The caching allocator's free request this thread wrote last, and `end`, `used` just after
   // it (0: none). Only while `end` is still `used` (no record after it in this chunk) is a
   // completed free of the same block written as the two bytes of a BlockFreedAtOnce record
@@ -144,8 +149,14 @@ class TraceWriter {
   };
 
   // Who writes a chunk: a thread, or (bounded traces) the writer itself, for the definitions it
-  // keeps in chunks never reused and for checkpoints.
-  enum class ChunkRole : uint8_t { kThread, kDefinitions, kCheckpoints };
+  // keeps in chunks never reused, for checkpoints, and for the threads' records past the chunks
+  // a bounded trace lets threads hold (kShared: several threads, one at a time).
+  enum class ChunkRole : uint8_t { kThread, kDefinitions, kCheckpoints, kShared };
+  // Whether the chunk holds the program's events: the history that reuse drops and checkpoints
+  // carry.
+  static bool holds_events(ChunkRole role) {
+    return role == ChunkRole::kThread || role == ChunkRole::kShared;
+  }
 
   // Marks the thread's record as in flight (TraceChunkCursor::in_flight) from before its time is
   // read until it is published or given up. The hook pays two stores; the checkpoint thread's
@@ -178,7 +189,14 @@ class TraceWriter {
       if (bounded_) return write_definition(rec);
     }
     if (!usable(chunk, kMaxBytes) && !attach(chunk, kMaxBytes)) [[unlikely]]
-      return false;
+      return sharing(chunk) && write_shared(rec);
+    return write_at(chunk, rec);
+  }
+
+  // Stamps and appends `rec` to `chunk`, which has room for it.
+  template <class R>
+  [[gnu::always_inline]] bool write_at(ThreadChunk& chunk, R& rec) {
+    constexpr std::size_t kMaxBytes = format::max_record_bytes<R>();
     const InFlight in_flight(chunk, fence_in_hooks_.load(std::memory_order_relaxed));
     rec.time_ns = now_ns();
     if constexpr (format::encodes_in_place<R>()) {
@@ -196,6 +214,24 @@ class TraceWriter {
     }
     return true;
   }
+
+  // Bounded traces: a thread past the chunks threads may hold (own_chunk_budget_) writes into
+  // the shared chunk, one thread at a time. Its records then name no thread (the chunk's header
+  // names none), and each costs the thread a lock; the file stays within its limit however many
+  // threads write.
+  bool sharing(const ThreadChunk& chunk) const {
+    return chunk.sharing != 0 && chunk.sharing == generation_.load(std::memory_order_acquire);
+  }
+  template <class R>
+  [[gnu::noinline]] bool write_shared(R& rec) {
+    constexpr std::size_t kMaxBytes = format::max_record_bytes<R>();
+    std::lock_guard<std::mutex> lock(shared_mutex_);
+    if (!usable(shared_, kMaxBytes) && !attach_shared(kMaxBytes)) return false;
+    return write_at(shared_, rec);
+  }
+  bool attach_shared(std::size_t bytes);  // under shared_mutex_
+  // The thread leaves the chunk it holds, if any, and writes into the shared chunk from now on.
+  void share_locked(ThreadChunk& chunk);
 
   // A caching allocator's block event, written as write() does; except that a completed free
   // that follows this thread's free request of the same block, with nothing between them in its
@@ -277,6 +313,8 @@ class TraceWriter {
   // most) for the next checkpoint, which makes some reusable unless threads hold them all. The
   // hooks wait only when the checkpoint thread falls a quarter of the limit behind them.
   void wait_for_checkpoint_locked();
+  // Bounded traces: the size up to which chunks for `role` grow the file.
+  uint64_t limit_locked(ChunkRole role) const;
   // Bounded traces: a chunk to reuse instead of growing the file, into `offset`.
   bool reuse_locked(uint64_t& offset, ChunkRole role);
   bool usable(const ThreadChunk& chunk, std::size_t bytes) const {
@@ -370,6 +408,14 @@ class TraceWriter {
 
   // Bounded traces (GPUMEMTRACE_MAX_SIZE): see format/README.md.
   const bool bounded_;
+  // How many chunks threads may hold at once: what the limit leaves to them after the header,
+  // the definitions, the checkpoints, the shared chunk and the history a checkpoint must find
+  // behind it to make chunks reusable. Past it, threads share one chunk.
+  const uint32_t own_chunk_budget_;
+  std::atomic<uint32_t> own_chunks_{0};  // held by threads now (changed under mutex_)
+  // Taken before mutex_, never after it.
+  std::mutex shared_mutex_;
+  ThreadChunk shared_;                  // under shared_mutex_ (and mutex_ where a chunk is added)
   std::atomic<uint32_t> fold_wake_{0};  // moves on each request to the checkpoint thread
   // Under mutex_:
   std::unique_ptr<LiveFolder> folder_;  // when bounded; fold() runs outside the lock

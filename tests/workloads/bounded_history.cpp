@@ -4,14 +4,14 @@
 // memory is known at every moment, so a bounded trace's report can be checked against an
 // unbounded one's.
 //
-//   workload_bounded_history ITERATIONS [vmm | threads | phases | fork]
+//   workload_bounded_history ITERATIONS [vmm | threads [N] | phases | fork]
 //
 // With `vmm`, it also holds 48 MiB of VMM memory from the start to the end: 32 MiB mapped and
 // released at once (as NCCL does: the mapping keeps the memory), and 16 MiB mapped and retained
 // (cuMemRetainAllocationHandle: two references, never released).
-// With `threads`, 4 threads share the iterations (each its own churn and leaks, no spike), and
-// every 100 iterations each hands a 8 KiB buffer to whichever thread frees it next; the last one
-// handed is freed before the end.
+// With `threads`, N threads (4 unless given) share the iterations (each its own churn and leaks,
+// no spike), and every 100 iterations each hands a 8 KiB buffer to whichever thread frees it
+// next; the last one handed is freed before the end.
 // With `phases`, the whole run is inside a phase "training" (gpumemtrace.h), opened before any
 // allocation, and the spike inside a phase "spike" within it.
 // With `fork`, halfway through it forks a child that runs ITERATIONS / 2 iterations of churn of
@@ -121,12 +121,13 @@ void churn_on_threads(int threads, long iterations) {
 
 int main(int argc, char** argv) {
   const bool vmm = argc == 3 && std::strcmp(argv[2], "vmm") == 0;
-  const bool threads = argc == 3 && std::strcmp(argv[2], "threads") == 0;
+  const bool threads = (argc == 3 || argc == 4) && std::strcmp(argv[2], "threads") == 0;
+  const int thread_count = argc == 4 ? std::atoi(argv[3]) : 4;
   const bool phases = argc == 3 && std::strcmp(argv[2], "phases") == 0;
   const bool forks = argc == 3 && std::strcmp(argv[2], "fork") == 0;
-  if (argc != 2 && !vmm && !threads && !phases && !forks) {
-    std::fprintf(stderr,
-                 "usage: workload_bounded_history ITERATIONS [vmm | threads | phases | fork]\n");
+  if ((argc != 2 && !vmm && !threads && !phases && !forks) || thread_count < 1) {
+    std::fprintf(
+        stderr, "usage: workload_bounded_history ITERATIONS [vmm | threads [N] | phases | fork]\n");
     return 2;
   }
   if (phases) gpumemtrace_push("training");
@@ -134,7 +135,7 @@ int main(int argc, char** argv) {
   std::vector<void*> held;
   for (int i = 0; i < 8; ++i) held.push_back(held_buffer());
   if (threads) {
-    churn_on_threads(4, iterations / 4);
+    churn_on_threads(thread_count, iterations / thread_count);
     std::printf("done\n");
     return 0;
   }

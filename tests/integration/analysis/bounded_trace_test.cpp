@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -69,8 +70,8 @@ TEST_F(BoundedTrace, StaysWithinItsLimitAndExplainsEveryLiveByte) {
   EXPECT_GT(info["history"]["kept_from_ns"].get<uint64_t>(), 0u);
   const json whole_info = command_json({"info", whole, "--json"});
   EXPECT_TRUE(whole_info["history"].is_null());
-  EXPECT_EQ(whole_info["format"], "4.8");
-  EXPECT_EQ(info["format"], "4.8");
+  EXPECT_EQ(whole_info["format"], "4.9");
+  EXPECT_EQ(info["format"], "4.9");
 
   // Live at exit: the 8 held MiB and one 64 KiB leak per 10000 iterations, exactly, as the
   // unbounded trace says too.
@@ -162,6 +163,68 @@ TEST_F(BoundedTrace, ThreadsAllocatingAndFreeingAtOnceAreCarriedExactly) {
   EXPECT_EQ(leak_bytes_at(leaks_json, "handed_buffer"), 0u);
 }
 
+// The bound holds whatever the number of threads (issue #43): past the chunks threads may hold,
+// they share one; the file never passes its limit. Whatever was carried keeps its stack, and the
+// leak that grew all along is still a probable leak, as it is unbounded.
+TEST_F(BoundedTrace, TheBoundHoldsWhateverTheNumberOfThreads) {
+  constexpr long kManyIterations = 1'000'000;
+  for (const int threads : {1, 2, 4, 64}) {
+    SCOPED_TRACE(threads);
+    const std::vector<std::string> args = {std::to_string(kManyIterations), "threads",
+                                           std::to_string(threads)};
+    const std::string name = "threads" + std::to_string(threads);
+    const std::string bounded = traced_to(name + ".gmt", {{"GPUMEMTRACE_MAX_SIZE", "1MiB"}}, args);
+    EXPECT_LE(fs::file_size(bounded), kLimit);
+    const json info = command_json({"info", bounded, "--json"});
+    ASSERT_TRUE(info["history"].is_object()) << info.dump();
+    EXPECT_GT(info["history"]["dropped_events"].get<uint64_t>(), kManyIterations);
+    EXPECT_TRUE(info["problems"].empty()) << info.dump();
+    EXPECT_EQ(info["integrity"], "complete");
+
+    // 8 held MiB, and on each thread one 64 KiB leak per 10000 of its iterations.
+    const uint64_t leaks = threads * ((kManyIterations / threads + 9999) / 10000);
+    const json rep = report({bounded});
+    const json& d = device(rep, 0);
+    EXPECT_EQ(d["live_at_exit_bytes"], 8 * kMiB + leaks * 65536);
+    EXPECT_EQ(d["live_at_exit_count"], 8 + leaks);
+    const json leaks_json = command_json({"leaks", bounded, "--json"});
+    EXPECT_EQ(leak_bytes_at(leaks_json, "leaked_buffer"), leaks * 65536);
+    EXPECT_EQ(leak_bytes_at(leaks_json, "held_buffer"), 8 * kMiB);
+    EXPECT_EQ(leak_bytes_at(leaks_json, "handed_buffer"), 0u);
+    for (const json& g : leaks_json["leaks"]) {
+      EXPECT_FALSE(g["frames"].empty()) << g.dump();
+      if (g.dump().find("leaked_buffer") != std::string::npos) {
+        EXPECT_EQ(g["class"], "probable_leak") << g.dump();
+      }
+      if (g.dump().find("held_buffer") != std::string::npos) {
+        EXPECT_EQ(g["class"], "unfreed") << g.dump();
+      }
+    }
+    const ProcessResult text = cli({"leaks", bounded});
+    EXPECT_EQ(text.out.find("no stack recorded"), std::string::npos) << text.out;
+    fs::remove(bounded);
+  }
+}
+
+// A bounded trace's summary keeps its history: `report` of it says from when, as of the trace.
+TEST_F(BoundedTrace, ASummaryKeepsTheHistoryLine) {
+  const std::string bounded =
+      traced_to("bounded.gmt", {{"GPUMEMTRACE_MAX_SIZE", "1MiB"}}, {"1000000"});
+  const std::string summary = dir_ + "/kept/bounded.summary";
+  const ProcessResult summarized = cli({"summarize", bounded, "-o", summary});
+  ASSERT_EQ(summarized.exit_code, 0) << summarized.err;
+  const ProcessResult of_trace = cli({"report", bounded});
+  const ProcessResult of_summary = cli({"report", summary});
+  ASSERT_EQ(of_summary.exit_code, 0) << of_summary.err;
+  const auto history_line = [](const std::string& text) {
+    const std::size_t at = text.find("history kept from ");
+    return at == std::string::npos ? std::string() : text.substr(at, text.find('\n', at) - at);
+  };
+  EXPECT_NE(history_line(of_trace.out), "") << of_trace.out;
+  EXPECT_EQ(history_line(of_summary.out), history_line(of_trace.out)) << of_summary.out;
+  EXPECT_EQ(report({summary})["traces"][0]["history"], report({bounded})["traces"][0]["history"]);
+}
+
 // A phase opened before the history kept, and still open: the checkpoints carry it, so the peak
 // inside the window is named by the same path of phases as unbounded.
 TEST_F(BoundedTrace, APhaseOpenedBeforeTheHistoryKeptNamesThePeak) {
@@ -181,10 +244,16 @@ TEST_F(BoundedTrace, APhaseOpenedBeforeTheHistoryKeptNamesThePeak) {
 TEST_F(BoundedTrace, WithoutTheVariableTheTraceHasNoLimitAndNoCheckpoint) {
   const ProcessResult r = run_traced("workload_runtime_shared", {"alloc:a:" + mib(2), "free:a"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::string header = read_file(only_trace()).substr(0, 64);
+  const std::string file = read_file(only_trace());
+  const std::string header = file.substr(0, 64);
   ASSERT_EQ(header.size(), 64u);
-  EXPECT_EQ(header[10], 8);  // minor version, as a bounded trace's
-  EXPECT_EQ(header.substr(16), std::string(48, '\0'));
+  EXPECT_EQ(header[10], 9);  // minor version, as a bounded trace's
+  EXPECT_EQ(header.substr(16, 24), std::string(24, '\0'));
+  // Where the chunks end (4.9): the whole file, which a normal exit leaves with no reserve.
+  uint64_t chunks_end = 0;
+  std::memcpy(&chunks_end, header.data() + 40, 8);
+  EXPECT_EQ(chunks_end, file.size());
+  EXPECT_EQ(header.substr(48), std::string(16, '\0'));
   const ProcessResult dump = cli({"dump", only_trace()});
   EXPECT_EQ(dump.out.find("checkpoint"), std::string::npos);
   EXPECT_EQ(dump.out.find("carried"), std::string::npos);
@@ -218,7 +287,7 @@ TEST_F(BoundedTrace, RunMaxSizeBoundsTheTraceAndRefusesABadSize) {
                               env);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json info = command_json({"info", only_trace(), "--json"});
-  EXPECT_EQ(info["format"], "4.8");
+  EXPECT_EQ(info["format"], "4.9");
   EXPECT_EQ(info["history"]["max_size"], 2 * kMiB);
   EXPECT_EQ(info["history"]["dropped_events"], 0);
 }

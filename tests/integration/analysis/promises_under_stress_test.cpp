@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Promises kept under stress (issue #43): output that cannot be written is an error, `run`
 // makes the traces' directory or says why it cannot before the program starts, `check` says
-// what it cannot vouch for, and `top` ends with an error when there is nothing to watch.
+// what it cannot vouch for, `top` ends with an error when there is nothing to watch, and a trace
+// that lost whole chunks at its end reads as truncated.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -285,6 +286,47 @@ TEST_F(PromisesUnderStress, CheckNamesATruncatedTrace) {
                         "end not counted as never freed \\(not proven leaks\\)\nFAIL: " +
                         t + " " + state + " \\(--require-complete\\)\n")))
       << r.out;
+}
+
+// Item 3: a trace cut at any chunk boundary, of a program that exited normally, reads as
+// truncated, naming the chunks gone: never as complete, nor as cut (which says every record up to
+// the end is there). Four threads and the sampler write chunks of their own, so the boundaries
+// fall between every kind of chunk, the one holding the end record among them.
+TEST_F(PromisesUnderStress, EveryChunkBoundaryPrefixReadsAsTruncated) {
+  const ProcessResult run = run_traced("workload_bounded_history", {"400000", "threads"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string t = only_trace();
+  const std::string bytes = read_file(t);
+  constexpr uint64_t kChunk = 64 * 1024;
+  ASSERT_EQ((bytes.size() - 4096) % kChunk, 0u);
+  const uint64_t chunks = (bytes.size() - 4096) / kChunk;
+  ASSERT_GE(chunks, 40u);
+  const json whole = json::parse(cli({"info", "--json", t}).out);
+  EXPECT_EQ(whole["integrity"], "complete");
+
+  const std::string prefix = dir_ + "/prefix.gmt";
+  for (uint64_t k = 0; k < chunks; ++k) {
+    const uint64_t size = 4096 + k * kChunk;
+    write(prefix, bytes.substr(0, size));
+    const std::string missing = std::to_string(chunks - k) + " whole chunk" +
+                                (chunks - k == 1 ? " is" : "s are") + " missing";
+    const std::string reason = "the file ends at byte " + std::to_string(size) +
+                               " but its chunks run to byte " + std::to_string(bytes.size()) +
+                               ": " + missing + ", their records lost";
+    const ProcessResult r = cli({"info", "--json", prefix});
+    if (k == 0) {
+      // Only the header page: not even the process's description is left.
+      EXPECT_EQ(r.exit_code, 1);
+      EXPECT_NE(r.err.find(reason), std::string::npos) << r.err;
+      continue;
+    }
+    ASSERT_EQ(r.exit_code, 0) << k << ": " << r.err;
+    const json info = json::parse(r.out);
+    EXPECT_EQ(info["integrity"], "truncated") << k;
+    EXPECT_EQ(info["truncated"], true) << k;
+    EXPECT_EQ(info["end_offset"], size) << k;
+    EXPECT_EQ(info["end_reason"], reason) << k;
+  }
 }
 
 // Item 8: nothing to watch is an error on stderr, at once, piped or not.

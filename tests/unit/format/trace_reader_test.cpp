@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -428,6 +429,50 @@ TEST(TraceReader, ACutFileKeepsEveryCompleteChunk) {
   ASSERT_EQ(reader.problems().size(), 1u);
   EXPECT_EQ(reader.problems()[0].kind, ReadProblem::Kind::kTruncated);
   EXPECT_EQ(reader.problems()[0].offset, last);
+}
+
+// Format 4.9: the header says where the chunks end, so a file that lost whole chunks at its end
+// is truncated at the first one missing, with their number; before 4.9 (a zero word) it reads
+// as whole, as it always did.
+TEST(TraceReader, WholeChunksMissingAtTheEndAreTruncationFromFormat49) {
+  for (const uint16_t minor : {uint16_t{8}, kVersionMinor}) {
+    ChunkedFile file(4096, kVersionMajor, minor);
+    file.add_chunk(0, 0, 100, process_record(), alloc_at(10, 0, 0xa000, 64));
+    const uint64_t second = file.add_chunk(1, 0, 200, alloc_at(20, 0, 0xb000, 8));
+    file.add_chunk(1, 1, 200, alloc_at(30, 0, 0xc000, 8));
+    file.add_chunk(2, 0, 300, alloc_at(40, 0, 0xd000, 8));
+    const uint64_t end = file.bytes().size();
+    if (minor >= 9) std::memcpy(file.bytes().data() + kChunksEndOffset, &end, sizeof end);
+    EXPECT_EQ(header_of(file.bytes()).chunks_end, minor >= 9 ? end : 0) << minor;
+    {
+      TraceReader whole(file.bytes(), header_of(file.bytes()));
+      EXPECT_EQ(read_all(whole).size(), 5u);
+      EXPECT_TRUE(whole.problems().empty()) << minor;
+    }
+    std::vector<uint8_t> cut(file.bytes().begin(), file.bytes().begin() + second);
+    TraceReader reader(cut, header_of(cut));
+    EXPECT_EQ(read_all(reader).size(), 2u) << minor;
+    if (minor < 9) {
+      EXPECT_TRUE(reader.problems().empty());
+      continue;
+    }
+    ASSERT_EQ(reader.problems().size(), 1u);
+    EXPECT_EQ(reader.problems()[0].kind, ReadProblem::Kind::kTruncated);
+    EXPECT_EQ(reader.problems()[0].offset, second);
+    EXPECT_EQ(reader.problems()[0].reason,
+              "the file ends at byte 8192 but its chunks run to byte 20480: 3 whole chunks are "
+              "missing, their records lost");
+    // Cut inside a chunk: that chunk is named, and the whole ones after it.
+    cut.assign(file.bytes().begin(), file.bytes().begin() + second + kChunkHeaderSize + 1);
+    TraceReader inside(cut, header_of(cut));
+    EXPECT_EQ(read_all(inside).size(), 2u);
+    ASSERT_EQ(inside.problems().size(), 2u);
+    EXPECT_EQ(inside.problems()[0].offset, second);
+    EXPECT_EQ(inside.problems()[1].offset, second + 4096);
+    EXPECT_EQ(inside.problems()[1].reason,
+              "the file ends at byte 8225 but its chunks run to byte 20480: 2 whole chunks are "
+              "missing, their records lost");
+  }
 }
 
 TEST(TraceReader, UnusedChunksAndUnpublishedBytesAreNotRecords) {
