@@ -617,8 +617,8 @@ TEST_F(FrameworkBlocks, TheFreeCacheIsNamedAsTheAllocatorsCache) {
       << folded.out;
 }
 
-// A folded line's frames carry their lines: the loop's two call sites in step() (its activations
-// and its scratch block) stay two lines of the flame graph.
+// A folded line's frames carry their lines: the loop's three call sites in step() (its
+// activations, its scratch block, keep_activation()) stay three lines of the flame graph.
 TEST_F(FrameworkBlocks, FoldedStacksKeepCallSitesApartByLine) {
   const std::string trace = traced_training();
   const ProcessResult folded = cli({"export", trace, "--format", "folded", "-o", "-"});
@@ -630,7 +630,7 @@ TEST_F(FrameworkBlocks, FoldedStacksKeepCallSitesApartByLine) {
     step_sites.insert(folded.out.substr(at, end - at));
     at = end;
   }
-  EXPECT_EQ(step_sites.size(), 2u) << folded.out;
+  EXPECT_EQ(step_sites.size(), 3u) << folded.out;
   for (const std::string& site : step_sites)
     EXPECT_NE(site.find(" (cached_training.cpp:"), std::string::npos) << site;
 }
@@ -726,7 +726,7 @@ TEST_F(FrameworkBlocks, TheViewsAtThePeakCountTheRequestThatReachedIt) {
     EXPECT_EQ(number(d, "views.at_peak.tracked_bytes"), 2 * gib);
     EXPECT_EQ(number(d, "views.at_peak.outside_framework_bytes"), 0);
     EXPECT_EQ(number(d, "views.at_peak.framework_cache_bytes"), 0);
-    EXPECT_EQ(d["views"]["at_peak"]["by_library"], (json{{"workload_cached_training", 2 * gib}}))
+    EXPECT_EQ(d["views"]["at_peak"]["by_library"], (json{{"libgmt_caching_allocator", 2 * gib}}))
         << d["views"]["at_peak"].dump(1);
 
     const ProcessResult text = cli({"report", trace});
