@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <limits>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "analyzer/cli/command_support.h"
 #include "analyzer/cli/commands.h"
@@ -114,6 +116,21 @@ std::string imbalance_failure(const CheckOptions& options, const ReportInput& in
   return line.str();
 }
 
+// Of a job's failed allocations, which process had how many: ", 1 on rank 1 (pid 10) and 1 on
+// rank 3 (pid 12)"; "" for one trace.
+std::string failed_where(const ReportInput& input) {
+  if (input.traces.size() < 2) return "";
+  std::vector<std::string> parts;
+  for (const TraceSummary& t : input.traces) {
+    if (const uint64_t n = t.failures.size() + t.failures_not_kept; n > 0)
+      parts.push_back(std::to_string(n) + " on " + who(t));
+  }
+  std::string text;
+  for (std::size_t i = 0; i < parts.size(); ++i)
+    text += (i == 0 ? ", " : i + 1 == parts.size() ? " and " : ", ") + parts[i];
+  return text;
+}
+
 // The first limit exceeded, as its FAIL line; "" when none is.
 std::string first_failure(const CheckOptions& options, const ReportInput& input) {
   std::size_t peak_trace = 0, leak_trace = 0;
@@ -145,8 +162,8 @@ std::string first_failure(const CheckOptions& options, const ReportInput& input)
          << (input.traces.size() > 1 ? " on " + who(input.traces[leak_trace]) : "")
          << " exceeds --max-leak " << human_bytes(*options.max_leak) << "\n";
   } else if (options.no_oom && failed > 0) {
-    line << "FAIL: " << failed << (failed == 1 ? " allocation" : " allocations")
-         << " failed (--no-oom)\n";
+    line << "FAIL: " << failed << (failed == 1 ? " allocation" : " allocations") << " failed"
+         << failed_where(input) << " (--no-oom)\n";
   } else if (const std::string imbalance =
                  options.max_imbalance ? imbalance_failure(options, input) : "";
              !imbalance.empty()) {

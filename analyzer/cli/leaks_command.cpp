@@ -68,6 +68,11 @@ void write_reservations_text(const TraceSummary& trace, std::ostream& out) {
   }
 }
 
+// The group of what a caching allocator holds free (its blocks' groups have their stacks).
+bool is_cache(const LeakGroup& g) {
+  return g.allocator >= 0 && g.stack == 0 && g.leak_class == LeakClass::kCached;
+}
+
 std::string rate_text(double bytes_per_s) {
   return "+" + human_bytes(static_cast<uint64_t>(bytes_per_s)) + "/s";
 }
@@ -77,21 +82,22 @@ nlohmann::ordered_json leaks_json(const TraceSummary& trace, ResolvedStacks& fra
   OwnerLibraryCache owners(trace);
   ordered_json groups = ordered_json::array();
   for (const LeakGroup& g : trace.leaks) {
-    ordered_json row = {{"bytes", g.bytes},
-                        {"count", g.count},
-                        {"class", leak_class_name(g.leak_class)},
-                        {"frames", frames_json(frames[g.stack])},
-                        {"device", g.device},
-                        {"resident_bytes", g.resident_bytes},
-                        {"stack", g.stack},
-                        {"library", owners.of(g.stack)}};
+    ordered_json row = {
+        {"bytes", g.bytes},
+        {"count", g.count},
+        {"class", leak_class_name(g.leak_class)},
+        {"frames", frames_json(is_cache(g) ? std::vector<SiteFrame>{} : frames[g.stack])},
+        {"device", g.device},
+        {"resident_bytes", g.resident_bytes},
+        {"stack", g.stack},
+        {"library", is_cache(g) ? std::string(allocator_name(g.allocator)) : owners.of(g.stack)}};
     if (g.leak_class == LeakClass::kProbableLeak) {
       row["growth_bytes_per_s"] = g.growth_bytes_per_s;
       row["freed_at_exit"] = g.freed_at_exit;
     }
     if (g.allocator >= 0) {
       row["allocator"] = allocator_name(g.allocator);
-      row["level"] = g.stack == 0 && g.leak_class == LeakClass::kCached ? "cache" : "block";
+      row["level"] = is_cache(g) ? "cache" : "block";
     } else {
       row.update(site_stats_json(site_of(trace, g.device, g.stack)));
     }
@@ -131,6 +137,11 @@ void write_leaks_text(const TraceSummary& trace, ResolvedStacks& frames, FrameMo
         << paint(leak_class_name(g.leak_class), leak ? "1;31" : "33", colour);
     if (leak) out << " (" << rate_text(g.growth_bytes_per_s) << ")";
     if (g.freed_at_exit) out << " (freed only at exit)";
+    if (is_cache(g)) {
+      // No stack made it: what the allocator keeps free, not an allocation of unknown origin.
+      out << "  " << device_name(g.device) << "  " << allocator_cache_name(g.allocator) << "\n";
+      continue;
+    }
     out << "  " << device_name(g.device) << "  " << printable(owners.of(g.stack)) << "\n";
     write_frames(frames[g.stack], kFramesShown, "        ", out, mode);
   }

@@ -68,6 +68,11 @@ void write_oom_text(const TraceSummary& trace, ResolvedStacks& frames, FrameMode
         << format::api_name(f.api) << " of " << human_bytes(f.requested_bytes) << " ("
         << format::memory_kind_name(f.kind) << ", " << cuda_error_name(f.error) << ") with "
         << human_bytes(f.live_bytes) << " live\n";
+    if (!f.retries.empty()) {
+      out << "    retried "
+          << (f.retries.size() == 1 ? "once" : std::to_string(f.retries.size()) + " times")
+          << " after the allocator released " << human_bytes(f.released_bytes()) << "\n";
+    }
     if (const auto free = f.driver_free_bytes()) {
       out << "    driver free then " << human_bytes(*free);
       if (const auto others = f.other_processes_bytes()) {

@@ -23,11 +23,14 @@ std::vector<WeightedStack> leak_stacks(const TraceSummary& trace) {
   std::vector<WeightedStack> out;
   for (const LeakGroup& g : trace.leaks) {
     if (g.leak_class == LeakClass::kTeardown || g.bytes == 0) continue;
-    out.push_back({{device_root(g.device), leak_class_name(g.leak_class)},
-                   g.device,
-                   g.stack,
-                   g.bytes,
-                   g.count});
+    WeightedStack s{{device_root(g.device), leak_class_name(g.leak_class)},
+                    g.device,
+                    g.stack,
+                    g.bytes,
+                    g.count};
+    if (g.allocator >= 0 && g.stack == 0 && g.leak_class == LeakClass::kCached)
+      s.no_stack_frame = allocator_cache_name(g.allocator);
+    out.push_back(std::move(s));
   }
   return out;
 }

@@ -14,12 +14,18 @@
 
 namespace gmt::analyzer {
 
+// The frame that stands for an allocation recorded without a stack.
+inline constexpr const char* kNoStackFrame = "(no stack recorded)";
+
 struct WeightedStack {
   std::vector<std::string> roots;  // pseudo-frames, outermost first: "device 0", "unfreed"
   int device = -1;
   uint32_t stack = 0;  // StackRecord id; 0: recorded without a stack
   uint64_t bytes = 0;
   uint64_t count = 0;
+  // What stands for the frames when there are none: a caching allocator's free cache is named
+  // as such, anything else as recorded without a stack.
+  std::string no_stack_frame = kNoStackFrame;
 };
 
 // "device 0", or "no device" for host memory and allocations of no known device.
@@ -42,8 +48,5 @@ ResolvedStacks resolve_weighted(TraceSummary& trace, const std::vector<WeightedS
 // source file to tell apart two functions of one name ("cudaMalloc (libcudart.so.13)"); an
 // unsymbolized frame already names its module ("libfoo.so+0x1a2b").
 std::string frame_label(const SiteFrame& frame);
-
-// The frame that stands for an allocation recorded without a stack.
-inline constexpr const char* kNoStackFrame = "(no stack recorded)";
 
 }  // namespace gmt::analyzer

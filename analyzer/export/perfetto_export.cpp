@@ -63,6 +63,16 @@ void counter(EventWriter& events, uint64_t pid, const std::string& name,
   }
 }
 
+// The peak's figures, with the framework's at that same moment (the model's views at the peak).
+ordered_json peak_args(const DeviceSummary& d) {
+  ordered_json args = {{"device", d.device}, {"bytes", d.peak_bytes}, {"phase", d.peak_phase}};
+  if (d.views_at_peak && d.views_at_peak->framework_allocated_bytes) {
+    args["framework_allocated_bytes"] = *d.views_at_peak->framework_allocated_bytes;
+    args["framework_reserved_bytes"] = d.views_at_peak->framework_reserved_bytes.value_or(0);
+  }
+  return args;
+}
+
 }  // namespace
 
 void write_perfetto(TraceSummary& trace, std::ostream& out) {
@@ -124,7 +134,7 @@ void write_perfetto(TraceSummary& trace, std::ostream& out) {
                 {"s", "p"},
                 {"ts", micros(d.peak_time_ns)},
                 {"pid", pid},
-                {"args", {{"device", ordinal}, {"bytes", d.peak_bytes}, {"phase", d.peak_phase}}}});
+                {"args", peak_args(d)}});
   }
   for (const FailedAllocation& f : trace.failures) {
     events.add({{"name", "OOM " + device_root(f.device)},

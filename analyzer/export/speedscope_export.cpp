@@ -46,7 +46,7 @@ ordered_json sampled_profile(const std::string& name, const std::vector<Weighted
     ordered_json sample = ordered_json::array();
     for (const std::string& root : s.roots) sample.push_back(shared.id(root, {}, {}));
     const std::vector<SiteFrame>& frames = resolved[s.stack];
-    if (frames.empty()) sample.push_back(shared.id(kNoStackFrame, {}, {}));
+    if (frames.empty()) sample.push_back(shared.id(s.no_stack_frame, {}, {}));
     for (auto it = frames.rbegin(); it != frames.rend(); ++it)
       sample.push_back(shared.id(frame_label(*it), it->file, it->line));
     samples.push_back(std::move(sample));

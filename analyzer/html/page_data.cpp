@@ -85,19 +85,16 @@ class DataBuilder {
   ordered_json site(const TraceSummary& trace, const ResolvedStacks& resolved, const PeakSite& s) {
     OwnerLibraryCache& owners = owners_of(trace);
     // A caching allocator's free cache has no stack: its row is named for it.
-    ordered_json out = {{"bytes", s.bytes},
-                        {"count", s.count},
-                        {"library", s.cache ? cache_label(s.allocator) : owners.of(s.stack)}};
+    ordered_json out = {
+        {"bytes", s.bytes},
+        {"count", s.count},
+        {"library", s.cache ? allocator_cache_name(s.allocator) : owners.of(s.stack)}};
     out.update(stack(resolved, s.cache ? 0 : s.stack));
     if (s.allocator >= 0) {
       out["allocator"] = allocator_name(s.allocator);
       out["level"] = s.cache ? "cache" : "block";
     }
     return out;
-  }
-
-  static std::string cache_label(int allocator) {
-    return std::string("(") + allocator_name(allocator) + " cache: free)";
   }
 
   // The icicle of what was live at the device's peak: root = the device, then each stack from
@@ -115,7 +112,7 @@ class DataBuilder {
       nodes[0].bytes += s.bytes;
       std::vector<std::pair<std::string, std::string>> path;
       if (s.cache) {
-        path.emplace_back(cache_label(s.allocator), "");
+        path.emplace_back(allocator_cache_name(s.allocator), "");
       } else if (const auto it = resolved.find(s.stack);
                  it != resolved.end() && !it->second.empty()) {
         const std::vector<SiteFrame> shown = flame_frames(it->second, limits_.frame_mode);
@@ -341,6 +338,13 @@ class DataBuilder {
                            {"freed_at_exit", g.freed_at_exit},
                            {"library", owners.of(g.stack)}};
       leak.update(stack(leak_frames, g.stack));
+      if (g.allocator >= 0) {
+        // What the allocator holds free has no stack: the row is named for it.
+        const bool cache = g.stack == 0 && g.leak_class == LeakClass::kCached;
+        if (cache) leak["library"] = allocator_cache_name(g.allocator);
+        leak["allocator"] = allocator_name(g.allocator);
+        leak["level"] = cache ? "cache" : "block";
+      }
       leaks.push_back(std::move(leak));
     }
     return leaks;

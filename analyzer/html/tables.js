@@ -68,7 +68,9 @@ gmt.phasesTable = function (phases) {
 
 // A stack folded into its first frame; the rest on demand.
 gmt.stackCell = function (stack) {
-  const first = stack.frames && stack.frames.length > 0 ? stack.frames[0][0] : "(no stack recorded)";
+  // A caching allocator's free cache has no stack: it is named for what it is.
+  const first = stack.frames && stack.frames.length > 0 ? stack.frames[0][0]
+    : stack.level === "cache" ? stack.library : "(no stack recorded)";
   if ((!stack.frames || stack.frames.length <= 1) && !stack.via) return gmt.cell(first, { class: "function" });
   return gmt.el("td", null, gmt.el("details", null, gmt.el("summary", { class: "function" }, first),
                                    gmt.stackList(stack)));

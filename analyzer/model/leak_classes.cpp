@@ -233,6 +233,10 @@ const char* allocator_name(int allocator) {
   return library != nullptr ? library : "other";
 }
 
+std::string allocator_cache_name(int allocator) {
+  return std::string("(") + allocator_name(allocator) + " cache: free)";
+}
+
 const char* leak_class_name(LeakClass c) {
   switch (c) {
     case LeakClass::kTeardown:

@@ -36,6 +36,9 @@ const char* leak_class_name(LeakClass c);
 
 // A caching allocator's name in reports (format::BlockAllocator): "pytorch", "cupy", "other".
 const char* allocator_name(int allocator);
+// The name of what a caching allocator holds free, wherever it stands in for a stack (it has
+// none): "(pytorch cache: free)".
+std::string allocator_cache_name(int allocator);
 
 // Memory never freed that nobody meant to keep: probable leaks and the unfreed rest (not what a
 // caching allocator or a library keeps, nor what a context's teardown released).

@@ -2,6 +2,7 @@
 #include "analyzer/model/owner_library.h"
 
 #include <algorithm>
+#include <cctype>
 #include <unordered_set>
 
 namespace gmt::analyzer {
@@ -39,7 +40,44 @@ const format::ModuleRecord* module_of(const TraceSummary& trace, uint64_t addres
   return nullptr;
 }
 
+// The interpreter's calling machinery: ctypes (libffi, _ctypes), libpython, a python executable
+// with the interpreter linked in. A CUDA call through it was made by the Python code above it.
+bool interpreter_machinery(std::string_view path) {
+  const std::string_view name = basename_of(path);
+  if (starts_with_any(name, {"libffi", "_ctypes", "libpython"}) ||
+      path.find("/lib-dynload/") != std::string_view::npos)
+    return true;
+  if (!name.starts_with("python")) return false;
+  return std::all_of(name.begin() + 6, name.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c)) || c == '.';
+  });
+}
+
 }  // namespace
+
+std::string python_package(std::string_view file) {
+  // Frozen modules (importlib's) are the standard library's.
+  if (file.starts_with("<frozen ")) return "python";
+  for (std::string_view marker : {"/site-packages/", "/dist-packages/"}) {
+    const std::size_t at = file.rfind(marker);
+    if (at == std::string_view::npos) continue;
+    const std::string_view rest = file.substr(at + marker.size());
+    const std::string_view top = rest.substr(0, rest.find('/'));
+    return std::string(top.substr(0, top.find(".py")));
+  }
+  // The standard library: .../lib/python3.12/x.py (its packages' own folders excepted above).
+  for (std::string_view marker : {"/lib/python", "/lib64/python"}) {
+    const std::size_t at = file.find(marker);
+    if (at == std::string_view::npos) continue;
+    const std::string_view version = file.substr(at + marker.size());
+    const std::size_t slash = version.find('/');
+    if (slash != std::string_view::npos && slash > 0 &&
+        std::all_of(version.begin(), version.begin() + static_cast<std::ptrdiff_t>(slash),
+                    [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || c == '.'; }))
+      return "python";
+  }
+  return {};
+}
 
 std::string library_name(std::string_view module_path) {
   const std::string_view name = basename_of(module_path);
@@ -83,6 +121,23 @@ const char* allocator_library(int allocator) {
   }
 }
 
+std::string python_owner(const TraceSummary& trace, uint32_t stack_id) {
+  const auto python = trace.python_stacks.find(stack_id);
+  if (python == trace.python_stacks.end()) return {};
+  for (uint64_t packed : python->second) {
+    const auto code = trace.python_code.find(static_cast<uint32_t>(packed >> 32));
+    if (code == trace.python_code.end() || code->second.file.empty()) continue;
+    const std::string package = python_package(code->second.file);
+    if (package == "python") continue;  // the standard library passes the call on
+    if (package.empty()) return std::string(basename_of(code->second.file));
+    if (package == "torch") return "pytorch";
+    if (package == "jax" || package == "jaxlib") return "jax";
+    if (package == "cupy" || package == "cupy_backends") return "cupy";
+    return package;
+  }
+  return {};
+}
+
 std::string owner_library(const TraceSummary& trace, uint32_t stack_id) {
   const auto stack = trace.stacks.find(stack_id);
   if (stack == trace.stacks.end()) return "unknown";
@@ -93,6 +148,9 @@ std::string owner_library(const TraceSummary& trace, uint32_t stack_id) {
     // A return address: the call itself is the byte before it.
     const format::ModuleRecord* m = module_of(trace, address - 1, modules);
     if (m == nullptr || passes_allocations_on(m->path)) continue;
+    if (interpreter_machinery(m->path)) {
+      if (std::string owner = python_owner(trace, stack_id); !owner.empty()) return owner;
+    }
     // The main program may be recorded without a path: it is named after its argv[0].
     if (m->path.empty()) return trace.argv.empty() ? "unknown" : library_name(trace.argv.front());
     return library_name(m->path);

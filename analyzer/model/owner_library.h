@@ -19,6 +19,10 @@ namespace gmt::analyzer {
 // its ".so" and version suffix ("libfoo.so.1.2" -> "libfoo", "/usr/bin/train" -> "train").
 std::string library_name(std::string_view module_path);
 
+// The installed package a Python file is part of ("torch" for .../site-packages/torch/nn/...,
+// "python" for the standard library and frozen modules); "" for the program's own code.
+std::string python_package(std::string_view file);
+
 // True for modules that only pass an allocation on: the CUDA driver and runtime, libgpumemtrace,
 // the dynamic loader and the C library.
 bool passes_allocations_on(std::string_view module_path);
@@ -36,8 +40,13 @@ bool keeps_memory_on_purpose(std::string_view library);
 const char* allocator_library(int allocator);
 
 // The owning library of the allocations made at `stack_id` in `trace`, by its native frames;
-// "unknown" when the stack was not recorded or none of its frames lies in a known module.
+// "unknown" when the stack was not recorded or none of its frames lies in a known module. A call
+// made from Python through the interpreter's machinery (ctypes) is owned by python_owner().
 std::string owner_library(const TraceSummary& trace, uint32_t stack_id);
+// The owner by the stack's Python frames: the innermost outside the standard library names its
+// package ("pytorch" for torch, "jax", "cupy", else the package's name) or, in the program's own
+// code, its file ("train.py"); "" when the stack has no such frame.
+std::string python_owner(const TraceSummary& trace, uint32_t stack_id);
 
 // The owner every report uses, remembered per stack (a report asks for the same stacks many
 // times): a stack at which a caching allocator's blocks, and nothing else, were recorded belongs

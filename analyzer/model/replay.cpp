@@ -359,12 +359,39 @@ uint32_t Replay::new_site(uint64_t key, int device, uint32_t stack) {
   }
 }
 
-void Replay::note_failure(const format::AllocFailedRecord& r) {
+bool Replay::retry_of_open_failure(const format::AllocFailedRecord& r) const {
+  if (!open_failure_ || *open_failure_ >= summary_.failures.size()) return false;
+  const FailedAllocation& f = summary_.failures[*open_failure_];
+  // Once the allocator has reported its OOM, the request is over: a new one may be the same.
+  return f.allocator < 0 && r.thread == open_failure_thread_ && f.device == r.device &&
+         f.kind == r.kind && open_failure_api_ == static_cast<uint32_t>(r.api) &&
+         f.requested_bytes == r.size;
+}
+
+void Replay::end_open_failure(const format::AllocRecord& r) {
+  if (r.thread != open_failure_thread_ && *open_failure_ < summary_.failures.size() &&
+      summary_.failures[*open_failure_].device != r.device)
+    return;
+  open_failure_.reset();
+}
+
+bool Replay::note_failure(const format::AllocFailedRecord& r) {
+  constexpr std::size_t kHolders = 10;
+  if (retry_of_open_failure(r)) {
+    FailedAllocation& f = summary_.failures[*open_failure_];
+    const uint64_t live = device(r.device).live_bytes;
+    f.retries.push_back({r.time_ns, f.live_bytes > live ? f.live_bytes - live : 0, r.error});
+    // The request's state is the last attempt's: what the allocator's release left.
+    f.live_bytes = live;
+    f.error = r.error;
+    f.holders = top_sites_live_on(r.device, kHolders);
+    f.views.reset();  // the sampler reads again after this attempt
+    return false;
+  }
   if (summary_.failures.size() >= TraceSummary::kFailuresKept) {
     ++summary_.failures_not_kept;
-    return;
+    return true;
   }
-  constexpr std::size_t kHolders = 10;
   FailedAllocation f;
   f.time_ns = r.time_ns;
   f.device = r.device;
@@ -379,8 +406,11 @@ void Replay::note_failure(const format::AllocFailedRecord& r) {
     f.live_bytes = device(r.device).live_bytes;
     f.holders = top_sites_live_on(r.device, kHolders);
     open_failure_ = summary_.failures.size();
+    open_failure_thread_ = r.thread;
+    open_failure_api_ = static_cast<uint32_t>(r.api);
   }
   summary_.failures.push_back(std::move(f));
+  return true;
 }
 
 [[gnu::always_inline]] inline void Replay::saw_event(uint64_t time_ns) {
@@ -483,7 +513,8 @@ void Replay::on(const format::ProcessInfoRecord& r) {
     e->set(key, a);
   }
   site_allocated(a);
-  open_failure_.reset();
+  if (open_failure_) [[unlikely]]
+    end_open_failure(r);
   if (const auto k = static_cast<std::size_t>(r.kind); k < summary_.allocs_by_kind.size())
     ++summary_.allocs_by_kind[k];
   ++summary_.allocs_by_api[static_cast<std::size_t>(format::called_api(r.api, r.public_api))];
@@ -534,7 +565,7 @@ void Replay::on(const format::AllocFailedRecord& r) {
   saw_event(r.time_ns);
   if (const auto k = static_cast<std::size_t>(r.kind); k < summary_.failures_by_kind.size())
     ++summary_.failures_by_kind[k];
-  note_failure(r);
+  if (!note_failure(r)) return;
   if (per_device(r.kind)) {
     ++device(r.device).failed_alloc_count;
   } else {

@@ -240,7 +240,11 @@ class Replay {
   // The samples due after the record at record_index_.
   void take_samples(uint64_t time_ns);
   void start_peak_epochs();
-  void note_failure(const format::AllocFailedRecord& r);
+  // Keeps the failure; false when it was a retry of the open one, folded into it.
+  bool note_failure(const format::AllocFailedRecord& r);
+  bool retry_of_open_failure(const format::AllocFailedRecord& r) const;
+  // An allocation on the open failure's thread or device: its request is over.
+  void end_open_failure(const format::AllocRecord& r);
   // The `most` sites holding the most device-resident bytes on the device now, most first.
   std::vector<PeakSite> top_sites_live_on(int device, std::size_t most) const;
   uint32_t site_index(int device, uint32_t stack) {
@@ -332,8 +336,11 @@ class Replay {
   // at, none yet.
   std::map<int, std::optional<uint64_t>> block_plateaus_;
   std::map<int, std::vector<PeakSite>> block_peaks_;  // by ordinal: block_rows_on() at the peak
-  // The last failure kept, until an allocation succeeds: an allocator's OOM event names it.
+  // The last failure kept, until an allocation on its thread or device succeeds: an allocator's
+  // OOM event names it, and a retry of the same request is folded into it.
   std::optional<std::size_t> open_failure_;
+  uint64_t open_failure_thread_ = 0;
+  uint32_t open_failure_api_ = 0;  // the driver's (format::Api)
 };
 
 }  // namespace gmt::analyzer

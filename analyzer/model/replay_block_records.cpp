@@ -51,7 +51,13 @@ void Replay::on(const format::ScopeRecord& r) {
 void Replay::take_block_rows(int ordinal, int role_slot) {
   std::vector<PeakSite> rows = block_rows_on(ordinal);
   if (!rows.empty()) take_role_snapshot(ordinal, role_slot, rows);
-  if (role_slot == kRolesAtPeak) block_peaks_.insert_or_assign(ordinal, std::move(rows));
+  if (role_slot != kRolesAtPeak) return;
+  // The views at the peak are of the same moment as its rows.
+  if (blocks_.has_blocks(ordinal)) {
+    views_.framework_at_peak(ordinal, blocks_.allocated_bytes(ordinal),
+                             blocks_.reserved_bytes(ordinal), summary_.duration_ns);
+  }
+  block_peaks_.insert_or_assign(ordinal, std::move(rows));
 }
 
 void Replay::take_role_snapshot(int ordinal, int role_slot, const std::vector<PeakSite>& rows) {

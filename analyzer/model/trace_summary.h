@@ -69,7 +69,7 @@ struct DeviceSummary {
   uint64_t alloc_count = 0;
   uint64_t free_count = 0;           // allocations ended by a free call
   uint64_t teardown_free_count = 0;  // allocations ended by their context's destruction
-  uint64_t failed_alloc_count = 0;
+  uint64_t failed_alloc_count = 0;   // failed requests: a retry of one is not another
   std::map<format::MemoryKind, KindUsage> by_kind;  // every kind seen on this device
   uint64_t peak_record = 0;  // index of the record that first reached the peak
   // Device-resident bytes live at the peak, by stack, largest first; the largest, symbolized.
@@ -202,7 +202,16 @@ struct ReservationGroup {
   uint64_t count = 0;
 };
 
-// A failed allocation, with the device's state at that instant.
+// A later attempt of a failed request (the same call, size and thread, nothing allocated
+// between): a caching allocator frees its cache and asks again (PyTorch asks up to three times).
+struct FailedRetry {
+  uint64_t time_ns = 0;
+  uint64_t released_bytes =
+      0;  // device-resident bytes freed on the device since the attempt before
+  uint32_t error = 0;
+};
+
+// A failed request, with the device's state when it last failed: its retries are folded into it.
 struct FailedAllocation {
   uint64_t time_ns = 0;
   int device = -1;
@@ -211,9 +220,15 @@ struct FailedAllocation {
   format::Api driver_api = format::Api::kUnknown;  // the driver entry point it became
   uint64_t requested_bytes = 0;
   uint32_t error = 0;
-  uint32_t stack = 0;             // where the failed call was made
-  uint64_t live_bytes = 0;        // device-resident bytes live on the device then
-  std::vector<PeakSite> holders;  // the largest sites live on the device then, largest first
+  uint32_t stack = 0;                // where the failed call was made
+  uint64_t live_bytes = 0;           // device-resident bytes live on the device at the last attempt
+  std::vector<PeakSite> holders;     // the largest sites live on the device then, largest first
+  std::vector<FailedRetry> retries;  // after the first attempt (time_ns), in order
+  uint64_t released_bytes() const {
+    uint64_t total = 0;
+    for (const FailedRetry& r : retries) total += r.released_bytes;
+    return total;
+  }
   // A caching allocator that reported the failure (an OOM block event, format 4.2): which
   // (format::BlockAllocator; -1 none), the size it was asked for, what its segments held free
   // then and the largest free range in any one of them. The holders are then its live blocks
@@ -346,6 +361,7 @@ struct TraceSummary {
   uint64_t pools_destroyed = 0;
   uint64_t pool_trims = 0;
   uint64_t view_samples = 0;       // the sampler's samples (framework reports not counted)
+  bool from_summary = false;       // read from `summarize`'s file, which keeps no views
   std::vector<PhaseStats> phases;  // in order of first start
   // Whether the framework's hooks recorded scopes or tags (format 4.8): without them, roles are
   // unknown. Tags whose address was in no live block.

@@ -33,6 +33,10 @@ struct ViewValues {
   std::optional<uint64_t> framework_allocated_bytes;
   std::optional<uint64_t> framework_reserved_bytes;
   std::optional<uint64_t> framework_time_ns;
+  // The tracked bytes the framework's figures pair with, where they are of another moment than
+  // the sample's: a caching allocator's block events give its figures at the peak itself (the
+  // segment and the blocks made for the request that reached it), not when the sampler read.
+  std::optional<uint64_t> framework_tracked_bytes;
 
   // The named differences. Empty when a view they need is missing.
   // This process's memory that no tracked allocation explains: contexts, modules, kernels'
@@ -42,6 +46,8 @@ struct ViewValues {
   std::optional<uint64_t> other_processes_bytes() const;
   // What the framework keeps cached (reserved - allocated).
   std::optional<int64_t> framework_cache_bytes() const;
+  // Tracked bytes outside the framework's own allocator (tracked - framework reserved).
+  std::optional<int64_t> outside_framework_bytes() const;
 };
 
 // What the sampler learnt about a device.

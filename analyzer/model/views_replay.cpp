@@ -28,6 +28,12 @@ std::optional<int64_t> ViewValues::framework_cache_bytes() const {
          static_cast<int64_t>(*framework_allocated_bytes);
 }
 
+std::optional<int64_t> ViewValues::outside_framework_bytes() const {
+  if (!framework_reserved_bytes) return std::nullopt;
+  return static_cast<int64_t>(framework_tracked_bytes.value_or(tracked_bytes)) -
+         static_cast<int64_t>(*framework_reserved_bytes);
+}
+
 void ViewsReplay::on(const format::DeviceRecord& r) {
   identities_[r.device] = DeviceIdentity{r.pci_bus_id, r.nvml_index, r.name, r.total_bytes};
 }
@@ -140,6 +146,7 @@ void ViewsReplay::at_peak(int ordinal) {
   d.framework_waiting = true;
   d.framework_before_peak = d.framework_last;
   d.framework_at_peak.reset();
+  d.blocks_at_peak.reset();
 }
 
 namespace {
@@ -191,8 +198,24 @@ std::optional<ViewValues> ViewsReplay::views_at_peak(int ordinal) const {
   auto it = devices_.find(ordinal);
   if (it == devices_.end()) return std::nullopt;
   const DeviceState& d = it->second;
-  return joined(closest_to(d.peak_live, d.at_peak, d.before_peak),
-                closest_to(d.peak_live, d.framework_at_peak, d.framework_before_peak));
+  std::optional<ViewValues> v =
+      joined(closest_to(d.peak_live, d.at_peak, d.before_peak),
+             closest_to(d.peak_live, d.framework_at_peak, d.framework_before_peak));
+  if (!d.blocks_at_peak) return v;
+  // The allocator's own figures at the peak are exact, where a sample's are of the moment the
+  // sampler read, often between the segment's driver allocation and the allocator's events for
+  // the same request (framework reserved below what it had just taken).
+  if (!v) {
+    v.emplace();
+    v->time_ns = d.blocks_at_peak->time_ns;
+    v->tracked_bytes = d.peak_live;
+    v->exact = true;
+  }
+  v->framework_allocated_bytes = d.blocks_at_peak->allocated;
+  v->framework_reserved_bytes = d.blocks_at_peak->reserved;
+  v->framework_time_ns = d.blocks_at_peak->time_ns;
+  v->framework_tracked_bytes = d.peak_live;
+  return v;
 }
 
 std::optional<ViewValues> ViewsReplay::views_at_exit(int ordinal) const {

@@ -52,6 +52,13 @@ class ViewsReplay {
     d.blocks = BlockFigures{allocated, reserved, time_ns};
   }
 
+  // The allocator's figures at the device's peak: its events that follow the peak's segment for
+  // the same request (the segment, the block made in it) are the peak's moment, which Replay
+  // closes where it takes the peak's block rows (Replay::blocks_in_plateau()).
+  void framework_at_peak(int ordinal, uint64_t allocated, uint64_t reserved, uint64_t time_ns) {
+    device(ordinal).blocks_at_peak = BlockFigures{allocated, reserved, time_ns};
+  }
+
   const std::map<int, DeviceIdentity>& identities() const { return identities_; }
   std::optional<ViewValues> views_at_peak(int device) const;
   std::optional<ViewValues> views_at_exit(int device) const;
@@ -71,7 +78,8 @@ class ViewsReplay {
   };
   struct DeviceState {
     uint64_t live = 0;
-    std::optional<BlockFigures> blocks;  // from block events, when there are any
+    std::optional<BlockFigures> blocks;          // from block events, when there are any
+    std::optional<BlockFigures> blocks_at_peak;  // framework_at_peak()'s
     uint64_t last_change_ns = 0;
     // The most since the last phase opened. Every phase open now was open all that time: a
     // phase's maximum is the most of these over the stretches between the phases opening in

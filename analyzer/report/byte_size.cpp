@@ -11,18 +11,27 @@ std::string human_bytes(uint64_t bytes) {
   static constexpr std::array<const char*, 7> kUnits = {"B",   "KiB", "MiB", "GiB",
                                                         "TiB", "PiB", "EiB"};
   if (bytes < 1024) return std::to_string(bytes) + " B";
-  double value = static_cast<double>(bytes);
   std::size_t unit = 0;
-  while (value >= 1024.0 && unit + 1 < kUnits.size()) {
-    value /= 1024.0;
+  unsigned __int128 divisor = 1;
+  while (bytes / divisor >= 1024 && unit + 1 < kUnits.size()) {
+    divisor *= 1024;
     ++unit;
   }
-  char buf[32];
-  std::snprintf(buf, sizeof buf,
-                value < 10    ? "%.2f %s"
-                : value < 100 ? "%.1f %s"
-                              : "%.0f %s",
-                value, kUnits[unit]);
+  const uint64_t whole = static_cast<uint64_t>(bytes / divisor);
+  const int digits = whole < 10 ? 2 : whole < 100 ? 1 : 0;
+  // Rounded half up on the exact value, in integers: the page's figures (JavaScript's toFixed)
+  // round the same way, where printf would round 1.125 to even ("1.12" beside "1.13").
+  unsigned __int128 scale = 1;
+  for (int d = 0; d < digits; ++d) scale *= 10;
+  const unsigned __int128 rounded = (bytes * scale * 2 + divisor) / (2 * divisor);
+  char buf[48];
+  const auto integer = static_cast<unsigned long long>(rounded / scale);
+  if (digits == 0) {
+    std::snprintf(buf, sizeof buf, "%llu %s", integer, kUnits[unit]);
+  } else {
+    std::snprintf(buf, sizeof buf, "%llu.%0*llu %s", integer, digits,
+                  static_cast<unsigned long long>(rounded % scale), kUnits[unit]);
+  }
   return buf;
 }
 

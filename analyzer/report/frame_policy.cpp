@@ -175,9 +175,15 @@ bool unsymbolized(const SiteFrame& frame) {
 }
 
 std::optional<std::size_t> first_user_frame(const std::vector<SiteFrame>& frames) {
+  // The program's own line first: a package's frames (torch's Linear.forward) are the path its
+  // call took, as a native library's are.
+  std::optional<std::size_t> innermost_python;
   for (std::size_t i = 0; i < frames.size(); ++i) {
-    if (frames[i].kind == "python" && frame_origin(frames[i]) == FrameOrigin::kUser) return i;
+    if (frames[i].kind != "python" || frame_origin(frames[i]) != FrameOrigin::kUser) continue;
+    if (!frames[i].file || python_package(*frames[i].file).empty()) return i;
+    if (!innermost_python) innermost_python = i;
   }
+  if (innermost_python) return innermost_python;
   // What the CUDA runtime's entry point called is the runtime's, whatever module holds it (a
   // static cudart's helpers are in the program's): the user's code is further out.
   std::size_t outermost_cuda = 0;
@@ -204,9 +210,19 @@ std::string via_text(const std::vector<SiteFrame>& frames, std::size_t user) {
     parts.push_back(std::move(*name));
     ++entry;
   }
+  std::vector<std::string> packages;  // each named once, by its innermost frame
   for (std::size_t i = entry; i < user && i < frames.size(); ++i) {
     const FrameOrigin origin = frame_origin(frames[i]);
     if (origin != FrameOrigin::kLibrary && origin != FrameOrigin::kUser) continue;
+    if (frames[i].kind == "python" && origin == FrameOrigin::kUser) {
+      // A package's Python frame the program's line called through: "Linear.forward (torch)".
+      std::string package = python_package(frames[i].file.value_or(""));
+      if (package.empty() || std::find(packages.begin(), packages.end(), package) != packages.end())
+        continue;
+      parts.push_back(frames[i].function + " (" + package + ")");
+      packages.push_back(std::move(package));
+      continue;
+    }
     std::string layer = frames[i].kind == "attribution" ? frames[i].function
                         : origin == FrameOrigin::kLibrary
                             ? layer_name(frames[i])

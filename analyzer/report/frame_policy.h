@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Which frames of a stack a report shows. A stack is shown from the first frame in the user's
-// code: the innermost Python frame where there are any, else the first native frame outside the
+// code: the innermost Python frame of the program's own code (outside installed packages and the
+// standard library) where there are any, the innermost Python frame where every one is a
+// package's (a torchvision model's), else the first native frame outside the
 // CUDA driver and runtime (a static cudart linked into the program included), the frameworks'
 // allocator machinery and the libraries they call (c10, libtorch, XLA, CuPy, NCCL, cuBLAS,
 // cuDNN...), the C/C++ runtime and gpumemtrace itself. The frames between it and the allocation
@@ -15,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "analyzer/model/owner_library.h"  // python_package()
 #include "analyzer/model/trace_summary.h"
 
 namespace gmt::analyzer {
@@ -43,7 +46,8 @@ bool cupy_hook_file(std::string_view file);
 // an address in no module).
 bool unsymbolized(const SiteFrame& frame);
 
-// The index of the first frame in the user's code (leaf first): the innermost Python frame, else
+// The index of the first frame in the user's code (leaf first): the innermost Python frame of the
+// program's own code, else the innermost Python frame, else
 // the first symbolized native frame of the user's, else the first unsymbolized one of the user's;
 // nullopt when every frame is internal (or there are none).
 std::optional<std::size_t> first_user_frame(const std::vector<SiteFrame>& frames);

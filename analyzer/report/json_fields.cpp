@@ -6,6 +6,15 @@
 
 namespace gmt::analyzer {
 
+nlohmann::ordered_json retries_json(const std::vector<FailedRetry>& retries) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const FailedRetry& r : retries) {
+    out.push_back(
+        {{"time_ns", r.time_ns}, {"released_bytes", r.released_bytes}, {"error", r.error}});
+  }
+  return out;
+}
+
 nlohmann::ordered_json failure_json(const FailedAllocation& f) {
   return {{"time_ns", f.time_ns},
           {"device", f.device},
@@ -14,7 +23,8 @@ nlohmann::ordered_json failure_json(const FailedAllocation& f) {
           {"requested_bytes", f.requested_bytes},
           {"live_bytes", f.live_bytes},
           {"driver_free_bytes", or_null(f.driver_free_bytes())},
-          {"other_processes_bytes", or_null(f.other_processes_bytes())}};
+          {"other_processes_bytes", or_null(f.other_processes_bytes())},
+          {"retries", retries_json(f.retries)}};
 }
 
 nlohmann::ordered_json rank_json(const TraceSummary& trace) {

@@ -18,8 +18,9 @@ nlohmann::ordered_json or_null(const std::optional<T>& v) {
 }
 
 // What `report` and `oom` both say of a failed allocation: when, where, what was asked for
-// and what the device held and had free then.
+// and what the device held and had free then; its retries, each with what was released before.
 nlohmann::ordered_json failure_json(const FailedAllocation& f);
+nlohmann::ordered_json retries_json(const std::vector<FailedRetry>& retries);
 
 // The process's rank in its job, or null.
 nlohmann::ordered_json rank_json(const TraceSummary& trace);

@@ -117,6 +117,7 @@ void write_device(const TraceSummary& t, const DeviceSummary& d, FrameMode frame
       << (d.live_count == 1 ? " allocation" : " allocations") << "\n";
   out << "    allocations   " << d.alloc_count << ", frees " << d.free_count << ", failed "
       << d.failed_alloc_count;
+  if (d.failed_alloc_count > 0) out << " (gpumemtrace oom)";
   if (d.teardown_free_count > 0) out << ", freed by context teardown " << d.teardown_free_count;
   out << "\n";
   write_kinds(d.by_kind, "    ", out);
@@ -131,10 +132,11 @@ void write_device(const TraceSummary& t, const DeviceSummary& d, FrameMode frame
                      "    ", out);
   }
   write_sites(d, frames, out);
+  const char* absent = t.from_summary ? kViewsNotInSummary : kNoViewSample;
   write_views_text(views_title("views at the peak", d.views_at_peak, d.peak_time_ns, d.peak_bytes),
-                   d.views_at_peak, d.peak_bytes, by_library_at_peak(t, d), out);
+                   d.views_at_peak, d.peak_bytes, by_library_at_peak(t, d), out, absent);
   write_views_text(views_title("views at exit", d.views_at_exit, d.peak_time_ns, d.peak_bytes),
-                   d.views_at_exit, d.live_bytes, by_library_at_exit(t, d), out);
+                   d.views_at_exit, d.live_bytes, by_library_at_exit(t, d), out, absent);
 }
 
 // The never-freed bytes by class, pointing to `leaks` for the sites.

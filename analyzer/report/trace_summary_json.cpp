@@ -10,6 +10,7 @@
 #include "analyzer/model/input/trace_error.h"
 #include "analyzer/model/leak_classes.h"
 #include "analyzer/report/history_text.h"
+#include "analyzer/report/json_fields.h"
 #include "analyzer/report/report.h"
 
 namespace gmt::analyzer {
@@ -131,6 +132,7 @@ ordered_json failures_json(const TraceSummary& t, const ResolvedStacks& frames,
                         {"error", f.error},
                         {"live_bytes", f.live_bytes},
                         {"allocator", f.allocator},
+                        {"retries", retries_json(f.retries)},
                         {"stack", stacks.stack(frames, f.stack)}});
   }
   return failures;
@@ -365,6 +367,7 @@ SummaryInput read_trace_summary(const std::string& path) {
   check_version(r, root);
   SummaryInput in;
   TraceSummary& t = in.trace;
+  t.from_summary = true;
   read_identity(r, root, t);
 
   const json& stacks = r.at(root, "stacks");
@@ -437,6 +440,14 @@ SummaryInput read_trace_summary(const std::string& path) {
     failure.error = r.get<uint32_t>(f, "error");
     failure.live_bytes = r.get<uint64_t>(f, "live_bytes");
     failure.allocator = r.get<int>(f, "allocator");
+    // Summaries written before retries were folded have none.
+    if (f.contains("retries")) {
+      for (const json& retry : r.at(f, "retries")) {
+        failure.retries.push_back({r.get<uint64_t>(retry, "time_ns"),
+                                   r.get<uint64_t>(retry, "released_bytes"),
+                                   r.get<uint32_t>(retry, "error")});
+      }
+    }
     failure.stack = r.stack(f, table.size());
     t.failures.push_back(std::move(failure));
   }

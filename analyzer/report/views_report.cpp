@@ -31,16 +31,6 @@ std::map<std::string, uint64_t> by_library_at_exit(const TraceSummary& trace,
   return out;
 }
 
-namespace {
-
-// Bytes the tracked allocations hold outside the framework's own allocator.
-std::optional<int64_t> outside_framework(const ViewValues& v) {
-  if (!v.framework_reserved_bytes) return std::nullopt;
-  return static_cast<int64_t>(v.tracked_bytes) - static_cast<int64_t>(*v.framework_reserved_bytes);
-}
-
-}  // namespace
-
 ordered_json views_json(const std::optional<ViewValues>& views, uint64_t tracked,
                         const std::map<std::string, uint64_t>& by_library) {
   ViewValues v;
@@ -59,7 +49,7 @@ ordered_json views_json(const std::optional<ViewValues>& views, uint64_t tracked
       {"context_overhead_bytes", or_null(v.context_overhead_bytes())},
       {"other_processes_bytes", or_null(v.other_processes_bytes())},
       {"framework_cache_bytes", or_null(v.framework_cache_bytes())},
-      {"outside_framework_bytes", or_null(outside_framework(v))},
+      {"outside_framework_bytes", or_null(v.outside_framework_bytes())},
       {"pool_reserved_bytes", or_null(v.pool_reserved_bytes)},
       {"pool_used_bytes", or_null(v.pool_used_bytes)},
       {"graph_reserved_bytes", or_null(v.graph_reserved_bytes)},
@@ -118,26 +108,34 @@ std::string shown(const std::optional<T>& v) {
 
 void write_views_text(const std::string& title, const std::optional<ViewValues>& views,
                       uint64_t tracked, const std::map<std::string, uint64_t>& by_library,
-                      std::ostream& out) {
-  ViewValues v;
-  v.tracked_bytes = tracked;
-  if (views) v = *views;
+                      std::ostream& out, const char* absent) {
   out << "    " << title;
   if (!views) {
-    out << ": no sample of the other views (sampler off, or the process ended first)\n";
-  } else {
-    out << (v.exact ? "" : " (allocations changed while the views were read: approximate)") << "\n";
+    // Nothing was read at that moment: the tracked bytes alone, not a row of "missing" per view.
+    out << ": " << absent << "\n";
+    row(out, "tracked (all allocations)", human_bytes(tracked));
+    for (const auto& [library, bytes] : by_library)
+      row(out, "  owned by " + library, human_bytes(bytes));
+    return;
   }
-  row(out, "framework allocated", shown(v.framework_allocated_bytes),
-      v.framework_allocated_bytes ? "" : "(no gpumemtrace_framework_view report)");
-  row(out, "framework reserved", shown(v.framework_reserved_bytes));
+  const ViewValues& v = *views;
+  out << (v.exact ? "" : " (allocations changed while the views were read: approximate)") << "\n";
+  // A program without a framework (or one that reported nothing) gets one line, not a row of
+  // "missing" for each of the framework's figures and the differences made of them.
+  const bool framework = v.framework_allocated_bytes || v.framework_reserved_bytes;
+  if (framework) {
+    row(out, "framework allocated", shown(v.framework_allocated_bytes));
+    row(out, "framework reserved", shown(v.framework_reserved_bytes));
+  } else {
+    row(out, "framework", "none",
+        "(no caching allocator's block events, no gpumemtrace_framework_view report)");
+  }
   // The view's moment's bytes, with the libraries that hold them; the sample's beside them
   // when it was taken with other bytes live (the differences below are the sample's).
   row(out, "tracked (all allocations)", human_bytes(tracked));
   for (const auto& [library, bytes] : by_library)
     row(out, "  owned by " + library, human_bytes(bytes));
-  if (views && v.tracked_bytes != tracked)
-    row(out, "tracked when sampled", human_bytes(v.tracked_bytes));
+  if (v.tracked_bytes != tracked) row(out, "tracked when sampled", human_bytes(v.tracked_bytes));
   row(out, "NVML, this process", shown(v.nvml_process_bytes));
   row(out, "driver used (cuMemGetInfo)", shown(v.driver_used_bytes));
   row(out, "NVML, whole device", shown(v.nvml_device_used_bytes));
@@ -151,8 +149,11 @@ void write_views_text(const std::string& title, const std::optional<ViewValues>&
         "used " + shown(v.graph_used_bytes));
   }
   out << "      where the differences go:\n";
-  row(out, "  framework cache (reserved-alloc)", shown(v.framework_cache_bytes()));
-  row(out, "  outside the framework", shown(outside_framework(v)), "tracked - framework reserved");
+  if (framework) {
+    row(out, "  framework cache (reserved-alloc)", shown(v.framework_cache_bytes()));
+    row(out, "  outside the framework", shown(v.outside_framework_bytes()),
+        "tracked - framework reserved");
+  }
   row(out, "  context and module overhead", shown(v.context_overhead_bytes()),
       "NVML process - tracked");
   row(out, "  other processes", shown(v.other_processes_bytes()));

@@ -28,10 +28,15 @@ nlohmann::ordered_json views_json(const std::optional<ViewValues>& views, uint64
 
 nlohmann::ordered_json phases_json(const std::vector<TraceSummary>& traces);
 
-// "views at peak (12 ms after it)" and one line per view and named difference.
+// "views at peak (12 ms after it)" and one line per view and named difference; without views,
+// the moment's tracked bytes and `absent`, why there are none.
+inline constexpr const char* kNoViewSample =
+    "no sample of the other views (sampler off, or the process ended first)";
+inline constexpr const char* kViewsNotInSummary =
+    "the other views are not kept in a summary (report the trace itself for them)";
 void write_views_text(const std::string& title, const std::optional<ViewValues>& views,
                       uint64_t tracked, const std::map<std::string, uint64_t>& by_library,
-                      std::ostream& out);
+                      std::ostream& out, const char* absent = kNoViewSample);
 void write_phases_text(const TraceSummary& trace, std::ostream& out);
 
 }  // namespace gmt::analyzer

@@ -7,7 +7,13 @@
 // `cached_training fragment` instead fills one segment with five 4 MiB blocks, frees the second
 // and the fourth, and asks for 6 MiB: 8 MiB are free in the cache, in two 4 MiB holes, so the
 // allocator asks the runtime for a new segment; run with too little device memory for it, it
-// reports its OOM. Prints `oom=1` when it did, and the allocator's figures.
+// reports its OOM. Prints `oom=1` when it did, and the allocator's figures. With
+// SIM_ALLOCATOR=pytorch it first takes a small segment and frees its one block: the allocator
+// releases that segment and asks again before its OOM, as PyTorch does (`released=N`).
+//
+// `cached_training seed`: the README's scenario, x = a 1 GiB tensor, y = x * 2, del x; prints
+// the allocator's most allocated and reserved (torch.cuda.max_memory_allocated() and
+// max_memory_reserved(): 2 GiB each).
 //
 // `cached_training STEPS [KEEP_EVERY]`: KEEP_EVERY (3 unless given) spaces the kept activations,
 // so that a long run (a bounded trace's) keeps few.
@@ -71,8 +77,17 @@ __attribute__((noinline)) void* fragment_block(sim::CachingAllocator& allocator)
   return must(allocator.allocate(4 * kMiB));
 }
 
+sim::CachingAllocator::Reporting reporting() {
+  const char* as = std::getenv("SIM_ALLOCATOR");
+  return as != nullptr && std::strcmp(as, "pytorch") == 0
+             ? sim::CachingAllocator::Reporting::kAsPytorch
+             : sim::CachingAllocator::Reporting::kBlockSizes;
+}
+
 int fragment() {
-  sim::CachingAllocator allocator(0);
+  sim::CachingAllocator allocator(0, reporting());
+  if (reporting() == sim::CachingAllocator::Reporting::kAsPytorch)
+    allocator.free(must(allocator.allocate(64 * 1024)));  // a small segment, left free
   std::vector<void*> blocks;
 #pragma GCC unroll 1
   for (int i = 0; i < 5; ++i) blocks.push_back(fragment_block(allocator));
@@ -83,7 +98,26 @@ int fragment() {
   std::printf("allocated=%llu\n", static_cast<unsigned long long>(allocator.allocated_bytes()));
   std::printf("reserved=%llu\n", static_cast<unsigned long long>(allocator.reserved_bytes()));
   std::printf("segments=%zu\n", allocator.segments());
+  std::printf("released=%llu\n", static_cast<unsigned long long>(allocator.released_bytes()));
   std::fflush(stdout);
+  return 0;
+}
+
+__attribute__((noinline)) void* make_tensor(sim::CachingAllocator& allocator, std::size_t bytes) {
+  return must(allocator.allocate(bytes));
+}
+
+int seed() {
+  sim::CachingAllocator allocator(0, reporting());
+  void* x = make_tensor(allocator, 1024 * kMiB);
+  void* y = make_tensor(allocator, 1024 * kMiB);  // x * 2
+  allocator.free(x);
+  std::printf("max_allocated=%llu\n",
+              static_cast<unsigned long long>(allocator.max_allocated_bytes()));
+  std::printf("max_reserved=%llu\n",
+              static_cast<unsigned long long>(allocator.max_reserved_bytes()));
+  std::fflush(stdout);
+  (void)y;
   return 0;
 }
 
@@ -103,12 +137,11 @@ __attribute__((noinline)) void hold_scalar_and_unsplit_block(sim::CachingAllocat
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "fragment") == 0) return training::fragment();
+  if (argc > 1 && std::strcmp(argv[1], "seed") == 0) return training::seed();
   const int steps = argc > 1 ? std::atoi(argv[1]) : 60;
   if (argc > 2) training::keep_every = std::max(1, std::atoi(argv[2]));
-  const char* as = std::getenv("SIM_ALLOCATOR");
-  const bool as_pytorch = as != nullptr && std::strcmp(as, "pytorch") == 0;
-  sim::CachingAllocator allocator(0, as_pytorch ? sim::CachingAllocator::Reporting::kAsPytorch
-                                                : sim::CachingAllocator::Reporting::kBlockSizes);
+  const bool as_pytorch = training::reporting() == sim::CachingAllocator::Reporting::kAsPytorch;
+  sim::CachingAllocator allocator(0, training::reporting());
   void* weights = training::must(allocator.allocate(24 * training::kMiB));
 #pragma GCC unroll 1
   for (int n = 0; n < steps; ++n) training::step(allocator, n);

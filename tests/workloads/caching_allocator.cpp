@@ -3,6 +3,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <iterator>
 
 #include "include/gpumemtrace.h"
@@ -59,16 +60,16 @@ void* CachingAllocator::allocate(std::size_t bytes, uint64_t stream) {
     free_.erase(fit);
   } else {
     const std::size_t segment = segment_size(size);
-    void* p = nullptr;
-    if (cudaMalloc(&p, segment) != cudaSuccess) {
+    address = new_segment(segment, stream);
+    if (address == 0 && reporting_ == Reporting::kAsPytorch) {
+      release_free_segments();
+      address = new_segment(segment, stream);
+    }
+    if (address == 0) {
       report(GPUMEMTRACE_BLOCK_OOM, 0, size, stream);
       return nullptr;
     }
-    address = reinterpret_cast<uintptr_t>(p);
     blocks_[address] = Block{segment, address, segment, false, small, stream};
-    reserved_ += segment;
-    ++segments_;
-    report(GPUMEMTRACE_BLOCK_SEGMENT_ALLOC, address, segment, stream);
   }
   Block& b = blocks_.at(address);
   // Split off what is left when it is worth a block: any remainder in small segments, more
@@ -83,9 +84,38 @@ void* CachingAllocator::allocate(std::size_t bytes, uint64_t stream) {
   b.requested = bytes;
   b.stream = stream;
   allocated_ += b.size;
+  max_allocated_ = std::max(max_allocated_, allocated_);
   // PyTorch's trace entries carry the size asked for (orig_size), not the block's.
   report(GPUMEMTRACE_BLOCK_ALLOC, address, reported(b), stream);
   return reinterpret_cast<void*>(address);
+}
+
+uintptr_t CachingAllocator::new_segment(std::size_t bytes, uint64_t stream) {
+  void* p = nullptr;
+  if (cudaMalloc(&p, bytes) != cudaSuccess) return 0;
+  const auto address = reinterpret_cast<uintptr_t>(p);
+  reserved_ += bytes;
+  max_reserved_ = std::max(max_reserved_, reserved_);
+  ++segments_;
+  report(GPUMEMTRACE_BLOCK_SEGMENT_ALLOC, address, bytes, stream);
+  return address;
+}
+
+void CachingAllocator::release_free_segments() {
+  for (auto it = blocks_.begin(); it != blocks_.end();) {
+    const Block& b = it->second;
+    if (b.allocated || it->first != b.segment || b.size != b.segment_size) {
+      ++it;
+      continue;
+    }
+    erase_free(it->first);
+    // PyTorch records the segment's free before it gives it back (release_block()).
+    report(GPUMEMTRACE_BLOCK_SEGMENT_FREE, it->first, b.size, b.stream);
+    cudaFree(reinterpret_cast<void*>(it->first));
+    reserved_ -= b.size;
+    released_ += b.size;
+    it = blocks_.erase(it);
+  }
 }
 
 void CachingAllocator::free(void* p) {

@@ -6,7 +6,9 @@
 // block event through gpumemtrace.h's gpumemtrace_framework_block(), as a framework's shim would:
 // with the blocks' own sizes as allocator "other" (kBlockSizes), or as PyTorch's trace tracker
 // does (kAsPytorch): allocator "pytorch", and a block's events give the size asked for, while
-// allocated_bytes() counts the blocks (torch.cuda.memory_allocated()).
+// allocated_bytes() counts the blocks (torch.cuda.memory_allocated()); and when the runtime
+// refuses a segment it releases its wholly free segments and asks once more before it reports
+// its OOM, as PyTorch does (release_cached_blocks()).
 #pragma once
 
 #include <cstddef>
@@ -33,6 +35,11 @@ class CachingAllocator {
   // as torch.cuda.memory_allocated() and memory_reserved() say.
   uint64_t allocated_bytes() const { return allocated_; }
   uint64_t reserved_bytes() const { return reserved_; }
+  // The most each ever was, as torch.cuda.max_memory_allocated() and max_memory_reserved() say.
+  uint64_t max_allocated_bytes() const { return max_allocated_; }
+  uint64_t max_reserved_bytes() const { return max_reserved_; }
+  // What releasing the cache before a retry gave back, over the allocator's life.
+  uint64_t released_bytes() const { return released_; }
   std::size_t segments() const { return segments_; }
 
   static std::size_t round_size(std::size_t bytes);
@@ -52,6 +59,10 @@ class CachingAllocator {
   // the size.
   using FreeKey = std::pair<std::pair<bool, std::size_t>, uintptr_t>;
 
+  // A new segment of `bytes` from the runtime; 0 when it has no more.
+  uintptr_t new_segment(std::size_t bytes, uint64_t stream);
+  // Gives every wholly free segment back to the runtime.
+  void release_free_segments();
   void insert_free(uintptr_t address);
   void erase_free(uintptr_t address);
 
@@ -67,6 +78,9 @@ class CachingAllocator {
   std::set<FreeKey> free_;
   uint64_t allocated_ = 0;
   uint64_t reserved_ = 0;
+  uint64_t max_allocated_ = 0;
+  uint64_t max_reserved_ = 0;
+  uint64_t released_ = 0;
   std::size_t segments_ = 0;
 };
 

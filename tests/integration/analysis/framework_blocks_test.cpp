@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -72,6 +73,19 @@ class FrameworkBlocks : public TracedRun {
     return records(trace, "block");
   }
 };
+
+// The value of a row of a views table of `report`'s text ("2.00 GiB"), in the first table whose
+// title starts with `title`; "" when there is none.
+std::string views_row(const std::string& text, const std::string& title, const std::string& label) {
+  const std::size_t table = text.find("    " + title);
+  if (table == std::string::npos) return "";
+  const std::size_t row = text.find("\n      " + label + " ", table);
+  if (row == std::string::npos) return "";
+  std::string line = text.substr(row + 7 + label.size());
+  line = line.substr(0, line.find('\n'));
+  line = line.substr(line.find_first_not_of(' '));
+  return line.substr(0, line.find("  "));
+}
 
 // The frame of `function` in a group's frames, or null.
 const json* frame_of(const json& group, const std::string& function) {
@@ -571,6 +585,172 @@ TEST_F(FrameworkBlocks, AnOomInAFragmentedCacheSaysSo) {
   ASSERT_EQ(csv.exit_code, 0) << csv.err;
   EXPECT_EQ(csv.out.substr(0, csv.out.find('\n')),
             "time_ns,device,resident,kind,framework_allocated,framework_reserved");
+}
+
+// What the allocator holds free has no stack: `leaks` names it as the allocator's cache, never as
+// an allocation of unknown origin, in text, JSON and the leak flame graph.
+TEST_F(FrameworkBlocks, TheFreeCacheIsNamedAsTheAllocatorsCache) {
+  const std::string trace = traced_training();
+  const int64_t cache = printed(last_output_, "reserved") - printed(last_output_, "allocated");
+  const ProcessResult text = cli({"leaks", trace});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_EQ(text.out.find("unknown"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("(no stack recorded)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("  cached  device 0  (other cache: free)\n"), std::string::npos)
+      << text.out;
+
+  const json leaks = command_json({"leaks", trace, "--json"});
+  int caches = 0;
+  for (const json& g : leaks["leaks"]) {
+    if (g["level"] != "cache") continue;
+    ++caches;
+    EXPECT_EQ(g["library"], "other");
+    EXPECT_TRUE(g["frames"].empty());
+  }
+  EXPECT_EQ(caches, 1);
+
+  const ProcessResult folded =
+      cli({"export", trace, "--format", "folded", "--what", "leaks", "-o", "-"});
+  ASSERT_EQ(folded.exit_code, 0) << folded.err;
+  EXPECT_NE(folded.out.find("device 0;cached;(other cache: free) " + std::to_string(cache) + "\n"),
+            std::string::npos)
+      << folded.out;
+}
+
+// A folded line's frames carry their lines: the loop's three call sites in step() (its
+// activations, its scratch block, keep_activation()) stay three lines of the flame graph.
+TEST_F(FrameworkBlocks, FoldedStacksKeepCallSitesApartByLine) {
+  const std::string trace = traced_training();
+  const ProcessResult folded = cli({"export", trace, "--format", "folded", "-o", "-"});
+  ASSERT_EQ(folded.exit_code, 0) << folded.err;
+  std::set<std::string> step_sites;
+  std::size_t at = 0;
+  while ((at = folded.out.find("training::step(", at)) != std::string::npos) {
+    const std::size_t end = folded.out.find_first_of(";\n ", folded.out.find(") (", at) + 3);
+    step_sites.insert(folded.out.substr(at, end - at));
+    at = end;
+  }
+  EXPECT_EQ(step_sites.size(), 3u) << folded.out;
+  for (const std::string& site : step_sites)
+    EXPECT_NE(site.find(" (cached_training.cpp:"), std::string::npos) << site;
+}
+
+// PyTorch's way with a request that does not fit: cudaMalloc fails, the allocator gives its
+// free segments back (here a 2 MiB one) and asks again, which fails too, then records its OOM.
+// One failure everywhere, its retry folded into it, with the allocator's figures.
+TEST_F(FrameworkBlocks, AnOomRetriedAfterTheCacheWasReleasedIsListedOnce) {
+  const ProcessResult run = run_traced("workload_cached_training", {"fragment"},
+                                       {{"SIM_ALLOCATOR", "pytorch"},
+                                        {"FAKECUDA_DEVICE_MEMORY", "33554432"},
+                                        {"FAKECUDA_CONTEXT_OVERHEAD", "0"}});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  ASSERT_EQ(printed(run.out, "oom"), 1) << run.out;
+  const int64_t mib = static_cast<int64_t>(kMiB);
+  ASSERT_EQ(printed(run.out, "released"), 2 * mib);
+  const std::string trace = only_trace();
+  // The trace holds both failed calls.
+  EXPECT_EQ(records(trace, "alloc_failed").size(), 2u);
+
+  const json oom = command_json({"oom", trace, "--json"});
+  EXPECT_EQ(oom["failed_allocations"], 1);
+  ASSERT_EQ(oom["ooms"].size(), 1u) << oom.dump(1);
+  const json& f = oom["ooms"][0];
+  EXPECT_EQ(f["requested_bytes"], 20 * mib);
+  EXPECT_EQ(f["live_bytes"], 20 * mib);  // after the release
+  ASSERT_EQ(f["retries"].size(), 1u) << f.dump(1);
+  EXPECT_EQ(f["retries"][0]["released_bytes"], 2 * mib);
+  EXPECT_EQ(f["retries"][0]["error"], 2);
+  EXPECT_GE(f["retries"][0]["time_ns"].get<int64_t>(), f["time_ns"].get<int64_t>());
+  EXPECT_EQ(f["allocator"], "pytorch");
+  EXPECT_EQ(f["allocator_requested_bytes"], 6 * mib);
+  EXPECT_EQ(f["cache_free_bytes"], 8 * mib);
+  EXPECT_EQ(f["largest_free_block_bytes"], 4 * mib);
+  EXPECT_EQ(f["fragmentation"], true);
+
+  const ProcessResult text = cli({"oom", trace});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_EQ(text.out.find("1 failed allocation in "), 0u) << text.out;
+  EXPECT_NE(text.out.find("    retried once after the allocator released 2.00 MiB\n"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("fragmentation: the cache held 8.00 MiB free, but its largest free "
+                          "block was 4.00 MiB"),
+            std::string::npos)
+      << text.out;
+
+  const json r = report({trace});
+  EXPECT_EQ(number(device(r, 0), "failed_alloc_count"), 1);
+  ASSERT_EQ(r["ooms"].size(), 1u) << r["ooms"].dump(1);
+  EXPECT_EQ(r["ooms"][0]["retries"].size(), 1u);
+  EXPECT_EQ(r["ooms"][0]["fragmentation"], true);
+  const ProcessResult report_text = cli({"report", trace});
+  EXPECT_NE(report_text.out.find(", failed 1 (gpumemtrace oom)\n"), std::string::npos)
+      << report_text.out;
+
+  const ProcessResult check = cli({"check", trace, "--no-oom"});
+  EXPECT_EQ(check.exit_code, 1);
+  EXPECT_EQ(check.out, "FAIL: 1 allocation failed (--no-oom)\n");
+
+  // A summary keeps the retries.
+  const std::string summary = dir_ + "/summary.json";
+  ASSERT_EQ(cli({"summarize", trace, "-o", summary}).exit_code, 0);
+  const json from_summary = report({summary});
+  ASSERT_EQ(from_summary["ooms"].size(), 1u);
+  EXPECT_EQ(from_summary["ooms"][0]["retries"], r["ooms"][0]["retries"]);
+}
+
+// The seed's scenario (x = a 1 GiB tensor, y = x * 2, del x) as PyTorch records it: each
+// segment's driver allocation before the allocator's segment and block events for the same
+// request. The peak is the moment of y's whole request: the views there say what torch's max
+// allocated and max reserved say (2 GiB each), and nothing outside the framework, with the
+// sampler on (it reads the views between y's segment and its block) or off.
+TEST_F(FrameworkBlocks, TheViewsAtThePeakCountTheRequestThatReachedIt) {
+  for (const char* sample_ms : {"50", "0"}) {
+    SCOPED_TRACE(std::string("GPUMEMTRACE_SAMPLE_MS=") + sample_ms);
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    const ProcessResult run =
+        run_traced("workload_cached_training", {"seed"},
+                   {{"SIM_ALLOCATOR", "pytorch"}, {"GPUMEMTRACE_SAMPLE_MS", sample_ms}});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const int64_t gib = 1024 * static_cast<int64_t>(kMiB);
+    ASSERT_EQ(printed(run.out, "max_allocated"), 2 * gib);
+    ASSERT_EQ(printed(run.out, "max_reserved"), 2 * gib);
+    const std::string trace = only_trace();
+
+    const json r = report({trace});
+    const json& d = device(r, 0);
+    EXPECT_EQ(number(d, "peak_bytes"), 2 * gib);
+    EXPECT_EQ(number(d, "views.at_peak.framework_allocated_bytes"), 2 * gib) << d["views"].dump(1);
+    EXPECT_EQ(number(d, "views.at_peak.framework_reserved_bytes"), 2 * gib);
+    EXPECT_EQ(number(d, "views.at_peak.tracked_bytes"), 2 * gib);
+    EXPECT_EQ(number(d, "views.at_peak.outside_framework_bytes"), 0);
+    EXPECT_EQ(number(d, "views.at_peak.framework_cache_bytes"), 0);
+    EXPECT_EQ(d["views"]["at_peak"]["by_library"], (json{{"libgmt_caching_allocator", 2 * gib}}))
+        << d["views"]["at_peak"].dump(1);
+
+    const ProcessResult text = cli({"report", trace});
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_EQ(views_row(text.out, "views at the peak", "framework allocated"), "2.00 GiB")
+        << text.out;
+    EXPECT_EQ(views_row(text.out, "views at the peak", "framework reserved"), "2.00 GiB");
+    EXPECT_EQ(views_row(text.out, "views at the peak", "  outside the framework"), "0 B");
+
+    // Perfetto's peak instant carries the same figures.
+    const std::string perfetto = dir_ + "/trace.json";
+    const ProcessResult exported = cli({"export", trace, "--format", "perfetto", "-o", perfetto});
+    ASSERT_EQ(exported.exit_code, 0) << exported.err;
+    const json events = json::parse(read_file(perfetto))["traceEvents"];
+    int peaks = 0;
+    for (const json& e : events) {
+      if (e.value("cat", "") != "peak") continue;
+      ++peaks;
+      EXPECT_EQ(e["args"]["bytes"], 2 * gib);
+      EXPECT_EQ(e["args"]["framework_allocated_bytes"], 2 * gib) << e.dump();
+      EXPECT_EQ(e["args"]["framework_reserved_bytes"], 2 * gib) << e.dump();
+    }
+    EXPECT_EQ(peaks, 1);
+  }
 }
 
 }  // namespace

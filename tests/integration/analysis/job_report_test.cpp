@@ -388,6 +388,22 @@ TEST_F(JobReport, JsonlRowsPerRankDeviceAndSite) {
   EXPECT_EQ(two.err, "gpumemtrace: --format pprof takes one trace (jsonl takes several)\n");
 }
 
+// --no-oom on a job names the processes whose allocations failed (ranks 1 and 3).
+TEST_F(JobReport, CheckNoOomNamesTheRanksThatFailed) {
+  ASSERT_NO_FATAL_FAILURE(run_job());
+  const json rep = report({dir_});
+  const auto rank = [&](int i) {
+    return "rank " + std::to_string(i) + " (pid " +
+           std::to_string(rep["traces"][i]["pid"].get<uint64_t>()) + ")";
+  };
+  for (const std::string& job : {dir_, summarize_job()}) {
+    const ProcessResult r = cli({"check", job, "--no-oom"});
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_EQ(r.out, "FAIL: 2 allocations failed, 1 on " + rank(1) + " and 1 on " + rank(3) +
+                         " (--no-oom)\n");
+  }
+}
+
 TEST_F(JobReport, CheckMaxImbalance) {
   ASSERT_NO_FATAL_FAILURE(run_job());
   const std::string summaries = summarize_job();

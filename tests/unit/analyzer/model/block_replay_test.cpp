@@ -148,6 +148,45 @@ TEST(BlockReplay, TheViewsHaveTheFiguresEvenWithoutASample) {
   EXPECT_EQ(v->time_ns, 15u);
 }
 
+// PyTorch records a segment's driver allocation before the allocator's events for the same
+// request, and the sampler may read the views in between: the views at the peak have the
+// allocator's figures once the request's segment and block are made, and nothing outside it.
+TEST(BlockReplay, TheViewsAtThePeakCountTheRequestThatReachedIt) {
+  for (const bool sampled : {true, false}) {
+    SCOPED_TRACE(sampled ? "sampled between" : "no sample");
+    Replay replay;
+    replay.apply(segment(10, 0x100000000, 1024 * kMiB, 1));  // x
+    replay.apply(block(11, BlockAction::kSegmentAlloc, 0x100000000, 1024 * kMiB, 1));
+    replay.apply(block(12, BlockAction::kAlloc, 0x100000000, 1024 * kMiB, 2));
+    replay.apply(segment(20, 0x200000000, 1024 * kMiB, 1));  // y = x * 2: the peak
+    if (sampled) replay.apply(periodic_sample(21));
+    replay.apply(block(22, BlockAction::kSegmentAlloc, 0x200000000, 1024 * kMiB, 1));
+    replay.apply(block(23, BlockAction::kAlloc, 0x200000000, 1024 * kMiB, 3));
+    replay.apply(block(30, BlockAction::kFreeRequested, 0x100000000, 1024 * kMiB));  // del x
+    replay.apply(block(31, BlockAction::kFreeCompleted, 0x100000000, 1024 * kMiB));
+    replay.finish();
+    const DeviceSummary& d = replay.summary().devices.at(0);
+    EXPECT_EQ(d.peak_bytes, 2048 * kMiB);
+    EXPECT_EQ(d.peak_time_ns, 20u);
+    ASSERT_TRUE(d.views_at_peak.has_value());
+    const ViewValues& v = *d.views_at_peak;
+    EXPECT_EQ(v.tracked_bytes, 2048 * kMiB);
+    EXPECT_EQ(v.framework_allocated_bytes, 2048 * kMiB);
+    EXPECT_EQ(v.framework_reserved_bytes, 2048 * kMiB);
+    EXPECT_EQ(v.framework_time_ns, 23u);
+    EXPECT_EQ(v.outside_framework_bytes(), 0);
+    EXPECT_EQ(v.framework_cache_bytes(), 0);
+    EXPECT_EQ(v.time_ns, sampled ? 21u : 23u);
+    // At exit, after del x: y's block, both segments (the sample's, when there is one, are
+    // those of its own moment: the last sample is the exit's views).
+    if (sampled) continue;
+    ASSERT_TRUE(d.views_at_exit.has_value());
+    EXPECT_EQ(d.views_at_exit->framework_allocated_bytes, 1024 * kMiB);
+    EXPECT_EQ(d.views_at_exit->framework_reserved_bytes, 2048 * kMiB);
+    EXPECT_EQ(d.views_at_exit->outside_framework_bytes(), 0);
+  }
+}
+
 TEST(BlockReplay, CachedIsWhatTheAllocatorHoldsFreeAndBlocksAreTheirOwnRows) {
   Replay replay;
   for (const auto& r : one_segment()) replay.apply(r);
@@ -452,6 +491,71 @@ TEST(BlockTimeline, FrameworkAllocatedAndReservedAreSeriesOfTheDevice) {
   plain.apply(segment(5, 0x900000000, 3 * kMiB, 9));
   plain.finish();
   EXPECT_TRUE(plain.summary().timeline.devices.at(0).framework_reserved.empty());
+}
+
+}  // namespace
+}  // namespace gmt::analyzer
+
+namespace gmt::analyzer {
+namespace {
+
+format::AllocFailedRecord failed_on(uint64_t t, uint64_t size, uint64_t thread) {
+  format::AllocFailedRecord r = failed(t, size);
+  r.thread = thread;
+  return r;
+}
+
+// PyTorch's order for one request that does not fit: cudaMalloc fails, the allocator gives its
+// free segments back and asks again, which fails too, and then it reports its OOM. One failed
+// request, its retry folded into it with what was released; a request after the OOM, or on
+// another thread, is another failure.
+TEST(BlockOom, TheRetriesOfOneRequestAreOneFailure) {
+  Replay replay;
+  for (const auto& r : one_segment()) replay.apply(r);
+  replay.apply(segment(16, 0x200000000, 2 * kMiB, 1));  // a segment left free in the cache
+  replay.apply(block(17, BlockAction::kSegmentAlloc, 0x200000000, 2 * kMiB, 1));
+  replay.apply(failed_on(20, 40 * kMiB, 100));
+  replay.apply(block(21, BlockAction::kSegmentFree, 0x200000000, 2 * kMiB));
+  replay.apply(test::free_at(22, 0x200000000));
+  replay.apply(failed_on(23, 40 * kMiB, 100));
+  replay.apply(block(24, BlockAction::kOom, 0, 40 * kMiB));
+  replay.apply(failed_on(30, 40 * kMiB, 100));  // the program's next request
+  replay.apply(failed_on(31, 40 * kMiB, 200));  // another thread's
+  replay.finish();
+  const TraceSummary& t = replay.summary();
+  EXPECT_EQ(t.devices.at(0).failed_alloc_count, 3u);
+  ASSERT_EQ(t.failures.size(), 3u);
+  const FailedAllocation& f = t.failures[0];
+  EXPECT_EQ(f.time_ns, 20u);
+  EXPECT_EQ(f.requested_bytes, 40 * kMiB);
+  ASSERT_EQ(f.retries.size(), 1u);
+  EXPECT_EQ(f.retries[0].time_ns, 23u);
+  EXPECT_EQ(f.retries[0].released_bytes, 2 * kMiB);
+  EXPECT_EQ(f.retries[0].error, 2u);
+  EXPECT_EQ(f.released_bytes(), 2 * kMiB);
+  // The state of its last attempt, with the allocator's figures.
+  EXPECT_EQ(f.live_bytes, 20 * kMiB);
+  EXPECT_EQ(f.allocator, static_cast<int>(format::BlockAllocator::kPytorch));
+  EXPECT_EQ(f.allocator_requested_bytes, 40 * kMiB);
+  EXPECT_EQ(f.cache_free_bytes, 19 * kMiB);
+  EXPECT_TRUE(t.failures[1].retries.empty());
+  EXPECT_EQ(t.failures[1].time_ns, 30u);
+  EXPECT_TRUE(t.failures[2].retries.empty());
+  EXPECT_EQ(t.failures[2].time_ns, 31u);
+}
+
+// An allocation that succeeds on the thread ends its request: the same size failing again is a
+// new one.
+TEST(BlockOom, AnAllocationBetweenTwoFailuresMakesThemTwoRequests) {
+  Replay replay;
+  replay.apply(failed_on(20, 40 * kMiB, 100));
+  format::AllocRecord a = test::alloc_at(21, 0, 0x300000000, kMiB);
+  replay.apply(a);
+  replay.apply(failed_on(22, 40 * kMiB, 100));
+  replay.finish();
+  ASSERT_EQ(replay.summary().failures.size(), 2u);
+  EXPECT_TRUE(replay.summary().failures[0].retries.empty());
+  EXPECT_EQ(replay.summary().devices.at(0).failed_alloc_count, 2u);
 }
 
 }  // namespace

@@ -92,6 +92,34 @@ TEST(OwnerLibrary, AStackOfAnAllocatorsBlocksIsThatFrameworks) {
   EXPECT_EQ(allocator_library(static_cast<int>(format::BlockAllocator::kOther)), nullptr);
 }
 
+// Python calling CUDA through ctypes: past the runtime, the native frames are the interpreter's
+// calling machinery; the call is the Python code's, named by its innermost frame outside the
+// standard library: the program's file, or the package the line is in.
+TEST(OwnerLibrary, ACallThroughCtypesIsOwnedByThePythonCodeThatMadeIt) {
+  TraceSummary trace;
+  trace.argv = {"/usr/bin/python3.12", "train.py"};
+  trace.modules = {module("/usr/lib/libcudart.so.13", 0x1000, 0x2000),
+                   module("/usr/lib/x86_64-linux-gnu/libffi.so.8", 0x3000, 0x4000),
+                   module("/usr/lib/python3.12/lib-dynload/_ctypes.cpython-312-x86_64-linux-gnu.so",
+                          0x5000, 0x6000),
+                   module("/usr/bin/python3.12", 0x7000, 0x8000)};
+  trace.python_code[1] = {"allocate", "/src/train.py"};
+  trace.python_code[2] = {"CDLL.__getitem__", "/usr/lib/python3.12/ctypes/__init__.py"};
+  trace.python_code[3] = {"Pool.malloc", "/env/lib/python3.12/site-packages/mylib/pool.py"};
+  const auto python = [](uint64_t code, uint64_t line) { return code << 32 | line; };
+  for (uint32_t id : {1, 2, 3, 4}) trace.stacks[id] = {0x1100, 0x3100, 0x5100, 0x7100};
+  trace.python_stacks[1] = {python(1, 12)};
+  trace.python_stacks[2] = {python(2, 400), python(1, 12)};  // the standard library passes it on
+  trace.python_stacks[3] = {python(3, 7), python(1, 12)};    // a package's line made it
+  // Stack 4 has no Python frames: its native frames alone.
+  EXPECT_EQ(owner_library(trace, 1), "train.py");
+  EXPECT_EQ(owner_library(trace, 2), "train.py");
+  EXPECT_EQ(owner_library(trace, 3), "mylib");
+  EXPECT_EQ(owner_library(trace, 4), "libffi");
+  trace.python_code[3].file = "/env/lib/python3.12/site-packages/torch/cuda/memory.py";
+  EXPECT_EQ(python_owner(trace, 3), "pytorch");
+}
+
 TEST(OwnerLibrary, UsesTheModulesLoadedWhenTheStackWasRecorded) {
   TraceSummary trace;
   trace.modules = {module("/plugins/libold.so", 0x1000, 0x2000),

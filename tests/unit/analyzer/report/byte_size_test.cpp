@@ -16,6 +16,18 @@ TEST(HumanBytes, UsesBinaryUnitsWithThreeSignificantDigits) {
   EXPECT_EQ(human_bytes(500ull << 30), "500 GiB");
 }
 
+// One rounding everywhere: half up on the exact value, as the page's JavaScript (toFixed) does;
+// printf's round-half-to-even would print 1.125 GiB as "1.12 GiB" beside the page's "1.13 GiB".
+TEST(HumanBytes, RoundsHalfUpAsThePageDoes) {
+  EXPECT_EQ(human_bytes(9ull << 27), "1.13 GiB");        // 1.125
+  EXPECT_EQ(human_bytes((9ull << 27) - 1), "1.12 GiB");  // just below
+  EXPECT_EQ(human_bytes(1024 + 5), "1.00 KiB");          // 1.0048...
+  EXPECT_EQ(human_bytes(1024 * 25 / 2 + 512 / 10), "12.5 KiB");
+  EXPECT_EQ(human_bytes(205ull << 19), "103 MiB");  // 102.5
+  EXPECT_EQ(human_bytes(10239), "10.00 KiB");       // 9.999: rounded up to 10
+  EXPECT_EQ(human_bytes(UINT64_MAX), "16.0 EiB");
+}
+
 TEST(HumanDuration, PicksAReadableUnit) {
   EXPECT_EQ(human_duration(1500), "1.5 us");
   EXPECT_EQ(human_duration(15000000), "15.0 ms");

@@ -94,6 +94,70 @@ TEST(FramePolicy, PythonFramesLeadPastTheFramework) {
             "  <module>  train.py:37\n");
 }
 
+// The classic evaluation leak (`total += model(x).square().mean()`): the output of `self.b(h)`
+// is made in torch's Linear.forward, called from the user's Net.forward. The user's line leads;
+// torch's Python frames fold into the `via` line, named once per package by its innermost frame.
+std::vector<SiteFrame> linear_in_user_module() {
+  return {
+      in("cudaMalloc", "/x/libcudart.so.13"),
+      in("c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(signed char, "
+         "unsigned long, CUstream_st*)",
+         "/env/lib/python3.12/site-packages/torch/lib/libc10_cuda.so"),
+      in("at::native::linear(at::Tensor const&, at::Tensor const&)",
+         "/env/lib/python3.12/site-packages/torch/lib/libtorch_cpu.so"),
+      in("torch::autograd::THPVariable_linear(_object*, _object*, _object*)",
+         "/env/lib/python3.12/site-packages/torch/lib/libtorch_python.so"),
+      python("Linear.forward", "/env/lib/python3.12/site-packages/torch/nn/modules/linear.py", 134),
+      python("Module._call_impl", "/env/lib/python3.12/site-packages/torch/nn/modules/module.py",
+             1784),
+      python("Module._wrapped_call_impl",
+             "/env/lib/python3.12/site-packages/torch/nn/modules/module.py", 1773),
+      python("Net.forward", "/home/u/g_leak2.py", 15),
+      python("Module._call_impl", "/env/lib/python3.12/site-packages/torch/nn/modules/module.py",
+             1784),
+      python("contextmanager.inner", "/usr/lib/python3.12/contextlib.py", 81),
+      python("evaluate", "/home/u/g_leak2.py", 22)};
+}
+
+TEST(FramePolicy, TheProgramsOwnPythonLineLeadsPastInstalledPackages) {
+  const std::vector<SiteFrame> frames = linear_in_user_module();
+  EXPECT_EQ(first_user_frame(frames), std::optional<std::size_t>(7));
+  EXPECT_EQ(written(frames, 4),
+            "  Net.forward  g_leak2.py:15\n"
+            "    via cudaMalloc \u2190 c10 caching allocator \u2190 libtorch \u2190 Linear.forward "
+            "(torch)\n"
+            "  Module._call_impl  module.py:1784\n"
+            "  contextmanager.inner  contextlib.py:81\n"
+            "  evaluate  g_leak2.py:22\n");
+  // Every frame with --frames all.
+  EXPECT_EQ(shown_stack(frames, FrameMode::kAll).frames.size(), frames.size());
+}
+
+// A model from torchvision: every Python frame is a package's, and the innermost leads as before.
+TEST(FramePolicy, WhereEveryPythonFrameIsAPackagesTheInnermostLeads) {
+  const std::vector<SiteFrame> frames = {
+      in("cudaMalloc", "/x/libcudart.so.13"),
+      python("Conv2d._conv_forward",
+             "/usr/local/lib/python3.11/dist-packages/torch/nn/modules/conv.py", 548),
+      python("ResNet.forward",
+             "/usr/local/lib/python3.11/dist-packages/torchvision/models/resnet.py", 285),
+      python("run", "/usr/lib/python3.11/runpy.py", 88)};
+  EXPECT_EQ(first_user_frame(frames), std::optional<std::size_t>(1));
+}
+
+TEST(FramePolicy, PythonFilesOfPackagesAndTheStandardLibraryAreKnown) {
+  EXPECT_EQ(python_package("/env/lib/python3.12/site-packages/torch/nn/modules/linear.py"),
+            "torch");
+  EXPECT_EQ(python_package("/usr/lib/python3/dist-packages/numpy/core/numeric.py"), "numpy");
+  EXPECT_EQ(python_package("/env/lib/python3.12/site-packages/six.py"), "six");
+  EXPECT_EQ(python_package("/usr/lib/python3.12/contextlib.py"), "python");
+  EXPECT_EQ(python_package("/opt/conda/lib/python3.11/concurrent/futures/thread.py"), "python");
+  EXPECT_EQ(python_package("<frozen runpy>"), "python");
+  EXPECT_EQ(python_package("/home/u/g_leak2.py"), "");
+  EXPECT_EQ(python_package("/home/u/lib/python_tools/run.py"), "");
+  EXPECT_EQ(python_package("<string>"), "");
+}
+
 // CuPy's pool reports its blocks through our Python hook (python/gpumemtrace_cupy.py), which
 // calls us through ctypes: the hook's frame is CuPy's allocation path, the user's line is past it.
 TEST(FramePolicy, OurCupyHooksFrameIsCupysPathNotTheUsers) {

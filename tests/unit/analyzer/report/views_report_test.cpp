@@ -55,5 +55,33 @@ TEST(ViewsText, ListsTheMomentsBytesByLibraryAndTheSamplesApart) {
       << text;
 }
 
+// A program without a framework: one line says so, not a row of "missing" for each framework
+// figure and each difference made of them.
+TEST(ViewsText, WithoutAFrameworkOneLineSaysSo) {
+  std::ostringstream out;
+  write_views_text("views at the peak", sample_after_the_peak(), 160 * kMiB, {}, out);
+  const std::string text = out.str();
+  EXPECT_NE(text.find("      framework                                 none  (no caching "
+                      "allocator's block events, no gpumemtrace_framework_view report)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("framework allocated"), std::string::npos) << text;
+  EXPECT_EQ(text.find("outside the framework"), std::string::npos) << text;
+  EXPECT_EQ(text.find("framework cache"), std::string::npos) << text;
+}
+
+// No sample of the moment (sampler off), or a summary, which keeps no views: the moment's
+// tracked bytes and why there is nothing else, without a row per view.
+TEST(ViewsText, WithoutViewsTheTrackedBytesAndWhy) {
+  std::ostringstream out;
+  write_views_text("views at exit", std::nullopt, 160 * kMiB, {{"train", 160 * kMiB}}, out,
+                   kViewsNotInSummary);
+  EXPECT_EQ(out.str(),
+            "    views at exit: the other views are not kept in a summary (report the trace "
+            "itself for them)\n"
+            "      tracked (all allocations)              160 MiB\n"
+            "        owned by train                       160 MiB\n");
+}
+
 }  // namespace
 }  // namespace gmt::analyzer
