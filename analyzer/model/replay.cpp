@@ -363,9 +363,11 @@ bool Replay::retry_of_open_failure(const format::AllocFailedRecord& r) const {
   if (!open_failure_ || *open_failure_ >= summary_.failures.size()) return false;
   const FailedAllocation& f = summary_.failures[*open_failure_];
   // Once the allocator has reported its OOM, the request is over: a new one may be the same.
-  return f.allocator < 0 && r.thread == open_failure_thread_ && f.device == r.device &&
-         f.kind == r.kind && open_failure_api_ == static_cast<uint32_t>(r.api) &&
-         f.requested_bytes == r.size;
+  // Only a caching allocator retries (after releasing its cache): without one on the device, two
+  // failures are two requests (a program that asks twice, through two runtimes say).
+  return f.allocator < 0 && blocks_.has_blocks(r.device) && r.thread == open_failure_thread_ &&
+         f.device == r.device && f.kind == r.kind &&
+         open_failure_api_ == static_cast<uint32_t>(r.api) && f.requested_bytes == r.size;
 }
 
 void Replay::end_open_failure(const format::AllocRecord& r) {

@@ -55,8 +55,9 @@ struct Recorder {
   PhaseRecorder* phases;
   EventRecorder* events;
 
-  explicit Recorder(const std::string& pattern) {
+  explicit Recorder(const std::string& pattern, uint64_t max_size = 0) {
     config.output_pattern = pattern;
+    config.max_size = max_size;
     config.stacks = StackMode::kNone;
     config.sample_ms = 2;
     writer = new TraceWriter(config);
@@ -169,6 +170,52 @@ TEST(RecorderConcurrency, EightThreadsAndTheSamplerLoseNothing) {
   EXPECT_EQ(pops, pushes);
   EXPECT_EQ(counts[index_of<format::EndRecord>()], 1u);
   EXPECT_GT(check_chunk_counts(path), uint64_t{kThreads});  // each thread filled several
+  fs::remove_all(dir);
+}
+
+// A bounded trace written by more threads than its limit has chunks for: past their budget the
+// threads share one chunk (under a lock) while the checkpoint thread reuses the oldest. The file
+// stays within its limit, and reads whole; under ThreadSanitizer any race of that path fails.
+TEST(RecorderConcurrency, ThirtyTwoThreadsShareChunksWithinABound) {
+  const fs::path dir = fs::temp_directory_path() / ("gmt-bounded-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  constexpr uint64_t kLimit = 1u << 20;
+  static Recorder* recorder = new Recorder((dir / "t.%p.gmt").string(), kLimit);
+  constexpr int kThreads = 32;
+  constexpr int kPairs = 3000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([t] {
+      EventRecorder& events = *recorder->events;
+      for (int i = 0; i < kPairs; ++i) {
+        const uint64_t address = (static_cast<uint64_t>(t + 1) << 32) + (i % 4) * (2u << 20);
+        if (i >= 4) events.freeing(format::Api::kCuMemFree, address);
+        events.allocation(0, 0, 0x1000, MemoryKind::kDevice, format::Api::kCuMemAlloc, address,
+                          2u << 20);
+      }
+      for (int i = kPairs - 4; i < kPairs; ++i) {
+        events.freeing(format::Api::kCuMemFree,
+                       (static_cast<uint64_t>(t + 1) << 32) + (i % 4) * (2u << 20));
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  recorder->sampler->stop();
+  recorder->writer->finish();
+  const std::string path = recorder->writer->path();
+  ASSERT_FALSE(path.empty());
+  EXPECT_LE(fs::file_size(path), kLimit);
+  analyzer::MappedFile file(path);
+  const format::HeaderCheck header = format::check_header(file.bytes());
+  ASSERT_TRUE(header.ok) << header.error;
+  format::TraceReader reader(file.bytes(), header.header);
+  uint64_t ends = 0;
+  while (auto record = reader.next()) {
+    if (std::holds_alternative<format::EndRecord>(*record)) ++ends;
+  }
+  EXPECT_EQ(ends, 1u);
+  for (const format::ReadProblem& problem : reader.problems())
+    ADD_FAILURE() << problem.offset << ": " << problem.reason;
   fs::remove_all(dir);
 }
 
