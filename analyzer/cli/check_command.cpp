@@ -131,6 +131,26 @@ std::string failed_where(const ReportInput& input) {
   return text;
 }
 
+// The first role over its --max-role limit at a device's peak, as its FAIL line; "" when none
+// is. A trace without roles (no PyTorch hooks) has none to exceed: said once, in the OK line.
+std::string role_failure(const CheckOptions& options, const ReportInput& input) {
+  for (const auto& [role, limit] : options.max_roles) {
+    for (std::size_t i = 0; i < input.traces.size(); ++i) {
+      for (const auto& [ordinal, d] : input.traces[i].devices) {
+        if (!d.roles_at_peak) continue;
+        const uint64_t bytes = (*d.roles_at_peak)[role].bytes;
+        if (bytes <= limit) continue;
+        std::ostringstream line;
+        line << "FAIL: " << role_name(role) << " " << human_bytes(bytes) << " (" << bytes
+             << " bytes) at the peak on " << which(input, i) << device_name(d.device)
+             << " exceeds --max-role " << role_name(role) << "=" << human_bytes(limit) << "\n";
+        return line.str();
+      }
+    }
+  }
+  return "";
+}
+
 // The first limit exceeded, as its FAIL line; "" when none is.
 std::string first_failure(const CheckOptions& options, const ReportInput& input) {
   std::size_t peak_trace = 0, leak_trace = 0;
@@ -168,6 +188,8 @@ std::string first_failure(const CheckOptions& options, const ReportInput& input)
                  options.max_imbalance ? imbalance_failure(options, input) : "";
              !imbalance.empty()) {
     return imbalance;
+  } else if (const std::string role = role_failure(options, input); !role.empty()) {
+    return role;
   } else if (options.require_complete) {
     std::size_t incomplete = 0;
     const TraceSummary* first = nullptr;
@@ -217,7 +239,14 @@ int check_command(const CheckOptions& options, std::ostream& out, std::ostream& 
   // A gate that could not read all it was given has no verdict.
   if (!input.unreadable.empty() || input.traces.empty()) return 2;
   const std::string failure = first_failure(options, input);
-  out << incomplete_notes(input) << (failure.empty() ? ok_line(input) : failure);
+  out << incomplete_notes(input);
+  // A role limit cannot vouch for a trace that carries no roles: said, not passed in silence.
+  for (const TraceSummary& t : input.traces) {
+    if (!options.max_roles.empty() && !t.roles_recorded)
+      out << "note: " << printable(t.path)
+          << " has no roles (no PyTorch roles hooks recorded): --max-role gates nothing there\n";
+  }
+  out << (failure.empty() ? ok_line(input) : failure);
   return failure.empty() ? 0 : 1;
 }
 
@@ -246,6 +275,29 @@ Command add_check_command(CLI::App& app) {
   size_option("--max-leak", options->max_leak,
               "Most bytes never freed (leaks, unfreed), in any one process");
   check->add_flag("--no-oom", options->no_oom, "Fail when any allocation failed");
+  check
+      ->add_option_function<std::vector<std::string>>(
+          "--max-role",
+          [options](const std::vector<std::string>& texts) {
+            for (const std::string& text : texts) {
+              const std::size_t eq = text.find('=');
+              const std::optional<Role> role =
+                  eq == std::string::npos ? std::nullopt : role_of_name(text.substr(0, eq));
+              const std::optional<uint64_t> size =
+                  eq == std::string::npos ? std::nullopt : parse_byte_size(text.substr(eq + 1));
+              if (!role || !size) {
+                throw CLI::ValidationError(
+                    "--max-role",
+                    "expected ROLE=SIZE (activation=20GiB; roles: parameter, buffer, "
+                    "gradient, optimizer_state, activation, temporary, input, "
+                    "allocator_cache, library, cuda_graph, unknown), got '" +
+                        text + "'");
+              }
+              options->max_roles.emplace_back(*role, *size);
+            }
+          },
+          "Most bytes of a role at any device's peak (activation=20GiB); repeatable")
+      ->type_name("ROLE=SIZE");
   check->add_flag("--require-complete", options->require_complete,
                   "Fail when a trace is not complete (its process did not exit normally)");
   check

@@ -18,7 +18,10 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "analyzer/model/roles/role.h"
 #include "analyzer/report/frame_policy.h"
 
 namespace gmt::analyzer {
@@ -83,7 +86,9 @@ struct CheckOptions {
   bool no_oom = false;
   bool require_complete = false;        // fail on a trace whose process did not exit normally
   std::optional<double> max_imbalance;  // highest peak / median of the processes' peaks
-  std::string imbalance_text;           // as given, for the FAIL line
+  // --max-role ROLE=SIZE: the most bytes of a role (RoleBreakdown) at any device's peak.
+  std::vector<std::pair<Role, uint64_t>> max_roles;
+  std::string imbalance_text;  // as given, for the FAIL line
   unsigned jobs = 0;
 };
 int check_command(const CheckOptions& options, std::ostream& out, std::ostream& err);

@@ -127,5 +127,35 @@ TEST_F(Roles, ThePeakLeadsWithRolesThenModulesThenSites) {
       << text;
 }
 
+// `check --max-role` gates a role at the peak: activations are 16 MiB there.
+TEST_F(Roles, CheckGatesARoleAtThePeak) {
+  const std::string trace = traced_training();
+  const ProcessResult within = cli({"check", "--max-role", "activation=16MiB", trace});
+  EXPECT_EQ(within.exit_code, 0) << within.out << within.err;
+  const ProcessResult over =
+      cli({"check", "--max-role", "input=2MiB", "--max-role", "activation=15MiB", trace});
+  EXPECT_EQ(over.exit_code, 1);
+  EXPECT_EQ(over.out,
+            "FAIL: activation 16.0 MiB (16777216 bytes) at the peak on device 0 exceeds "
+            "--max-role activation=15.0 MiB\n");
+  const ProcessResult unknown = cli({"check", "--max-role", "weights=1GiB", trace});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("expected ROLE=SIZE"), std::string::npos) << unknown.err;
+}
+
+// A trace without roles (no hooks: a program without PyTorch) is said to have none, never
+// passed as if its roles were within their limits.
+TEST_F(Roles, CheckSaysATraceWithoutRolesHasNone) {
+  const ProcessResult run = run_traced("workload_runtime_shared", {"alloc:a:1048576", "free:a"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string trace = only_trace();
+  const ProcessResult check = cli({"check", "--max-role", "activation=1MiB", trace});
+  EXPECT_EQ(check.exit_code, 0);
+  EXPECT_NE(check.out.find("has no roles (no PyTorch roles hooks recorded): --max-role gates "
+                           "nothing there\n"),
+            std::string::npos)
+      << check.out;
+}
+
 }  // namespace
 }  // namespace gmt::test
