@@ -10,6 +10,7 @@
 #include "analyzer/model/leak_classes.h"
 #include "analyzer/model/owner_library.h"
 #include "analyzer/report/byte_size.h"
+#include "analyzer/report/roles_report.h"
 #include "analyzer/report/stack_frames.h"
 
 namespace gmt::analyzer {
@@ -98,6 +99,7 @@ nlohmann::ordered_json leaks_json(const TraceSummary& trace, ResolvedStacks& fra
     if (g.allocator >= 0) {
       row["allocator"] = allocator_name(g.allocator);
       row["level"] = is_cache(g) ? "cache" : "block";
+      if (const auto role = leak_role(trace, g)) row["role"] = *role;
     } else {
       row.update(site_stats_json(site_of(trace, g.device, g.stack)));
     }
@@ -142,7 +144,9 @@ void write_leaks_text(const TraceSummary& trace, ResolvedStacks& frames, FrameMo
       out << "  " << device_name(g.device) << "  " << allocator_cache_name(g.allocator) << "\n";
       continue;
     }
-    out << "  " << device_name(g.device) << "  " << printable(owners.of(g.stack)) << "\n";
+    out << "  " << device_name(g.device) << "  " << printable(owners.of(g.stack));
+    if (const auto role = leak_role(trace, g)) out << "  role " << *role;
+    out << "\n";
     write_frames(frames[g.stack], kFramesShown, "        ", out, mode);
   }
   if (trace.leaks.size() > kGroupsShown) {

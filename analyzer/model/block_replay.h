@@ -46,12 +46,13 @@ class BlockReplay {
       for (const auto& [address, size] : pool.segments) fn(address);
     }
   }
-  // Calls `fn(address, size)` for every block the device's allocators hand out now.
+  // Calls `fn(address, size, stack)` for every block the device's allocators hand out now.
   template <class Fn>
   void for_each_live_block(int device, Fn&& fn) const {
     for (const auto& [key, pool] : pools_) {
       if (key.second != device) continue;
-      for (const auto& [address, block] : pool.blocks) fn(address, block.size);
+      for (const auto& [address, block] : pool.blocks)
+        fn(address, block.size, sites_[block.site].stack);
     }
   }
   // A reported segment's driver allocation: the stack that made it and its size, or none.

@@ -62,8 +62,8 @@ void Replay::take_block_rows(int ordinal, int role_slot) {
 
 void Replay::take_role_snapshot(int ordinal, int role_slot, const std::vector<PeakSite>& rows) {
   std::vector<RoleTracker::Block> blocks;
-  blocks_.for_each_live_block(ordinal, [&](uint64_t address, uint64_t size) {
-    blocks.push_back({address, size});
+  blocks_.for_each_live_block(ordinal, [&](uint64_t address, uint64_t size, uint32_t stack) {
+    blocks.push_back({address, size, stack});
   });
   roles_.snapshot(ordinal, role_slot, blocks, rows);
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <iomanip>
+#include <optional>
 #include <vector>
 
 #include "analyzer/report/byte_size.h"
@@ -84,6 +85,29 @@ nlohmann::ordered_json roles_json(const RoleBreakdown& roles, std::size_t module
           {"at_program_end", roles.at_program_end},
           {"by_role", by_role},
           {"by_module", by_module}};
+}
+
+std::optional<std::string> leak_role(const TraceSummary& trace, const LeakGroup& group) {
+  if (group.allocator < 0 || !trace.roles_recorded) return std::nullopt;
+  if (group.stack == 0 && group.leak_class == LeakClass::kCached)
+    return std::string(role_name(Role::kAllocatorCache));
+  const auto device = trace.devices.find(group.device);
+  if (device == trace.devices.end() || !device->second.roles_at_exit) return std::nullopt;
+  const auto& stacks = device->second.roles_at_exit->block_stacks;
+  const auto it = std::lower_bound(
+      stacks.begin(), stacks.end(), group.stack,
+      [](const RoleBreakdown::StackRoles& s, uint32_t stack) { return s.stack < stack; });
+  if (it == stacks.end() || it->stack != group.stack) return std::nullopt;
+  std::size_t most = 0;
+  int roles = 0;
+  for (std::size_t i = 0; i < kRoleCount; ++i) {
+    if (it->bytes[i] == 0) continue;
+    ++roles;
+    if (it->bytes[i] > it->bytes[most] || it->bytes[most] == 0) most = i;
+  }
+  if (roles == 0) return std::nullopt;
+  const std::string name = role_name(static_cast<Role>(most));
+  return roles == 1 ? name : "mostly " + name;
 }
 
 }  // namespace gmt::analyzer

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
 #include <string>
 
@@ -23,5 +24,11 @@ void write_roles_text(const RoleBreakdown& roles, bool recorded, std::size_t mod
 // [{module, bytes, by_role: {role: bytes}}]}: every role, zero or not, in a fixed order; the
 // first `modules` modules.
 nlohmann::ordered_json roles_json(const RoleBreakdown& roles, std::size_t modules);
+
+// The role of a leak group of a caching allocator's blocks, by the roles of its stack's blocks at
+// exit: the role that holds the most of them ("activation"), "mostly activation" when others
+// hold some too; "allocator_cache" for its free cache; none for a driver allocation's group or
+// a trace without roles.
+std::optional<std::string> leak_role(const TraceSummary& trace, const LeakGroup& group);
 
 }  // namespace gmt::analyzer

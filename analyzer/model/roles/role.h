@@ -65,6 +65,13 @@ struct RoleBreakdown {
     uint64_t count = 0;
   };
   std::vector<Outside> outside;
+  // The caching allocators' live blocks by the stack of their allocation, each stack's bytes by
+  // role (what `leaks` names each block group's role by).
+  struct StackRoles {
+    uint32_t stack = 0;
+    std::array<uint64_t, kRoleCount> bytes{};
+  };
+  std::vector<StackRoles> block_stacks;  // by stack, ascending
 
   RoleFigure& operator[](Role role) { return roles[static_cast<std::size_t>(role)]; }
   const RoleFigure& operator[](Role role) const { return roles[static_cast<std::size_t>(role)]; }

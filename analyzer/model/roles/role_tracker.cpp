@@ -175,7 +175,7 @@ void RoleTracker::snapshot(int device, int slot, const std::vector<Block>& block
       continue;
     }
     ++facts_[it->second].pins;
-    s.blocks.emplace_back(it->second, b.size);
+    s.blocks.push_back({it->second, b.size, b.stack});
   }
   for (const PeakSite& row : rows) {
     if (row.cache) {
@@ -191,9 +191,9 @@ void RoleTracker::snapshot(int device, int slot, const std::vector<Block>& block
 }
 
 void RoleTracker::unpin(Snapshot& s) {
-  for (const auto& [i, bytes] : s.blocks) {
-    Facts& f = facts_[i];
-    if (--f.pins == 0 && f.freed) free_facts_.push_back(i);
+  for (const Snapshot::Held& held : s.blocks) {
+    Facts& f = facts_[held.facts];
+    if (--f.pins == 0 && f.freed) free_facts_.push_back(held.facts);
   }
   s.blocks.clear();
 }
@@ -242,9 +242,11 @@ std::optional<RoleBreakdown> RoleTracker::resolve(int device, int slot) const {
   const Snapshot& s = it->second;
   RoleBreakdown table;
   std::map<std::string, ModuleRoles> modules;
-  for (const auto& [i, bytes] : s.blocks) {
+  std::map<uint32_t, std::array<uint64_t, kRoleCount>> by_stack;
+  for (const auto& [i, bytes, stack] : s.blocks) {
     const Facts& f = facts_[i];
     const Role role = role_of(f);
+    by_stack[stack][static_cast<std::size_t>(role)] += bytes;
     RoleFigure& figure = table[role];
     figure.bytes += bytes;
     ++figure.count;
@@ -260,6 +262,7 @@ std::optional<RoleBreakdown> RoleTracker::resolve(int device, int slot) const {
   table[Role::kAllocatorCache].bytes += s.cache_bytes;
   table[Role::kAllocatorCache].count += s.cache_count;
   table.outside = s.outside;
+  for (const auto& [stack, bytes] : by_stack) table.block_stacks.push_back({stack, bytes});
   for (auto& [name, m] : modules) {
     m.module = name;
     table.modules.push_back(std::move(m));

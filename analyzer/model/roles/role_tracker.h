@@ -39,6 +39,7 @@ class RoleTracker {
   struct Block {
     uint64_t address;
     uint64_t size;
+    uint32_t stack;  // of its allocation (BlockRecord's, as its site has it)
   };
   void snapshot(int device, int slot, const std::vector<Block>& blocks,
                 const std::vector<PeakSite>& rows);
@@ -77,8 +78,13 @@ class RoleTracker {
   // The module of a block made in `forward` at `stack`.
   uint32_t module_in(RootForward& forward, uint32_t stack, uint32_t innermost);
   struct Snapshot {
-    std::vector<std::pair<uint32_t, uint64_t>> blocks;  // facts index, bytes
-    uint64_t unknown_blocks = 0;                        // blocks with no facts (made before)
+    struct Held {
+      uint32_t facts;
+      uint64_t bytes;
+      uint32_t stack;
+    };
+    std::vector<Held> blocks;
+    uint64_t unknown_blocks = 0;  // blocks with no facts (made before)
     uint64_t unknown_count = 0;
     uint64_t cache_bytes = 0;
     uint64_t cache_count = 0;

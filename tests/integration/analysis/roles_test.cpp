@@ -127,6 +127,23 @@ TEST_F(Roles, ThePeakLeadsWithRolesThenModulesThenSites) {
       << text;
 }
 
+// `leaks` names each block group's role: what the program kept at its end is its weights and its
+// last gradients; the allocator's free cache is its cache.
+TEST_F(Roles, LeaksNameEachGroupsRole) {
+  const std::string trace = traced_training();
+  const json leaks = command_json({"leaks", "--json", trace});
+  std::map<std::string, uint64_t> by_role;
+  for (const json& g : leaks["leaks"]) {
+    ASSERT_TRUE(g.contains("role")) << g;
+    by_role[g["role"].get<std::string>()] += g["bytes"].get<uint64_t>();
+  }
+  EXPECT_EQ(by_role.at("parameter"), 8 * kMiB);
+  EXPECT_EQ(by_role.at("gradient"), 8 * kMiB);
+  EXPECT_EQ(by_role.count("allocator_cache"), 1u);
+  const ProcessResult text = cli({"leaks", trace});
+  EXPECT_NE(text.out.find("role parameter"), std::string::npos) << text.out;
+}
+
 // `check --max-role` gates a role at the peak: activations are 16 MiB there.
 TEST_F(Roles, CheckGatesARoleAtThePeak) {
   const std::string trace = traced_training();
