@@ -439,9 +439,14 @@ bool TraceWriter::new_chunk_locked(ThreadChunk& chunk, ChunkRole role) {
       share_locked(chunk);  // no chunk of its own to wait for
       return false;
     }
-    wait_for_checkpoint_locked();
-    if (disabled_) return false;
-    reused = reuse_locked(offset, role);
+    // A checkpoint makes reusable only the chunks left before its cut: those still being
+    // written when it began wait for the next. A few checkpoints, before the file grows.
+    for (int checkpoints = 0; !reused && checkpoints < kCheckpointsBeforeGrowing; ++checkpoints) {
+      wait_for_checkpoint_locked();
+      if (disabled_) return false;
+      if (fold_broken_) break;
+      reused = reuse_locked(offset, role);
+    }
     if (!reused && role == ChunkRole::kThread) {
       // Only the shared chunk grows the file past its limit, and only when no checkpoint came.
       share_locked(chunk);

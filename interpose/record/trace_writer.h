@@ -151,6 +151,9 @@ class TraceWriter {
   // Who writes a chunk: a thread, or (bounded traces) the writer itself, for the definitions it
   // keeps in chunks never reused, for checkpoints, and for the threads' records past the chunks
   // a bounded trace lets threads hold (kShared: several threads, one at a time).
+  // How many checkpoints a writer that needs a chunk past the limit waits for, before the file
+  // grows past its limit.
+  static constexpr int kCheckpointsBeforeGrowing = 4;
   enum class ChunkRole : uint8_t { kThread, kDefinitions, kCheckpoints, kShared };
   // Whether the chunk holds the program's events: the history that reuse drops and checkpoints
   // carry.

@@ -173,9 +173,11 @@ TEST(RecorderConcurrency, EightThreadsAndTheSamplerLoseNothing) {
   fs::remove_all(dir);
 }
 
-// A bounded trace written by more threads than its limit has chunks for: past their budget the
-// threads share one chunk (under a lock) while the checkpoint thread reuses the oldest. The file
-// stays within its limit, and reads whole; under ThreadSanitizer any race of that path fails.
+// A bounded trace written by more threads than its limit has chunks for, in a burst faster than
+// the checkpoints: past their budget the threads share one chunk (under a lock), and a writer
+// that needs a chunk past the limit waits for checkpoints to make one reusable (one was not
+// always enough: on one CPU the file grew by a chunk in 13 runs of 30). The file stays within
+// its limit and reads whole; under ThreadSanitizer any race of that path fails.
 TEST(RecorderConcurrency, ThirtyTwoThreadsShareChunksWithinABound) {
   const fs::path dir = fs::temp_directory_path() / ("gmt-bounded-" + std::to_string(getpid()));
   fs::create_directories(dir);
