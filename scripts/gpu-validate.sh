@@ -19,7 +19,8 @@
 #  11. `top` against a running PyTorch loop, then the loop with a bounded trace (--max-size), and
 #      with expandable segments and NCCL (VMM memory mapped before the history kept);
 #  12. torchrun with eight ranks on the one GPU: the job view;
-#  13. every trace's chunk headers count its records (format 4.1), checked apart from the reader.
+#  13. every trace's chunk headers count its records (format 4.1), checked apart from the reader;
+#  14. roles and modules (scripts/gpu-validate-roles.sh, without its cost measurement).
 # Exits non-zero when any check failed.
 # Usage: scripts/gpu-validate.sh [OUTPUT_DIR]   (default: $OUT, else gpu-validate-output)
 # Uses build-gpu/ if it holds a build (carried from elsewhere), else builds one (no tests).
@@ -350,6 +351,9 @@ echo "--- 13. format 4.1: every trace's chunk headers count their records"
 counts=$(python3 tests/gpu/chunk_counts.py $(find "$out" -name '*.gmt' | sort) | tail -1)
 echo "$counts"
 check "chunks whose header's record count is wrong, in every trace of this run" 0 "${counts##*mismatched }"
+
+echo "--- 14. roles and modules (scripts/gpu-validate-roles.sh, its cost measured apart)"
+GMT_ROLES_COST=0 scripts/gpu-validate-roles.sh "$out" || failures=$((failures + 1))
 
 echo "gpu-validate: $failures failure(s)"
 exit $((failures > 0))
