@@ -100,10 +100,33 @@ nlohmann::ordered_json diff_json(const TraceSummary& a, const TraceSummary& b,
   for (int o : ordinals) {
     const uint64_t before = a.devices.count(o) ? a.devices.at(o).peak_bytes : 0;
     const uint64_t after = b.devices.count(o) ? b.devices.at(o).peak_bytes : 0;
-    devices.push_back({{"device", o},
-                       {"peak_before", before},
-                       {"peak_after", after},
-                       {"peak_change", change_of(before, after)}});
+    ordered_json device = {{"device", o},
+                           {"peak_before", before},
+                           {"peak_after", after},
+                           {"peak_change", change_of(before, after)}};
+    // By role, where either run has roles at its peak: which kind of memory moved (eager
+    // against torch.compile, batch 64 against 128).
+    const auto roles = [o](const TraceSummary& t) -> const RoleBreakdown* {
+      const auto d = t.devices.find(o);
+      return d != t.devices.end() && d->second.roles_at_peak ? &*d->second.roles_at_peak : nullptr;
+    };
+    const RoleBreakdown* ra = roles(a);
+    const RoleBreakdown* rb = roles(b);
+    if (ra != nullptr || rb != nullptr) {
+      ordered_json by_role = ordered_json::array();
+      for (std::size_t i = 0; i < kRoleCount; ++i) {
+        const Role role = static_cast<Role>(i);
+        const uint64_t was = ra != nullptr ? (*ra)[role].bytes : 0;
+        const uint64_t is = rb != nullptr ? (*rb)[role].bytes : 0;
+        if (was == 0 && is == 0) continue;
+        by_role.push_back({{"role", role_name(role)},
+                           {"peak_before", was},
+                           {"peak_after", is},
+                           {"peak_change", change_of(was, is)}});
+      }
+      device["by_role"] = std::move(by_role);
+    }
+    devices.push_back(std::move(device));
   }
   ordered_json sites = ordered_json::array();
   for (const SiteChange& c : changes) {
@@ -128,6 +151,14 @@ void write_diff_text(const nlohmann::ordered_json& diff, const std::vector<SiteC
         << human_bytes(d["peak_before"].get<uint64_t>()) << " -> "
         << human_bytes(d["peak_after"].get<uint64_t>()) << " ("
         << signed_bytes(d["peak_change"].get<int64_t>()) << ")\n";
+    if (!d.contains("by_role")) continue;
+    for (const auto& r : d["by_role"]) {
+      if (r["peak_change"].get<int64_t>() == 0) continue;
+      out << "    " << r["role"].get<std::string>() << " "
+          << human_bytes(r["peak_before"].get<uint64_t>()) << " -> "
+          << human_bytes(r["peak_after"].get<uint64_t>()) << " ("
+          << signed_bytes(r["peak_change"].get<int64_t>()) << ")\n";
+    }
   }
   if (changes.empty()) out << "  no site changed\n";
   for (std::size_t i = 0; i < changes.size() && i < kShown; ++i) {

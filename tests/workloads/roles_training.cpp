@@ -68,7 +68,9 @@ void* must(void* p) {
 
 }  // namespace
 
-int main() {
+// `roles_training [SCALE]`: each layer keeps SCALE x 8 MiB for backward (default 1), for `diff`.
+int main(int argc, char** argv) {
+  const std::size_t scale = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 1;
   const Hooks hooks;
   sim::CachingAllocator allocator(0, sim::CachingAllocator::Reporting::kAsPytorch);
   void* weights[2] = {must(allocator.allocate(4 * kMiB)), must(allocator.allocate(4 * kMiB))};
@@ -87,7 +89,7 @@ int main() {
     void* kept[2];
     for (int layer = 0; layer < 2; ++layer) {
       if (whole) hooks.enter(kModule, modules[layer]);
-      kept[layer] = must(allocator.allocate(8 * kMiB));
+      kept[layer] = must(allocator.allocate(scale * 8 * kMiB));
       allocator.free(must(allocator.allocate(1 * kMiB)));
       if (whole) hooks.exit(kModule);
     }

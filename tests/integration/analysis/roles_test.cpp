@@ -144,6 +144,29 @@ TEST_F(Roles, LeaksNameEachGroupsRole) {
   EXPECT_NE(text.out.find("role parameter"), std::string::npos) << text.out;
 }
 
+// `diff` by role: the same step with each layer keeping twice as much for backward moves the
+// activations at the peak, and what is the parameters' or the optimizer's does not move.
+TEST_F(Roles, DiffTellsWhichRoleMoved) {
+  ASSERT_EQ(run_traced("workload_roles_training", {}).exit_code, 0);
+  const std::string before = only_trace();
+  ASSERT_EQ(run_traced("workload_roles_training", {"2"}).exit_code, 0);
+  std::string after;
+  for (const std::string& t : traces()) {
+    if (t != before) after = t;
+  }
+  ASSERT_FALSE(after.empty());
+  const json diff = command_json({"diff", "--json", before, after});
+  std::map<std::string, int64_t> change;
+  for (const json& r : diff["devices"][0]["by_role"])
+    change[r["role"].get<std::string>()] = r["peak_change"].get<int64_t>();
+  EXPECT_EQ(change.at("activation"), static_cast<int64_t>(16 * kMiB));
+  EXPECT_EQ(change.at("parameter"), 0);
+  EXPECT_EQ(change.at("optimizer_state"), 0);
+  const ProcessResult text = cli({"diff", before, after});
+  EXPECT_NE(text.out.find("    activation 16.0 MiB -> 32.0 MiB (+16.0 MiB)\n"), std::string::npos)
+      << text.out;
+}
+
 // `check --max-role` gates a role at the peak: activations are 16 MiB there.
 TEST_F(Roles, CheckGatesARoleAtThePeak) {
   const std::string trace = traced_training();
