@@ -146,14 +146,15 @@ bool cupy_hook_file(std::string_view file) {
   return basename_of(file) == "gpumemtrace_cupy.py";
 }
 
+bool profiler_hook_file(std::string_view file) {
+  return cupy_hook_file(file) || basename_of(file) == "gpumemtrace_roles.py";
+}
+
 FrameOrigin frame_origin(const SiteFrame& frame) {
-  // Our hook in CuPy's memory pool is a Python frame of CuPy's allocation path, not the user's;
-  // so is the roles hooks' wrapper of nn.Module.__call__ in PyTorch's.
-  if (frame.kind == "python") {
-    const bool ours = frame.file && (cupy_hook_file(*frame.file) ||
-                                     basename_of(*frame.file) == "gpumemtrace_roles.py");
-    return ours ? FrameOrigin::kLibrary : FrameOrigin::kUser;
-  }
+  // Our hooks are Python frames of the framework's path, not the user's.
+  if (frame.kind == "python")
+    return frame.file && profiler_hook_file(*frame.file) ? FrameOrigin::kLibrary
+                                                         : FrameOrigin::kUser;
   if (frame.kind == "attribution") return FrameOrigin::kLibrary;
   if (frame.module) {
     const FrameOrigin by_module = module_origin(*frame.module);

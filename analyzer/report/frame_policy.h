@@ -41,6 +41,9 @@ FrameOrigin frame_origin(const SiteFrame& frame);
 // Whether `file` is our hook into CuPy's memory pool (python/gpumemtrace_cupy.py): its frame is
 // CuPy's allocation path, as our own library's frames are the profiler's.
 bool cupy_hook_file(std::string_view file);
+// Whether `file` is one of our Python hooks in a framework's path: CuPy's pool hook, or the roles
+// hooks (python/gpumemtrace_roles.py, whose wrapper of nn.Module.__call__ is in every module call).
+bool profiler_hook_file(std::string_view file);
 
 // A native frame that nothing names: its function reads "module+0xOFFSET" (or "0xADDRESS" for
 // an address in no module).

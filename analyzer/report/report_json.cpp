@@ -170,12 +170,11 @@ void write_report_json(const ReportInput& input, std::ostream& out) {
         ordered_json by_role = ordered_json::object();
         ordered_json by_module = ordered_json::object();
         if (d.roles_at_peak) {
-          ordered_json at_peak = roles_json(*d.roles_at_peak, kModules);
-          by_role["at_peak"] = at_peak["by_role"];
-          by_module["at_peak"] = at_peak["by_module"];
+          by_role["at_peak"] = role_rows_json(*d.roles_at_peak);
+          by_module["at_peak"] = module_rows_json(*d.roles_at_peak, kModules);
         }
         if (d.roles_at_exit) {
-          by_role["at_exit"] = roles_json(*d.roles_at_exit, 0)["by_role"];
+          by_role["at_exit"] = role_rows_json(*d.roles_at_exit);
           by_role["at_exit_time_ns"] = d.roles_at_exit->time_ns;
           by_role["at_exit_is_program_end"] = d.roles_at_exit->at_program_end;
         }

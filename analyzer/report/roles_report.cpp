@@ -59,9 +59,8 @@ void write_roles_text(const RoleBreakdown& roles, bool recorded, std::size_t mod
   }
 }
 
-nlohmann::ordered_json roles_json(const RoleBreakdown& roles, std::size_t modules) {
-  using nlohmann::ordered_json;
-  ordered_json by_role = ordered_json::array();
+nlohmann::ordered_json role_rows_json(const RoleBreakdown& roles) {
+  nlohmann::ordered_json by_role = nlohmann::ordered_json::array();
   for (std::size_t i = 0; i < kRoleCount; ++i) {
     const Role role = static_cast<Role>(i);
     const RoleFigure& f = roles[role];
@@ -72,19 +71,27 @@ nlohmann::ordered_json roles_json(const RoleBreakdown& roles, std::size_t module
                        {"inferred_bytes", f.bytes - f.tagged_bytes},
                        {"how", f.bytes == 0 ? std::string() : how_known(role, f)}});
   }
-  ordered_json by_module = ordered_json::array();
+  return by_role;
+}
+
+nlohmann::ordered_json module_rows_json(const RoleBreakdown& roles, std::size_t modules) {
+  nlohmann::ordered_json by_module = nlohmann::ordered_json::array();
   for (std::size_t m = 0; m < roles.modules.size() && m < modules; ++m) {
     const ModuleRoles& row = roles.modules[m];
-    ordered_json parts = ordered_json::object();
+    nlohmann::ordered_json parts = nlohmann::ordered_json::object();
     for (std::size_t i = 0; i < kRoleCount; ++i) {
       if (row.bytes[i] > 0) parts[role_name(static_cast<Role>(i))] = row.bytes[i];
     }
     by_module.push_back({{"module", row.module}, {"bytes", row.total}, {"by_role", parts}});
   }
+  return by_module;
+}
+
+nlohmann::ordered_json roles_json(const RoleBreakdown& roles, std::size_t modules) {
   return {{"time_ns", roles.time_ns},
           {"at_program_end", roles.at_program_end},
-          {"by_role", by_role},
-          {"by_module", by_module}};
+          {"by_role", role_rows_json(roles)},
+          {"by_module", module_rows_json(roles, modules)}};
 }
 
 std::optional<std::string> leak_role(const TraceSummary& trace, const LeakGroup& group) {

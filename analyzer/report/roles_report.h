@@ -24,6 +24,9 @@ void write_roles_text(const RoleBreakdown& roles, bool recorded, std::size_t mod
 // [{module, bytes, by_role: {role: bytes}}]}: every role, zero or not, in a fixed order; the
 // first `modules` modules.
 nlohmann::ordered_json roles_json(const RoleBreakdown& roles, std::size_t modules);
+// Its two parts: the roles' rows, and the first `modules` modules' rows.
+nlohmann::ordered_json role_rows_json(const RoleBreakdown& roles);
+nlohmann::ordered_json module_rows_json(const RoleBreakdown& roles, std::size_t modules);
 
 // The role of a leak group of a caching allocator's blocks, by the roles of its stack's blocks at
 // exit: the role that holds the most of them ("activation"), "mostly activation" when others

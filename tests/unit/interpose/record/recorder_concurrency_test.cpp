@@ -116,6 +116,25 @@ std::size_t check_chunk_counts(const std::string& path) {
   return chunks;
 }
 
+// Thread `t`'s `pairs` allocations of 2 MiB, each freed four later (allocation i takes the slot
+// of i - 4 among the thread's own few addresses), all freed at the end; `before(i)` and
+// `after(i)` run around allocation i.
+template <class Before, class After>
+void allocate_and_free(EventRecorder& events, int t, int pairs, int device, uint64_t context,
+                       Before before, After after) {
+  const auto address = [t](int i) {
+    return (static_cast<uint64_t>(t + 1) << 32) + static_cast<uint64_t>(i % 4) * (2u << 20);
+  };
+  for (int i = 0; i < pairs; ++i) {
+    before(i);
+    if (i >= 4) events.freeing(format::Api::kCuMemFree, address(i));
+    events.allocation(0, device, context, MemoryKind::kDevice, format::Api::kCuMemAlloc, address(i),
+                      2u << 20);
+    after(i);
+  }
+  for (int i = pairs - 4; i < pairs; ++i) events.freeing(format::Api::kCuMemFree, address(i));
+}
+
 template <class R>
 std::size_t index_of() {
   return format::Record(R{}).index();
@@ -136,20 +155,15 @@ TEST(RecorderConcurrency, EightThreadsAndTheSamplerLoseNothing) {
       const int device = t % 2;
       const uint64_t context = 0x1000 + static_cast<uint64_t>(device);
       const uint32_t step = phases.name_id("step " + std::to_string(t % 3));
-      for (int i = 0; i < kPairs; ++i) {
-        if (i % 100 == 0) phases.push(0, step);
-        // Every thread reuses its own few addresses: allocation i takes the slot of i - 4.
-        const uint64_t address = (static_cast<uint64_t>(t + 1) << 32) + (i % 4) * (2u << 20);
-        if (i >= 4) events.freeing(format::Api::kCuMemFree, address);
-        events.allocation(0, device, context, MemoryKind::kDevice, format::Api::kCuMemAlloc,
-                          address, 2u << 20);
-        if (i % 100 == 99) phases.pop(0);
-        if (i % 1000 == 0) recorder->sampler->request(format::SampleReason::kHighWater);
-      }
-      for (int i = kPairs - 4; i < kPairs; ++i) {
-        events.freeing(format::Api::kCuMemFree,
-                       (static_cast<uint64_t>(t + 1) << 32) + (i % 4) * (2u << 20));
-      }
+      allocate_and_free(
+          events, t, kPairs, device, context,
+          [&](int i) {
+            if (i % 100 == 0) phases.push(0, step);
+          },
+          [&](int i) {
+            if (i % 100 == 99) phases.pop(0);
+            if (i % 1000 == 0) recorder->sampler->request(format::SampleReason::kHighWater);
+          });
     });
   }
   for (std::thread& t : threads) t.join();
@@ -189,16 +203,8 @@ TEST(RecorderConcurrency, ThirtyTwoThreadsShareChunksWithinABound) {
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([t] {
       EventRecorder& events = *recorder->events;
-      for (int i = 0; i < kPairs; ++i) {
-        const uint64_t address = (static_cast<uint64_t>(t + 1) << 32) + (i % 4) * (2u << 20);
-        if (i >= 4) events.freeing(format::Api::kCuMemFree, address);
-        events.allocation(0, 0, 0x1000, MemoryKind::kDevice, format::Api::kCuMemAlloc, address,
-                          2u << 20);
-      }
-      for (int i = kPairs - 4; i < kPairs; ++i) {
-        events.freeing(format::Api::kCuMemFree,
-                       (static_cast<uint64_t>(t + 1) << 32) + (i % 4) * (2u << 20));
-      }
+      allocate_and_free(
+          events, t, kPairs, 0, 0x1000, [](int) {}, [](int) {});
     });
   }
   for (std::thread& t : threads) t.join();
