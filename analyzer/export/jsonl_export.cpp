@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <array>
 #include <cstdio>
+#include <optional>
 #include <map>
 #include <set>
 
@@ -7,6 +9,7 @@
 #include "analyzer/model/leak_classes.h"
 #include "analyzer/report/job_view.h"
 #include "analyzer/report/json_fields.h"
+#include "analyzer/report/roles_report.h"
 
 namespace gmt::analyzer {
 namespace {
@@ -32,14 +35,29 @@ const std::vector<SiteFrame>& frames_of(const ResolvedStacks& frames, uint32_t s
   return found != frames.end() ? found->second : kNone;
 }
 
+// One row: a site's (frames set), or a role's or a module's at a moment (no frames).
+struct Row {
+  Row(const char* row_class, uint64_t bytes, uint64_t count, int allocator = -1,
+      const std::vector<SiteFrame>* frames = nullptr)
+      : row_class(row_class), bytes(bytes), count(count), allocator(allocator), frames(frames) {}
+  const char* row_class;
+  uint64_t bytes;
+  uint64_t count;
+  int allocator;
+  const std::vector<SiteFrame>* frames;
+  std::optional<std::string> role;          // the role, or "mostly ROLE" for a site's mix
+  std::array<uint64_t, kRoleCount> roles{};  // a site's bytes by role (all 0: not known)
+  std::string module;                        // a module's row: its qualified name
+};
+
 class RowWriter {
  public:
   RowWriter(const TraceSummary& t, std::size_t index, std::ostream& out)
       : trace_(t), index_(index), out_(out) {}
 
-  void row(int device, const char* row_class, uint64_t bytes, uint64_t count, int allocator,
-           const std::vector<SiteFrame>& frames) {
+  void row(int device, const Row& r) {
     const auto d = trace_.devices.find(device);
+    const bool site = r.frames != nullptr;
     const ordered_json row = {
         {"trace", index_},
         {"path", trace_.path},
@@ -48,13 +66,16 @@ class RowWriter {
         {"rank", rank_json(trace_)},
         {"device", device},
         {"device_peak_bytes", d != trace_.devices.end() ? d->second.peak_bytes : 0},
-        {"class", row_class},
-        {"bytes", bytes},
-        {"count", count},
-        {"allocator", allocator >= 0 ? ordered_json(allocator_name(allocator)) : nullptr},
-        {"site", site_name(frames)},
-        {"site_id", site_id(frames)},
-        {"frames", frames_json(frames)}};
+        {"class", r.row_class},
+        {"bytes", r.bytes},
+        {"count", r.count},
+        {"allocator", r.allocator >= 0 ? ordered_json(allocator_name(r.allocator)) : nullptr},
+        {"site", site ? ordered_json(site_name(*r.frames)) : nullptr},
+        {"site_id", site ? ordered_json(site_id(*r.frames)) : nullptr},
+        {"frames", site ? frames_json(*r.frames) : nullptr},
+        {"role", r.role ? ordered_json(*r.role) : nullptr},
+        {"roles", role_label(r.roles) ? role_bytes_json(r.roles) : nullptr},
+        {"module", r.module.empty() ? nullptr : ordered_json(r.module)}};
     out_ << row.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
   }
 
@@ -63,6 +84,30 @@ class RowWriter {
   std::size_t index_;
   std::ostream& out_;
 };
+
+// A moment's roles (`peak_role`, `exit_role`: a row per role that holds bytes) and, at the peak,
+// its modules (`peak_module`: a row per module and role), in the long form a query pivots.
+void write_role_rows(RowWriter& rows, int device, const RoleBreakdown& roles,
+                     const char* role_class, const char* module_class) {
+  for (std::size_t i = 0; i < kRoleCount; ++i) {
+    const RoleFigure& f = roles.roles[i];
+    if (f.bytes == 0) continue;
+    Row row{role_class, f.bytes, f.count};
+    row.role = role_name(static_cast<Role>(i));
+    rows.row(device, row);
+  }
+  if (module_class == nullptr) return;
+  for (std::size_t m = 0; m < roles.modules.size() && m < kReportModules; ++m) {
+    const ModuleRoles& module = roles.modules[m];
+    for (std::size_t i = 0; i < kRoleCount; ++i) {
+      if (module.bytes[i] == 0) continue;
+      Row row{module_class, module.bytes[i], 0};
+      row.role = role_name(static_cast<Role>(i));
+      row.module = module.module;
+      rows.row(device, row);
+    }
+  }
+}
 
 void write_trace_rows(const TraceSummary& t, std::size_t index, const ResolvedStacks& frames,
                       std::ostream& out) {
@@ -75,14 +120,25 @@ void write_trace_rows(const TraceSummary& t, std::size_t index, const ResolvedSt
 
   for (const int device : devices) {
     if (const auto d = t.devices.find(device); d != t.devices.end()) {
-      for (const ResolvedSite& s : d->second.top_sites)
-        rows.row(device, s.cache ? "peak_cache" : "peak", s.bytes, s.count, s.allocator, s.frames);
+      for (const ResolvedSite& s : d->second.top_sites) {
+        Row row{s.cache ? "peak_cache" : "peak", s.bytes, s.count, s.allocator, &s.frames};
+        row.role = role_label(s.roles);
+        row.roles = s.roles;
+        rows.row(device, row);
+      }
+      if (t.roles_recorded && d->second.roles_at_peak)
+        write_role_rows(rows, device, *d->second.roles_at_peak, "peak_role", "peak_module");
+      if (t.roles_recorded && d->second.roles_at_exit)
+        write_role_rows(rows, device, *d->second.roles_at_exit, "exit_role", nullptr);
     }
     for (std::size_t g = 0; g < t.leaks.size() && g < kReportLeakGroups; ++g) {
       const LeakGroup& leak = t.leaks[g];
       if (leak.device != device) continue;
-      rows.row(device, leak_class_name(leak.leak_class), leak.bytes, leak.count, leak.allocator,
-               frames_of(frames, leak.stack));
+      Row row{leak_class_name(leak.leak_class), leak.bytes, leak.count, leak.allocator,
+              &frames_of(frames, leak.stack)};
+      row.roles = leak_roles(t, leak);
+      row.role = role_label(row.roles);
+      rows.row(device, row);
     }
     // Failed allocations by site, in the order of each site's first failure.
     struct Failed {
@@ -100,8 +156,9 @@ void write_trace_rows(const TraceSummary& t, std::size_t index, const ResolvedSt
       failed[at->second].bytes += f.requested_bytes;
       ++failed[at->second].count;
     }
-    for (const Failed& f : failed)
-      rows.row(device, "failed", f.bytes, f.count, f.allocator, *f.frames);
+    for (const Failed& f : failed) {
+      rows.row(device, Row{"failed", f.bytes, f.count, f.allocator, f.frames});
+    }
   }
 }
 

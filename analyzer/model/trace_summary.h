@@ -58,6 +58,9 @@ struct ResolvedSite {
   std::vector<SiteFrame> frames;  // leaf first; empty when the allocation had no stack
   int allocator = -1;             // as PeakSite's
   bool cache = false;
+  // Its bytes by role at the peak (RoleTracker's blocks of its stack, the cache, or an outside
+  // allocation's owner); all 0 where the trace recorded no roles.
+  std::array<uint64_t, kRoleCount> roles{};
 };
 
 struct DeviceSummary {

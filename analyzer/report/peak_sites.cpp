@@ -1,9 +1,41 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "analyzer/report/peak_sites.h"
 
+#include <algorithm>
+#include <numeric>
+
+#include "analyzer/model/owner_library.h"
+#include "analyzer/model/roles/outside_roles.h"
 #include "analyzer/report/stack_frames.h"
 
 namespace gmt::analyzer {
+
+namespace {
+
+// A peak row's bytes by role: the cache's are the allocator's cache; a caching allocator's blocks
+// take their roles from the peak's role table (blocks it has no facts of are unknown); a driver
+// allocation's, its owner's.
+std::array<uint64_t, kRoleCount> roles_of(const PeakSite& site, const RoleBreakdown& peak,
+                                          OwnerLibraryCache& owners) {
+  std::array<uint64_t, kRoleCount> roles{};
+  const auto slot = [&](Role role) -> uint64_t& { return roles[static_cast<std::size_t>(role)]; };
+  if (site.cache) {
+    slot(Role::kAllocatorCache) = site.bytes;
+  } else if (site.allocator < 0) {
+    slot(outside_role(owners.of(site.stack))) = site.bytes;
+  } else {
+    const auto& stacks = peak.block_stacks;
+    const auto it = std::lower_bound(
+        stacks.begin(), stacks.end(), site.stack,
+        [](const RoleBreakdown::StackRoles& s, uint32_t stack) { return s.stack < stack; });
+    if (it != stacks.end() && it->stack == site.stack) roles = it->bytes;
+    const uint64_t placed = std::accumulate(roles.begin(), roles.end(), uint64_t{0});
+    if (placed < site.bytes) slot(Role::kUnknown) += site.bytes - placed;
+  }
+  return roles;
+}
+
+}  // namespace
 
 std::vector<std::string> resolve_peak_sites(TraceSummary& trace, std::size_t top) {
   std::vector<uint32_t> wanted;
@@ -13,6 +45,7 @@ std::vector<std::string> resolve_peak_sites(TraceSummary& trace, std::size_t top
   }
   std::vector<std::string> warnings;
   ResolvedStacks resolved = resolve_stacks(trace, wanted, warnings);
+  OwnerLibraryCache owners(trace);
   for (auto& [ordinal, device] : trace.devices) {
     device.top_sites.clear();
     const std::vector<PeakSite>& sites = device.shown_peak_sites();
@@ -21,6 +54,8 @@ std::vector<std::string> resolve_peak_sites(TraceSummary& trace, std::size_t top
       device.top_sites.push_back(ResolvedSite{
           site.bytes, site.count, site.cache ? std::vector<SiteFrame>{} : resolved[site.stack],
           site.allocator, site.cache});
+      if (trace.roles_recorded && device.roles_at_peak)
+        device.top_sites.back().roles = roles_of(site, *device.roles_at_peak, owners);
     }
   }
   return warnings;

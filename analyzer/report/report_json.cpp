@@ -23,6 +23,10 @@ nlohmann::ordered_json sites_json(const std::vector<ResolvedSite>& sites) {
       row["allocator"] = allocator_name(site.allocator);
       row["level"] = site.cache ? "cache" : "block";
     }
+    if (const auto role = role_label(site.roles)) {
+      row["role"] = *role;
+      row["roles"] = role_bytes_json(site.roles);
+    }
     out.push_back(std::move(row));
   }
   return out;
@@ -166,12 +170,11 @@ void write_report_json(const ReportInput& input, std::ostream& out) {
             {"at_exit", views_json(d.views_at_exit, d.live_bytes, by_library_at_exit(t, d))}}},
       });
       if (d.roles_at_peak || d.roles_at_exit) {
-        constexpr std::size_t kModules = 50;
         ordered_json by_role = ordered_json::object();
         ordered_json by_module = ordered_json::object();
         if (d.roles_at_peak) {
           by_role["at_peak"] = role_rows_json(*d.roles_at_peak);
-          by_module["at_peak"] = module_rows_json(*d.roles_at_peak, kModules);
+          by_module["at_peak"] = module_rows_json(*d.roles_at_peak, kReportModules);
         }
         if (d.roles_at_exit) {
           by_role["at_exit"] = role_rows_json(*d.roles_at_exit);

@@ -78,11 +78,8 @@ nlohmann::ordered_json module_rows_json(const RoleBreakdown& roles, std::size_t 
   nlohmann::ordered_json by_module = nlohmann::ordered_json::array();
   for (std::size_t m = 0; m < roles.modules.size() && m < modules; ++m) {
     const ModuleRoles& row = roles.modules[m];
-    nlohmann::ordered_json parts = nlohmann::ordered_json::object();
-    for (std::size_t i = 0; i < kRoleCount; ++i) {
-      if (row.bytes[i] > 0) parts[role_name(static_cast<Role>(i))] = row.bytes[i];
-    }
-    by_module.push_back({{"module", row.module}, {"bytes", row.total}, {"by_role", parts}});
+    by_module.push_back(
+        {{"module", row.module}, {"bytes", row.total}, {"by_role", role_bytes_json(row.bytes)}});
   }
   return by_module;
 }
@@ -94,27 +91,45 @@ nlohmann::ordered_json roles_json(const RoleBreakdown& roles, std::size_t module
           {"by_module", module_rows_json(roles, modules)}};
 }
 
-std::optional<std::string> leak_role(const TraceSummary& trace, const LeakGroup& group) {
-  if (group.allocator < 0 || !trace.roles_recorded) return std::nullopt;
-  if (group.stack == 0 && group.leak_class == LeakClass::kCached)
-    return std::string(role_name(Role::kAllocatorCache));
+std::array<uint64_t, kRoleCount> leak_roles(const TraceSummary& trace, const LeakGroup& group) {
+  std::array<uint64_t, kRoleCount> none{};
+  if (group.allocator < 0 || !trace.roles_recorded) return none;
+  if (group.stack == 0 && group.leak_class == LeakClass::kCached) {
+    none[static_cast<std::size_t>(Role::kAllocatorCache)] = group.bytes;
+    return none;
+  }
   const auto device = trace.devices.find(group.device);
-  if (device == trace.devices.end() || !device->second.roles_at_exit) return std::nullopt;
+  if (device == trace.devices.end() || !device->second.roles_at_exit) return none;
   const auto& stacks = device->second.roles_at_exit->block_stacks;
   const auto it = std::lower_bound(
       stacks.begin(), stacks.end(), group.stack,
       [](const RoleBreakdown::StackRoles& s, uint32_t stack) { return s.stack < stack; });
-  if (it == stacks.end() || it->stack != group.stack) return std::nullopt;
+  return it != stacks.end() && it->stack == group.stack ? it->bytes : none;
+}
+
+std::optional<std::string> leak_role(const TraceSummary& trace, const LeakGroup& group) {
+  return role_label(leak_roles(trace, group));
+}
+
+std::optional<std::string> role_label(const std::array<uint64_t, kRoleCount>& bytes) {
   std::size_t most = 0;
   int roles = 0;
   for (std::size_t i = 0; i < kRoleCount; ++i) {
-    if (it->bytes[i] == 0) continue;
+    if (bytes[i] == 0) continue;
     ++roles;
-    if (it->bytes[i] > it->bytes[most] || it->bytes[most] == 0) most = i;
+    if (bytes[i] > bytes[most] || bytes[most] == 0) most = i;
   }
   if (roles == 0) return std::nullopt;
   const std::string name = role_name(static_cast<Role>(most));
   return roles == 1 ? name : "mostly " + name;
+}
+
+nlohmann::ordered_json role_bytes_json(const std::array<uint64_t, kRoleCount>& bytes) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (std::size_t i = 0; i < kRoleCount; ++i) {
+    if (bytes[i] > 0) out[role_name(static_cast<Role>(i))] = bytes[i];
+  }
+  return out;
 }
 
 }  // namespace gmt::analyzer

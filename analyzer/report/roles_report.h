@@ -3,7 +3,9 @@
 // presentations lead with.
 #pragma once
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
@@ -12,6 +14,9 @@
 #include "analyzer/model/trace_summary.h"
 
 namespace gmt::analyzer {
+
+// Modules listed per device and moment in JSON (`report --json`, `jsonl`).
+inline constexpr std::size_t kReportModules = 50;
 
 // The role table (every role with bytes, largest first, with how it is known), then the
 // `modules` largest modules with their bytes by role. `recorded`: whether the trace carried
@@ -33,5 +38,13 @@ nlohmann::ordered_json module_rows_json(const RoleBreakdown& roles, std::size_t 
 // hold some too; "allocator_cache" for its free cache; none for a driver allocation's group or
 // a trace without roles.
 std::optional<std::string> leak_role(const TraceSummary& trace, const LeakGroup& group);
+// Its bytes by role at exit (all 0 where leak_role() has none).
+std::array<uint64_t, kRoleCount> leak_roles(const TraceSummary& trace, const LeakGroup& group);
+
+// The role that holds bytes of a split ("activation"), "mostly activation" when others hold some
+// too; none when none does.
+std::optional<std::string> role_label(const std::array<uint64_t, kRoleCount>& bytes);
+// {role: bytes} of the roles that hold bytes.
+nlohmann::ordered_json role_bytes_json(const std::array<uint64_t, kRoleCount>& bytes);
 
 }  // namespace gmt::analyzer

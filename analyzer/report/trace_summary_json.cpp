@@ -2,6 +2,7 @@
 #include "analyzer/report/trace_summary_json.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <fstream>
 #include <map>
@@ -12,12 +13,18 @@
 #include "analyzer/report/history_text.h"
 #include "analyzer/report/json_fields.h"
 #include "analyzer/report/report.h"
+#include "analyzer/report/roles_report.h"
 
 namespace gmt::analyzer {
 namespace {
 
 using nlohmann::json;
 using nlohmann::ordered_json;
+
+// Modules kept per device and moment, and per failed allocation: enough for the tables every
+// presentation shows (report shows 5 per device, peak 10), bounded whatever the model's size.
+constexpr std::size_t kSummaryModules = 100;
+constexpr std::size_t kSummaryFailureModules = 10;
 
 // The summary's table of stacks: each distinct list of frames once, named by its index.
 class StackTable {
@@ -51,6 +58,40 @@ class StackTable {
   ordered_json table_ = ordered_json::array();
 };
 
+// A device's bytes by role and module at a moment, as a summary keeps it: the roles that hold
+// bytes, and the first `modules` modules (the rest counted).
+ordered_json role_breakdown_json(const std::optional<RoleBreakdown>& roles, std::size_t modules) {
+  if (!roles) return nullptr;
+  ordered_json rows = ordered_json::array();
+  for (std::size_t i = 0; i < kRoleCount; ++i) {
+    const RoleFigure& f = roles->roles[i];
+    if (f.bytes == 0 && f.count == 0) continue;
+    rows.push_back({{"role", role_name(static_cast<Role>(i))},
+                    {"bytes", f.bytes},
+                    {"count", f.count},
+                    {"tagged_bytes", f.tagged_bytes}});
+  }
+  ordered_json listed = ordered_json::array();
+  for (std::size_t m = 0; m < roles->modules.size() && m < modules; ++m)
+    listed.push_back({{"module", roles->modules[m].module},
+                      {"by_role", role_bytes_json(roles->modules[m].bytes)}});
+  return {{"time_ns", roles->time_ns},
+          {"at_program_end", roles->at_program_end},
+          {"roles", rows},
+          {"modules", listed},
+          {"modules_not_listed", roles->modules.size() - std::min(roles->modules.size(), modules)}};
+}
+
+// The roles of a listed leak group's blocks at exit (what `leaks` names the group's role by).
+ordered_json leak_roles_json(const TraceSummary& t, const LeakGroup& g) {
+  const auto d = t.devices.find(g.device);
+  if (g.allocator < 0 || d == t.devices.end() || !d->second.roles_at_exit) return nullptr;
+  for (const RoleBreakdown::StackRoles& s : d->second.roles_at_exit->block_stacks) {
+    if (s.stack == g.stack) return role_bytes_json(s.bytes);
+  }
+  return nullptr;
+}
+
 ordered_json devices_json(const TraceSummary& t, StackTable& stacks) {
   ordered_json devices = ordered_json::array();
   for (const auto& [ordinal, d] : t.devices) {
@@ -60,7 +101,8 @@ ordered_json devices_json(const TraceSummary& t, StackTable& stacks) {
                        {"count", s.count},
                        {"allocator", s.allocator},
                        {"cache", s.cache},
-                       {"stack", stacks.index(s.frames)}});
+                       {"stack", stacks.index(s.frames)},
+                       {"roles", role_bytes_json(s.roles)}});
     }
     devices.push_back({{"device", ordinal},
                        {"name", d.identity.name},
@@ -74,7 +116,9 @@ ordered_json devices_json(const TraceSummary& t, StackTable& stacks) {
                        {"free_count", d.free_count},
                        {"teardown_free_count", d.teardown_free_count},
                        {"failed_alloc_count", d.failed_alloc_count},
-                       {"peak_sites", sites}});
+                       {"peak_sites", sites},
+                       {"roles_at_peak", role_breakdown_json(d.roles_at_peak, kSummaryModules)},
+                       {"roles_at_exit", role_breakdown_json(d.roles_at_exit, kSummaryModules)}});
   }
   return devices;
 }
@@ -104,7 +148,8 @@ void add_leaks(const TraceSummary& t, const ResolvedStacks& frames, StackTable& 
                      {"growth_bytes_per_s", g.growth_bytes_per_s},
                      {"freed_at_exit", g.freed_at_exit},
                      {"allocator", g.allocator},
-                     {"stack", stacks.stack(frames, g.stack)}});
+                     {"stack", stacks.stack(frames, g.stack)},
+                     {"roles", leak_roles_json(t, g)}});
   }
   ordered_json not_listed = ordered_json::array();
   for (const auto& [key, g] : rest) {
@@ -133,7 +178,8 @@ ordered_json failures_json(const TraceSummary& t, const ResolvedStacks& frames,
                         {"live_bytes", f.live_bytes},
                         {"allocator", f.allocator},
                         {"retries", retries_json(f.retries)},
-                        {"stack", stacks.stack(frames, f.stack)}});
+                        {"stack", stacks.stack(frames, f.stack)},
+                        {"roles", role_breakdown_json(f.roles, kSummaryFailureModules)}});
   }
   return failures;
 }
@@ -208,6 +254,48 @@ class Reader {
       frame.module = optional_string(f, "module");
       frame.kind = get<std::string>(f, "kind");
       out.push_back(std::move(frame));
+    }
+    return out;
+  }
+
+  Role role(const std::string& name) const {
+    const std::optional<Role> role = role_of_name(name);
+    if (!role) fail("unknown role \"" + name + "\"");
+    return *role;
+  }
+
+  // {role: bytes}, as role_bytes_json() wrote it.
+  std::array<uint64_t, kRoleCount> role_bytes(const json& object) const {
+    if (!object.is_object()) fail("a role split is not an object of roles");
+    std::array<uint64_t, kRoleCount> bytes{};
+    for (const auto& [name, value] : object.items()) {
+      if (!value.is_number_unsigned()) fail("role \"" + name + "\" has no byte count");
+      bytes[static_cast<std::size_t>(role(name))] = value.get<uint64_t>();
+    }
+    return bytes;
+  }
+
+  // A moment's roles (summary 1.2), none where the summary has none: null, or a summary written
+  // before roles were kept.
+  std::optional<RoleBreakdown> roles(const json& object, const char* key) const {
+    const auto it = object.find(key);
+    if (it == object.end() || it->is_null()) return std::nullopt;
+    RoleBreakdown out;
+    out.time_ns = get<uint64_t>(*it, "time_ns");
+    out.at_program_end = get<bool>(*it, "at_program_end");
+    for (const json& row : at(*it, "roles")) {
+      RoleFigure& f = out[role(get<std::string>(row, "role"))];
+      f.bytes = get<uint64_t>(row, "bytes");
+      f.count = get<uint64_t>(row, "count");
+      f.tagged_bytes = get<uint64_t>(row, "tagged_bytes");
+      if (f.tagged_bytes > f.bytes) fail("a role has more tagged bytes than bytes");
+    }
+    for (const json& row : at(*it, "modules")) {
+      ModuleRoles m;
+      m.module = get<std::string>(row, "module");
+      m.bytes = role_bytes(at(row, "by_role"));
+      for (uint64_t b : m.bytes) m.total += b;
+      out.modules.push_back(std::move(m));
     }
     return out;
   }
@@ -295,6 +383,31 @@ void read_identity(const Reader& r, const json& root, TraceSummary& t) {
   t.problems = r.get<std::vector<std::string>>(trace, "problems");
   t.symbolization_warnings = r.get<std::vector<std::string>>(trace, "symbolization_warnings");
   read_history(r, trace, t);
+  // Summary 1.2: whether the framework recorded scopes and tags.
+  if (trace.contains("roles_recorded")) {
+    t.roles_recorded = r.get<bool>(trace, "roles_recorded");
+    t.role_tags_unmatched = r.get<uint64_t>(trace, "role_tags_unmatched");
+  }
+}
+
+// A listed leak group's roles at exit, back into its device's table of block stacks, where
+// leak_role() finds them. Two groups of one device whose frames are the same (two calls on one
+// line) share the summary's stack: the second gets a stack id of its own, with the same frames.
+void add_leak_roles(const Reader& r, const json& entry, LeakGroup& group, SummaryInput& in) {
+  const auto it = entry.find("roles");
+  if (it == entry.end() || it->is_null()) return;
+  const auto device = in.trace.devices.find(group.device);
+  if (device == in.trace.devices.end() || !device->second.roles_at_exit)
+    r.fail("a leak group has roles but its device has none at exit");
+  auto& stacks = device->second.roles_at_exit->block_stacks;
+  if (group.stack != 0 && std::any_of(stacks.begin(), stacks.end(), [&](const auto& s) {
+        return s.stack == group.stack;
+      })) {
+    const auto copy = static_cast<uint32_t>(in.frames.size() + 1);
+    in.frames[copy] = in.frames[group.stack];
+    group.stack = copy;
+  }
+  stacks.push_back({group.stack, r.role_bytes(*it)});
 }
 
 std::string read_file(const std::string& path) {
@@ -347,7 +460,9 @@ ordered_json trace_summary_json(const TraceSummary& t, const ResolvedStacks& fra
                   {"notes", t.notes},
                   {"problems", t.problems},
                   {"symbolization_warnings", t.symbolization_warnings},
-                  {"history", history_json(t)}};
+                  {"history", history_json(t)},
+                  {"roles_recorded", t.roles_recorded},
+                  {"role_tags_unmatched", t.role_tags_unmatched}};
   out["devices"] = devices_json(t, stacks);
   add_leaks(t, frames, stacks, out);
   out["failures"] = failures_json(t, frames, stacks);
@@ -400,8 +515,11 @@ SummaryInput read_trace_summary(const std::string& path) {
       site.cache = r.get<bool>(s, "cache");
       const uint32_t stack = r.stack(s, table.size());
       if (stack != 0) site.frames = table[stack - 1];
+      if (s.contains("roles")) site.roles = r.role_bytes(r.at(s, "roles"));
       device.top_sites.push_back(std::move(site));
     }
+    device.roles_at_peak = r.roles(d, "roles_at_peak");
+    device.roles_at_exit = r.roles(d, "roles_at_exit");
   }
 
   for (const json& g : r.at(root, "leaks")) {
@@ -415,7 +533,15 @@ SummaryInput read_trace_summary(const std::string& path) {
     group.freed_at_exit = r.get<bool>(g, "freed_at_exit");
     group.allocator = r.get<int>(g, "allocator");
     group.stack = r.stack(g, table.size());
+    add_leak_roles(r, g, group, in);
     t.leaks.push_back(group);
+  }
+  // Sorted by stack, as leak_role() looks them up.
+  for (auto& [ordinal, device] : t.devices) {
+    if (!device.roles_at_exit) continue;
+    std::sort(device.roles_at_exit->block_stacks.begin(),
+              device.roles_at_exit->block_stacks.end(),
+              [](const auto& a, const auto& b) { return a.stack < b.stack; });
   }
   // The groups past the listed ones, one per device and class, after them: counted, never
   // listed (the job view and the report list only the first kReportLeakGroups).
@@ -449,6 +575,7 @@ SummaryInput read_trace_summary(const std::string& path) {
       }
     }
     failure.stack = r.stack(f, table.size());
+    failure.roles = r.roles(f, "roles");
     t.failures.push_back(std::move(failure));
   }
   t.failures_not_kept = r.get<uint64_t>(root, "failures_not_kept");

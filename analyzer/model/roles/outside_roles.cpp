@@ -19,7 +19,7 @@ bool program_owner(std::string_view owner) {
 
 void split(RoleBreakdown& table, OwnerLibraryCache& owners) {
   for (const RoleBreakdown::Outside& o : table.outside) {
-    const Role role = program_owner(owners.of(o.stack)) ? Role::kUnknown : Role::kLibrary;
+    const Role role = outside_role(owners.of(o.stack));
     table[role].bytes += o.bytes;
     table[role].count += o.count;
   }
@@ -27,6 +27,10 @@ void split(RoleBreakdown& table, OwnerLibraryCache& owners) {
 }
 
 }  // namespace
+
+Role outside_role(std::string_view owner) {
+  return program_owner(owner) ? Role::kUnknown : Role::kLibrary;
+}
 
 void split_outside_roles(TraceSummary& trace) {
   OwnerLibraryCache owners(trace);

@@ -5,10 +5,16 @@
 // the replay is done.
 #pragma once
 
+#include <string_view>
+
 #include "analyzer/model/trace_summary.h"
 
 namespace gmt::analyzer {
 
 void split_outside_roles(TraceSummary& trace);
+
+// The role of a driver allocation outside a caching allocator whose stack's owner is `owner`
+// (owner_library.h's name): library, or unknown for the program's own.
+Role outside_role(std::string_view owner);
 
 }  // namespace gmt::analyzer

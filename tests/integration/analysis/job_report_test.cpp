@@ -216,7 +216,7 @@ TEST_F(JobReport, SummariesGiveTheSameJobView) {
       << text.substr(0, 100);
   const json first = json::parse(text);
   EXPECT_EQ(first["format"], "gpumemtrace-summary");
-  EXPECT_EQ(first["version"], "1.1");
+  EXPECT_EQ(first["version"], "1.2");
   EXPECT_EQ(first["trace"]["rank"], 0);
   EXPECT_EQ(first["trace"]["path"], traces()[0]);
 

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <sstream>
+#include <vector>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -142,6 +144,84 @@ TEST_F(Roles, LeaksNameEachGroupsRole) {
   EXPECT_EQ(by_role.count("allocator_cache"), 1u);
   const ProcessResult text = cli({"leaks", trace});
   EXPECT_NE(text.out.find("role parameter"), std::string::npos) << text.out;
+}
+
+// A summary keeps the roles: `report` of the summary gives the trace's roles and modules, its
+// peak sites' roles, and `jsonl` the same rows.
+TEST_F(Roles, ASummaryKeepsTheRoles) {
+  const std::string trace = traced_training();
+  const std::string summary = dir_ + "/roles.summary.json";
+  ASSERT_EQ(cli({"summarize", trace, "-o", summary}).exit_code, 0);
+  const json from_trace = command_json({"report", "--json", trace});
+  const json from_summary = command_json({"report", "--json", summary});
+  const json& a = from_trace["devices"][0];
+  const json& b = from_summary["devices"][0];
+  EXPECT_TRUE(b["roles_recorded"].get<bool>());
+  EXPECT_EQ(a["by_role"], b["by_role"]);
+  EXPECT_EQ(a["by_module"], b["by_module"]);
+  ASSERT_EQ(a["peak_sites"].size(), b["peak_sites"].size());
+  for (std::size_t i = 0; i < a["peak_sites"].size(); ++i)
+    EXPECT_EQ(a["peak_sites"][i]["roles"], b["peak_sites"][i]["roles"]) << i;
+  const auto rows = [&](const std::string& input) {
+    std::vector<json> out;
+    std::istringstream lines(cli({"export", "--format", "jsonl", input, "-o", "-"}).out);
+    for (std::string line; std::getline(lines, line);) {
+      json row = json::parse(line);
+      row.erase("path");
+      out.push_back(std::move(row));
+    }
+    return out;
+  };
+  const std::vector<json> trace_rows = rows(trace);
+  EXPECT_EQ(trace_rows.size(), 28u);
+  EXPECT_EQ(trace_rows, rows(summary));
+}
+
+// `jsonl`: each site's role at the peak, each role's and each module's bytes at the peak (in the
+// long form a query pivots), the roles at exit, and each leak group's role.
+TEST_F(Roles, JsonlRowsCarryRolesAndModules) {
+  const std::string trace = traced_training();
+  const ProcessResult r = cli({"export", "--format", "jsonl", trace, "-o", "-"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::map<std::string, uint64_t> peak_roles, exit_roles, site_roles, leak_roles;
+  std::map<std::pair<std::string, std::string>, uint64_t> modules;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    const json row = json::parse(line);
+    const std::string row_class = row["class"];
+    if (row_class == "peak_role") {
+      EXPECT_TRUE(row["site"].is_null()) << row;
+      peak_roles[row["role"]] += row["bytes"].get<uint64_t>();
+    } else if (row_class == "exit_role") {
+      exit_roles[row["role"]] += row["bytes"].get<uint64_t>();
+    } else if (row_class == "peak_module") {
+      modules[{row["module"], row["role"]}] += row["bytes"].get<uint64_t>();
+    } else if (row_class == "peak" || row_class == "peak_cache") {
+      EXPECT_EQ(row["roles"], json({{row["role"].get<std::string>(), row["bytes"]}})) << row;
+      site_roles[row["role"]] += row["bytes"].get<uint64_t>();
+    } else {
+      EXPECT_TRUE(row["module"].is_null()) << row;
+      leak_roles[row["role"]] += row["bytes"].get<uint64_t>();
+    }
+  }
+  const uint64_t cache = peak_roles.at("allocator_cache");
+  const std::map<std::string, uint64_t> expected_peak = {
+      {"parameter", 8 * kMiB}, {"gradient", 4 * kMiB}, {"optimizer_state", 16 * kMiB},
+      {"activation", 16 * kMiB}, {"input", 2 * kMiB}, {"allocator_cache", cache}};
+  EXPECT_EQ(peak_roles, expected_peak);
+  EXPECT_EQ(site_roles, expected_peak);
+  EXPECT_EQ(exit_roles.at("parameter"), 8 * kMiB);
+  EXPECT_EQ(exit_roles.at("gradient"), 8 * kMiB);
+  EXPECT_EQ(exit_roles.at("optimizer_state"), 16 * kMiB);
+  const std::map<std::pair<std::string, std::string>, uint64_t> expected_modules = {
+      {{"fc2", "parameter"}, 4 * kMiB},       {{"fc2", "gradient"}, 4 * kMiB},
+      {{"fc2", "optimizer_state"}, 8 * kMiB}, {{"fc2", "activation"}, 8 * kMiB},
+      {{"fc1", "parameter"}, 4 * kMiB},       {{"fc1", "optimizer_state"}, 8 * kMiB},
+      {{"fc1", "activation"}, 8 * kMiB}};
+  EXPECT_EQ(modules, expected_modules);
+  EXPECT_EQ(leak_roles.at("parameter"), 8 * kMiB);
+  EXPECT_EQ(leak_roles.at("gradient"), 8 * kMiB);
+  EXPECT_EQ(leak_roles.count("allocator_cache"), 1u);
 }
 
 // `diff` by role: the same step with each layer keeping twice as much for backward moves the
