@@ -59,6 +59,17 @@ gmt.libraryColour = function (name) {
   return name === "other" ? "hsl(0,0%,70%)" : gmt.colour(name, 55, 62);
 };
 
+// Each role's colour, the same in every chart and table: what the model keeps (parameters,
+// gradients, state) in blues and reds, what a step makes in greens, the rest in greys.
+gmt.roleColours = {
+  parameter: "#1f77b4", buffer: "#9ecae1", gradient: "#ff7f0e", optimizer_state: "#d62728",
+  activation: "#2ca02c", temporary: "#98df8a", input: "#9467bd", allocator_cache: "#c7c7c7",
+  library: "#8c564b", cuda_graph: "#e377c2", unknown: "#7f7f7f",
+};
+gmt.roleColour = function (name) {
+  return gmt.roleColours[name] || "#7f7f7f";
+};
+
 gmt.deviceName = function (ordinal) {
   return ordinal >= 0 ? "device " + ordinal : "no device";
 };

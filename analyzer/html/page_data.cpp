@@ -17,6 +17,7 @@
 #include "analyzer/report/cuda_error_name.h"
 #include "analyzer/report/history_text.h"
 #include "analyzer/report/job_view.h"
+#include "analyzer/report/roles_report.h"
 #include "analyzer/report/json_fields.h"
 #include "analyzer/report/stack_frames.h"
 #include "analyzer/report/views_report.h"
@@ -179,6 +180,12 @@ class DataBuilder {
       out["resident"] = ordered_json::array();
     }
     out["libraries"] = layers;
+    ordered_json roles = ordered_json::array();
+    if (it != libraries.devices.end()) {
+      for (const auto& [role, bytes] : it->second.roles)
+        roles.push_back({{"name", role_name(role)}, {"bytes", bytes}});
+    }
+    out["roles"] = roles;
     ordered_json views = ordered_json::object();
     if (const auto v = pass.views.find(ordinal); v != pass.views.end()) {
       for (const char* name : kDrawnViews) {
@@ -288,7 +295,10 @@ class DataBuilder {
            {"peak_sites_left_out", sites_left_out},
            {"flame", flame(ordinal, d, resolved)},
            {"views_at_peak_title", views_at_peak_title(d)},
-           {"views_at_peak", views_json(d.views_at_peak, d.peak_bytes, by_library_at_peak(t, d))}});
+           {"views_at_peak", views_json(d.views_at_peak, d.peak_bytes, by_library_at_peak(t, d))},
+           {"roles_at_peak", t.roles_recorded && d.roles_at_peak
+                                 ? roles_json(*d.roles_at_peak, limits_.modules)
+                                 : nullptr}});
       devices.push_back(std::move(device));
     }
     return devices;
@@ -443,6 +453,7 @@ ordered_json html_report_data(ReportInput& input, const HtmlLimits& limits, unsi
             {"libraries", limits.libraries},
             {"flame_nodes", limits.flame_nodes},
             {"peak_sites", limits.peak_sites},
+            {"modules", limits.modules},
             {"ooms", limits.ooms},
             {"leaks", limits.leaks},
             {"phase_runs", limits.phase_runs}}},

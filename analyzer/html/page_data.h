@@ -22,6 +22,7 @@ struct HtmlLimits {
   std::size_t libraries = 6;       // layers per device before "other"
   std::size_t flame_nodes = 1000;  // expanded per device; each gets one "other" child at most
   std::size_t peak_sites = 10;     // with their stacks, per device
+  std::size_t modules = 50;        // by role at the peak, per device
   std::size_t holders = 10;        // per failed allocation, with their stacks
   std::size_t ooms = 100;          // failed allocations per trace
   std::size_t leaks = kReportLeakGroups;    // leak groups per trace (the ones with frames)

@@ -97,12 +97,19 @@ gmt.Report = class {
     const ooms = chart.ooms.length;
     section.append(chart.root, gmt.el("p", { class: "note" },
       "Stacks are kept for the peak (\u25b2)" + (ooms > 0 ? " and for each failed allocation (\u2715)" : "") +
-      ": click on a marker to see them. Any other moment shows the bytes by owning library."), moment);
+      ": click on a marker to see them. Any other moment shows its bytes " + (chart.stacks.role.length > 0 ? "by role or " : "") + "by owning library."), moment);
     const flame = new gmt.Flame(d.flame, d.peak_bytes);
     this.flames.push(flame);
     section.append(gmt.el("div", { class: "columns" },
       gmt.el("div", { class: "column wide" }, gmt.el("h4", null, "live at the peak, by stack"), flame.root),
       gmt.el("div", { class: "column" }, gmt.viewsTable(d.views_at_peak_title, d.views_at_peak))));
+    if (d.roles_at_peak) {
+      section.append(gmt.el("div", { class: "columns" },
+        gmt.el("div", { class: "column" }, gmt.el("h4", null, "by role at the peak"), gmt.roleTable(d.roles_at_peak)),
+        gmt.el("div", { class: "column wide" },
+               gmt.el("h4", null, "by module at the peak (made in its forward or held by its tensors)"),
+               gmt.moduleTable(d.roles_at_peak))));
+    }
     return section;
   }
 
@@ -126,6 +133,13 @@ gmt.Report = class {
       { class: "libraries" });
   }
 
+  static roleRows(entries) {
+    return gmt.table(["role", "bytes"], entries.map(([name, bytes]) =>
+      gmt.el("tr", { "data-role": name }, gmt.el("td", null,
+        gmt.el("i", { class: "swatch", style: "background:" + gmt.roleColour(name) }), name), gmt.bytesCell(bytes))),
+      { class: "roles" });
+  }
+
   showMoment(panel, t, d, chart, time, marker) {
     panel.replaceChildren();
     panel.dataset.timeNs = String(Math.round(time));
@@ -135,8 +149,11 @@ gmt.Report = class {
       panel.append(gmt.el("h4", null, "the peak: ", gmt.el("span", { class: "moment-bytes", "data-bytes": d.peak_bytes },
                                                            gmt.bytes(d.peak_bytes)),
                           " at " + gmt.duration(d.peak_time_ns) + (d.peak_phase ? " in " + d.peak_phase : "")));
+      const split = d.roles_at_peak
+        ? [gmt.el("h5", null, "by role"), gmt.roleTable(d.roles_at_peak)]
+        : [];
       panel.append(gmt.el("div", { class: "columns" },
-        gmt.el("div", { class: "column" }, gmt.el("h5", null, "by library"),
+        gmt.el("div", { class: "column" }, ...split, gmt.el("h5", null, "by library"),
                gmt.Report.libraryRows(Object.entries(d.views_at_peak.by_library).sort((x, y) => y[1] - x[1]))),
         gmt.el("div", { class: "column wide" }, gmt.el("h5", null, "largest sites, with their stacks"),
                gmt.Report.sites(d.peak_sites, d.peak_sites_left_out > 0 ? d.peak_sites_left_out + " smaller sites in the flame graph" : ""))));
@@ -158,7 +175,8 @@ gmt.Report = class {
                         gmt.el("span", { class: "moment-bytes", "data-bytes": d.timeline.resident[b] },
                                gmt.bytes(d.timeline.resident[b])),
                         " (the most live between " + gmt.duration(b * res) + " and " + gmt.duration((b + 1) * res) + ")"));
-    panel.append(gmt.Report.libraryRows(chart.layers.filter((l) => l.bytes[b] > 0).map((l) => [l.name, l.bytes[b]])),
+    const rows = chart.layers.filter((l) => l.bytes[b] > 0).map((l) => [l.name, l.bytes[b]]);
+    panel.append(chart.by === "role" ? gmt.Report.roleRows(rows) : gmt.Report.libraryRows(rows),
                  gmt.el("p", { class: "note" }, "Stacks are kept only for the peak and the failed allocations."));
   }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The report's tables: the views at the peak (the rows and meanings of the text report's views
-// table), phases, leaks, failed allocations and the processes of a run.
+// table), the roles and modules at the peak, phases, leaks, failed allocations and the
+// processes of a run.
 
 gmt.table = function (headings, rows, attrs) {
   const head = gmt.el("tr", null, headings.map((h) => gmt.el("th", null, h)));
@@ -140,4 +141,25 @@ gmt.jobView = function (job) {
                 gmt.table(["site", "processes", "each", "in all"], body, { class: "job-leaks" }));
   }
   return view;
+};
+
+// roles_json's object (README: "Roles and modules"): each role that holds bytes, largest first,
+// with how it is known.
+gmt.roleTable = function (roles) {
+  const rows = roles.by_role.filter((r) => r.bytes > 0).sort((a, b) => b.bytes - a.bytes).map((r) =>
+    gmt.el("tr", { "data-role": r.role },
+           gmt.el("td", null, gmt.el("i", { class: "swatch", style: "background:" + gmt.roleColour(r.role) }), r.role),
+           gmt.bytesCell(r.bytes), gmt.cell(r.how, { class: "note" })));
+  return gmt.table(["role", "bytes", "how it is known"], rows, { class: "roles" });
+};
+
+// Each module's bytes by role, a column per role that any module holds.
+gmt.moduleTable = function (roles) {
+  if (roles.by_module.length === 0) return gmt.el("p", { class: "note" }, "No block was made in a module's forward.");
+  const shown = roles.by_role.map((r) => r.role)
+    .filter((role) => roles.by_module.some((m) => (m.by_role[role] || 0) > 0));
+  const rows = roles.by_module.map((m) =>
+    gmt.el("tr", { "data-module": m.module }, gmt.cell(m.module), gmt.bytesCell(m.bytes),
+           shown.map((role) => gmt.bytesCell(m.by_role[role] || 0))));
+  return gmt.table(["module", "bytes"].concat(shown), rows, { class: "modules" });
 };

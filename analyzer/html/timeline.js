@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// The timeline of one device: device-resident bytes stacked by owning library, the sampled
+// The timeline of one device: device-resident bytes stacked by role (where the trace recorded
+// roles; a menu switches) or by owning library, the sampled
 // views as lines, phase runs as bands above the plot, the peak and each failed allocation as
 // markers. Wheel: zoom around the pointer; drag: zoom to the selection; shift+drag: pan;
 // double-click: the whole trace; click: what was live at that moment (onMoment).
 //
-// Each bucket of the data holds the most that was live during it and the split by library at
-// the moment that most was reached, so drawing every bucket as a bar (several may share a
+// Each bucket of the data holds the most that was live during it and the split by library (and
+// by role) at the moment that most was reached, so drawing every bucket as a bar (several may share a
 // pixel: the tallest shows) never hides a peak.
 
 gmt.viewStyles = {
@@ -23,7 +24,9 @@ gmt.Timeline = class {
     const tl = device.timeline;
     this.res = tl.resolution_ns;
     this.buckets = tl.resident.length;
-    this.layers = tl.libraries;
+    this.stacks = { role: tl.roles || [], library: tl.libraries };
+    this.by = this.stacks.role.length > 0 ? "role" : "library";
+    this.layers = this.stacks[this.by];
     this.full = [0, Math.max(this.buckets * this.res, 1)];
     this.window = this.full.slice();
     this.ooms = trace.ooms.filter((o) => o.device === device.device);
@@ -69,10 +72,46 @@ gmt.Timeline = class {
     this.tip = gmt.el("div", { class: "tooltip", hidden: "" });
     this.frame = gmt.el("div", { class: "canvas-frame" }, this.plot, this.overlay, this.tip);
     this.frame.style.height = this.height + "px";
-    const legend = gmt.el("div", { class: "legend" });
+    this.legend = gmt.el("div", { class: "legend" });
+    this.fillLegend();
+    const reset = gmt.el("button", { type: "button" }, "whole trace");
+    reset.addEventListener("click", () => this.zoom(this.full[0], this.full[1]));
+    const help = gmt.el("span", { class: "help" },
+                        "wheel: zoom \u00b7 drag: zoom to selection \u00b7 shift+drag: pan \u00b7 " +
+                        "double-click: whole trace \u00b7 click: what was live then");
+    const toolbar = gmt.el("div", { class: "toolbar" }, reset);
+    if (this.stacks.role.length > 0) {
+      const menu = gmt.el("select", { class: "stack-by" },
+                          gmt.el("option", { value: "role" }, "stacked by role"),
+                          gmt.el("option", { value: "library" }, "stacked by library"));
+      menu.addEventListener("change", () => this.stackBy(menu.value));
+      toolbar.append(menu);
+    }
+    toolbar.append(help);
+    this.root.append(toolbar, this.frame, this.legend);
+    this.listen();
+  }
+
+  // Stacks the layers by "role" or "library".
+  stackBy(by) {
+    this.by = by;
+    this.layers = this.stacks[by];
+    this.root.dataset.stackBy = by;
+    this.fillLegend();
+    this.draw();
+  }
+
+  colour(name) {
+    return this.by === "role" ? gmt.roleColour(name) : gmt.libraryColour(name);
+  }
+
+  fillLegend() {
+    const legend = this.legend;
+    legend.replaceChildren();
+    this.root.dataset.stackBy = this.by;
     for (const layer of this.layers) {
-      legend.append(gmt.el("span", { class: "key" },
-                           gmt.el("i", { style: "background:" + gmt.libraryColour(layer.name) }),
+      legend.append(gmt.el("span", { class: "key", "data-layer": layer.name },
+                           gmt.el("i", { style: "background:" + this.colour(layer.name) }),
                            layer.name));
     }
     for (const v of this.views) {
@@ -87,13 +126,6 @@ gmt.Timeline = class {
       legend.append(gmt.el("span", { class: "key" }, gmt.el("b", { class: "oom-mark" }, "\u2715"),
                            "failed allocation"));
     }
-    const reset = gmt.el("button", { type: "button" }, "whole trace");
-    reset.addEventListener("click", () => this.zoom(this.full[0], this.full[1]));
-    const help = gmt.el("span", { class: "help" },
-                        "wheel: zoom \u00b7 drag: zoom to selection \u00b7 shift+drag: pan \u00b7 " +
-                        "double-click: whole trace \u00b7 click: what was live then");
-    this.root.append(gmt.el("div", { class: "toolbar" }, reset, help), this.frame, legend);
-    this.listen();
   }
 
   width() {
@@ -169,11 +201,18 @@ gmt.Timeline = class {
     const b1 = this.bucketAt(t1);
     ctx.clearRect(0, 0, w, this.height);
 
-    // Stacked layers: tops[b] is where the last drawn layer of bucket b ended.
-    let ymax = 1;
-    for (let b = b0; b <= b1; b += 1) ymax = Math.max(ymax, this.device.timeline.resident[b]);
+    // Stacked layers: tops[b] is where the last drawn layer of bucket b ended. The scale is the
+    // stacks'; a view far above them (NVML counts the context, hundreds of MiB, on a small
+    // program) would flatten them: it is drawn to the top edge and named there instead.
+    let stacked = 0;
+    for (let b = b0; b <= b1; b += 1) stacked = Math.max(stacked, this.device.timeline.resident[b]);
+    let ymax = Math.max(stacked, 1);
+    const above = [];
     for (const v of this.views) {
-      for (const [b, value] of v.points) if (b >= b0 && b <= b1) ymax = Math.max(ymax, value);
+      let most = 0;
+      for (const [b, value] of v.points) if (b >= b0 && b <= b1) most = Math.max(most, value);
+      if (stacked > 0 && most > 4 * stacked) above.push({ view: v, most });
+      else ymax = Math.max(ymax, most);
     }
     ymax *= 1.08;
     const y = (v) => m.top + ph - (v / ymax) * ph;
@@ -185,7 +224,7 @@ gmt.Timeline = class {
     ctx.rect(m.left, m.top, pw, ph);
     ctx.clip();
     for (const layer of this.layers) {
-      ctx.fillStyle = gmt.libraryColour(layer.name);
+      ctx.fillStyle = this.colour(layer.name);
       for (let b = b0; b <= b1; b += 1) {
         const v = layer.bytes[b];
         if (v === 0) continue;
@@ -233,7 +272,19 @@ gmt.Timeline = class {
         if (b >= b0 && b <= b1) ctx.fillRect(this.xOf((b + 0.5) * this.res) - 1.5, y(value) - 1.5, 3, 3);
       }
     }
+    this.drawDroppedHistory(ctx);
     ctx.restore();
+    ctx.save();
+    ctx.font = "11px sans-serif";
+    ctx.textAlign = "right";
+    ctx.textBaseline = "top";
+    above.forEach((a, i) => {
+      ctx.fillStyle = gmt.viewStyles[a.view.name].colour;
+      ctx.fillText("\u2191 " + gmt.viewStyles[a.view.name].label + " up to " + gmt.bytes(a.most) +
+                   ", above the scale", m.left + pw - 4, m.top + 3 + i * 13);
+    });
+    ctx.restore();
+    this.root.dataset.aboveScale = above.map((a) => a.view.name).join(",");
 
     this.drawPhases(ctx);
     this.drawMarkers(ctx, y);
@@ -242,6 +293,23 @@ gmt.Timeline = class {
     this.root.dataset.peakBytes = String(drawnMax);
     this.root.dataset.peakBucketStartNs = String(drawnMaxBucket * this.res);
     this.drawOverlay();
+  }
+
+  // A bounded trace kept only its last stretch: before it, nothing is known (not nothing live).
+  drawDroppedHistory(ctx) {
+    const h = this.trace.history;
+    if (!h || !h.kept_from_ns) return;
+    const m = this.margin;
+    const xa = Math.max(this.xOf(0), m.left);
+    const xb = Math.min(this.xOf(h.kept_from_ns), m.left + this.plotWidth());
+    if (xb <= xa) return;
+    ctx.fillStyle = "rgba(120,120,120,0.12)";
+    ctx.fillRect(xa, m.top, xb - xa, this.plotHeight());
+    ctx.fillStyle = "#555";
+    ctx.font = "11px sans-serif";
+    ctx.textBaseline = "middle";
+    const label = "history dropped (bounded trace): kept from " + gmt.duration(h.kept_from_ns);
+    if (xb - xa > 60) ctx.fillText(label, xa + 6, m.top + this.plotHeight() / 2, xb - xa - 12);
   }
 
   drawPhases(ctx) {
@@ -371,7 +439,7 @@ gmt.Timeline = class {
                      " live (the most in this interval)"));
     for (const layer of this.layers) {
       if (layer.bytes[b] > 0) {
-        rows.push(gmt.el("div", null, gmt.el("i", { class: "swatch", style: "background:" + gmt.libraryColour(layer.name) }),
+        rows.push(gmt.el("div", null, gmt.el("i", { class: "swatch", style: "background:" + this.colour(layer.name) }),
                          layer.name + " " + gmt.bytes(layer.bytes[b])));
       }
     }

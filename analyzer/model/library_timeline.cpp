@@ -9,6 +9,8 @@
 #include "analyzer/model/input/trace_error.h"
 #include "analyzer/model/owner_library.h"
 #include "analyzer/model/replay.h"
+#include "analyzer/model/roles/outside_roles.h"
+#include "analyzer/model/roles/role_series.h"
 #include "format/file_header.h"
 #include "format/trace_reader.h"
 
@@ -41,14 +43,21 @@ class LibraryTracker {
       : owners_(trace), resolution_ns_(resolution_ns) {}
 
   void apply(const format::Record& record) {
-    if (!is_event(record)) {
+    ++moment_;
+    const auto* block = std::get_if<format::BlockRecord>(&record);
+    if (!is_event(record) && block == nullptr) {
       replay_.apply(record);
       return;
     }
-    const uint64_t bucket = format::record_time(record) / resolution_ns_;
+    // Buckets only go forward: a record stamped a little before the one read last (threads
+    // write in turn) lands in the bucket being read. The caching allocator's records of the
+    // request a driver allocation served stay in its bucket (same_request()).
+    const uint64_t bucket =
+        same_request(record) ? bucket_
+                             : std::max(bucket_, format::record_time(record) / resolution_ns_);
     bucket_ = bucket;
     // Buckets with no change hold what was live when they began: carried before the change.
-    for (auto& [ordinal, d] : devices_) carry(d, bucket);
+    for (auto& [ordinal, d] : devices_) carry(ordinal, d, bucket, moment_ - 1);
     std::optional<uint64_t> touched[2];
     if (const auto* a = std::get_if<format::AllocRecord>(&record)) {
       const uint64_t key = site_key(a->device, a->stack);
@@ -66,18 +75,26 @@ class LibraryTracker {
       }
     }
     replay_.apply(record);
+    if (block != nullptr) follow_block(*block);
     for (const auto& key : touched) {
       if (key) update_site(*key);
     }
     for (const auto& [ordinal, summary] : replay_.summary().devices) {
       DeviceState& d = device(ordinal);
       if (d.total != summary.live_bytes) rescan(ordinal);
-      if (!d.changed) continue;
-      carry(d, bucket);
+    }
+    for (auto& [ordinal, d] : devices_) {
+      d.reserved = replay_.blocks().reserved_bytes(ordinal);
+      const uint64_t allocated = d.allocated = replay_.blocks().allocated_bytes(ordinal);
       Bucket& b = d.buckets[bucket];
-      if (d.total > b.total) {
+      // Of the moments the bucket's most is live at, the one its caching allocators hand out
+      // the most at (the latest of those), as the peak's roles are taken.
+      if (d.total > b.total || (d.total == b.total && allocated >= b.allocated)) {
+        if (d.changed || d.total > b.total) b.split = d.split;
         b.total = d.total;
-        b.split = d.split;
+        b.reserved = d.reserved;
+        b.allocated = allocated;
+        d.moments[bucket] = moment_;
       }
       d.changed = false;
     }
@@ -86,9 +103,9 @@ class LibraryTracker {
   LibraryTimeline finish(uint64_t end_ns, std::size_t top) {
     LibraryTimeline out;
     out.resolution_ns = resolution_ns_;
-    const uint64_t last = end_ns / resolution_ns_;
+    const uint64_t last = std::max(end_ns / resolution_ns_, bucket_);
     for (auto& [ordinal, d] : devices_) {
-      carry(d, last);
+      carry(ordinal, d, last, moment_);
       LibraryTimeline::Device& device = out.devices[ordinal];
       // Each library's most bytes at any bucket ranks it.
       std::vector<std::pair<uint64_t, std::size_t>> ranked;
@@ -123,6 +140,7 @@ class LibraryTracker {
         }
         if (rest) device.bytes.back()[b] = bucket.total - layered;
       }
+      if (replay_.roles().recorded()) device.roles = roles_of(ordinal, d);
     }
     return out;
   }
@@ -131,13 +149,82 @@ class LibraryTracker {
   struct Bucket {
     uint64_t total = 0;
     std::vector<uint64_t> split;  // by library slot; shorter when libraries came later
+    uint64_t reserved = 0;        // the caching allocators' segments then
+    uint64_t allocated = 0;       // and their blocks
   };
   struct DeviceState {
     uint64_t total = 0;
     std::vector<uint64_t> split;
+    uint64_t reserved = 0;
+    uint64_t allocated = 0;
     std::vector<Bucket> buckets;
+    std::vector<uint64_t> moments;  // per bucket, the record after which its most was live
     bool changed = false;
   };
+
+  // Whether the record is a caching allocator's record of the request that the driver
+  // allocation just before served, on its thread: the segment it made (or mapped), then the
+  // block handed out of it. With the allocation they are one moment (a segment counted as the
+  // allocator's from the start), as the peak's figures are.
+  bool same_request(const format::Record& record) {
+    if (const auto* a = std::get_if<format::AllocRecord>(&record)) {
+      request_thread_ = a->thread;
+      return false;
+    }
+    const auto* block = std::get_if<format::BlockRecord>(&record);
+    if (!request_thread_ || block == nullptr || block->thread != *request_thread_) {
+      request_thread_.reset();
+      return false;
+    }
+    const auto action = static_cast<format::BlockAction>(block->action);
+    if (action == format::BlockAction::kSegmentAlloc ||
+        action == format::BlockAction::kSegmentMap)
+      return true;
+    request_thread_.reset();
+    return action == format::BlockAction::kAlloc;
+  }
+
+  // A caching allocator's block handed out or released: the role series follows it.
+  void follow_block(const format::BlockRecord& r) {
+    const auto action = static_cast<format::BlockAction>(r.action);
+    if (action != format::BlockAction::kAlloc && action != format::BlockAction::kFreeRequested)
+      return;
+    if (const auto ended = replay_.roles().last_ended()) series_.end(r.address, *ended, moment_);
+    if (action == format::BlockAction::kAlloc) series_.begin(r.address, r.device, r.size, moment_);
+  }
+
+  // The device's buckets by role: its blocks' roles, its allocators' cache, and what lies
+  // outside their segments by owner. They add up to each bucket's total.
+  std::vector<std::pair<Role, std::vector<uint64_t>>> roles_of(int ordinal, const DeviceState& d) {
+    std::array<std::vector<uint64_t>, kRoleCount> by_role =
+        series_.finish(ordinal, d.moments, replay_.roles());
+    const auto slot = [&](Role role) -> std::vector<uint64_t>& {
+      return by_role[static_cast<std::size_t>(role)];
+    };
+    std::vector<bool> program_slot(names_.size());
+    for (std::size_t s = 0; s < names_.size(); ++s)
+      program_slot[s] = outside_role(names_[s]) == Role::kUnknown;
+    for (std::size_t b = 0; b < d.buckets.size(); ++b) {
+      const Bucket& bucket = d.buckets[b];
+      uint64_t blocks = 0;
+      for (const auto& series : by_role) blocks += series[b];
+      const uint64_t segments = std::min(std::max(bucket.reserved, blocks), bucket.total);
+      slot(Role::kAllocatorCache)[b] += segments > blocks ? segments - blocks : 0;
+      uint64_t program = 0;
+      for (std::size_t s = 0; s < bucket.split.size(); ++s) {
+        if (program_slot[s]) program += bucket.split[s];
+      }
+      const uint64_t outside = bucket.total - std::max(segments, blocks);
+      slot(Role::kUnknown)[b] += std::min(program, outside);
+      slot(Role::kLibrary)[b] += outside - std::min(program, outside);
+    }
+    std::vector<std::pair<Role, std::vector<uint64_t>>> out;
+    for (std::size_t i = 0; i < kRoleCount; ++i) {
+      if (std::any_of(by_role[i].begin(), by_role[i].end(), [](uint64_t v) { return v > 0; }))
+        out.emplace_back(static_cast<Role>(i), std::move(by_role[i]));
+    }
+    return out;
+  }
   struct CachedSite {
     uint64_t resident = 0;
     std::size_t slot = 0;
@@ -147,8 +234,15 @@ class LibraryTracker {
     return slot < b.split.size() ? b.split[slot] : 0;
   }
 
-  static void carry(DeviceState& d, uint64_t bucket) {
-    while (d.buckets.size() <= bucket) d.buckets.push_back({d.total, d.split});
+  // Buckets up to `bucket` made, those new holding what is live after record `moment`; the
+  // role series places the blocks that ended in the buckets now closed.
+  void carry(int ordinal, DeviceState& d, uint64_t bucket, uint64_t moment) {
+    if (d.buckets.size() > bucket) return;
+    while (d.buckets.size() <= bucket) {
+      d.buckets.push_back({d.total, d.split, d.reserved, d.allocated});
+      d.moments.push_back(moment);
+    }
+    series_.place(ordinal, d.moments);
   }
 
   std::size_t slot_of(uint32_t stack) {
@@ -187,7 +281,7 @@ class LibraryTracker {
   // first allocation's bytes would fill every bucket from the trace's start).
   DeviceState& device(int ordinal) {
     const auto [entry, first_seen] = devices_.try_emplace(ordinal);
-    if (first_seen) carry(entry->second, bucket_);
+    if (first_seen) carry(ordinal, entry->second, bucket_, moment_ - 1);
     return entry->second;
   }
 
@@ -209,6 +303,10 @@ class LibraryTracker {
   std::vector<std::string> names_;
   std::size_t overflow_slot_ = kNoSlot;
   uint64_t bucket_ = 0;  // the bucket of the record being applied
+  uint64_t moment_ = 0;  // records applied, the one being applied included
+  // The thread of the driver allocation just read, while its request's block records may follow.
+  std::optional<uint64_t> request_thread_;
+  RoleSeries series_;
 };
 
 }  // namespace

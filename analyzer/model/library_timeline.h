@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/model/roles/role.h"
 #include "analyzer/model/trace_summary.h"
 
 namespace gmt::analyzer {
@@ -24,6 +25,12 @@ struct LibraryTimeline {
     // when there is a rest; `bytes[i][b]` is what library i held when resident[b] was reached.
     std::vector<std::string> libraries;
     std::vector<std::vector<uint64_t>> bytes;
+    // Where the trace recorded roles (RoleTracker): the same buckets split by role at the same
+    // moments, the roles that held bytes in some bucket, in Role order; they add up to
+    // `resident` in every bucket. A caching allocator's blocks by their roles, its cache (its
+    // segments less its blocks), and the rest (resident less the segments) as library or
+    // unknown by owner (outside_roles.h).
+    std::vector<std::pair<Role, std::vector<uint64_t>>> roles;
   };
   std::map<int, Device> devices;
 };

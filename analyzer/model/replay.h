@@ -51,6 +51,10 @@ class Replay {
   TraceSummary& summary() { return summary_; }
   // What the site holds now on its device, of device-resident kinds; 0 for a site not seen.
   uint64_t site_resident_bytes(uint64_t site_key) const;
+  // The caching allocators' blocks and segments now, and what the framework's scopes and tags
+  // have told of the blocks so far.
+  const BlockReplay& blocks() const { return blocks_; }
+  const RoleTracker& roles() const { return roles_; }
 
  private:
   // Addresses, VMM handles, array handles and reservations are separate name spaces: a handle

@@ -116,6 +116,7 @@ uint32_t RoleTracker::new_facts() {
 }
 
 void RoleTracker::on_block(const format::BlockRecord& r) {
+  last_ended_.reset();
   const auto action = static_cast<format::BlockAction>(r.action);
   if (action == format::BlockAction::kAlloc) {
     const uint32_t i = new_facts();
@@ -139,6 +140,7 @@ void RoleTracker::on_block(const format::BlockRecord& r) {
     auto [it, inserted] = live_.try_emplace(r.address, i);
     if (!inserted) {  // the old block's free was not recorded: it ends here
       Facts& old = facts_[it->second];
+      last_ended_ = class_of(old);
       old.freed = true;
       if (old.pins == 0) free_facts_.push_back(it->second);
       it->second = i;
@@ -160,6 +162,7 @@ void RoleTracker::on_block(const format::BlockRecord& r) {
   } else {
     f.end = End::kAfter;
   }
+  last_ended_ = class_of(f);
   if (f.pins == 0) free_facts_.push_back(i);
 }
 
@@ -198,7 +201,22 @@ void RoleTracker::unpin(Snapshot& s) {
   s.blocks.clear();
 }
 
-Role RoleTracker::role_of(const Facts& f) const {
+// tag (8 bits) | where (2) | end (2) | forward_during (1) | freed (1)
+RoleTracker::RoleClass RoleTracker::class_of(const Facts& f) const {
+  const bool forward_during = f.freed ? f.forward_during : forward_epoch_ > f.forward_epoch;
+  return static_cast<RoleClass>(f.tag << 6 | static_cast<unsigned>(f.where) << 4 |
+                                static_cast<unsigned>(f.end) << 2 | forward_during << 1 | f.freed);
+}
+
+Role RoleTracker::role_of(const Facts& f) const { return role_of_class(class_of(f)); }
+
+Role RoleTracker::role_of_class(RoleClass c) const {
+  Facts f;
+  f.tag = static_cast<uint8_t>(c >> 6);
+  f.where = static_cast<Where>(c >> 4 & 3);
+  f.end = static_cast<End>(c >> 2 & 3);
+  f.forward_during = (c >> 1 & 1) != 0;
+  f.freed = (c & 1) != 0;
   if (!recorded_) return Role::kUnknown;
   switch (f.tag) {
     case static_cast<uint8_t>(format::TagRole::kParameter):
@@ -224,8 +242,7 @@ Role RoleTracker::role_of(const Facts& f) const {
     case Where::kNone:
       break;
   }
-  const bool forward_during = f.freed ? f.forward_during : forward_epoch_ > f.forward_epoch;
-  if (forward_during) return Role::kInput;
+  if (f.forward_during) return Role::kInput;
   return f.freed ? Role::kTemporary : Role::kUnknown;
 }
 

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -45,6 +46,21 @@ class RoleTracker {
                 const std::vector<PeakSite>& rows);
   // The table of a snapshot, with every block's role as its whole life decided it.
   std::optional<RoleBreakdown> resolve(int device, int slot) const;
+
+  // What decides a block's role, packed: its tag, where it was made, how its life ended against
+  // that scope, whether a root forward began while it lived, whether it is freed. A role is the
+  // class's only once the whole trace is read (role_of_class()), so a timeline keeps classes.
+  using RoleClass = uint16_t;
+  // The class of the block the last block record ended (its free, or an allocation at its
+  // address whose free was not recorded), until the next block record; none if it ended none.
+  std::optional<RoleClass> last_ended() const { return last_ended_; }
+  // Each live block's address and class now.
+  template <class F>
+  void for_each_live(F&& f) const {
+    for (const auto& [address, i] : live_) f(address, class_of(facts_[i]));
+  }
+  // The role of a class, by what the trace has told so far (all of it, once it is read).
+  Role role_of_class(RoleClass c) const;
 
  private:
   enum class Where : uint8_t { kNone, kForward, kBackward, kOptimizer };
@@ -91,6 +107,7 @@ class RoleTracker {
     std::vector<RoleBreakdown::Outside> outside;
   };
 
+  RoleClass class_of(const Facts& f) const;
   uint32_t new_facts();
   void unpin(Snapshot& s);
   Role role_of(const Facts& f) const;
@@ -114,6 +131,7 @@ class RoleTracker {
   // it but was never tagged is no gradient (a library's workspace, a kept graph's buffer).
   bool gradients_tagged_ = false;
   uint64_t unmatched_tags_ = 0;
+  std::optional<RoleClass> last_ended_;
 };
 
 }  // namespace gmt::analyzer

@@ -11,7 +11,9 @@ mouse events, reads what the page shows, loads the page again with #click=<peak>
 own hook), saves a full-page screenshot, and prints one JSON object on stdout:
 
   errors        console errors, uncaught exceptions and error log entries
-  chart         the first chart's data-peak-bytes (the tallest stack it drew) and the model's
+  chart         the first chart's data-peak-bytes (the tallest stack it drew) and the model's,
+                what it stacks by, the views drawn above its scale, its legend's layers, and
+                the rows of the page's role and module tables
   tooltip       the tooltip's text while hovering the peak
   click         the moment panel after the click: marker, the first site's bytes and function,
                 the text of its frames
@@ -197,6 +199,12 @@ def main():
               const c = document.querySelector('.chart');
               return {drawn_peak_bytes: Number(c.dataset.peakBytes),
                       model_peak_bytes: Number(c.dataset.modelPeakBytes),
+                      stack_by: c.dataset.stackBy,
+                      above_scale: c.dataset.aboveScale,
+                      layers: [...c.querySelectorAll('.legend [data-layer]')]
+                                .map((k) => k.dataset.layer),
+                      role_rows: document.querySelectorAll('table.roles tr[data-role]').length,
+                      module_rows: document.querySelectorAll('table.modules tr[data-module]').length,
                       charts: document.querySelectorAll('.chart').length};
             })()""")
             out["flame_total"] = browser.evaluate(

@@ -42,35 +42,74 @@ std::string find_chromium() {
   return find_on_path({"chromium", "chromium-browser", "google-chrome"});
 }
 
-class HtmlInBrowser : public HtmlReportRun {};
+class HtmlInBrowser : public HtmlReportRun {
+ protected:
+  // What html_browser.py saw of `page` (a screenshot kept as test-artifacts/NAME.png); null
+  // when the test is to be skipped (the reason in skip_).
+  json browse(const std::string& page, const std::string& name) {
+    const std::string chromium = find_chromium();
+    const std::string python = find_on_path({"python3"});
+    if (chromium.empty()) {
+      skip_ =
+          "no Chromium found (chromium, chromium-browser, google-chrome or $GMT_CHROMIUM): "
+          "scripts/install-deps.sh installs Debian's chromium";
+      return nullptr;
+    }
+    if (python.empty()) {
+      skip_ = "no python3 on PATH to drive Chromium with";
+      return nullptr;
+    }
+    std::filesystem::create_directories(GMT_ARTIFACT_DIR);
+    const std::string screenshot = std::string(GMT_ARTIFACT_DIR) + "/" + name + ".png";
+    std::filesystem::remove(screenshot);
+    std::filesystem::copy_file(page, std::string(GMT_ARTIFACT_DIR) + "/" + name + ".html",
+                               std::filesystem::copy_options::overwrite_existing);
+    ProcessSpec spec;
+    spec.argv = {python, GMT_HTML_BROWSER_SCRIPT, chromium, page, screenshot};
+    spec.cwd = dir_;
+    const ProcessResult r = run_process(spec);
+    if (r.exit_code == 77) {
+      skip_ = "Chromium cannot run here: " + r.err;
+      return nullptr;
+    }
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0 ? json::parse(r.out) : json(nullptr);
+  }
+  std::string skip_;
+};
+
+// The roles' page: the timeline stacked by role by default, a view far above the stacks named
+// at the top rather than flattening them, and the role and module tables of the peak.
+TEST_F(HtmlInBrowser, StacksByRoleAndShowsTheRoleAndModuleTables) {
+  const ProcessResult run = run_traced("workload_roles_training", {});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string page = html({only_trace()});
+  const json data = embedded_data(read_file(page));
+  const json& device = data["traces"][0]["devices"][0];
+  const json seen = browse(page, "html_roles");
+  if (!skip_.empty()) GTEST_SKIP() << skip_;
+  ASSERT_FALSE(seen.is_null());
+  EXPECT_EQ(seen["errors"], json::array()) << seen["errors"].dump(2);
+  EXPECT_EQ(seen["chart"]["drawn_peak_bytes"], device["peak_bytes"]);
+  EXPECT_EQ(seen["chart"]["stack_by"], "role");
+  EXPECT_EQ(seen["chart"]["layers"], json({"parameter", "gradient", "optimizer_state", "activation",
+                                           "temporary", "input", "allocator_cache"}));
+  // The simulated GPU's context (512 MiB) puts NVML's line nine times above the 62 MiB peak.
+  EXPECT_EQ(seen["chart"]["above_scale"], "nvml_process,driver_used");
+  EXPECT_EQ(seen["chart"]["role_rows"], 6);  // the device's table, before any click
+  EXPECT_EQ(seen["chart"]["module_rows"], 2);
+}
 
 TEST_F(HtmlInBrowser, DrawsThePeakAndAClickShowsItsLargestAllocation) {
-  const std::string chromium = find_chromium();
-  if (chromium.empty()) {
-    GTEST_SKIP() << "no Chromium found (chromium, chromium-browser, google-chrome or "
-                    "$GMT_CHROMIUM): scripts/install-deps.sh installs Debian's chromium";
-  }
-  const std::string python = find_on_path({"python3"});
-  if (python.empty()) GTEST_SKIP() << "no python3 on PATH to drive Chromium with";
   const ProcessResult run = run_phases();
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const std::string page = html({only_trace()});
   const json data = embedded_data(read_file(page));
   const json& device = data["traces"][0]["devices"][0];
   ASSERT_EQ(device["peak_bytes"], 218 * kMiB);
-
-  std::filesystem::create_directories(GMT_ARTIFACT_DIR);
-  const std::string screenshot = std::string(GMT_ARTIFACT_DIR) + "/html_report.png";
-  std::filesystem::remove(screenshot);
-  std::filesystem::copy_file(page, std::string(GMT_ARTIFACT_DIR) + "/html_report.html",
-                             std::filesystem::copy_options::overwrite_existing);
-  ProcessSpec spec;
-  spec.argv = {python, GMT_HTML_BROWSER_SCRIPT, chromium, page, screenshot};
-  spec.cwd = dir_;
-  const ProcessResult r = run_process(spec);
-  if (r.exit_code == 77) GTEST_SKIP() << "Chromium cannot run here: " << r.err;
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const json seen = json::parse(r.out);
+  const json seen = browse(page, "html_report");
+  if (!skip_.empty()) GTEST_SKIP() << skip_;
+  ASSERT_FALSE(seen.is_null());
 
   EXPECT_EQ(seen["errors"], json::array()) << seen["errors"].dump(2);
   EXPECT_EQ(seen["chart"]["charts"], 1);
@@ -101,7 +140,7 @@ TEST_F(HtmlInBrowser, DrawsThePeakAndAClickShowsItsLargestAllocation) {
   }
 
   // The screenshot, a PNG, is kept for people to look at.
-  const std::string png = read_file(screenshot);
+  const std::string png = read_file(std::string(GMT_ARTIFACT_DIR) + "/html_report.png");
   ASSERT_GT(png.size(), 8u);
   EXPECT_EQ(png.substr(1, 3), "PNG");
 }

@@ -58,6 +58,9 @@ TEST_F(HtmlReport, TimelinePhasesViewsAndLeaksAreTheModels) {
   ASSERT_EQ(tl["libraries"].size(), 1u);
   EXPECT_EQ(tl["libraries"][0]["name"], "workload_phases");
   EXPECT_EQ(tl["libraries"][0]["bytes"].get<std::vector<uint64_t>>(), resident);
+  // No framework hooks: no roles to stack by, and no role table.
+  EXPECT_EQ(tl["roles"], json::array());
+  EXPECT_TRUE(d["roles_at_peak"].is_null());
 
   // Views drawn as lines: the framework's report at the peak, NVML's and the driver's samples.
   auto most = [&tl](const char* view) {
@@ -142,6 +145,54 @@ TEST_F(HtmlReport, TimelinePhasesViewsAndLeaksAreTheModels) {
 // A caching allocator that reports its blocks draws its allocated and reserved bytes as two
 // series from its block events, with no figures reported by the program: five 4 MiB blocks in
 // one 20 MiB segment (workload_cached_training fragment).
+// Roles over time: every interval's roles add up to its total, one interval's are the peak's
+// table, the activations come and go, and the module table is `peak`'s.
+TEST_F(HtmlReport, TheTimelineStacksByRoleAndTheModulesAreThePeaks) {
+  const ProcessResult run = run_traced("workload_roles_training", {});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string trace = only_trace();
+  const json data = embedded_data(read_file(html({trace})));
+  const json& d = data["traces"][0]["devices"][0];
+  const json& tl = d["timeline"];
+  const auto resident = tl["resident"].get<std::vector<uint64_t>>();
+  std::map<std::string, std::vector<uint64_t>> roles;
+  for (const json& layer : tl["roles"])
+    roles[layer["name"]] = layer["bytes"].get<std::vector<uint64_t>>();
+  const std::vector<std::string> names = {"parameter",  "gradient", "optimizer_state",
+                                          "activation", "input",    "allocator_cache"};
+  for (const std::string& name : names) EXPECT_EQ(roles.count(name), 1u) << name;
+  for (std::size_t b = 0; b < resident.size(); ++b) {
+    uint64_t sum = 0;
+    for (const auto& [name, bytes] : roles) sum += bytes.at(b);
+    ASSERT_EQ(sum, resident[b]) << "interval " << b;
+  }
+  // The peak's moment: the interval where the most blocks were handed out at the peak.
+  const json peak = json::parse(cli({"peak", "--json", trace}).out)["devices"][0];
+  std::map<std::string, uint64_t> at_peak;
+  for (const json& r : peak["by_role"]) {
+    if (r["bytes"].get<uint64_t>() > 0) at_peak[r["role"]] = r["bytes"];
+  }
+  // It lasts as long as nothing changes: the intervals it spans, from the peak's on.
+  std::vector<std::size_t> equal;
+  for (std::size_t b = 0; b < resident.size(); ++b) {
+    std::map<std::string, uint64_t> split;
+    for (const auto& [name, bytes] : roles) {
+      if (bytes[b] > 0) split[name] = bytes[b];
+    }
+    if (split == at_peak) equal.push_back(b);
+  }
+  ASSERT_FALSE(equal.empty());
+  EXPECT_GE(equal.front(),
+            peak["peak_time_ns"].get<uint64_t>() / tl["resolution_ns"].get<uint64_t>());
+  EXPECT_EQ(equal.back() - equal.front() + 1, equal.size());
+  const std::vector<uint64_t>& activation = roles["activation"];
+  EXPECT_EQ(*std::max_element(activation.begin(), activation.end()), 16 * kMiB);
+  EXPECT_EQ(activation.back(), 0u);
+  EXPECT_EQ(roles["parameter"].back(), 8 * kMiB);
+  EXPECT_EQ(d["roles_at_peak"]["by_module"], peak["by_module"]);
+  EXPECT_EQ(d["roles_at_peak"]["by_role"], peak["by_role"]);
+}
+
 TEST_F(HtmlReport, TheAllocatorsAllocatedAndReservedComeFromItsBlocks) {
   const ProcessResult run =
       run_traced("workload_cached_training", {"fragment"},

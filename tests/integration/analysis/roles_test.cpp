@@ -5,10 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <map>
-#include <sstream>
-#include <vector>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "tests/integration/traced_run_fixture.h"
 
@@ -206,8 +206,8 @@ TEST_F(Roles, JsonlRowsCarryRolesAndModules) {
   }
   const uint64_t cache = peak_roles.at("allocator_cache");
   const std::map<std::string, uint64_t> expected_peak = {
-      {"parameter", 8 * kMiB}, {"gradient", 4 * kMiB}, {"optimizer_state", 16 * kMiB},
-      {"activation", 16 * kMiB}, {"input", 2 * kMiB}, {"allocator_cache", cache}};
+      {"parameter", 8 * kMiB},   {"gradient", 4 * kMiB}, {"optimizer_state", 16 * kMiB},
+      {"activation", 16 * kMiB}, {"input", 2 * kMiB},    {"allocator_cache", cache}};
   EXPECT_EQ(peak_roles, expected_peak);
   EXPECT_EQ(site_roles, expected_peak);
   EXPECT_EQ(exit_roles.at("parameter"), 8 * kMiB);
