@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <array>
 #include <cstdio>
-#include <optional>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "analyzer/export/export_formats.h"
@@ -45,7 +45,7 @@ struct Row {
   uint64_t count;
   int allocator;
   const std::vector<SiteFrame>* frames;
-  std::optional<std::string> role;          // the role, or "mostly ROLE" for a site's mix
+  std::optional<std::string> role;           // the role, or "mostly ROLE" for a site's mix
   std::array<uint64_t, kRoleCount> roles{};  // a site's bytes by role (all 0: not known)
   std::string module;                        // a module's row: its qualified name
 };

@@ -17,8 +17,8 @@
 #include "analyzer/report/cuda_error_name.h"
 #include "analyzer/report/history_text.h"
 #include "analyzer/report/job_view.h"
-#include "analyzer/report/roles_report.h"
 #include "analyzer/report/json_fields.h"
+#include "analyzer/report/roles_report.h"
 #include "analyzer/report/stack_frames.h"
 #include "analyzer/report/views_report.h"
 

@@ -52,9 +52,9 @@ class LibraryTracker {
     // Buckets only go forward: a record stamped a little before the one read last (threads
     // write in turn) lands in the bucket being read. The caching allocator's records of the
     // request a driver allocation served stay in its bucket (same_request()).
-    const uint64_t bucket =
-        same_request(record) ? bucket_
-                             : std::max(bucket_, format::record_time(record) / resolution_ns_);
+    const uint64_t bucket = same_request(record)
+                                ? bucket_
+                                : std::max(bucket_, format::record_time(record) / resolution_ns_);
     bucket_ = bucket;
     // Buckets with no change hold what was live when they began: carried before the change.
     for (auto& [ordinal, d] : devices_) carry(ordinal, d, bucket, moment_ - 1);
@@ -177,8 +177,7 @@ class LibraryTracker {
       return false;
     }
     const auto action = static_cast<format::BlockAction>(block->action);
-    if (action == format::BlockAction::kSegmentAlloc ||
-        action == format::BlockAction::kSegmentMap)
+    if (action == format::BlockAction::kSegmentAlloc || action == format::BlockAction::kSegmentMap)
       return true;
     request_thread_.reset();
     return action == format::BlockAction::kAlloc;

@@ -400,9 +400,8 @@ void add_leak_roles(const Reader& r, const json& entry, LeakGroup& group, Summar
   if (device == in.trace.devices.end() || !device->second.roles_at_exit)
     r.fail("a leak group has roles but its device has none at exit");
   auto& stacks = device->second.roles_at_exit->block_stacks;
-  if (group.stack != 0 && std::any_of(stacks.begin(), stacks.end(), [&](const auto& s) {
-        return s.stack == group.stack;
-      })) {
+  if (group.stack != 0 && std::any_of(stacks.begin(), stacks.end(),
+                                      [&](const auto& s) { return s.stack == group.stack; })) {
     const auto copy = static_cast<uint32_t>(in.frames.size() + 1);
     in.frames[copy] = in.frames[group.stack];
     group.stack = copy;
@@ -539,8 +538,7 @@ SummaryInput read_trace_summary(const std::string& path) {
   // Sorted by stack, as leak_role() looks them up.
   for (auto& [ordinal, device] : t.devices) {
     if (!device.roles_at_exit) continue;
-    std::sort(device.roles_at_exit->block_stacks.begin(),
-              device.roles_at_exit->block_stacks.end(),
+    std::sort(device.roles_at_exit->block_stacks.begin(), device.roles_at_exit->block_stacks.end(),
               [](const auto& a, const auto& b) { return a.stack < b.stack; });
   }
   // The groups past the listed ones, one per device and class, after them: counted, never

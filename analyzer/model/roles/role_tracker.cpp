@@ -208,7 +208,9 @@ RoleTracker::RoleClass RoleTracker::class_of(const Facts& f) const {
                                 static_cast<unsigned>(f.end) << 2 | forward_during << 1 | f.freed);
 }
 
-Role RoleTracker::role_of(const Facts& f) const { return role_of_class(class_of(f)); }
+Role RoleTracker::role_of(const Facts& f) const {
+  return role_of_class(class_of(f));
+}
 
 Role RoleTracker::role_of_class(RoleClass c) const {
   Facts f;
