@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // `gpumemtrace export --format perfetto`: Chrome's trace-event JSON, which ui.perfetto.dev and
-// chrome://tracing open. Counter tracks ("C") of each device's live bytes, device-resident in all
-// and per kind, and of each view the sampler recorded; phases as complete slices ("X") on their
+// chrome://tracing open. Counter tracks ("C") of each device's live bytes, device-resident in all,
+// per kind and per role (where the framework recorded roles), and of each view the sampler
+// recorded; phases as complete slices ("X") on their
 // threads; each device's peak and each failed allocation as instants ("i").
 //
 // Bounded whatever the trace's length: counters come from the timeline's buckets (at most
@@ -13,6 +14,7 @@
 #include "analyzer/export/export_formats.h"
 #include "analyzer/export/export_record_pass.h"
 #include "analyzer/export/export_stacks.h"
+#include "analyzer/model/library_timeline.h"
 #include "analyzer/model/timeline_builder.h"
 #include "analyzer/report/cuda_error_name.h"
 
@@ -100,6 +102,17 @@ void write_perfetto(TraceSummary& trace, std::ostream& out) {
     for (const auto& [kind, series] : d.by_kind) {
       counter(events, pid, device + " " + std::string(format::memory_kind_name(kind)), series,
               resolution, trace.duration_ns);
+    }
+  }
+  // Where the framework recorded roles, a track per role: the bytes of each bucket at the moment
+  // its most was live, adding up to the resident track (library_timeline.h).
+  if (trace.roles_recorded) {
+    const LibraryTimeline split = read_library_timeline(trace, resolution, 0);
+    for (const auto& [ordinal, d] : split.devices) {
+      for (const auto& [role, series] : d.roles) {
+        counter(events, pid, device_root(ordinal) + " role " + role_name(role), series, resolution,
+                trace.duration_ns);
+      }
     }
   }
   for (const auto& [ordinal, views] : pass.views) {

@@ -4,8 +4,10 @@
 // allocator reporting as PyTorch's tracker does; `report` and `peak` give each byte its role.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -222,6 +224,48 @@ TEST_F(Roles, JsonlRowsCarryRolesAndModules) {
   EXPECT_EQ(leak_roles.at("parameter"), 8 * kMiB);
   EXPECT_EQ(leak_roles.at("gradient"), 8 * kMiB);
   EXPECT_EQ(leak_roles.count("allocator_cache"), 1u);
+}
+
+// Perfetto: a counter track per role, adding up to the resident track at every point.
+TEST_F(Roles, PerfettoHasACounterTrackPerRole) {
+  const std::string trace = traced_training();
+  const std::string file = dir_ + "/roles.perfetto.json";
+  const ProcessResult r = cli({"export", "--format", "perfetto", trace, "-o", file});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::map<std::string, std::map<double, uint64_t>> tracks;  // name -> ts -> bytes
+  const json perfetto = json::parse(read_file(file));
+  for (const json& e : perfetto["traceEvents"]) {
+    if (e["ph"] == "C") tracks[e["name"]][e["ts"].get<double>()] = e["args"]["bytes"];
+  }
+  const std::string prefix = "device 0 role ";
+  std::vector<std::string> roles;
+  for (const auto& [name, points] : tracks) {
+    if (name.rfind(prefix, 0) == 0) roles.push_back(name.substr(prefix.size()));
+  }
+  EXPECT_EQ(roles, (std::vector<std::string>{"activation", "allocator_cache", "gradient", "input",
+                                             "optimizer_state", "parameter", "temporary"}));
+  // A track's value at `ts`: its last point at or before it (points are written on change).
+  const auto at = [&](const std::string& name, double ts) -> uint64_t {
+    const auto& points = tracks[name];
+    auto it = points.upper_bound(ts);
+    return it == points.begin() ? 0 : std::prev(it)->second;
+  };
+  const auto& resident = tracks.at("device 0 resident");
+  ASSERT_GT(resident.size(), 1u);
+  std::set<double> times;
+  for (const auto& [name, points] : tracks) {
+    for (const auto& [ts, bytes] : points) times.insert(ts);
+  }
+  for (const double ts : times) {
+    uint64_t sum = 0;
+    for (const std::string& role : roles) sum += at(prefix + role, ts);
+    ASSERT_EQ(sum, at("device 0 resident", ts)) << ts;
+  }
+  uint64_t most_activation = 0;
+  for (const auto& [ts, bytes] : tracks.at(prefix + "activation"))
+    most_activation = std::max(most_activation, bytes);
+  EXPECT_EQ(most_activation, 16 * kMiB);
+  EXPECT_EQ(tracks.at(prefix + "parameter").rbegin()->second, 8 * kMiB);
 }
 
 // `diff` by role: the same step with each layer keeping twice as much for backward moves the
