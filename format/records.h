@@ -826,6 +826,9 @@ enum class ScopeKind : uint8_t {
   // The program's own code is done and the interpreter begins its exit (atexit): an enter with
   // no exit. What is live then is what the program held at its end, before teardown frees it.
   kProgramEnd = 3,
+  // A CUDA graph's capture (torch.cuda.graph) on this thread: the blocks made in it are the
+  // graph's private pool's, kept for its replays. Readers that do not know it ignore it.
+  kCudaGraph = 4,
 };
 enum class ScopeAction : uint8_t {
   kEnter = 0,

@@ -11,7 +11,8 @@ library's entry points (format 4.8's Scope and Tag records):
 - scopes: each root module's forward (a module called outside any other's: the model, the loss)
   by its class name; inside it, each module's forward by its qualified name (`layer3.2.conv1`, as
   the root's `named_modules()` gives it) in the root's first three forwards and one in sixteen
-  after (the others in outline); backward(); each optimizer's step(); the program's end (atexit);
+  after (the others in outline); backward(); each optimizer's step(); each CUDA graph's capture
+  (torch.cuda.graph, which torch.compile's CUDA graphs use too); the program's end (atexit);
 - tags: a model's parameters and buffers in its forwards reported whole (when they moved), the
   gradients after each backward (or before a step), the optimizer's state after each step when it
   changed.
@@ -58,7 +59,7 @@ def _install():
 
     # format/records.h: ScopeAction, ScopeKind, TagRole.
     ENTER, EXIT, ENTER_OUTLINE = 0, 1, 2
-    MODULE, BACKWARD, OPTIMIZER, PROGRAM_END = 0, 1, 2, 3
+    MODULE, BACKWARD, OPTIMIZER, PROGRAM_END, CUDA_GRAPH = 0, 1, 2, 3, 4
     PARAMETER, BUFFER, GRADIENT, OPTIMIZER_STATE = 0, 1, 2, 3
 
     compiler = getattr(torch, "compiler", None)
@@ -270,6 +271,31 @@ def _install():
             setattr(backward, attribute, getattr(function, attribute, None))
         return backward
 
+    # A CUDA graph's capture: what it allocates stays in the graph's private pool for its replays.
+    # The scope opens once the capture has begun (after the synchronize and empty_cache that
+    # precede it) and closes once it has ended.
+    def wrap_graph_capture(graph):
+        if not isinstance(graph, type) or hasattr(graph.__enter__, "__wrapped__"):
+            return
+        capture_name = name_id("cuda graph capture")
+        original_enter, original_exit = graph.__enter__, graph.__exit__
+
+        def enter(self):
+            result = original_enter(self)
+            scope(ENTER, CUDA_GRAPH, capture_name)
+            return result
+
+        def exit_(self, *exc_info):
+            try:
+                return original_exit(self, *exc_info)
+            finally:
+                scope(EXIT, CUDA_GRAPH, 0)
+
+        enter.__wrapped__ = original_enter
+        exit_.__wrapped__ = original_exit
+        graph.__enter__ = enter
+        graph.__exit__ = exit_
+
     # Module.__call__ rather than the global forward hooks: with any global hook registered, every
     # module call takes _call_impl's slow path (about 5 us a call on the H200, 4.5 % of a
     # ResNet-50 AMP step), whether or not the hook reports anything.
@@ -287,6 +313,7 @@ def _install():
             function = getattr(autograd, attribute, None)
             if function is not None and not hasattr(function, "__wrapped__"):
                 setattr(autograd, attribute, scoped_backward(function))
+    wrap_graph_capture(getattr(getattr(torch, "cuda", None), "graph", None))
     import atexit
 
     # What the program holds when its code is done, before the interpreter's teardown frees it:

@@ -41,7 +41,8 @@ const char* role_basis(Role role, bool tagged) {
     case Role::kLibrary:
       return "driver allocations whose stacks lie in a library (cuBLAS, cuDNN, NCCL...)";
     case Role::kCudaGraph:
-      return "not told apart yet";
+      return "inferred: made while a CUDA graph was captured (torch.cuda.graph), its private "
+             "pool's (the pool's free space is in allocator_cache)";
     case Role::kUnknown:
       return "no scope or tag places it (no roles recorded; a block kept past the forward or "
              "backward that made it, not by backward nor as a gradient: a library's workspace, a "

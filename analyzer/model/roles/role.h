@@ -23,7 +23,7 @@ enum class Role : uint8_t {
   kInput,           // made outside the model, live while its forward ran
   kAllocatorCache,  // a caching allocator's segments, not handed out
   kLibrary,    // driver allocations of a library (cuBLAS, cuDNN, NCCL...) outside the framework
-  kCudaGraph,  // a CUDA graph's private pool (not told apart yet: such blocks are unknown)
+  kCudaGraph,  // made while a CUDA graph was captured: its private pool's blocks
   kUnknown,
 };
 inline constexpr std::size_t kRoleCount = 11;

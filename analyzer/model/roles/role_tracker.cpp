@@ -35,6 +35,9 @@ void RoleTracker::on(const format::ScopeRecord& r) {
     case format::ScopeKind::kOptimizer:
       where = Where::kOptimizer;
       break;
+    case format::ScopeKind::kCudaGraph:
+      where = Where::kCudaGraph;
+      break;
     case format::ScopeKind::kProgramEnd:
       program_ended_ = true;
       return;
@@ -123,7 +126,17 @@ void RoleTracker::on_block(const format::BlockRecord& r) {
     Facts& f = facts_[i];
     f.forward_epoch = forward_epoch_;
     const auto thread = threads_.find(r.thread);
-    if (thread != threads_.end() && !thread->second.empty()) {
+    const Open* capture = nullptr;
+    if (thread != threads_.end()) {
+      for (const Open& o : thread->second) {
+        if (o.where == Where::kCudaGraph) capture = &o;
+      }
+    }
+    if (capture != nullptr) {
+      // A graph's private pool keeps what its capture made, whatever scope made it.
+      f.where = Where::kCudaGraph;
+      f.instance = capture->instance;
+    } else if (thread != threads_.end() && !thread->second.empty()) {
       const Open& inner = thread->second.back();
       f.where = inner.where;
       f.instance = inner.instance;
@@ -201,10 +214,10 @@ void RoleTracker::unpin(Snapshot& s) {
   s.blocks.clear();
 }
 
-// tag (8 bits) | where (2) | end (2) | forward_during (1) | freed (1)
+// tag (8 bits) | where (3) | end (2) | forward_during (1) | freed (1)
 RoleTracker::RoleClass RoleTracker::class_of(const Facts& f) const {
   const bool forward_during = f.freed ? f.forward_during : forward_epoch_ > f.forward_epoch;
-  return static_cast<RoleClass>(f.tag << 6 | static_cast<unsigned>(f.where) << 4 |
+  return static_cast<RoleClass>(f.tag << 7 | static_cast<unsigned>(f.where) << 4 |
                                 static_cast<unsigned>(f.end) << 2 | forward_during << 1 | f.freed);
 }
 
@@ -214,8 +227,8 @@ Role RoleTracker::role_of(const Facts& f) const {
 
 Role RoleTracker::role_of_class(RoleClass c) const {
   Facts f;
-  f.tag = static_cast<uint8_t>(c >> 6);
-  f.where = static_cast<Where>(c >> 4 & 3);
+  f.tag = static_cast<uint8_t>(c >> 7);
+  f.where = static_cast<Where>(c >> 4 & 7);
   f.end = static_cast<End>(c >> 2 & 3);
   f.forward_during = (c >> 1 & 1) != 0;
   f.freed = (c & 1) != 0;
@@ -241,6 +254,8 @@ Role RoleTracker::role_of_class(RoleClass c) const {
       return gradients_tagged_ ? Role::kUnknown : Role::kGradient;
     case Where::kOptimizer:
       return f.end == End::kInside ? Role::kTemporary : Role::kOptimizerState;
+    case Where::kCudaGraph:
+      return Role::kCudaGraph;
     case Where::kNone:
       break;
   }

@@ -47,7 +47,8 @@ class RoleTracker {
   // The table of a snapshot, with every block's role as its whole life decided it.
   std::optional<RoleBreakdown> resolve(int device, int slot) const;
 
-  // What decides a block's role, packed: its tag, where it was made, how its life ended against
+  // What decides a block's role, packed: its tag, where it was made (a CUDA graph's capture
+  // before any other scope), how its life ended against
   // that scope, whether a root forward began while it lived, whether it is freed. A role is the
   // class's only once the whole trace is read (role_of_class()), so a timeline keeps classes.
   using RoleClass = uint16_t;
@@ -63,7 +64,7 @@ class RoleTracker {
   Role role_of_class(RoleClass c) const;
 
  private:
-  enum class Where : uint8_t { kNone, kForward, kBackward, kOptimizer };
+  enum class Where : uint8_t { kNone, kForward, kBackward, kOptimizer, kCudaGraph };
   enum class End : uint8_t { kLive, kInside, kByBackward, kAfter };
   static constexpr uint8_t kUntagged = 0xFF;
   struct Facts {

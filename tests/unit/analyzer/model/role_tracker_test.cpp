@@ -263,6 +263,40 @@ TEST(Roles, AnOutlineForwardTakesItsModulesFromTheLastWholeOne) {
                          {"fc1", 8 * kMiB}, {"fc2", 6 * kMiB}, {"Net", 1 * kMiB}}));
 }
 
+// A CUDA graph's capture: what it makes is the graph's private pool's, whatever forward made it
+// inside the capture, until freed; a tag still names a tensor's role; blocks made after the
+// capture, on another thread during it, or before it, are not the graph's.
+TEST(Roles, BlocksMadeInACudaGraphCaptureAreTheGraphs) {
+  std::vector<format::Record> records = {name(1, "Net"), name(2, "cuda graph capture"),
+                                         name(3, "w")};
+  records.push_back(test::alloc_at(1, 0, kSegment, 100 * kMiB));
+  records.push_back(block(2, kMain, BlockAction::kSegmentAlloc, 0, 100 * kMiB));
+  records.push_back(block(3, kMain, BlockAction::kAlloc, 0, 2 * kMiB));  // before: a parameter
+  records.push_back(tag(4, TagRole::kParameter, 0, 3));
+  records.push_back(scope(5, kMain, ScopeAction::kEnter, ScopeKind::kCudaGraph, 2));
+  records.push_back(scope(6, kMain, ScopeAction::kEnter, ScopeKind::kModule, 1));
+  records.push_back(block(7, kMain, BlockAction::kAlloc, 2 * kMiB, 8 * kMiB));   // kept output
+  records.push_back(block(8, kMain, BlockAction::kAlloc, 10 * kMiB, 4 * kMiB));  // scratch
+  records.push_back(block(9, kMain, BlockAction::kFreeRequested, 10 * kMiB, 4 * kMiB));
+  records.push_back(block(10, kAutograd, BlockAction::kAlloc, 14 * kMiB, 1 * kMiB));
+  records.push_back(block(11, kMain, BlockAction::kAlloc, 15 * kMiB, 16 * kMiB));  // tagged
+  records.push_back(tag(12, TagRole::kParameter, 15 * kMiB, 3));
+  records.push_back(scope(13, kMain, ScopeAction::kExit, ScopeKind::kModule));
+  records.push_back(scope(14, kMain, ScopeAction::kExit, ScopeKind::kCudaGraph));
+  records.push_back(block(15, kMain, BlockAction::kAlloc, 31 * kMiB, 4 * kMiB));  // after
+  records.push_back(block(16, kMain, BlockAction::kFreeRequested, 31 * kMiB, 4 * kMiB));
+  const TraceSummary s = replayed(records);
+  const DeviceSummary& d = s.devices.at(0);
+  const RoleBreakdown& exit = *d.roles_at_exit;
+  EXPECT_EQ(exit[Role::kCudaGraph].bytes, 8 * kMiB);
+  EXPECT_EQ(exit[Role::kCudaGraph].count, 1u);
+  EXPECT_EQ(exit[Role::kParameter].bytes, 18 * kMiB);
+  EXPECT_EQ(exit[Role::kUnknown].bytes, 1 * kMiB);  // the other thread's: not the capture's
+  EXPECT_EQ(exit.total_bytes(), 100 * kMiB);
+  EXPECT_NE(std::string(role_basis(Role::kCudaGraph, false)).find("torch.cuda.graph"),
+            std::string::npos);
+}
+
 TEST(Roles, NamesRoundTrip) {
   for (std::size_t i = 0; i < kRoleCount; ++i) {
     const Role role = static_cast<Role>(i);
