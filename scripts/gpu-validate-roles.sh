@@ -6,6 +6,7 @@
 #     named_modules() gives them; the roles at the peak add up to the peak;
 #   - the same model under PyTorch's MemTracker (its figures at its peak, printed beside ours);
 #   - torchvision ResNet-50 (AMP) and nn.TransformerEncoder with AdamW: the role table at the peak;
+#   - the MLP's forward captured in a CUDA graph: its kept output is cuda_graph at exit;
 #   - the cost: ResNet-50 AMP steps with roles and without (GPUMEMTRACE_ROLES=0), interleaved.
 # Usage: scripts/gpu-validate-roles.sh [OUTPUT_DIR]; exits non-zero when a check failed.
 # GMT_ROLES_COST=0 skips the cost.
@@ -46,6 +47,21 @@ for model in mlp resnet transformer; do
   check "$model: every module named is one of named_modules() or the root's class" True \
     "$(python3 -c 'import json,sys; e=set(json.load(open(sys.argv[1]))["modules"]); p=json.load(open(sys.argv[2]))["devices"][0]["by_module"]; print(all(m["module"] in e or "." not in m["module"] and m["module"][:1].isupper() for m in p) and len(p) > 0)' "$out/roles_$model.expected.json" "$out/roles_$model.peak.json")"
 done
+
+echo "== a CUDA graph: the MLP's forward captured (torch.cuda.graph) after training"
+rm -f "$out"/roles_graphed.*.gmt
+if "$gmt" run -o "$out/roles_graphed.%p.gmt" -- python3 tests/gpu/roles_models.py graphed \
+  "$out/roles_graphed.json" >"$out/roles_graphed.log" 2>&1; then
+  "$gmt" report --json "$(ls "$out"/roles_graphed.*.gmt | head -1)" >"$out/roles_graphed.report.json"
+  check "cuda graph: the graph's kept output is cuda_graph at exit" \
+    "$(json_field "$out/roles_graphed.json" 'd["graph_output_bytes"]')" \
+    "$(json_field "$out/roles_graphed.report.json" "[r['bytes'] for r in d['devices'][0]['by_role']['at_exit'] if r['role'] == 'cuda_graph'][0]")"
+  check "cuda graph: parameters at exit still the model's" \
+    "$(json_field "$out/roles_graphed.json" 'd["parameter_bytes"]')" \
+    "$(json_field "$out/roles_graphed.report.json" "[r['bytes'] for r in d['devices'][0]['by_role']['at_exit'] if r['role'] == 'parameter'][0]")"
+else
+  echo "FAIL roles_models.py graphed (see roles_graphed.log)"; tail -5 "$out/roles_graphed.log"; failures=$((failures + 1))
+fi
 
 echo "== torch.compile: the MLP compiled, with roles and without (GPUMEMTRACE_ROLES=0)"
 for roles in 1 0; do

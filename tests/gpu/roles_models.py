@@ -6,6 +6,7 @@
     python3 roles_models.py transformer EXPECTED.json  # nn.TransformerEncoder, AdamW
     python3 roles_models.py memtracker EXPECTED.json   # the MLP under PyTorch's MemTracker
     python3 roles_models.py compiled EXPECTED.json  # the MLP under torch.compile: graph breaks
+    python3 roles_models.py graphed EXPECTED.json   # the MLP's forward captured in a CUDA graph
 
 Unchanged programs as far as gpumemtrace goes: nothing here knows it is traced. EXPECTED.json gets
 what the model says of itself (its parameters' bytes, its gradients', its optimizer's state,
@@ -92,6 +93,24 @@ def train(model, optimizer, shape, amp, steps, then_backward=True):
     return times
 
 
+def capture(model, shape):
+    """The model's forward (no grad) captured in a CUDA graph and replayed: the static output
+    stays in the graph's private pool, the forward's temporaries go back to it."""
+    static_in = torch.randn(shape, device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.no_grad(), torch.cuda.stream(side):
+        for _ in range(3):
+            model(static_in)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.no_grad(), torch.cuda.graph(graph):
+        static_out = model(static_in)
+    graph.replay()
+    torch.cuda.synchronize()
+    return graph, static_in, static_out
+
+
 # The model and its optimizer live to the end of the script, as a training script's globals do:
 # what the trace holds "at exit" (the program's end, before the interpreter's teardown).
 kept = []
@@ -106,6 +125,7 @@ def main():
         "transformer": transformer,
         "memtracker": mlp,
         "compiled": mlp,
+        "graphed": mlp,
     }
     model, optimizer, shape, amp = builders[which]()
     if which == "compiled":
@@ -125,6 +145,10 @@ def main():
     else:
         times = train(model, optimizer, shape, amp, steps)
         expected["step_seconds"] = times
+    if which == "graphed":
+        graph, static_in, static_out = capture(model, shape)
+        kept.extend([graph, static_in, static_out])
+        expected["graph_output_bytes"] = tensor_bytes([static_out])
     expected["parameter_bytes"] = tensor_bytes(model.parameters())
     expected["buffer_bytes"] = tensor_bytes(model.buffers())
     expected["gradient_bytes"] = tensor_bytes(p.grad for p in model.parameters())
