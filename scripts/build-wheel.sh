@@ -5,7 +5,8 @@
 # layout (gpumemtrace/_native/bin, lib/gpumemtrace), and the shared libraries they need beyond
 # glibc and libstdc++, bundled as auditwheel does: renamed with a hash of their content (the
 # preload lives in other programs, whose own libz must stay theirs) and found through an $ORIGIN
-# RUNPATH. Only Debian's packages: python3-build, python3-setuptools, python3-wheel, patchelf.
+# RUNPATH. Only Debian's packages: python3-build (or pip), python3-setuptools, python3-wheel, patchelf;
+# PYTHON picks the interpreter (default /usr/bin/python3).
 # Usage: scripts/build-wheel.sh [BUILD_DIR [DIST_DIR]]   (default build/ and dist/)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -16,8 +17,17 @@ python=${PYTHON:-/usr/bin/python3}
 for tool in patchelf ldd strip; do
   command -v "$tool" >/dev/null || { echo "build-wheel: $tool is missing (scripts/install-deps.sh)" >&2; exit 1; }
 done
-"$python" -c 'import build, setuptools, wheel' 2>/dev/null ||
-  { echo "build-wheel: $python lacks build, setuptools or wheel (python3-build...)" >&2; exit 1; }
+"$python" -c 'import setuptools, wheel' 2>/dev/null ||
+  { echo "build-wheel: $python lacks setuptools or wheel (python3-setuptools, python3-wheel)" >&2; exit 1; }
+# python3-build where it is installed, else pip (a host's Python with torch has pip, often not
+# build): the same setup.py either way, no registry asked.
+if "$python" -c 'import build' 2>/dev/null; then
+  make_wheel=("$python" -m build --wheel --no-isolation --outdir)
+elif "$python" -m pip --version >/dev/null 2>&1; then
+  make_wheel=("$python" -m pip wheel --no-deps --no-build-isolation --no-index --wheel-dir)
+else
+  echo "build-wheel: $python has neither build nor pip (python3-build)" >&2; exit 1
+fi
 
 # The two native targets only, configured as scripts/build.sh does when the folder is new.
 if [ ! -f "$build/CMakeCache.txt" ]; then
@@ -72,7 +82,7 @@ for elf in "${elves[@]:2}"; do patchelf --set-rpath '$ORIGIN' "$elf"; done
 
 version=$(sed -n 's/^project(gpumemtrace VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")
 mkdir -p "$dist"
-GPUMEMTRACE_VERSION=$version "$python" -m build --wheel --no-isolation --outdir "$dist" "$stage" \
+GPUMEMTRACE_VERSION=$version "${make_wheel[@]}" "$dist" "$stage" \
   >"$stage/build.log" 2>&1 || { cat "$stage/build.log"; exit 1; }
 wheel="$dist/gpumemtrace-$version-py3-none-linux_$(uname -m).whl"
 [ -f "$wheel" ] || { echo "build-wheel: $wheel was not made" >&2; cat "$stage/build.log"; exit 1; }
