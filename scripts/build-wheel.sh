@@ -5,8 +5,8 @@
 # layout (gpumemtrace/_native/bin, lib/gpumemtrace), and the shared libraries they need beyond
 # glibc and libstdc++, bundled as auditwheel does: renamed with a hash of their content (the
 # preload lives in other programs, whose own libz must stay theirs) and found through an $ORIGIN
-# RUNPATH. Only Debian's packages: python3-build (or pip), python3-setuptools, python3-wheel, patchelf;
-# PYTHON picks the interpreter (default /usr/bin/python3).
+# RUNPATH. Only Debian's packages: python3-build (or pip), python3-setuptools, python3-wheel and
+# patchelf; PYTHON picks the interpreter (default /usr/bin/python3).
 # Usage: scripts/build-wheel.sh [BUILD_DIR [DIST_DIR]]   (default build/ and dist/)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
