@@ -20,6 +20,7 @@ from gpumemtrace._measurement import Measurement
 
 _FIGURES_KEY = "gpumemtrace"  # in a report's user_properties: what xdist's workers send back
 _MARKERS = ("limit_gpu_memory", "limit_gpu_leaks")
+_figures_stash = pytest.StashKey()  # on a measured item: (figures, problems), for its report
 
 
 def pytest_addoption(parser):
@@ -173,5 +174,3 @@ class GpuMemoryPlugin:
             where = self.folder or os.path.dirname(traces[0])
             terminalreporter.write_line(f"traces: {where} ({len(traces)} process(es))")
 
-
-_figures_stash = pytest.StashKey()
