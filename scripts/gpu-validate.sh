@@ -20,7 +20,9 @@
 #      with expandable segments and NCCL (VMM memory mapped before the history kept);
 #  12. torchrun with eight ranks on the one GPU: the job view;
 #  13. every trace's chunk headers count its records (format 4.1), checked apart from the reader;
-#  14. roles and modules (scripts/gpu-validate-roles.sh, without its cost measurement).
+#  14. roles and modules (scripts/gpu-validate-roles.sh, without its cost measurement);
+#  15. the Python wheel in a venv that sees the host's torch: `python -m gpumemtrace run` on a
+#      PyTorch script, and the pytest plugin on a PyTorch test that leaks.
 # Exits non-zero when any check failed.
 # Usage: scripts/gpu-validate.sh [OUTPUT_DIR]   (default: $OUT, else gpu-validate-output)
 # Uses build-gpu/ if it holds a build (carried from elsewhere), else builds one (no tests).
@@ -354,6 +356,30 @@ check "chunks whose header's record count is wrong, in every trace of this run" 
 
 echo "--- 14. roles and modules (scripts/gpu-validate-roles.sh, its cost measured apart)"
 GMT_ROLES_COST=0 scripts/gpu-validate-roles.sh "$out" || failures=$((failures + 1))
+
+echo "--- 15. the wheel in a venv that sees the host's torch: run, and the pytest plugin"
+rm -rf "$out/wheel" && mkdir -p "$out/wheel"
+if wheel=$(PYTHON="${PYTHON:-python3}" scripts/build-wheel.sh build-gpu "$out/wheel/dist" 2>"$out/wheel/build.log") &&
+  python3 -m venv --system-site-packages "$out/wheel/venv" &&
+  "$out/wheel/venv/bin/pip" install --no-index --quiet "$wheel"; then
+  wpy="$out/wheel/venv/bin/python"
+  "$wpy" -m gpumemtrace run -o "$out/wheel/train.gmt" -- "$wpy" tests/gpu/wheel_torch_train.py "$out/wheel/train.json"
+  kept_line=$(grep -n "# site: kept" tests/gpu/wheel_torch_train.py | cut -d: -f1)
+  "$out/wheel/venv/bin/gpumemtrace" leaks --json "$out/wheel/train.gmt" >"$out/wheel/train.leaks.json"
+  check "wheel: the kept tensor is PyTorch's block never freed, at its line" "[33554432]" \
+    "$(json_field "$out/wheel/train.leaks.json" '[g["bytes"] for g in d["leaks"] if g.get("level") == "block" and any(f["line"] == int(sys.argv[3]) and (f["file"] or "").endswith("wheel_torch_train.py") for f in g["frames"])]' "$kept_line")"
+  check "wheel: the API's leaks are the CLI's" True "$("$wpy" -c 'import json, sys, gpumemtrace; print([r["bytes"] for r in gpumemtrace.load(sys.argv[1]).leaks.to_dict("records")] == [g["bytes"] for g in json.load(open(sys.argv[2]))["leaks"]])' "$out/wheel/train.gmt" "$out/wheel/train.leaks.json")"
+  leak_line=$(grep -n "# site: leak" tests/gpu/wheel_torch_leak_cases.py | cut -d: -f1)
+  (cd "$out/wheel" && "$wpy" -m pytest -p no:cacheprovider --gpumemtrace --gpumemtrace-dir "$out/wheel/pytest" \
+    "$OLDPWD/tests/gpu/wheel_torch_leak_cases.py" >"$out/wheel/pytest.log" 2>&1)
+  check "wheel: pytest --gpumemtrace fails the leaking test" 1 "$?"
+  tail -5 "$out/wheel/pytest.log"
+  check "wheel: 1 failed, 1 passed" True "$(grep -qE '^=+ 1 failed, 1 passed' "$out/wheel/pytest.log" && echo True || echo False)"
+  check "wheel: the failure names the tensor's line and 16 MiB" True \
+    "$(grep -qF "test_keeps_a_tensor left 16.0 MiB (16777216 bytes) of GPU memory in 1 allocation(s) live after it, over its limit limit_gpu_leaks(1.0 MiB); top site: wheel_torch_leak_cases.py:$leak_line" "$out/wheel/pytest.log" && echo True || echo False)"
+else
+  echo "FAIL wheel: not built or not installed (see $out/wheel/build.log)"; failures=$((failures + 1))
+fi
 
 echo "gpu-validate: $failures failure(s)"
 exit $((failures > 0))

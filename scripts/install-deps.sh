@@ -15,6 +15,10 @@ packages=(
   chromium  # the HTML report's test loads the page in headless Chromium
   tmux  # the test of `top`'s interactive view runs it in a terminal
   valgrind  # scripts/code-lines.sh counts the lines of code an event runs
+  # scripts/build-wheel.sh, and its test: the wheel installed into a venv, the pytest plugin under
+  # xdist's workers, the API's tables as DataFrames, a notebook kernel started from its spec
+  python3-build python3-setuptools python3-wheel python3-venv patchelf
+  python3-pytest python3-pytest-xdist python3-pandas python3-jupyter-client python3-ipykernel
 )
 
 missing=()

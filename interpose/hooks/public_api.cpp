@@ -2,7 +2,10 @@
 // The functions behind include/gpumemtrace.h, which finds them with dlsym: phases without NVTX,
 // the framework's own view of a device, its caching allocator's block events, and what its hooks
 // say about scopes and tensors (roles and modules, python/gpumemtrace_roles.py).
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <string>
 
 #include "format/hot_path.h"
 #include "interpose/common/depth_guard.h"
@@ -92,5 +95,15 @@ GMT_EXPORT void gpumemtrace_framework_note(const char* text) {
   note.text = text;
   if (note.text.size() > 900) note.text.resize(900);  // within the record's bound
   rt.writer().record(note);
+}
+
+// The trace this process is writing, for tools inside it that read it as it grows (the pytest
+// plugin asks the analyzer about each test from it): its path, NUL-terminated, copied into
+// `buffer` when `size` holds it; returns the path's length, 0 before the first record (no file
+// yet). A length of `size` or more means the buffer was too small and nothing was copied.
+GMT_EXPORT size_t gpumemtrace_trace_path(char* buffer, size_t size) {
+  const std::string path = Runtime::get().writer().path();
+  if (buffer != nullptr && path.size() < size) std::memcpy(buffer, path.c_str(), path.size() + 1);
+  return path.size();
 }
 }

@@ -1,0 +1,120 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The GPU memory of one stretch of a traced process (a test, a notebook cell), from the trace
+the process is writing.
+
+The stretch runs inside a phase of its own (the preload's gpumemtrace_phase_push/pop), and the
+analyzer is asked about the trace as it stands before and after it: the records are in the file
+the moment they are made, so the figures are exact, and they are the analyzer's.
+
+- its own peak: the phase's `peak_bytes` (the most live while it ran) minus what was live when
+  it started (live at its end minus its `growth_bytes`), on the device where that is largest;
+- what it left: per call stack, the bytes live after it minus those live before it, of the
+  groups `check --max-leak` counts (not a caching allocator's free cache, nor what cuBLAS, cuDNN,
+  NCCL or JAX keep on purpose).
+"""
+import itertools
+
+from gpumemtrace._cli import run_json
+from gpumemtrace._in_process import phase_pop, phase_push, trace_path
+from gpumemtrace._sites import site_in, site_name
+
+# Not leaks (leak classes in docs/python.md).
+_KEPT_ON_PURPOSE = {"cached", "library_cache", "teardown"}
+_serial = itertools.count(1)
+
+
+def _site_key(group):
+    frames = tuple((f.get("function"), f.get("file"), f.get("line"))
+                   for f in group.get("frames") or [])
+    return group.get("device"), group.get("level"), frames
+
+
+def _live_by_site(path):
+    """{site key: (bytes, count, group)} of what is live in the trace at `path` now."""
+    if path is None:
+        return {}
+    answer = run_json("leaks", "--json", path)
+    return {_site_key(g): (g["bytes"], g["count"], g) for g in answer["leaks"]
+            if g.get("class") not in _KEPT_ON_PURPOSE and g.get("level") != "cache"}
+
+
+class Measurement:
+    """Measures one stretch: start() before it, finish() after it. Its sites are named from
+    `function` in `file` (a test's) where their stacks pass through it."""
+
+    def __init__(self, label, file=None, function=None):
+        self.phase = f"{label} #{next(_serial)}"
+        self.file = file
+        self.function = function
+        self.before = {}
+
+    def start(self):
+        self.before = _live_by_site(trace_path())
+        phase_push(self.phase)
+
+    def finish(self):
+        """The figures: a dict (docs/python.md, "The plugin's figures")."""
+        phase_pop()
+        path = trace_path()
+        figures = {"phase": self.phase, "trace": path, "peak_bytes": 0, "peak_device": None,
+                   "peak_site": "", "leaked_bytes": 0, "leaked_count": 0, "leaks": []}
+        if path is None:
+            return figures  # nothing was ever allocated
+        report = run_json("report", "--json", path)
+        self._own_peak(report, figures)
+        self._left_live(figures)
+        return figures
+
+    def _own_peak(self, report, figures):
+        live = {d["device"]: d["live_at_exit_bytes"] for d in report["devices"]}
+        for phase in report.get("phases", []):
+            if phase["name"] != self.phase:
+                continue
+            at_start = live.get(phase["device"], 0) - phase["growth_bytes"]
+            own = phase["peak_bytes"] - at_start
+            if own > figures["peak_bytes"]:
+                figures["peak_bytes"] = own
+                figures["peak_device"] = phase["device"]
+        if figures["peak_device"] is not None:
+            figures["peak_site"] = self._peak_site(report, figures["peak_device"],
+                                                   figures["trace"])
+
+    def _peak_site(self, report, device, path):
+        """The group that grew most from the test's start to its peak; known where the device's
+        peak in the trace so far was first reached inside this test (then what `peak` lists is
+        the test's peak), else ""."""
+        for d in report["devices"]:
+            if d["device"] == device and self.phase in d.get("peak_phase", "").split(" > "):
+                break
+        else:
+            return ""
+        answer = run_json("peak", "--json", "--top", "1000000", "--device", str(device),
+                          path)
+        best, best_growth = None, 0
+        for d in answer["devices"]:
+            for group in d["groups"]:
+                if group.get("other") or group.get("level") == "cache":
+                    continue
+                growth = group["bytes"] - self.before.get(_site_key(group), (0, 0, None))[0]
+                if growth > best_growth:
+                    best, best_growth = group, growth
+        return self._name(best["frames"]) if best else ""
+
+    def _left_live(self, figures):
+        after = _live_by_site(figures["trace"])
+        rows = []
+        for key, (size, count, group) in after.items():
+            old_size, old_count, _ = self.before.get(key, (0, 0, None))
+            if size > old_size:
+                rows.append({"site": self._name(group.get("frames")), "device": group["device"],
+                             "bytes": size - old_size, "count": max(count - old_count, 0),
+                             "class": group["class"]})
+        rows.sort(key=lambda row: -row["bytes"])
+        figures["leaks"] = rows
+        figures["leaked_bytes"] = sum(row["bytes"] for row in rows)
+        figures["leaked_count"] = sum(row["count"] for row in rows)
+
+    def _name(self, frames):
+        if self.file is None:
+            return site_name(frames)
+        return site_in(frames, self.file, self.function)

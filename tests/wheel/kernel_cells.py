@@ -1,0 +1,47 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The notebook kernel of `python -m gpumemtrace install-kernel`, started by jupyter_client from
+the spec under PREFIX (wheel_test.sh): `%load_ext gpumemtrace`, then a `%%gpumemtrace` cell that
+keeps 3 MiB and frees 5 MiB on the simulated GPU, and `%gpumemtrace top`. Prints each cell's
+output, for the test to compare.
+Usage: python kernel_cells.py PREFIX"""
+import os
+import sys
+
+from jupyter_client.manager import start_new_kernel
+
+os.environ["JUPYTER_PATH"] = os.path.join(sys.argv[1], "share", "jupyter")
+CELLS = [
+    "%load_ext gpumemtrace",
+    "%%gpumemtrace\n"
+    "import ctypes\n"
+    "cudart = ctypes.CDLL('libcudart.so.13')\n"
+    "kept, temporary = ctypes.c_void_p(), ctypes.c_void_p()\n"
+    "assert cudart.cudaMalloc(ctypes.byref(kept), ctypes.c_size_t(3 << 20)) == 0\n"
+    "assert cudart.cudaMalloc(ctypes.byref(temporary), ctypes.c_size_t(5 << 20)) == 0\n"
+    "assert cudart.cudaFree(temporary) == 0\n",
+    "%gpumemtrace top",
+]
+
+
+def run(client, code):
+    text = []
+
+    def keep(message):
+        if message["msg_type"] == "stream":
+            text.append(message["content"]["text"])
+        elif message["msg_type"] == "error":
+            text.append("\n".join(message["content"]["traceback"]))
+
+    reply = client.execute_interactive(code, output_hook=keep, timeout=60)
+    return reply["content"]["status"], "".join(text)
+
+
+manager, client = start_new_kernel(kernel_name="gpumemtrace", startup_timeout=60)
+try:
+    for cell in CELLS:
+        status, output = run(client, cell)
+        print(f"--- {cell.splitlines()[0]} ({status})")
+        print(output, end="" if output.endswith("\n") or not output else "\n")
+finally:
+    client.stop_channels()
+    manager.shutdown_kernel(now=False)
