@@ -23,8 +23,8 @@ void LiveWatch::add(const std::string& path) {
 }
 
 void LiveWatch::refresh() {
-  // A file named before it existed may since have turned out to be one already watched by
-  // another name: it keeps its own row (it was shown), and is told apart by nothing else.
+  // A name watched before its file existed: once the file does, no other name of it is
+  // watched again.
   for (auto it = unidentified_.begin(); it != unidentified_.end();) {
     struct stat st {};
     if (::stat(it->c_str(), &st) != 0) {
