@@ -171,17 +171,23 @@ void LiveTrace::start_from_checkpoint(bool always) {
   while (const format::Record* record = reader.next_record()) apply(*record);
   replay_->summary().history = reader.window();
   known_from_ns_ = reader.window().dropped ? reader.window().kept_from_ns : 0;
-  // Every chunk is read up to what the copy holds: the next refresh goes on from there.
+  // Every chunk is read up to what the copy holds: the next refresh goes on from there. One
+  // copied while it was written over (its checksum does not match) was left out by the reader:
+  // the next refresh reads it whole.
   const uint64_t chunk_size = header.header.chunk_size;
   const uint64_t count = (bytes.size() - format::kFirstChunkOffset) / chunk_size;
+  const format::ChunkChecksum checksum = format::chunk_checksum(header.header.major);
   chunks_.assign(count, ChunkState{});
   for (std::size_t i = 0; i < count; ++i) {
     const uint64_t offset = format::kFirstChunkOffset + i * chunk_size;
     const uint8_t* h = bytes.data() + offset;
     if (u32le(h + format::ChunkHeaderLayout::kMagic) != format::kChunkMagic) continue;
-    const uint32_t length =
-        format::published_length(u64le(h + format::ChunkHeaderLayout::kPublished));
+    const uint64_t published = u64le(h + format::ChunkHeaderLayout::kPublished);
+    const uint32_t length = format::published_length(published);
     if (length > chunk_size - format::kChunkHeaderSize) continue;
+    if (format::extend_checksum(checksum, 0, h + format::kChunkHeaderSize, length) !=
+        format::published_crc(published))
+      continue;
     ChunkState& c = chunks_[i];
     c.writer = u32le(h + format::ChunkHeaderLayout::kWriter);
     c.sequence = u32le(h + format::ChunkHeaderLayout::kSequence);
