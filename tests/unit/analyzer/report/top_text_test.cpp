@@ -134,8 +134,12 @@ TEST(TopText, AWatchThatFellBehindSaysSo) {
   Json frame = frame_of(1);
   frame["processes"][0]["fell_behind"] = {
       {"times", 2}, {"records_missed", 5120}, {"history_from_ns", 12'300'000'000}};
+  // A minute ago is before the history rebuilt: the growth is not known, and not made up.
+  frame["processes"][0]["devices"][0]["growth_1m_bytes"] = nullptr;
   const std::vector<std::string> lines = lines_of(frame, {});
   ASSERT_GE(lines.size(), 7u);
+  EXPECT_EQ(lines[3].substr(0, 76),
+            "1000    -    running     0  1.00 MiB  2.00 MiB     1.5 s         -         -");
   EXPECT_EQ(lines[6],
             "pid 1000: top fell behind its bounded trace (5120 records written over before they "
             "were read); its figures were rebuilt from the trace, history kept from 12.3 s");
