@@ -14,8 +14,8 @@ namespace gmt::format {
 // description and ids) and room for the live set's checkpoints with history between them.
 inline constexpr uint64_t kMinMaxSize = 1u << 20;
 
-// Bytes, from "1073741824", "64MiB", "1GiB", "512KiB", "2TiB" (binary), "64MB", "1GB" (decimal)
-// or "64M", "1G" (binary); nullopt for anything else, and for less than kMinMaxSize.
+// Bytes, from a size as parse_byte_size() reads it (size_text.h: "1GiB", "1.5GiB", "64MB");
+// nullopt for anything else, and for less than kMinMaxSize.
 std::optional<uint64_t> parse_max_size(std::string_view text);
 
 }  // namespace gmt::format

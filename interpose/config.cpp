@@ -98,8 +98,8 @@ Config Config::from_environment(void (*warn)(const std::string&)) {
       config.max_size = *bytes;
     } else {
       warn(std::string("GPUMEMTRACE_MAX_SIZE='") + size +
-           "' is not a size of at least 1MiB (such as 1GiB, 64MiB or a number of bytes); "
-           "recording without a limit");
+           "' is not a size of at least 1MiB (such as 1GiB, 1.5GiB, 64MiB or a number of "
+           "bytes); recording without a limit");
     }
   }
   return config;

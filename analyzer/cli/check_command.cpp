@@ -17,6 +17,7 @@
 #include "analyzer/report/byte_size.h"
 #include "analyzer/report/job_view.h"
 #include "analyzer/report/report.h"
+#include "format/size_text.h"
 
 namespace gmt::analyzer {
 namespace {
@@ -261,7 +262,7 @@ Command add_check_command(CLI::App& app) {
         ->add_option_function<std::string>(
             name,
             [name, &target](const std::string& text) {
-              target = parse_byte_size(text);
+              target = format::parse_byte_size(text);
               if (!target)
                 throw CLI::ValidationError(
                     name,
@@ -284,7 +285,8 @@ Command add_check_command(CLI::App& app) {
               const std::optional<Role> role =
                   eq == std::string::npos ? std::nullopt : role_of_name(text.substr(0, eq));
               const std::optional<uint64_t> size =
-                  eq == std::string::npos ? std::nullopt : parse_byte_size(text.substr(eq + 1));
+                  eq == std::string::npos ? std::nullopt
+                                          : format::parse_byte_size(text.substr(eq + 1));
               if (!role || !size) {
                 throw CLI::ValidationError(
                     "--max-role",

@@ -24,14 +24,20 @@ int html_command(const std::vector<std::string>& paths, const std::string& outpu
   }
   if (input.traces.empty()) return 1;  // every path was named above: no page of nothing
   // The page's timelines and flame graphs come from a trace's records, which a summary has not.
-  bool summaries = false;
-  for (std::size_t i = 0; i < input.traces.size(); ++i) {
-    if (input.summary_files[i].empty()) continue;
-    err << "gpumemtrace: " << input.summary_files[i]
-        << " is a summary: html needs the trace itself (report reads summaries)\n";
-    summaries = true;
+  // Said once, however many summaries were given (a job's directory holds one per rank).
+  std::vector<std::string> summaries;
+  for (const std::string& file : input.summary_files) {
+    if (!file.empty()) summaries.push_back(file);
   }
-  if (summaries) return 1;
+  if (summaries.size() == 1) {
+    err << "gpumemtrace: " << summaries[0]
+        << " is a summary: html needs the trace itself (report reads summaries)\n";
+  } else if (summaries.size() > 1) {
+    err << "gpumemtrace: " << summaries.size() << " of the " << input.traces.size()
+        << " inputs are summaries (" << summaries.front() << " ... " << summaries.back()
+        << "): html needs the traces themselves (report reads summaries)\n";
+  }
+  if (!summaries.empty()) return 1;
   nlohmann::ordered_json data;
   try {
     HtmlLimits limits;

@@ -47,6 +47,20 @@ uint64_t u64le(const uint8_t* p) {
   return v;
 }
 
+uint64_t dropped_word(const uint8_t* page) {
+  return u64le(page + format::BoundedHeaderLayout::kDroppedRecords);
+}
+
+// A checkpoint's chunk holds its records and nothing else: the header does not count them as
+// history when the chunk is reused.
+bool checkpoint_record(const format::Record& r) {
+  return std::holds_alternative<format::CheckpointRecord>(r) ||
+         std::holds_alternative<format::CarriedRecord>(r) ||
+         std::holds_alternative<format::CarriedBlockRecord>(r) ||
+         std::holds_alternative<format::CarriedVmmRecord>(r) ||
+         std::holds_alternative<format::CarriedPhaseRecord>(r);
+}
+
 // As the whole-file reader breaks ties: definitions, then frees, then allocations.
 uint8_t tie_rank(const format::Record& r) {
   if (std::holds_alternative<format::FreeRecord>(r)) return 1;
@@ -108,43 +122,121 @@ bool LiveTrace::read_header() {
   return true;
 }
 
-void LiveTrace::start_from_checkpoint() {
+bool LiveTrace::may_become_trace() const {
+  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return false;
   struct stat st {};
-  if (::fstat(fd_, &st) != 0) return;
-  std::vector<uint8_t> bytes(static_cast<std::size_t>(st.st_size));
-  if (bytes.size() < format::kFirstChunkOffset || !pread_all(fd_, bytes.data(), bytes.size(), 0))
-    return;
-  const format::HeaderCheck header = format::check_header(bytes);
+  char head[64] = {};
+  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  const ssize_t got = regular ? ::pread(fd, head, sizeof head, 0) : -1;
+  ::close(fd);
+  return got >= 0 && std::all_of(head, head + got, [](char c) { return c == 0; });
+}
+
+void LiveTrace::reset() {
+  replay_ = std::make_unique<Replay>();
+  chunks_.clear();
+  names_.clear();
+  pushed_.clear();
+  started_.clear();
+  seconds_.clear();
+  current_second_ = 0;
+}
+
+void LiveTrace::start_from_checkpoint(bool always) {
+  // A copy taken while chunks were reused may hold a chunk half made over: taken again until
+  // the header's count of reused records is the same after the copy as in it.
+  std::vector<uint8_t> bytes;
+  format::HeaderCheck header;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0) return;
+    bytes.assign(static_cast<std::size_t>(st.st_size), 0);
+    if (bytes.size() < format::kFirstChunkOffset || !pread_all(fd_, bytes.data(), bytes.size(), 0))
+      return;
+    header = format::check_header(bytes);
+    if (!header.ok) return;
+    std::array<uint8_t, 8> word{};
+    if (!pread_all(fd_, word.data(), word.size(), format::BoundedHeaderLayout::kDroppedRecords))
+      return;
+    if (u64le(word.data()) == dropped_word(bytes.data())) break;
+  }
   checkpoint_looked_ = true;
-  if (!header.ok || header.header.valid_from == 0) return;  // nothing dropped: read as it comes
+  // What was dropped before the copy is not the watch's to miss: it counts from here.
+  header_dropped_ = seen_dropped_ = dropped_word(bytes.data());
+  if (!always && header.header.valid_from == 0) return;  // nothing dropped: read as it comes
   format::TraceReader reader(bytes, header.header);
-  if (!reader.window().dropped) return;
+  if (!always && !reader.window().dropped) return;
+  reset();
   while (const format::Record* record = reader.next_record()) apply(*record);
-  replay_.summary().history = reader.window();
-  // Every chunk is read up to what the copy holds: the next refresh goes on from there.
+  replay_->summary().history = reader.window();
+  known_from_ns_ = reader.window().dropped ? reader.window().kept_from_ns : 0;
+  // Every chunk is read up to what the copy holds: the next refresh goes on from there. One
+  // copied while it was written over (its checksum does not match) was left out by the reader:
+  // the next refresh reads it whole.
   const uint64_t chunk_size = header.header.chunk_size;
   const uint64_t count = (bytes.size() - format::kFirstChunkOffset) / chunk_size;
+  const format::ChunkChecksum checksum = format::chunk_checksum(header.header.major);
   chunks_.assign(count, ChunkState{});
   for (std::size_t i = 0; i < count; ++i) {
-    const uint8_t* h = bytes.data() + format::kFirstChunkOffset + i * chunk_size;
+    const uint64_t offset = format::kFirstChunkOffset + i * chunk_size;
+    const uint8_t* h = bytes.data() + offset;
     if (u32le(h + format::ChunkHeaderLayout::kMagic) != format::kChunkMagic) continue;
-    const uint32_t length =
-        format::published_length(u64le(h + format::ChunkHeaderLayout::kPublished));
+    const uint64_t published = u64le(h + format::ChunkHeaderLayout::kPublished);
+    const uint32_t length = format::published_length(published);
     if (length > chunk_size - format::kChunkHeaderSize) continue;
+    if (format::extend_checksum(checksum, 0, h + format::kChunkHeaderSize, length) !=
+        format::published_crc(published))
+      continue;
     ChunkState& c = chunks_[i];
     c.writer = u32le(h + format::ChunkHeaderLayout::kWriter);
     c.sequence = u32le(h + format::ChunkHeaderLayout::kSequence);
     c.thread = u32le(h + format::ChunkHeaderLayout::kThread);
     c.consumed_length = length;
-    c.consumed_records =
-        format::RecordDecoder::count_records({h + format::kChunkHeaderSize, length});
+    const std::span<const uint8_t> payload(h + format::kChunkHeaderSize, length);
+    c.consumed_records = format::RecordDecoder::count_records(payload);
+    format::RecordDecoder first(payload, offset + format::kChunkHeaderSize, c.thread);
+    const std::optional<format::Record> record = first.next();
+    c.holds_events = !record || !checkpoint_record(*record);
   }
+}
+
+bool LiveTrace::forget_if_reused(std::size_t i, const uint8_t* h) {
+  ChunkState& c = chunks_[i];
+  if (!c.final && c.consumed_length == 0) return false;  // nothing read of it yet
+  const bool same = u32le(h + format::ChunkHeaderLayout::kMagic) == format::kChunkMagic &&
+                    u32le(h + format::ChunkHeaderLayout::kWriter) == c.writer &&
+                    u32le(h + format::ChunkHeaderLayout::kSequence) == c.sequence;
+  if (same) return false;
+  if (c.holds_events) seen_dropped_ += c.consumed_records;
+  c = ChunkState{};
+  return true;
+}
+
+bool LiveTrace::missed_records() {
+  // Read after the chunks: it counts every reuse they showed. The count is stored before the
+  // reused chunk's first byte is written over: a reuse under way when the chunks were read
+  // shows in its chunk a moment later.
+  std::array<uint8_t, 8> word{};
+  if (!pread_all(fd_, word.data(), word.size(), format::BoundedHeaderLayout::kDroppedRecords))
+    return false;
+  header_dropped_ = u64le(word.data());
+  for (int look = 0; look < 4 && header_dropped_ > seen_dropped_; ++look) {
+    if (look > 0) ::usleep(1000);
+    const uint64_t chunk_size = header_->chunk_size;
+    for (std::size_t i = 0; i < chunks_.size(); ++i) {
+      std::array<uint8_t, format::kChunkHeaderSize> h{};
+      if (pread_all(fd_, h.data(), h.size(), format::kFirstChunkOffset + i * chunk_size))
+        forget_if_reused(i, h.data());
+    }
+  }
+  return header_dropped_ > seen_dropped_;
 }
 
 bool LiveTrace::refresh() {
   if (!read_header()) return false;
   error_.clear();
-  if (!checkpoint_looked_ && header_->max_size != 0) start_from_checkpoint();
+  if (!checkpoint_looked_ && header_->max_size != 0) start_from_checkpoint(false);
   struct stat st {};
   if (::fstat(fd_, &st) != 0) return false;
   const uint64_t chunk_size = header_->chunk_size;
@@ -163,22 +255,14 @@ bool LiveTrace::refresh() {
     ChunkState& c = chunks_[i];
     // A bounded trace reuses the space of its oldest chunks: a chunk done with may start again
     // as another writer's.
-    const bool bounded = header_->max_size != 0;
-    if (c.final && !bounded) continue;
+    if (c.final && !bounded()) continue;
     std::array<uint8_t, format::kChunkHeaderSize> h{};
     const uint64_t offset = format::kFirstChunkOffset + i * chunk_size;
     if (!pread_all(fd_, h.data(), h.size(), offset)) continue;
+    if (!(bounded() && forget_if_reused(i, h.data())) && c.final) continue;
     if (u32le(h.data() + format::ChunkHeaderLayout::kMagic) != format::kChunkMagic) continue;
-    const uint32_t writer = u32le(h.data() + format::ChunkHeaderLayout::kWriter);
-    const uint32_t sequence = u32le(h.data() + format::ChunkHeaderLayout::kSequence);
-    if (bounded && (c.final || c.consumed_length != 0) &&
-        (writer != c.writer || sequence != c.sequence)) {
-      c = ChunkState{};  // reused
-    } else if (c.final) {
-      continue;
-    }
-    c.writer = writer;
-    c.sequence = sequence;
+    c.writer = u32le(h.data() + format::ChunkHeaderLayout::kWriter);
+    c.sequence = u32le(h.data() + format::ChunkHeaderLayout::kSequence);
     c.thread = u32le(h.data() + format::ChunkHeaderLayout::kThread);
     const uint32_t length =
         format::published_length(u64le(h.data() + format::ChunkHeaderLayout::kPublished));
@@ -203,6 +287,12 @@ bool LiveTrace::refresh() {
       const uint64_t offset = format::kFirstChunkOffset + i * chunk_size;
       p.bytes.resize(format::kChunkHeaderSize + lengths[i]);
       if (!pread_all(fd_, p.bytes.data(), p.bytes.size(), offset)) continue;
+      // Reused since its header was read: its bytes are another writer's now (the next refresh
+      // sees it so).
+      if (u32le(p.bytes.data() + format::ChunkHeaderLayout::kMagic) != format::kChunkMagic ||
+          u32le(p.bytes.data() + format::ChunkHeaderLayout::kWriter) != c.writer ||
+          u32le(p.bytes.data() + format::ChunkHeaderLayout::kSequence) != c.sequence)
+        continue;
       const uint64_t published = u64le(p.bytes.data() + format::ChunkHeaderLayout::kPublished);
       // The chunk may have grown since its header was read: its word now covers what was read.
       const uint32_t length = std::min<uint32_t>(format::published_length(published), lengths[i]);
@@ -230,6 +320,7 @@ bool LiveTrace::refresh() {
       if (p.decoder) {
         while (std::optional<format::Record> r = p.decoder->next()) {
           ++p.decoded;
+          if (p.decoded == 1) chunks_[p.chunk].holds_events = !checkpoint_record(*r);
           if (p.decoded <= p.to_skip) continue;
           p.head = std::move(r);
           return;
@@ -271,7 +362,13 @@ bool LiveTrace::refresh() {
     auto it = last_sequence.find(c.writer);
     if (it != last_sequence.end() && it->second > c.sequence) c.final = true;
   }
-  replay_.finish();
+  if (bounded() && missed_records()) {
+    ++behind_.times;
+    behind_.records_missed += header_dropped_ - seen_dropped_;
+    start_from_checkpoint(true);
+    behind_.history_from_ns = known_from_ns_;
+  }
+  replay_->finish();
   mark_second(latest_time_ns_);
   return true;
 }
@@ -317,7 +414,7 @@ void LiveTrace::apply(const format::Record& record) {
         break;
     }
   }
-  replay_.apply(record);
+  replay_->apply(record);
   ++records_applied_;
   latest_time_ns_ = std::max(latest_time_ns_, time);
 }
@@ -325,7 +422,7 @@ void LiveTrace::apply(const format::Record& record) {
 // Notes each device's live bytes as those at the end of the second before `time_ns`.
 void LiveTrace::mark_second(uint64_t time_ns) {
   const uint64_t second = time_ns / kSecond;
-  for (const auto& [ordinal, d] : replay_.summary().devices) {
+  for (const auto& [ordinal, d] : replay_->summary().devices) {
     auto& marks = seconds_[ordinal];
     if (!marks.empty() && marks.back().first == current_second_) {
       marks.back().second = d.live_bytes;
@@ -338,7 +435,8 @@ void LiveTrace::mark_second(uint64_t time_ns) {
   current_second_ = std::max(current_second_, second);
 }
 
-uint64_t LiveTrace::live_bytes_at(int device, uint64_t time_ns) const {
+std::optional<uint64_t> LiveTrace::live_bytes_at(int device, uint64_t time_ns) const {
+  if (time_ns < known_from_ns_) return std::nullopt;
   auto it = seconds_.find(device);
   if (it == seconds_.end() || it->second.empty()) return 0;
   const uint64_t second = time_ns / kSecond;
@@ -350,7 +448,11 @@ uint64_t LiveTrace::live_bytes_at(int device, uint64_t time_ns) const {
     bytes = b;
     found = true;
   }
-  return found ? bytes : 0;  // before the device's first mark: nothing was live on it
+  if (found) return bytes;
+  // Before the device's first mark: nothing was live on it, if the replay holds the history
+  // from the trace's start.
+  if (known_from_ns_ > 0) return std::nullopt;
+  return 0;
 }
 
 std::vector<std::string> LiveTrace::open_phases() const {

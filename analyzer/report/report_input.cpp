@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -17,22 +18,12 @@
 #include "analyzer/report/peak_sites.h"
 #include "analyzer/report/report.h"
 #include "analyzer/report/trace_summary_json.h"
+#include "format/trace_file_name.h"
 
 namespace gmt::analyzer {
 
 namespace {
 constexpr std::size_t kTopSites = 10;
-
-// A trace's name in a directory: NAME.gmt, or NAME.gmt.<pid> (the library appends the pid when
-// the name is taken).
-bool trace_name(const std::string& name) {
-  const std::size_t at = name.rfind(".gmt");
-  if (at == std::string::npos || at == 0) return false;
-  const std::string tail = name.substr(at + 4);
-  if (tail.empty()) return true;
-  return tail.size() >= 2 && tail[0] == '.' &&
-         tail.find_first_not_of("0123456789", 1) == std::string::npos;
-}
 
 // Whether the file starts with the trace magic (format/file_header.cpp): in a directory, only
 // those are traces; a file named on the command line is read whatever it holds.
@@ -48,6 +39,28 @@ struct TraceFiles {
   std::vector<std::string> files;
   std::vector<UnreadableTrace> errors;  // directories that hold no trace
 };
+
+// The traces of a directory, in name order: a file and the symbolic links to it there are one
+// trace, named by the file itself (a job's `latest.gmt` pointing at a rank's trace is no second
+// process, and the rank keeps its name).
+std::vector<std::string> one_name_per_file(
+    const std::vector<std::filesystem::directory_entry>& found) {
+  std::map<std::pair<dev_t, ino_t>, const std::filesystem::directory_entry*> by_file;
+  std::vector<std::string> names;
+  for (const auto& entry : found) {
+    struct stat st {};
+    if (::stat(entry.path().c_str(), &st) != 0) {
+      names.push_back(entry.path().string());
+      continue;
+    }
+    const std::filesystem::directory_entry*& named = by_file[{st.st_dev, st.st_ino}];
+    std::error_code ec;
+    if (named == nullptr || (named->is_symlink(ec) && !entry.is_symlink(ec))) named = &entry;
+  }
+  for (const auto& [file, entry] : by_file) names.push_back(entry->path().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
 
 // The trace files `paths` name: files as given, the traces of directories in name order; each
 // file once, however many times it is named (by its device and inode).
@@ -65,21 +78,21 @@ TraceFiles trace_files(const std::vector<std::string>& paths) {
       add(path);
       continue;
     }
-    std::vector<std::string> found;
+    std::vector<std::filesystem::directory_entry> found;
     for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
       std::error_code type_ec;
       if (entry.is_regular_file(type_ec) &&
-          ((trace_name(entry.path().filename().string()) && starts_like_a_trace(entry.path())) ||
+          ((format::trace_file_name(entry.path().filename().string()) &&
+            starts_like_a_trace(entry.path())) ||
            starts_like_a_summary(entry.path()))) {
-        found.push_back(entry.path().string());
+        found.push_back(entry);
       }
     }
     if (found.empty()) {
       out.errors.push_back({path, "no traces in " + path});
       continue;
     }
-    std::sort(found.begin(), found.end());
-    for (const std::string& file : found) add(file);
+    for (const std::string& file : one_name_per_file(found)) add(file);
   }
   return out;
 }

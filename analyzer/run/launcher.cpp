@@ -237,8 +237,8 @@ std::string stack_mode(std::string_view mode) {
 std::string max_size(std::string_view size) {
   if (format::parse_max_size(size)) return std::string(size);
   throw std::invalid_argument(
-      "--max-size takes a size of at least 1MiB (such as 1GiB, 64MiB or "
-      "a number of bytes), not '" +
+      "--max-size takes a size of at least 1MiB (such as 1GiB, 1.5GiB, 64MiB or a number of "
+      "bytes), not '" +
       std::string(size) + "'");
 }
 

@@ -49,6 +49,18 @@ class ChunkedFile {
     return add_payload(writer, sequence, thread, payload, records.size());
   }
 
+  // Writes the chunk at `offset` over with `records`, as a bounded trace's writer reuses it.
+  void replace_chunk_of(uint64_t offset, uint32_t writer, uint32_t sequence, uint32_t thread,
+                        const std::vector<format::Record>& records) {
+    format::GrowableBuffer payload;
+    format::CodecState state;
+    for (const format::Record& record : records) {
+      std::visit([&](const auto& r) { format::encode_record(r, state, payload); }, record);
+    }
+    std::memset(bytes_.data() + offset, 0, chunk_size_);
+    write_payload(offset, writer, sequence, thread, payload, records.size());
+  }
+
   // The published length of the chunk at `chunk`.
   uint32_t published_length(uint64_t chunk) const {
     uint64_t word;
@@ -70,6 +82,11 @@ class ChunkedFile {
                        const format::GrowableBuffer& payload, std::size_t records) {
     const uint64_t offset = bytes_.size();
     bytes_.resize(offset + chunk_size_, 0);
+    write_payload(offset, writer, sequence, thread, payload, records);
+    return offset;
+  }
+  void write_payload(uint64_t offset, uint32_t writer, uint32_t sequence, uint32_t thread,
+                     const format::GrowableBuffer& payload, std::size_t records) {
     uint8_t* chunk = bytes_.data() + offset;
     using L = format::ChunkHeaderLayout;
     put<uint32_t>(chunk + L::kMagic, format::kChunkMagic);
@@ -85,7 +102,6 @@ class ChunkedFile {
       put<uint64_t>(chunk + L::kCounted,
                     format::counted_word(length, static_cast<uint32_t>(records)));
     }
-    return offset;
   }
 
   template <class T>

@@ -290,6 +290,15 @@ TEST_F(BoundedTrace, RunMaxSizeBoundsTheTraceAndRefusesABadSize) {
   EXPECT_EQ(info["format"], "4.9");
   EXPECT_EQ(info["history"]["max_size"], 2 * kMiB);
   EXPECT_EQ(info["history"]["dropped_events"], 0);
+
+  // The size syntax `check --max-peak` takes (format/size_text.h): 1.5GiB was refused.
+  fs::remove(only_trace());
+  const ProcessResult decimal =
+      cli({"run", "--max-size", "1.5MiB", "-o", dir_ + "/run.%p.gmt", "--",
+           workload("workload_runtime_shared"), "alloc:a:" + mib(2)},
+          env);
+  ASSERT_EQ(decimal.exit_code, 0) << decimal.err;
+  EXPECT_EQ(command_json({"info", only_trace(), "--json"})["history"]["max_size"], 3 * kMiB / 2);
 }
 
 // A fork halfway, while the checkpoint thread works: the child's trace is bounded and explains

@@ -3,6 +3,7 @@
 // process per RANK): the job view (text and `job` in JSON, and in the HTML page), the same output
 // whatever the number of workers that read the traces, the same job view through summaries
 // (`summarize`), the rows of `export --format jsonl`, and `check` on a job (--max-imbalance).
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -257,6 +258,17 @@ TEST_F(JobReport, SummariesGiveTheSameJobView) {
   EXPECT_EQ(html.exit_code, 1);
   EXPECT_EQ(html.err, "gpumemtrace: " + files[0] +
                           " is a summary: html needs the trace itself (report reads summaries)\n");
+  // A directory of them: said once, not once per summary.
+  const ProcessResult html_dir = cli({"html", summaries, "-o", dir_ + "/s.html"});
+  EXPECT_EQ(html_dir.exit_code, 1);
+  std::vector<std::string> in_dir;
+  for (const std::string& trace : traces())
+    in_dir.push_back(summaries + "/" + std::filesystem::path(trace).stem().string() + ".summary");
+  std::sort(in_dir.begin(), in_dir.end());
+  EXPECT_EQ(html_dir.err, "gpumemtrace: 4 of the 4 inputs are summaries (" + in_dir.front() +
+                              " ... " + in_dir.back() +
+                              "): html needs the traces themselves (report reads summaries)\n");
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/s.html"));
 }
 
 TEST_F(JobReport, DamagedOrNewerSummariesAreNamed) {

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 
 #include "tests/integration/traced_run_fixture.h"
 
@@ -374,6 +375,33 @@ TEST_F(PromisesUnderStress, TopIntervalMistakesAreShort) {
                   value + "'\nRun 'gpumemtrace top --help' for the usage.\n");
   }
   EXPECT_EQ(cli({"top", "--once", "--interval", "0.5", t}).exit_code, 0);
+}
+
+// Item 9: a symlink to a trace in a job's directory is the same process (the same file, by its
+// device and inode), not a second one, for the commands that read a directory.
+TEST_F(PromisesUnderStress, ASymlinkToATraceInAJobDirectoryIsNotASecondProcess) {
+  const std::string job = dir_ + "/job";
+  fs::create_directory(job);
+  fs::rename(trace_of({"alloc:a:" + mib(1)}), job + "/rank0.gmt");
+  fs::rename(trace_of({"alloc:b:" + mib(2)}), job + "/rank1.gmt");
+  fs::create_symlink("rank1.gmt", job + "/latest.gmt");
+  fs::create_symlink(job + "/rank0.gmt", job + "/zz-first.gmt");
+  const json rep = report({job});
+  ASSERT_EQ(rep["traces"].size(), 2u) << rep["traces"].dump();
+  // Each named by the file itself, not by a link to it.
+  EXPECT_EQ(rep["traces"][0]["path"], job + "/rank0.gmt");
+  EXPECT_EQ(rep["traces"][1]["path"], job + "/rank1.gmt");
+  const ProcessResult top = cli_in_time({"top", "--once", "--json", job});
+  ASSERT_EQ(top.exit_code, 0) << top.err;
+  const json frame = json::parse(top.out);
+  EXPECT_EQ(frame["processes"].size(), 2u) << top.out;
+  EXPECT_EQ(frame["totals"]["processes"], 2);
+  EXPECT_EQ(frame["totals"]["live_bytes"], 3 * kMiB);
+  std::set<std::string> watched;
+  for (const json& p : frame["processes"]) watched.insert(p["path"].get<std::string>());
+  EXPECT_EQ(watched, (std::set<std::string>{job + "/rank0.gmt", job + "/rank1.gmt"}));
+  const ProcessResult check = cli({"check", job, "--max-peak", "3MiB"});
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
 }
 
 }  // namespace

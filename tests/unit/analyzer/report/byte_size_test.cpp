@@ -34,40 +34,6 @@ TEST(HumanDuration, PicksAReadableUnit) {
   EXPECT_EQ(human_duration(2500000000), "2.500 s");
 }
 
-TEST(ParseByteSize, AcceptsBytesBinaryAndDecimalUnits) {
-  EXPECT_EQ(parse_byte_size("4096"), 4096u);
-  EXPECT_EQ(parse_byte_size("512MiB"), 512ull << 20);
-  EXPECT_EQ(parse_byte_size("10 GiB"), 10ull << 30);
-  EXPECT_EQ(parse_byte_size("1.5G"), 3ull << 29);
-  EXPECT_EQ(parse_byte_size("2GB"), 2000000000u);
-  EXPECT_EQ(parse_byte_size("7B"), 7u);
-}
-
-TEST(ParseByteSize, RejectsWhatIsNotASize) {
-  EXPECT_EQ(parse_byte_size(""), std::nullopt);
-  EXPECT_EQ(parse_byte_size("MiB"), std::nullopt);
-  EXPECT_EQ(parse_byte_size("12 parsecs"), std::nullopt);
-  EXPECT_EQ(parse_byte_size("1.2.3G"), std::nullopt);
-  EXPECT_EQ(parse_byte_size("-5"), std::nullopt);
-  EXPECT_EQ(parse_byte_size("nan"), std::nullopt);
-  EXPECT_EQ(parse_byte_size("."), std::nullopt);
-}
-
-// A size must come to whole bytes: "1.5" was 2 bytes, "0.1K" 102.
-TEST(ParseByteSize, RejectsFractionsOfAByte) {
-  EXPECT_EQ(parse_byte_size("1.5"), std::nullopt);
-  EXPECT_EQ(parse_byte_size("0.1K"), std::nullopt);
-  EXPECT_EQ(parse_byte_size("1.0000000001GB"), std::nullopt);
-  EXPECT_EQ(parse_byte_size("1.5B"), std::nullopt);
-  EXPECT_EQ(parse_byte_size("0.5K"), 512u);
-  EXPECT_EQ(parse_byte_size("1.000000001GB"), 1000000001u);
-  EXPECT_EQ(parse_byte_size("2.0"), 2u);
-  EXPECT_EQ(parse_byte_size("18446744073709551615"), 18446744073709551615u);
-  EXPECT_EQ(parse_byte_size("18446744073709551616"), std::nullopt);
-  EXPECT_EQ(parse_byte_size("16777216T"), std::nullopt);
-  EXPECT_EQ(parse_byte_size("16777215T"), 16777215ull << 40);
-}
-
 TEST(CudaErrorName, NamesTheDriversCodes) {
   EXPECT_EQ(cuda_error_name(0), "CUDA_SUCCESS");
   EXPECT_EQ(cuda_error_name(2), "CUDA_ERROR_OUT_OF_MEMORY");

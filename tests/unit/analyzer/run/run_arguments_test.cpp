@@ -60,14 +60,16 @@ TEST(RunArguments, MistakesAreExplained) {
 TEST(RunArguments, MaxSizeIsASizeOfAtLeastOneMiB) {
   EXPECT_EQ(parse({"--max-size", "1GiB", "ls"}).max_size, "1GiB");
   EXPECT_EQ(parse({"--max-size=64MiB", "ls"}).max_size, "64MiB");
+  // The one size syntax (format/size_text.h), as `check --max-peak` takes it.
+  EXPECT_EQ(parse({"--max-size", "1.5GiB", "ls"}).max_size, "1.5GiB");
   EXPECT_EQ(parse({"ls"}).max_size, "");
   try {
     parse({"--max-size", "10parsecs", "ls"});
     FAIL() << "expected an error";
   } catch (const std::invalid_argument& e) {
     EXPECT_STREQ(e.what(),
-                 "--max-size takes a size of at least 1MiB (such as 1GiB, 64MiB or a number of "
-                 "bytes), not '10parsecs'");
+                 "--max-size takes a size of at least 1MiB (such as 1GiB, 1.5GiB, 64MiB or a "
+                 "number of bytes), not '10parsecs'");
   }
   EXPECT_THROW(parse({"--max-size=512KiB", "ls"}), std::invalid_argument);
   EXPECT_THROW(parse({"--max-size"}), std::invalid_argument);

@@ -26,11 +26,15 @@ TEST(MaxSize, ReadsBytesAndBinaryAndDecimalUnits) {
   EXPECT_EQ(format::parse_max_size("2048KiB"), 2u << 20);
   EXPECT_EQ(format::parse_max_size("1048576"), 1u << 20);
   EXPECT_EQ(format::parse_max_size("1048576B"), 1u << 20);
+  // The one size syntax (format/size_text.h): decimals and a space before the unit too.
+  EXPECT_EQ(format::parse_max_size("1.5GiB"), 3ull << 29);
+  EXPECT_EQ(format::parse_max_size("1 GiB"), 1ull << 30);
+  EXPECT_EQ(format::parse_max_size("2TB"), 2'000'000'000'000ull);
 }
 
 TEST(MaxSize, RefusesWhatIsNotASizeOrIsBelowOneMiB) {
-  for (const char* bad : {"", "GiB", "1.5GiB", "-1GiB", "1 GiB", "1gib", "1XB", "12parsecs",
-                          "1048575", "512KiB", "99999999999999999999", "20000000TiB"}) {
+  for (const char* bad : {"", "GiB", "-1GiB", "1gib", "1XB", "12parsecs", "1048575", "512KiB",
+                          "0.5MiB", "1.0000001MiB", "99999999999999999999", "20000000TiB"}) {
     EXPECT_FALSE(format::parse_max_size(bad).has_value()) << bad;
   }
 }
@@ -53,8 +57,8 @@ TEST(MaxSizeVariable, SetsTheLimitOrWarnsByNameAndValueAndRecordsUnbounded) {
   EXPECT_EQ(Config::from_environment(collect).max_size, 0u);
   ASSERT_EQ(warnings().size(), 1u);
   EXPECT_EQ(warnings()[0],
-            "GPUMEMTRACE_MAX_SIZE='lots' is not a size of at least 1MiB (such as 1GiB, 64MiB or a "
-            "number of bytes); recording without a limit");
+            "GPUMEMTRACE_MAX_SIZE='lots' is not a size of at least 1MiB (such as 1GiB, 1.5GiB, "
+            "64MiB or a number of bytes); recording without a limit");
   unsetenv("GPUMEMTRACE_MAX_SIZE");
   EXPECT_EQ(Config::from_environment(collect).max_size, 0u);
 }
