@@ -9,7 +9,7 @@
 #include "analyzer/cli/frames_option.h"
 #include "analyzer/export/export_formats.h"
 #include "analyzer/model/input/trace_error.h"
-#include "analyzer/model/timeline_builder.h"
+#include "analyzer/model/timeline/timeline_builder.h"
 #include "analyzer/report/report.h"
 
 namespace gmt::analyzer {

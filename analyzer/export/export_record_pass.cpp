@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <optional>
 
-#include "analyzer/model/block_replay.h"
+#include "analyzer/model/blocks/block_replay.h"
 #include "analyzer/model/input/mapped_file.h"
 #include "analyzer/model/input/trace_error.h"
 #include "format/file_header.h"

@@ -23,8 +23,8 @@
 
 #include "analyzer/export/export_formats.h"
 #include "analyzer/export/pickle_writer.h"
-#include "analyzer/model/block_extents.h"
-#include "analyzer/model/extents_by_device.h"
+#include "analyzer/model/blocks/block_extents.h"
+#include "analyzer/model/blocks/extents_by_device.h"
 #include "analyzer/model/input/mapped_file.h"
 #include "analyzer/model/input/trace_error.h"
 #include "analyzer/report/stack_frames.h"

@@ -14,8 +14,8 @@
 #include "analyzer/export/export_formats.h"
 #include "analyzer/export/export_record_pass.h"
 #include "analyzer/export/export_stacks.h"
-#include "analyzer/model/library_timeline.h"
-#include "analyzer/model/timeline_builder.h"
+#include "analyzer/model/timeline/library_timeline.h"
+#include "analyzer/model/timeline/timeline_builder.h"
 #include "analyzer/report/cuda_error_name.h"
 
 namespace gmt::analyzer {

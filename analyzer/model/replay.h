@@ -13,12 +13,12 @@
 #include <vector>
 
 #include "analyzer/model/backward_attribution.h"
-#include "analyzer/model/block_replay.h"
+#include "analyzer/model/blocks/block_replay.h"
 #include "analyzer/model/containers/flat_hash_map.h"
 #include "analyzer/model/roles/role_tracker.h"
-#include "analyzer/model/timeline_builder.h"
+#include "analyzer/model/timeline/timeline_builder.h"
 #include "analyzer/model/trace_summary.h"
-#include "analyzer/model/views_replay.h"
+#include "analyzer/model/views/views_replay.h"
 #include "format/memory_event.h"
 #include "format/records.h"
 

@@ -11,7 +11,7 @@
 #include "analyzer/model/leak_classes.h"
 #include "analyzer/model/replay.h"
 #include "analyzer/model/roles/outside_roles.h"
-#include "analyzer/model/timeline_builder.h"
+#include "analyzer/model/timeline/timeline_builder.h"
 #include "format/file_header.h"
 #include "format/recording_end.h"
 #include "format/trace_reader.h"

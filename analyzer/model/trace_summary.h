@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "analyzer/model/roles/role.h"
-#include "analyzer/model/views_model.h"
+#include "analyzer/model/views/views_model.h"
 #include "format/api.h"
 #include "format/memory_kind.h"
 #include "format/records.h"

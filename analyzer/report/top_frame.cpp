@@ -5,7 +5,7 @@
 #include <set>
 
 #include "analyzer/model/leak_classes.h"
-#include "analyzer/model/live_device.h"
+#include "analyzer/model/live/live_device.h"
 #include "analyzer/model/owner_library.h"
 #include "analyzer/report/frame_policy.h"
 #include "analyzer/report/frame_text.h"

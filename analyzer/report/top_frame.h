@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analyzer/model/live_watch.h"
+#include "analyzer/model/live/live_watch.h"
 #include "analyzer/report/stack_frames.h"
 
 namespace gmt::analyzer {

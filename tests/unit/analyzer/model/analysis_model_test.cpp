@@ -5,7 +5,7 @@
 
 #include "analyzer/model/leak_classes.h"
 #include "analyzer/model/replay.h"
-#include "analyzer/model/timeline_builder.h"
+#include "analyzer/model/timeline/timeline_builder.h"
 #include "tests/unit/trace_bytes.h"
 
 namespace gmt::analyzer {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // PyTorch's blocks rebuilt from the sizes its trace entries give (what was asked for): rounded
 // to 512 bytes, split where the rest is worth a block, whole where it is not.
-#include "analyzer/model/block_extents.h"
+#include "analyzer/model/blocks/block_extents.h"
 
 #include <gtest/gtest.h>
 

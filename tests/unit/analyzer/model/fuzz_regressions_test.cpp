@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "analyzer/model/summarize_trace.h"
-#include "analyzer/model/timeline_builder.h"
+#include "analyzer/model/timeline/timeline_builder.h"
 #include "analyzer/model/trace_summary.h"
 #include "tests/unit/chunked_file.h"
 #include "tests/unit/trace_bytes.h"

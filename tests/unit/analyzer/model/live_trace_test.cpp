@@ -2,7 +2,7 @@
 // A bounded trace read while it is written (`gpumemtrace top`): chunks reused between two reads
 // are followed when every record of theirs was read, and when some were written over first, the
 // watch says it fell behind and rebuilds its figures from the file, as `report` reads it.
-#include "analyzer/model/live_trace.h"
+#include "analyzer/model/live/live_trace.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "analyzer/model/block_extents.h"
+#include "analyzer/model/blocks/block_extents.h"
 
 #include <algorithm>
 #include <bit>

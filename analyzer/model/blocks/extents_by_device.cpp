@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "analyzer/model/extents_by_device.h"
+#include "analyzer/model/blocks/extents_by_device.h"
 
 namespace gmt::analyzer {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "analyzer/model/live_device.h"
+#include "analyzer/model/live/live_device.h"
 
 #include <algorithm>
 #include <map>

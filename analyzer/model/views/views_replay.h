@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "analyzer/model/phase_matcher.h"
-#include "analyzer/model/views_model.h"
+#include "analyzer/model/views/views_model.h"
 #include "format/records.h"
 
 namespace gmt::analyzer {

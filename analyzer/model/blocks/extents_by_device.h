@@ -8,7 +8,7 @@
 #include <map>
 #include <utility>
 
-#include "analyzer/model/block_extents.h"
+#include "analyzer/model/blocks/block_extents.h"
 #include "format/records.h"
 
 namespace gmt::analyzer {

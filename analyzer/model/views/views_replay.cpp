@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "analyzer/model/views_replay.h"
+#include "analyzer/model/views/views_replay.h"
 
 #include <algorithm>
 

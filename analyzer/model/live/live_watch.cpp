@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "analyzer/model/live_watch.h"
+#include "analyzer/model/live/live_watch.h"
 
 #include <sys/stat.h>
 

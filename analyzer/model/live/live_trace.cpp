@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "analyzer/model/live_trace.h"
+#include "analyzer/model/live/live_trace.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

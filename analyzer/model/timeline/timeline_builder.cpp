@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "analyzer/model/timeline_builder.h"
+#include "analyzer/model/timeline/timeline_builder.h"
 
 #include <algorithm>
 

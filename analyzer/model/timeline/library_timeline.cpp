@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "analyzer/model/library_timeline.h"
+#include "analyzer/model/timeline/library_timeline.h"
 
 #include <algorithm>
 #include <optional>

@@ -10,7 +10,7 @@
 #include <string>
 #include <utility>
 
-#include "analyzer/model/live_trace.h"
+#include "analyzer/model/live/live_trace.h"
 
 namespace gmt::analyzer {
 

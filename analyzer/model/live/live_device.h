@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "analyzer/model/live_trace.h"
+#include "analyzer/model/live/live_trace.h"
 #include "analyzer/model/owner_library.h"
 #include "analyzer/model/trace_summary.h"
 

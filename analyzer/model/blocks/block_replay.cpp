@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "analyzer/model/block_replay.h"
+#include "analyzer/model/blocks/block_replay.h"
 
 #include <algorithm>
 

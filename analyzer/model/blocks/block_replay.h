@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "analyzer/model/block_extents.h"
-#include "analyzer/model/extents_by_device.h"
+#include "analyzer/model/blocks/block_extents.h"
+#include "analyzer/model/blocks/extents_by_device.h"
 #include "analyzer/model/trace_summary.h"
 #include "format/records.h"
 
