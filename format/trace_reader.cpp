@@ -493,6 +493,7 @@ static HistoryWindow find_window(std::span<const uint8_t> file, const FileHeader
   }
   HistoryWindow window;
   window.max_size = header.max_size;
+  window.written_bytes = header.chunks_end != 0 ? header.chunks_end : file.size();
   for (const auto& [id, s] : seen) {
     if (id < header.valid_from || !s.begun || !s.items || *s.items != s.carried) continue;
     window.dropped = true;
@@ -518,6 +519,7 @@ TraceReader::TraceReader(std::span<const uint8_t> file, const FileHeader& header
   state_->checksum = chunk_checksum(header.major);
   state_->counted = chunks_count_records(header);
   state_->window.max_size = header.max_size;
+  state_->window.written_bytes = header.chunks_end != 0 ? header.chunks_end : file.size();
   state_->chunk_size = header.chunk_size;
   state_->check_tail(header.chunks_end);
   if (header.max_size != 0 && header.valid_from != 0) {

@@ -56,7 +56,10 @@ struct CarriedOrigin {
 // definitions (stacks, modules, contexts...) whatever their time.
 struct HistoryWindow {
   uint64_t max_size = 0;  // the trace's size limit; 0: unbounded (nothing below applies)
-  bool dropped = false;   // history was dropped: the records start at kept_from_ns
+  // How far the writer's chunks reach (the header's word, else the file's size): past max_size
+  // when the bound could not hold (no checkpoint made a chunk reusable in time).
+  uint64_t written_bytes = 0;
+  bool dropped = false;  // history was dropped: the records start at kept_from_ns
   uint64_t kept_from_ns = 0;
   uint32_t checkpoint = 0;           // the checkpoint replayed from
   uint64_t dropped_records = 0;      // events before kept_from_ns: written over, or still there

@@ -69,10 +69,16 @@ std::string incomplete_text(const TraceSummary& t) {
 }
 
 // One line per trace that is not complete: what the gate could look at, and what it left out
-// of --max-leak.
+// of --max-leak; one per trace that grew past its bound.
 std::string incomplete_notes(const ReportInput& input) {
   std::ostringstream notes;
   for (const TraceSummary& t : input.traces) {
+    const format::HistoryWindow& h = t.history;
+    if (h.max_size != 0 && h.written_bytes > h.max_size) {
+      notes << "note: " << printable(t.path) << " grew to " << human_bytes(h.written_bytes)
+            << ", past its bound of " << human_bytes(h.max_size)
+            << " (the live set's checkpoints did not fit in it)\n";
+    }
     if (t.end == TraceEnd::kExited) continue;
     notes << "note: " << printable(t.path) << " " << incomplete_text(t)
           << ": gated on what was recorded";

@@ -241,8 +241,14 @@ void Replay::finish() {
   for (auto& [ordinal, d] : summary_.devices) {
     if (d.peak_bytes > 0) d.peak_sites = sites_at_peak(ordinal);
     const auto rows = block_peaks_.find(ordinal);
-    d.peak_block_sites =
-        rows != block_peaks_.end() && d.peak_bytes > 0 ? rows->second : std::vector<PeakSite>{};
+    const auto moment = peak_moments_.find(ordinal);
+    const auto taken = peaks_taken_.find(ordinal);
+    // The peak's last moment not taken (peak_pass_needed()): no rows rather than older ones.
+    const bool current = moment == peak_moments_.end() ||
+                         (taken != peaks_taken_.end() && taken->second == moment->second);
+    d.peak_block_sites = rows != block_peaks_.end() && d.peak_bytes > 0 && current
+                             ? rows->second
+                             : std::vector<PeakSite>{};
     if (!d.peak_block_sites.empty()) d.roles_at_peak = roles_.resolve(ordinal, kRolesAtPeak);
     if (!roles_at_exit_taken_) take_block_rows(ordinal, kRolesAtExit);
     d.roles_at_exit = roles_.resolve(ordinal, kRolesAtExit);
@@ -416,6 +422,7 @@ bool Replay::note_failure(const format::AllocFailedRecord& r) {
 }
 
 [[gnu::always_inline]] inline void Replay::saw_event(uint64_t time_ns) {
+  ++records_read_;
   if (!block_plateaus_.empty()) [[unlikely]]
     end_block_plateaus();
   ++summary_.events;

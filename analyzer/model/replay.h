@@ -38,6 +38,20 @@ class Replay {
   }
   void record_timeline(uint64_t resolution_ns) { timeline_.emplace(resolution_ns); }
 
+  // The block rows and roles at each device's peak are a copy of its live blocks, taken at each
+  // moment its users hold more during the peak's plateau. A program whose memory keeps growing
+  // makes a new peak at every step: copies taken each time would cost the live blocks per step.
+  // So copies stop once they have cost more than kSnapshotWorkPerRecord blocks per record read
+  // (a trace stays linear in its length); the moments are still counted, and when a device's
+  // last one was not copied, peak_pass_needed() says a second pass must take it, given the
+  // plan (the moment per device) of this one. Until then that device's peak has no block rows
+  // and no roles, rather than an older moment's.
+  using PeakPlan = std::map<int, uint64_t>;
+  bool peak_pass_needed() const;
+  PeakPlan peak_snapshot_plan() const { return peak_moments_; }
+  void plan_peak_snapshots(PeakPlan plan) { planned_peaks_ = std::move(plan); }
+  static constexpr uint64_t kSnapshotWorkPerRecord = 8;
+
   void apply(const format::Record& record);
   // The same for allocations and frees in a batch (TraceReader::next_batch()): what apply()
   // would do with each as a record, in order. The live allocations they look up are asked of
@@ -215,6 +229,8 @@ class Replay {
   // plateau left open).
   void blocks_in_plateau(int device);
   void end_block_plateaus(bool close = true);
+  // A moment the peak's rows are taken at: now, or counted for a second pass (above).
+  void take_peak_rows(int device);
   // An allocator's OOM: its figures onto the driver's failure it follows.
   void note_block_oom(const format::BlockRecord& r);
   // Asks the memory for the live allocation an allocation or a free of `address` looks up. Any
@@ -340,6 +356,15 @@ class Replay {
   // at, none yet.
   std::map<int, std::optional<uint64_t>> block_plateaus_;
   std::map<int, std::vector<PeakSite>> block_peaks_;  // by ordinal: block_rows_on() at the peak
+  // The peak's moments (take_peak_rows() calls, numbered in order), the latest per device, and
+  // those taken; the blocks copied so far and the records read, for the copies' budget; in a
+  // second pass, the moments to take.
+  uint64_t peak_moment_count_ = 0;
+  PeakPlan peak_moments_;
+  PeakPlan peaks_taken_;
+  uint64_t snapshot_work_ = 0;
+  uint64_t records_read_ = 0;
+  std::optional<PeakPlan> planned_peaks_;
   // The last failure kept, until an allocation on its thread or device succeeds: an allocator's
   // OOM event names it, and a retry of the same request is folded into it.
   std::optional<std::size_t> open_failure_;

@@ -7,6 +7,7 @@
 namespace gmt::analyzer {
 
 void Replay::on(const format::BlockRecord& r) {
+  ++records_read_;
   summary_.duration_ns = std::max(summary_.duration_ns, r.time_ns);
   roles_.on_block(r);
   if (r.action == static_cast<uint32_t>(format::BlockAction::kAlloc)) {
@@ -35,7 +36,31 @@ void Replay::blocks_in_plateau(int ordinal) {
   const uint64_t allocated = blocks_.allocated_bytes(ordinal);
   if (plateau->second && *plateau->second >= allocated) return;
   plateau->second = allocated;
+  take_peak_rows(ordinal);
+}
+
+void Replay::take_peak_rows(int ordinal) {
+  const uint64_t moment = ++peak_moment_count_;
+  peak_moments_[ordinal] = moment;
+  if (planned_peaks_) {
+    const auto planned = planned_peaks_->find(ordinal);
+    if (planned == planned_peaks_->end() || planned->second != moment) return;
+  } else {
+    const uint64_t work = blocks_.live_blocks(ordinal);
+    if (snapshot_work_ + work > kSnapshotWorkPerRecord * records_read_ + (1u << 20)) return;
+    snapshot_work_ += work;
+  }
+  peaks_taken_[ordinal] = moment;
   take_block_rows(ordinal, kRolesAtPeak);
+}
+
+bool Replay::peak_pass_needed() const {
+  if (planned_peaks_) return false;
+  for (const auto& [ordinal, moment] : peak_moments_) {
+    const auto taken = peaks_taken_.find(ordinal);
+    if (taken == peaks_taken_.end() || taken->second != moment) return true;
+  }
+  return false;
 }
 
 void Replay::on(const format::ScopeRecord& r) {
@@ -70,7 +95,7 @@ void Replay::take_role_snapshot(int ordinal, int role_slot, const std::vector<Pe
 
 void Replay::end_block_plateaus(bool close) {
   for (const auto& [ordinal, taken] : block_plateaus_) {
-    if (!taken) take_block_rows(ordinal, kRolesAtPeak);
+    if (!taken) take_peak_rows(ordinal);
   }
   if (close) block_plateaus_.clear();
 }

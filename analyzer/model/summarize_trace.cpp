@@ -69,26 +69,34 @@ TraceSummary summarize_trace_bytes(std::span<const uint8_t> bytes, const std::st
   if (described) {
     uint64_t records = 0;
     for (uint64_t n : replay.summary().record_counts) records += n;
-    // A second pass when the timeline is asked for (its resolution depends on the duration) or
-    // when some record's fields did not decode (the count up front was too high).
-    if (timeline || records != expected) {
+    // A second pass when the timeline is asked for (its resolution depends on the duration),
+    // when some record's fields did not decode (the count up front was too high), or to take a
+    // peak's block rows the first pass left for it (Replay::peak_pass_needed()): that pass's
+    // summary is then the whole answer.
+    const bool peak_pass = replay.peak_pass_needed();
+    if (timeline || records != expected || peak_pass) {
       const uint64_t duration = replay.summary().duration_ns;
       Replay second;
       second.sample_sites_after(leak_sample_positions(records));
       if (timeline)
         second.record_timeline(timeline_resolution(options.timeline_resolution_ns, duration));
+      if (peak_pass) second.plan_peak_snapshots(replay.peak_snapshot_plan());
       format::TraceReader again(bytes, header.header, pages);
       RecordPipeline records(again, pipeline_mode);
       ProgressBar no_progress(nullptr, path, 0);
       replay_all(records, second, no_progress);
       second.finish();
       TraceSummary& first = replay.summary();
-      first.sample_times = second.summary().sample_times;
-      for (auto& [key, site] : first.sites) {
-        site.live_samples = std::move(second.summary().sites[key].live_samples);
-        site.live_count_samples = std::move(second.summary().sites[key].live_count_samples);
+      if (peak_pass) {
+        first = std::move(second.summary());
+      } else {
+        first.sample_times = second.summary().sample_times;
+        for (auto& [key, site] : first.sites) {
+          site.live_samples = std::move(second.summary().sites[key].live_samples);
+          site.live_count_samples = std::move(second.summary().sites[key].live_count_samples);
+        }
+        first.timeline = std::move(second.summary().timeline);
       }
-      first.timeline = std::move(second.summary().timeline);
     }
     add_history_samples(replay.summary(), reader.window());
     classify_leaks(replay.summary());

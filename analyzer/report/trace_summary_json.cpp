@@ -339,6 +339,7 @@ void read_history(const Reader& r, const json& trace, TraceSummary& t) {
   format::HistoryWindow& h = t.history;
   h.max_size = r.get<uint64_t>(*it, "max_size");
   h.dropped_records = r.get<uint64_t>(*it, "dropped_events");
+  if (it->contains("written_bytes")) h.written_bytes = r.get<uint64_t>(*it, "written_bytes");
   if (!it->contains("kept_from_ns")) return;
   h.dropped = true;
   h.kept_from_ns = r.get<uint64_t>(*it, "kept_from_ns");

@@ -130,6 +130,14 @@ bool BlockReplay::has_blocks(int device) const {
   return false;
 }
 
+std::size_t BlockReplay::live_blocks(int device) const {
+  std::size_t blocks = 0;
+  for (const auto& [key, p] : pools_) {
+    if (key.second == device) blocks += p.blocks.size();
+  }
+  return blocks;
+}
+
 uint64_t BlockReplay::allocated_bytes(int device) const {
   uint64_t bytes = 0;
   for (const auto& [key, p] : pools_) {

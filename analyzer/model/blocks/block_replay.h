@@ -34,6 +34,8 @@ class BlockReplay {
 
   // Whether any block event was seen for the device, and its allocators' figures now.
   bool has_blocks(int device) const;
+  // How many blocks the device's allocators hand out now.
+  std::size_t live_blocks(int device) const;
   uint64_t allocated_bytes(int device) const;
   uint64_t reserved_bytes(int device) const;
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -177,6 +178,7 @@ TEST_F(BoundedTrace, TheBoundHoldsWhateverTheNumberOfThreads) {
     EXPECT_LE(fs::file_size(bounded), kLimit);
     const json info = command_json({"info", bounded, "--json"});
     ASSERT_TRUE(info["history"].is_object()) << info.dump();
+    EXPECT_LE(info["history"]["written_bytes"].get<uint64_t>(), kLimit);
     EXPECT_GT(info["history"]["dropped_events"].get<uint64_t>(), kManyIterations);
     EXPECT_TRUE(info["problems"].empty()) << info.dump();
     EXPECT_EQ(info["integrity"], "complete");
@@ -204,6 +206,37 @@ TEST_F(BoundedTrace, TheBoundHoldsWhateverTheNumberOfThreads) {
     EXPECT_EQ(text.out.find("no stack recorded"), std::string::npos) << text.out;
     fs::remove(bounded);
   }
+}
+
+// A live set too large for the bound: each checkpoint carries 30,000 blocks, more than half of
+// 1 MiB. The file grows past the bound, and every command says by how much and why.
+TEST_F(BoundedTrace, ALiveSetTooLargeForTheBoundIsSaidToBe) {
+  const ProcessResult run = run_traced(
+      "workload_cached_training", {"30000", "1"},
+      {{"GPUMEMTRACE_MAX_SIZE", "1MiB"}, {"FAKECUDA_DEVICE_MEMORY", std::to_string(1ull << 46)}});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string trace = only_trace();
+  const json info = command_json({"info", trace, "--json"});
+  const uint64_t written = info["history"]["written_bytes"];
+  EXPECT_GT(written, kLimit);
+  ASSERT_LT(written, 10 * kMiB);
+  EXPECT_EQ(written, fs::file_size(trace));
+  char size[32];  // as the reports write sizes of 1 to 10 MiB: three digits
+  std::snprintf(size, sizeof size, "%.2f MiB", static_cast<double>(written) / kMiB);
+  const ProcessResult text = cli({"info", trace});
+  const std::string said = "the file grew to " + std::string(size) +
+                           ", past its bound of 1.00 MiB (each checkpoint carries the whole live "
+                           "set, ";
+  EXPECT_NE(text.out.find(said), std::string::npos) << text.out;
+  EXPECT_NE(cli({"report", trace}).out.find(said), std::string::npos);
+  const ProcessResult check = cli({"check", trace});
+  EXPECT_EQ(check.exit_code, 0) << check.err;
+  EXPECT_EQ(check.out.rfind("note: " + trace + " grew to " + std::string(size) +
+                                ", past its bound of 1.00 MiB (the live set's checkpoints did not "
+                                "fit in it)\n",
+                            0),
+            0u)
+      << check.out;
 }
 
 // A bounded trace's summary keeps its history: `report` of it says from when, as of the trace.

@@ -297,6 +297,45 @@ TEST(Roles, BlocksMadeInACudaGraphCaptureAreTheGraphs) {
             std::string::npos);
 }
 
+// A program whose memory grows at every step (a new segment, a block kept from it): each step
+// is a new peak, and copying the live blocks at each would cost the square of the steps. The
+// first pass stops copying and says a second must take the last peak; the second, given the
+// plan, takes it once, and its rows and roles hold every block.
+TEST(Roles, APeakThatKeepsGrowingIsTakenByASecondPass) {
+  constexpr uint64_t kSteps = 3000;
+  constexpr uint64_t kBlock = 1024 * 1024;
+  std::vector<format::Record> records = {name(1, "w")};
+  for (uint64_t i = 0; i < kSteps; ++i) {
+    const uint64_t t = 10 + 3 * i;
+    format::AllocRecord segment = test::alloc_at(t, 0, kSegment + i * kBlock, kBlock);
+    records.push_back(segment);
+    records.push_back(block(t + 1, kMain, BlockAction::kSegmentAlloc, i * kBlock, kBlock));
+    records.push_back(block(t + 2, kMain, BlockAction::kAlloc, i * kBlock, kBlock));
+  }
+  records.push_back(tag(10 + 3 * kSteps, TagRole::kParameter, 0, 1));
+  Replay first;
+  for (const auto& r : records) first.apply(r);
+  first.finish();
+  ASSERT_TRUE(first.peak_pass_needed());
+  EXPECT_TRUE(first.summary().devices.at(0).peak_block_sites.empty());
+  EXPECT_FALSE(first.summary().devices.at(0).roles_at_peak.has_value());
+
+  Replay second;
+  second.plan_peak_snapshots(first.peak_snapshot_plan());
+  for (const auto& r : records) second.apply(r);
+  second.finish();
+  EXPECT_FALSE(second.peak_pass_needed());
+  const DeviceSummary& d = second.summary().devices.at(0);
+  EXPECT_EQ(d.peak_bytes, kSteps * kBlock);
+  uint64_t rows = 0;
+  for (const PeakSite& site : d.peak_block_sites) rows += site.bytes;
+  EXPECT_EQ(rows, kSteps * kBlock);
+  ASSERT_TRUE(d.roles_at_peak.has_value());
+  EXPECT_EQ((*d.roles_at_peak)[Role::kParameter].bytes, kBlock);
+  EXPECT_EQ((*d.roles_at_peak)[Role::kUnknown].bytes, (kSteps - 1) * kBlock);
+  EXPECT_EQ(d.roles_at_peak->total_bytes(), d.peak_bytes);
+}
+
 TEST(Roles, NamesRoundTrip) {
   for (std::size_t i = 0; i < kRoleCount; ++i) {
     const Role role = static_cast<Role>(i);
