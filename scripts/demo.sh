@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Installs what is missing, builds, runs a workload under the profiler and prints the report.
-# On a machine with an NVIDIA GPU and PyTorch: a real PyTorch program. Elsewhere: the demo
-# training loop on the simulated GPU (tests/fakecuda).
+# Installs what building needs (not the tests' tools), builds what the demo runs, runs a workload
+# under the profiler and prints the report. On a machine with an NVIDIA GPU and PyTorch: a real
+# PyTorch program. Elsewhere: the demo training loop on the simulated GPU (tests/fakecuda).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/install-deps.sh
-scripts/build.sh >/dev/null
+scripts/install-deps.sh --build
+source scripts/lib/cuda_args.sh
+cmake -S . -B build -DGMT_WERROR=ON "${cuda_args[@]}" >/dev/null
+cmake --build build -j "$(nproc)" --target gpumemtrace gpumemtrace_preload fakecuda_driver \
+  fakecuda_runtime fakecuda_nvml demo_training >/dev/null
 out=demo-output
 rm -rf "$out"
 mkdir -p "$out"

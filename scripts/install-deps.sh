@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Installs what building and testing gpumemtrace needs, from Debian's packages. Idempotent:
 # installs only what is missing, and touches apt only then.
+# Usage: scripts/install-deps.sh [--build]   (--build: only what building needs, as the demo)
 set -euo pipefail
 
 packages=(
@@ -9,6 +10,8 @@ packages=(
   libunwind-dev libdw-dev libzstd-dev zlib1g-dev
   nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+)
+test_packages=(
   clang-format
   clang libclang-rt-dev # libFuzzer, for scripts/fuzz.sh
   protobuf-compiler gzip  # the tests decode the pprof export with protoc
@@ -20,6 +23,8 @@ packages=(
   python3-build python3-setuptools python3-wheel python3-venv patchelf
   python3-pytest python3-pytest-xdist python3-pandas python3-jupyter-client python3-ipykernel
 )
+
+if [ "${1:-}" != "--build" ]; then packages+=("${test_packages[@]}"); fi
 
 missing=()
 for p in "${packages[@]}"; do
