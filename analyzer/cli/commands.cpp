@@ -16,7 +16,8 @@ Command add_trace_json_command(CLI::App& app, const char* name, const char* desc
   auto options = std::make_shared<Options>();
   CLI::App* command = app.add_subcommand(name, description);
   command->add_option("trace", options->path, "Trace file")->required();
-  command->add_flag("--json", options->json, "Machine-readable output (contract in README.md)");
+  command->add_flag("--json", options->json,
+                    "Machine-readable output (contract in docs/commands.md)");
   if (stacks) add_frames_option(*command, options->frames);
   return {command, [options, run] {
             return run(options->path, options->json, options->frames, std::cout, std::cerr);

@@ -4,8 +4,8 @@
 // it once parsed.
 //
 // The analysis commands each read one or two traces, print to `out` (text for people, or JSON
-// whose keys README.md documents) and name problems on `err`. Each returns the exit status: 0,
-// or 1 when a trace is not readable at all (check: 1 when a limit is exceeded, 2 when the trace
+// whose keys docs/commands.md documents) and name problems on `err`. Each returns the exit status:
+// 0, or 1 when a trace is not readable at all (check: 1 when a limit is exceeded, 2 when the trace
 // is not readable).
 #pragma once
 
@@ -128,7 +128,7 @@ int html_command(const std::vector<std::string>& paths, const std::string& outpu
 
 // `top`: watches the traces (files, directories, the traces of --pid processes) while they are
 // written and prints a frame every `interval` seconds: text, or a JSON line per frame
-// (README.md); interactive when stdout is a terminal. 1 when a --pid names no traced process.
+// (docs/top.md); interactive when stdout is a terminal. 1 when a --pid names no traced process.
 struct TopOptions {
   std::vector<std::string> paths;
   std::vector<int> pids;

@@ -205,7 +205,7 @@ Command add_diff_command(CLI::App& app) {
   CLI::App* diff = app.add_subcommand("diff", "Peak and leak changes by site between two traces");
   diff->add_option("before", options->before, "Trace before the change")->required();
   diff->add_option("after", options->after, "Trace after the change")->required();
-  diff->add_flag("--json", options->json, "Machine-readable output (contract in README.md)");
+  diff->add_flag("--json", options->json, "Machine-readable output (contract in docs/commands.md)");
   add_frames_option(*diff, options->frames);
   return {diff, [options] {
             return diff_command(options->before, options->after, options->json, options->frames,

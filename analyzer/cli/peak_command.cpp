@@ -199,7 +199,7 @@ Command add_peak_command(CLI::App& app) {
   peak->add_option("--by", options->by, "Group by call stack or by owning library")
       ->check(CLI::IsMember({"stack", "library"}))
       ->capture_default_str();
-  peak->add_flag("--json", options->json, "Machine-readable output (contract in README.md)");
+  peak->add_flag("--json", options->json, "Machine-readable output (contract in docs/commands.md)");
   add_frames_option(*peak, options->frames);
   return {peak, [options] { return peak_command(*options, std::cout, std::cerr); }};
 }

@@ -37,7 +37,8 @@ Command add_report_command(CLI::App& app) {
   auto options = std::make_shared<Options>();
   CLI::App* report = app.add_subcommand("report", "Summarize one or more traces");
   report->add_option("traces", options->paths, kTracesHelp)->required();
-  report->add_flag("--json", options->json, "Machine-readable output (contract in README.md)");
+  report->add_flag("--json", options->json,
+                   "Machine-readable output (contract in docs/commands.md)");
   report
       ->add_option("-j,--jobs", options->jobs,
                    "Traces read at once (default: $GPUMEMTRACE_JOBS, else one per CPU)")

@@ -299,7 +299,7 @@ Command add_top_command(CLI::App& app) {
       ->check(seconds_interval());
   top->add_flag("--once", options->once, "Print one frame and exit");
   top->add_flag("--json", options->json,
-                "One JSON object per refresh, one line each (contract in README.md)");
+                "One JSON object per refresh, one line each (contract in docs/top.md)");
   return {top, [options] {
             if (options->paths.empty() && options->pids.empty()) {
               std::cerr << "gpumemtrace top: name a trace, a directory or --pid PID\n";

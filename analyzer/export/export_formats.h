@@ -35,7 +35,7 @@ void write_memviz(TraceSummary& trace, FrameMode frames, std::ostream& out);
 
 // JSON Lines for DuckDB, pandas or Spark: one row per process, device, site and class (the top
 // sites at the device's peak, the listed leak groups, the failed allocations by site) of every
-// trace or summary in `input`. README.md lists the columns.
+// trace or summary in `input`. docs/export.md lists the columns.
 void write_jsonl(const ReportInput& input, std::ostream& out);
 
 }  // namespace gmt::analyzer

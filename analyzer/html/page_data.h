@@ -2,7 +2,7 @@
 // The data of `gpumemtrace html`: one JSON object the page's drawing code reads, built from the
 // model of each trace (and two more passes over its records: the timeline by library, and the
 // views and phase runs over time). Its size is bounded whatever the traces' length: the limits
-// below are the bound README.md states.
+// below are the bound docs/export.md states.
 #pragma once
 
 #include <cstddef>

@@ -17,7 +17,7 @@ gmt.bytesCell = function (bytes) {
                 gmt.bytes(bytes));
 };
 
-// views_json's object (README: "The views table"), as the text report lays it out.
+// views_json's object (docs/commands.md: "The views table"), as the text report lays it out.
 gmt.viewsTable = function (title, v) {
   const rows = [];
   const row = (label, value, note, key) => {
@@ -143,7 +143,7 @@ gmt.jobView = function (job) {
   return view;
 };
 
-// roles_json's object (README: "Roles and modules"): each role that holds bytes, largest first,
+// roles_json's object (docs/roles.md): each role that holds bytes, largest first,
 // with how it is known.
 gmt.roleTable = function (roles) {
   const rows = roles.by_role.filter((r) => r.bytes > 0).sort((a, b) => b.bytes - a.bytes).map((r) =>

@@ -68,7 +68,7 @@ std::string site_name(const std::vector<SiteFrame>& frames);
 // The lines that follow the table of processes in the text report.
 void write_job_text(const ReportInput& input, std::ostream& out);
 
-// The report's `job` object (README.md, `report --json`).
+// The report's `job` object (docs/commands.md, `report --json`).
 nlohmann::ordered_json job_json(const ReportInput& input);
 
 }  // namespace gmt::analyzer

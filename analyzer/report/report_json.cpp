@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The JSON contract is documented in README.md; keys may be added, never removed or renamed.
+// The JSON contract is documented in docs/commands.md; keys may be added, never removed or renamed.
 #include <nlohmann/json.hpp>
 
 #include "analyzer/model/leak_classes.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // What `gpumemtrace top` shows of the traces it watches, as one JSON object per refresh (the
-// contract is in README.md): `--json` prints it, and the text view (top_text.h) is drawn from it.
+// contract is in docs/top.md): `--json` prints it, and the text view (top_text.h) is drawn from it.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // A trace's summary as a small JSON file (`gpumemtrace summarize`): what the job view, the table
 // of processes, `check` and `export --format jsonl` need from one trace, so that a job's traces
-// can be summarized where they were written and reported elsewhere. README.md documents the
+// can be summarized where they were written and reported elsewhere. docs/commands.md documents the
 // fields; "format" and "version" come first, and a reader refuses a newer major version.
 #pragma once
 

@@ -20,9 +20,9 @@ std::map<std::string, uint64_t> by_library_at_peak(const TraceSummary& trace,
 std::map<std::string, uint64_t> by_library_at_exit(const TraceSummary& trace,
                                                    const DeviceSummary& device);
 
-// The JSON contract's V (README): every view field, null when it was not read. `tracked` is the
-// device's tracked bytes at the view's moment (its peak, the end), which `by_library` adds up
-// to; the sample's own tracked bytes are `sample_tracked_bytes`.
+// The JSON contract's V (docs/commands.md): every view field, null when it was not read. `tracked`
+// is the device's tracked bytes at the view's moment (its peak, the end), which `by_library` adds
+// up to; the sample's own tracked bytes are `sample_tracked_bytes`.
 nlohmann::ordered_json views_json(const std::optional<ViewValues>& views, uint64_t tracked,
                                   const std::map<std::string, uint64_t>& by_library);
 

@@ -11,7 +11,7 @@ trap 'rm -rf "$prefix"' EXIT
 cmake --install "$build" --prefix "$prefix" >/dev/null
 for f in bin/gpumemtrace lib/gpumemtrace/libgpumemtrace.so include/gpumemtrace.h \
   share/gpumemtrace/python/gpumemtrace_torch.py share/doc/gpumemtrace/README.md \
-  share/doc/gpumemtrace/trace-format.md; do
+  share/doc/gpumemtrace/format/README.md share/doc/gpumemtrace/docs/roles.md; do
   [ -e "$prefix/$f" ] || { echo "FAIL: $f not installed"; exit 1; }
 done
 # Nothing of the build tree in the installed files' search paths.
