@@ -37,8 +37,8 @@ void logged_dealloc(void* code) {
   lock_log();
   const uint64_t n = published.load(std::memory_order_relaxed);
   claimed.store(n + 1, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
-  freed_codes[n % PythonCodeDeaths::kKept].store(code, std::memory_order_relaxed);
+  // Release: a reader that loads this address sees the claim before it.
+  freed_codes[n % PythonCodeDeaths::kKept].store(code, std::memory_order_release);
   published.store(n + 1, std::memory_order_release);
   unlock_log();
   original_dealloc.load(std::memory_order_acquire)(code);
@@ -72,8 +72,7 @@ uint64_t PythonCodeDeaths::count() {
 bool PythonCodeDeaths::freed(uint64_t from, uint64_t to, const void** out) {
   if (to - from > kKept) return false;
   for (uint64_t i = from; i < to; ++i)
-    out[i - from] = freed_codes[i % kKept].load(std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_acquire);
+    out[i - from] = freed_codes[i % kKept].load(std::memory_order_acquire);
   return claimed.load(std::memory_order_relaxed) - from <= kKept;
 }
 
