@@ -23,6 +23,8 @@
 #  14. roles and modules (scripts/gpu-validate-roles.sh, without its cost measurement);
 #  15. the Python wheel in a venv that sees the host's torch: `python -m gpumemtrace run` on a
 #      PyTorch script, and the pytest plugin on a PyTorch test that leaks.
+#  16. JAX under XLA's default allocator (the pool's note in report and peak) and under
+#      `run --jax-allocator=platform` (no note; a kept array at its line).
 # Exits non-zero when any check failed.
 # Usage: scripts/gpu-validate.sh [OUTPUT_DIR]   (default: $OUT, else gpu-validate-output)
 # Uses build-gpu/ if it holds a build (carried from elsewhere), else builds one (no tests).
@@ -380,6 +382,29 @@ if wheel=$(PYTHON="${PYTHON:-python3}" scripts/build-wheel.sh build-gpu "$out/wh
 else
   echo "FAIL wheel: not built or not installed (see $out/wheel/build.log)"; failures=$((failures + 1))
 fi
+
+echo "--- 16. JAX: XLA's pool noted by default; --jax-allocator=platform puts a kept array at its line"
+for allocator in default platform; do
+  option=(); [ "$allocator" = platform ] && option=(--jax-allocator=platform)
+  rm -f "$out/jax_kept_$allocator".*.gmt
+  "$gmt" run "${option[@]}" -o "$out/jax_kept_$allocator.%p.gmt" -- python3 tests/gpu/jax_kept_array.py \
+    >"$out/jax_kept_$allocator.log" 2>&1 ||
+    { echo "FAIL jax_kept_array.py $allocator (see jax_kept_$allocator.log)"; tail -5 "$out/jax_kept_$allocator.log"; failures=$((failures + 1)); }
+  trace=$(ls "$out"/jax_kept_$allocator.*.gmt | head -1)
+  "$gmt" report --json "$trace" >"$out/jax_kept_$allocator.report.json"
+  "$gmt" peak --json --top 1000 "$trace" >"$out/jax_kept_$allocator.peak.json"
+  "$gmt" peak "$trace" | head -12
+  "$gmt" peak --by library "$trace" | head -6
+done
+pool='d["devices"][0]["hidden_pool"]'
+check "jax default: report notes XLA's pool, naming XLA_PYTHON_CLIENT_ALLOCATOR=platform" True "$(json_field "$out/jax_kept_default.report.json" "$pool[\"framework\"] == \"jax\" and \"XLA_PYTHON_CLIENT_ALLOCATOR=platform\" in $pool[\"note\"]")"
+check "jax default: the pool is taken at once and holds over half the device" True "$(json_field "$out/jax_kept_default.report.json" "$pool[\"preallocated\"] and 2 * $pool[\"bytes\"] > $pool[\"device_total_bytes\"] > 0")"
+check "jax default: peak notes it too" True "$(json_field "$out/jax_kept_default.peak.json" "$pool == json.load(open(sys.argv[3]))[\"devices\"][0][\"hidden_pool\"]" "$out/jax_kept_default.report.json")"
+check "jax platform: the trace keeps the allocator run set" True "$(json_field "$out/jax_kept_platform.report.json" '"XLA_PYTHON_CLIENT_ALLOCATOR=platform" in d["traces"][0]["env"]')"
+check "jax platform: no pool to note" False "$(json_field "$out/jax_kept_platform.report.json" '"hidden_pool" in d["devices"][0]')"
+keep_line=$(sed -n 's/^keep_line=//p' "$out/jax_kept_platform.log")
+keep_bytes=$(sed -n 's/^keep_bytes=//p' "$out/jax_kept_platform.log")
+check "jax platform: the kept array ($keep_bytes bytes) at its line, jax_kept_array.py:$keep_line" True "$(json_field "$out/jax_kept_platform.peak.json" 'any(g["bytes"] >= int(sys.argv[4]) and [(f["file"] or "").endswith("jax_kept_array.py") and f["line"] == int(sys.argv[3]) for f in g.get("frames", []) if f.get("user")] == [True] for g in d["devices"][0]["groups"])' "$keep_line" "$keep_bytes")"
 
 echo "gpu-validate: $failures failure(s)"
 exit $((failures > 0))

@@ -8,10 +8,12 @@
 #include "analyzer/cli/command_support.h"
 #include "analyzer/cli/commands.h"
 #include "analyzer/cli/frames_option.h"
+#include "analyzer/model/hidden_pool.h"
 #include "analyzer/model/input/trace_error.h"
 #include "analyzer/model/leak_classes.h"
 #include "analyzer/model/owner_library.h"
 #include "analyzer/report/byte_size.h"
+#include "analyzer/report/hidden_pool_note.h"
 #include "analyzer/report/roles_report.h"
 #include "analyzer/report/stack_frames.h"
 
@@ -107,6 +109,8 @@ nlohmann::ordered_json peak_json(const TraceSummary& trace, const std::vector<De
     ordered_json device = {{"device", p.device->device},
                            {"peak_bytes", p.device->peak_bytes},
                            {"peak_time_ns", p.device->peak_time_ns}};
+    if (const auto pool = hidden_pool(trace, *p.device))
+      device["hidden_pool"] = hidden_pool_json(*pool, p.device->device);
     if (p.device->roles_at_peak) device.update(roles_json(*p.device->roles_at_peak, kModulesShown));
     device["groups"] = groups;
     devices.push_back(std::move(device));
@@ -124,6 +128,8 @@ void write_peak_text(const TraceSummary& trace, const std::vector<DevicePeak>& p
     out << "peak of " << device_name(p.device->device) << ": " << human_bytes(p.device->peak_bytes)
         << " (" << p.device->peak_bytes << " bytes) at " << human_duration(p.device->peak_time_ns)
         << ", in " << count << (count == 1 ? " allocation" : " allocations") << "\n";
+    if (const auto pool = hidden_pool(trace, *p.device))
+      out << "  note: " << hidden_pool_note(*pool, p.device->device) << "\n";
     // In the user's terms first: what the bytes are for and which modules hold them.
     if (p.device->roles_at_peak) {
       write_roles_text(*p.device->roles_at_peak, trace.roles_recorded, kModulesShown, "", "  ",

@@ -15,6 +15,7 @@
 #include "analyzer/model/worker_pool.h"
 #include "analyzer/report/byte_size.h"
 #include "analyzer/report/cuda_error_name.h"
+#include "analyzer/report/hidden_pool_note.h"
 #include "analyzer/report/history_text.h"
 #include "analyzer/report/job_view.h"
 #include "analyzer/report/json_fields.h"
@@ -231,7 +232,7 @@ class DataBuilder {
             {"events", t.events},
             {"end", end_name(t.end)},
             {"end_reason", t.end_reason},
-            {"notes", t.notes},
+            {"notes", notes_and_hidden_pools(t)},
             {"history", history_json(t)},
             {"history_text", text(history_text(t))},
             {"symbolization_warnings", warnings},

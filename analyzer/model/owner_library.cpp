@@ -85,8 +85,11 @@ std::string library_name(std::string_view module_path) {
   if (name.starts_with("libcublas")) return "libcublas";
   if (name.starts_with("libcudnn")) return "libcudnn";
   if (starts_with_any(name, {"libc10", "libtorch"})) return "pytorch";
+  // JAX's GPU plugin (jax_plugins/xla_cuda12/xla_cuda_plugin.so) holds XLA's allocator.
   if (module_path.find("/jaxlib/") != std::string_view::npos ||
-      starts_with_any(name, {"libxla", "xla_extension", "jaxlib"}))
+      module_path.find("/jax_plugins/") != std::string_view::npos ||
+      module_path.find("/jax_cuda") != std::string_view::npos ||
+      starts_with_any(name, {"libxla", "xla_extension", "xla_cuda_plugin", "jaxlib"}))
     return "jax";
   if (module_path.find("/cupy/") != std::string_view::npos ||
       module_path.find("/cupy_backends/") != std::string_view::npos ||

@@ -15,7 +15,8 @@
 namespace gmt::analyzer {
 
 // The short name of a module: "libnccl", "libcublas", "libcudnn", "pytorch" (libc10_cuda,
-// libtorch*), "jax" (jaxlib, libxla, xla_extension), "cupy", else the file's basename without
+// libtorch*), "jax" (jaxlib, libxla, xla_extension, the GPU plugin xla_cuda_plugin and what is
+// under jax_plugins/ or jax_cuda12_plugin/), "cupy", else the file's basename without
 // its ".so" and version suffix ("libfoo.so.1.2" -> "libfoo", "/usr/bin/train" -> "train").
 std::string library_name(std::string_view module_path);
 

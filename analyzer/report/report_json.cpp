@@ -4,6 +4,7 @@
 
 #include "analyzer/model/leak_classes.h"
 #include "analyzer/report/frame_text.h"
+#include "analyzer/report/hidden_pool_note.h"
 #include "analyzer/report/history_text.h"
 #include "analyzer/report/job_view.h"
 #include "analyzer/report/json_fields.h"
@@ -169,6 +170,8 @@ void write_report_json(const ReportInput& input, std::ostream& out) {
            {{"at_peak", views_json(d.views_at_peak, d.peak_bytes, by_library_at_peak(t, d))},
             {"at_exit", views_json(d.views_at_exit, d.live_bytes, by_library_at_exit(t, d))}}},
       });
+      if (const auto pool = hidden_pool(t, d))
+        device["hidden_pool"] = hidden_pool_json(*pool, d.device);
       if (d.roles_at_peak || d.roles_at_exit) {
         ordered_json by_role = ordered_json::object();
         ordered_json by_module = ordered_json::object();

@@ -5,6 +5,7 @@
 #include "analyzer/model/leak_classes.h"
 #include "analyzer/report/byte_size.h"
 #include "analyzer/report/frame_text.h"
+#include "analyzer/report/hidden_pool_note.h"
 #include "analyzer/report/history_text.h"
 #include "analyzer/report/job_view.h"
 #include "analyzer/report/report.h"
@@ -113,6 +114,8 @@ void write_device(const TraceSummary& t, const DeviceSummary& d, FrameMode frame
       << human_duration(d.peak_time_ns);
   if (!d.peak_phase.empty()) out << " in " << d.peak_phase;
   out << "\n";
+  if (const auto pool = hidden_pool(t, d))
+    out << "    note          " << hidden_pool_note(*pool, d.device) << "\n";
   out << "    live at exit  " << human_bytes(d.live_bytes) << " in " << d.live_count
       << (d.live_count == 1 ? " allocation" : " allocations") << "\n";
   out << "    allocations   " << d.alloc_count << ", frees " << d.free_count << ", failed "

@@ -242,11 +242,19 @@ std::string max_size(std::string_view size) {
       std::string(size) + "'");
 }
 
+// XLA's allocators, as XLA_PYTHON_CLIENT_ALLOCATOR names them.
+std::string jax_allocator(std::string_view kind) {
+  if (kind == "platform" || kind == "bfc" || kind == "cuda_async" || kind == "default")
+    return std::string(kind);
+  throw std::invalid_argument("--jax-allocator takes platform, bfc, cuda_async or default, not '" +
+                              std::string(kind) + "'");
+}
+
 }  // namespace
 
 const char* run_usage() {
   return "usage: gpumemtrace run [-o PATTERN] [--stacks none|native|python|all] [--max-size SIZE] "
-         "[--] CMD ARGS...\n"
+         "[--jax-allocator KIND] [--] CMD ARGS...\n"
          "\n"
          "Runs CMD with the preload library; every process of it that uses CUDA writes a trace.\n"
          "\n"
@@ -259,6 +267,11 @@ const char* run_usage() {
          "  --max-size SIZE       bound each trace to SIZE (1GiB, 64MiB, bytes; at least 1MiB):\n"
          "                        the oldest history is dropped, what is live stays explained\n"
          "                        (default: $GPUMEMTRACE_MAX_SIZE, else unbounded)\n"
+         "  --jax-allocator KIND  XLA's allocator for JAX (sets XLA_PYTHON_CLIENT_ALLOCATOR):\n"
+         "                        platform makes each array its own allocation, at its line, but\n"
+         "                        is slower (a cudaMalloc and a cudaFree per array, no pooling);\n"
+         "                        bfc or default pool arrays out of sight; or cuda_async\n"
+         "                        (default: as inherited)\n"
          "  -h, --help            print this and exit\n"
          "\n"
          "The program's exit status is passed through.\n";
@@ -292,6 +305,12 @@ RunOptions parse_run_arguments(int argc, const char* const* argv) {
       options.max_size = max_size(argv[++i]);
     } else if (arg.rfind("--max-size=", 0) == 0) {
       options.max_size = max_size(arg.substr(11));
+    } else if (arg == "--jax-allocator") {
+      if (i + 1 >= argc)
+        throw std::invalid_argument("--jax-allocator needs platform, bfc, cuda_async or default");
+      options.jax_allocator = jax_allocator(argv[++i]);
+    } else if (arg.rfind("--jax-allocator=", 0) == 0) {
+      options.jax_allocator = jax_allocator(arg.substr(16));
     } else if (arg.size() > 1 && arg[0] == '-') {
       throw std::invalid_argument("unknown option '" + std::string(arg) +
                                   "' (usage: gpumemtrace run [-o PATTERN] [--stacks "
@@ -324,6 +343,17 @@ void claim_nvtx_injection(const std::string& library) {
   }
 }
 
+// The allocator asked for replaces an inherited one, which is said: the user may not know it
+// was set.
+void set_jax_allocator(const std::string& kind) {
+  const char* current = std::getenv("XLA_PYTHON_CLIENT_ALLOCATOR");
+  if (current != nullptr && *current != '\0' && kind != current) {
+    std::cerr << "gpumemtrace run: XLA_PYTHON_CLIENT_ALLOCATOR was '" << current
+              << "'; the program runs with '" << kind << "' (--jax-allocator)\n";
+  }
+  setenv("XLA_PYTHON_CLIENT_ALLOCATOR", kind.c_str(), 1);
+}
+
 }  // namespace
 
 int run_traced(const RunOptions& options) {
@@ -350,6 +380,7 @@ int run_traced(const RunOptions& options) {
   setenv("GPUMEMTRACE_OUTPUT", pattern.c_str(), 1);
   if (!options.stacks.empty()) setenv("GPUMEMTRACE_STACKS", options.stacks.c_str(), 1);
   if (!options.max_size.empty()) setenv("GPUMEMTRACE_MAX_SIZE", options.max_size.c_str(), 1);
+  if (!options.jax_allocator.empty()) set_jax_allocator(options.jax_allocator);
   claim_nvtx_injection(*library);
 
   const FileIds before = existing_files(pattern);

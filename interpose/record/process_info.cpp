@@ -34,7 +34,8 @@ std::vector<std::string> read_cmdline() {
 }
 
 // The variables that say where the process sits in a multi-process job: launchers (torchrun,
-// MPI, SLURM) set these, and the analyzer groups and names traces by them.
+// MPI, SLURM) set these, and the analyzer groups and names traces by them. Then the frameworks'
+// allocator settings: whether XLA pools JAX's arrays out of sight (hidden_pool.h) is one.
 std::vector<std::string> job_environment() {
   static const char* const kNames[] = {"RANK",
                                        "LOCAL_RANK",
@@ -52,7 +53,10 @@ std::vector<std::string> job_environment() {
                                        "MASTER_PORT",
                                        "CUDA_VISIBLE_DEVICES",
                                        "NVIDIA_VISIBLE_DEVICES",
-                                       "PYTORCH_CUDA_ALLOC_CONF"};
+                                       "PYTORCH_CUDA_ALLOC_CONF",
+                                       "XLA_PYTHON_CLIENT_ALLOCATOR",
+                                       "XLA_PYTHON_CLIENT_PREALLOCATE",
+                                       "XLA_PYTHON_CLIENT_MEM_FRACTION"};
   std::vector<std::string> env;
   for (const char* name : kNames) {
     if (const char* value = getenv(name)) env.push_back(std::string(name) + "=" + value);

@@ -30,8 +30,9 @@ class ReleasedFrameReader {
     const void* code;
     const void* prev_instr;  // the instruction it is at: line_of() gives its line
   };
-  // What identifies a code object beyond its address (which a new code object may reuse once
-  // the old one is gone: we hold no reference).
+  // Where a code object's names are, and its first line: checked again at each use, which
+  // catches a layout gone wrong but not a new code object at a freed one's address (its name and
+  // file may have taken theirs too); PythonCodeDeaths tells those apart.
   struct CodeKey {
     const void* filename = nullptr;
     const void* name = nullptr;

@@ -4,11 +4,13 @@
 #include <dlfcn.h>
 #include <pthread.h>
 
+#include <algorithm>
 #include <new>
 
 #include "format/hot_path.h"
 #include "interpose/common/instance_id.h"
 #include "interpose/common/real_dlsym.h"
+#include "interpose/stacks/python_code_deaths.h"
 
 namespace gmt::interpose {
 namespace {
@@ -23,9 +25,10 @@ void* find_in_process(const char* name) {
 // The frames a thread met last, by code object and instruction: CPython finds a line by reading
 // the code's line table from its start (microseconds a frame deep in a long function, such as
 // PyTorch's Module._call_impl), and an id takes the code table's lock. Each entry also holds the
-// numbering its id belongs to and, for frames read in place, what identifies the code object (a
-// new one may take a freed one's address; through the C API we hold a reference to each). Per
-// thread, so that no lock guards it.
+// numbering its id belongs to and, for frames read in place, where its code object's names are.
+// A code object freed since is forgotten (PythonCodeDeaths): a new one may have its address, and
+// its names theirs; through the C API we hold a reference to each. Per thread, so that no lock
+// guards it.
 struct PythonStack::CachedFrame {
   ReleasedFrameReader::CodeKey key;
   uint64_t generation = 0;
@@ -51,6 +54,7 @@ struct PythonStack::FrameCache {
   TagSet tags[kSets];
   CachedFrame frames[kSets][kWays];
   uint8_t next_way[kSets] = {};  // the way the set's next frame replaces
+  uint64_t deaths_seen = 0;      // the code objects freed (PythonCodeDeaths::count) it knows of
 
   static std::size_t set_of(const void* code, const void* instr) {
     const auto bits = reinterpret_cast<uintptr_t>(instr) ^ reinterpret_cast<uintptr_t>(code);
@@ -74,6 +78,17 @@ struct PythonStack::FrameCache {
     next_way[set] = static_cast<uint8_t>((way + 1) % kWays);
     tags[set].ways[way] = {code, instr};
     return frames[set][way];
+  }
+  // Drops the frames of the `n` code objects in `codes`.
+  void forget(const void* const* codes, std::size_t n) {
+    for (TagSet& set : tags) {
+      for (Tag& tag : set.ways) {
+        if (std::find(codes, codes + n, tag.code) != codes + n) tag = {};
+      }
+    }
+  }
+  void forget_all() {
+    for (TagSet& set : tags) set = {};
   }
 };
 
@@ -144,7 +159,9 @@ bool PythonStack::resolve() {
                         api.incref && api.decref && api.get_attr && api.as_utf8 && api.clear_error;
   if (complete) {
     api_ = api;
-    released_ready_ = !api_only_ && released_.init(&find_in_process);
+    // Frames read in place name code objects by address: only where their deaths are known.
+    released_ready_ =
+        !api_only_ && released_.init(&find_in_process) && PythonCodeDeaths::watch(&find_in_process);
   }
   state_.store(complete ? 2 : 3, std::memory_order_release);
   return complete;
@@ -213,6 +230,11 @@ GMT_HOT_PATH int PythonStack::capture_released(uint64_t* frames, int max) {
   const void* tstate = api_.this_thread_state();
   if (tstate == nullptr) return 0;
   FrameCache* cache = thread_frames();
+  if (cache != nullptr) {
+    const uint64_t deaths = PythonCodeDeaths::count();
+    if (cache->deaths_seen != deaths) [[unlikely]]
+      forget_freed(*cache, deaths);
+  }
   if (cache != nullptr && released_.trusted()) [[likely]] {
     const uint64_t generation = ids_generation_.load(std::memory_order_relaxed);
     return released_.walk_trusted(
@@ -233,6 +255,31 @@ GMT_HOT_PATH int PythonStack::capture_released(uint64_t* frames, int max) {
     if (const uint64_t frame = released_frame(walked[i])) frames[n++] = frame;
   }
   return n;
+}
+
+void PythonStack::forget_freed(FrameCache& frames, uint64_t deaths) {
+  // Past a few, dropping every frame costs less than looking each one up.
+  constexpr uint64_t kMostLookedUp = 16;
+  const void* freed[kMostLookedUp];
+  if (deaths - frames.deaths_seen <= kMostLookedUp &&
+      PythonCodeDeaths::freed(frames.deaths_seen, deaths, freed)) {
+    frames.forget(freed, deaths - frames.deaths_seen);
+  } else {
+    frames.forget_all();
+  }
+  frames.deaths_seen = deaths;
+}
+
+void PythonStack::forget_freed_codes() {
+  const uint64_t deaths = PythonCodeDeaths::count();
+  if (deaths == deaths_forgotten_) return;
+  const void* freed[PythonCodeDeaths::kKept];
+  if (PythonCodeDeaths::freed(deaths_forgotten_, deaths, freed)) {
+    for (uint64_t i = 0; i < deaths - deaths_forgotten_; ++i) released_codes_.erase(freed[i]);
+  } else {
+    released_codes_.clear();  // those still alive get new ids when met again
+  }
+  deaths_forgotten_ = deaths;
 }
 
 uint64_t PythonStack::released_frame(const ReleasedFrameReader::Frame& frame) {
@@ -294,6 +341,7 @@ uint64_t PythonStack::api_frame(void* frame, void* code) {
 
 uint32_t PythonStack::released_code_id(const void* code, const ReleasedFrameReader::CodeKey& key) {
   std::lock_guard<std::mutex> lock(mutex_);
+  forget_freed_codes();
   if (auto it = released_codes_.find(code); it != released_codes_.end() && it->second.key == key) {
     return it->second.id;
   }
@@ -305,7 +353,18 @@ uint32_t PythonStack::released_code_id(const void* code, const ReleasedFrameRead
   return rec.id;
 }
 
+void PythonStack::before_fork() {
+  mutex_.lock();
+  PythonCodeDeaths::before_fork();
+}
+
+void PythonStack::after_fork_in_parent() {
+  PythonCodeDeaths::after_fork();
+  mutex_.unlock();
+}
+
 void PythonStack::after_fork_in_child() {
+  PythonCodeDeaths::after_fork();
   // Ids restart with the child's new trace; the references we hold stay (and keep ids unique).
   codes_.clear();
   released_codes_.clear();

@@ -31,8 +31,8 @@ class PythonStack {
   // objects are written to the trace (PythonCodeRecord) before this returns.
   int capture(uint64_t* frames, int max);
 
-  void before_fork() { mutex_.lock(); }
-  void after_fork_in_parent() { mutex_.unlock(); }
+  void before_fork();
+  void after_fork_in_parent();
   void after_fork_in_child();
 
  private:
@@ -67,6 +67,11 @@ class PythonStack {
   // A frame met with the GIL released, as (code id << 32 | line); 0 if it cannot be read.
   uint64_t released_frame(const ReleasedFrameReader::Frame& frame);
   int capture_released(uint64_t* frames, int max);
+  // Drops from a thread's frames those of code objects freed since it last looked, up to
+  // `deaths` (PythonCodeDeaths::count()).
+  static void forget_freed(FrameCache& frames, uint64_t deaths);
+  // The same for the ids of code objects met in place (mutex_ held).
+  void forget_freed_codes();
   // A frame of a trusted walk that this thread's cache does not hold: checked, named, and kept.
   uint64_t met_anew(FrameCache& frames, const void* code, const void* prev_instr, char owner,
                     uint64_t generation);
@@ -83,13 +88,15 @@ class PythonStack {
   // Code objects seen, each kept alive by a reference of ours so that its address is never
   // reused for another function while the trace refers to it by id.
   std::unordered_map<void*, uint32_t> codes_;
-  // Code objects met with the GIL released, which we cannot hold a reference to: each with
-  // what identifies it, so that a new code object at a reused address gets its own id.
+  // Code objects met in place, which we cannot hold a reference to: each with where its names
+  // are, until the interpreter frees it (PythonCodeDeaths), so that a new code object at its
+  // address gets its own id.
   struct ReleasedCode {
     ReleasedFrameReader::CodeKey key;
     uint32_t id;
   };
   std::unordered_map<const void*, ReleasedCode> released_codes_;
+  uint64_t deaths_forgotten_ = 0;  // the deaths released_codes_ is rid of
   ReleasedFrameReader released_;
   bool released_ready_ = false;
   uint32_t next_id_ = 1;

@@ -128,7 +128,8 @@ TEST_F(CliUsage, HelpAndVersionExitZero) {
     const ProcessResult run = cli({"run", flag});
     EXPECT_EQ(run.exit_code, 0) << run.err;
     EXPECT_EQ(run.out.rfind("usage: gpumemtrace run [-o PATTERN] [--stacks "
-                            "none|native|python|all] [--max-size SIZE] [--] CMD ARGS...\n",
+                            "none|native|python|all] [--max-size SIZE] [--jax-allocator KIND] "
+                            "[--] CMD ARGS...\n",
                             0),
               0u)
         << run.out;

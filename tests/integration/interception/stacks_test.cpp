@@ -341,6 +341,65 @@ TEST_P(PythonStacks, EachOfManyFunctionsMadeAndDroppedIsNamedAtItsLine) {
   }
 }
 
+// A function made while a dropped one's code object, name and file are free takes all three of
+// their addresses (the workload counts how many did, 199 of 200 here): which function a frame runs
+// cannot be told from where its parts are, and each must still be named after itself.
+TEST_P(PythonStacks, AFunctionAtADroppedOnesAddressesIsNamedAfterItself) {
+  if (system("python3 -c pass") != 0) GTEST_SKIP() << "python3 is not installed";
+  const bool api = GetParam() == "PyDLL-api";
+  constexpr int kFunctions = 200;
+  ProcessSpec spec;
+  spec.argv = {"/usr/bin/env",
+               "python3",
+               workload("python_reused_code.py"),
+               std::string(GMT_FAKECUDA_LIB_DIR) + "/libcudart.so.13",
+               api ? "PyDLL" : GetParam(),
+               std::to_string(kFunctions)};
+  spec.set_env = base_env();
+  spec.set_env["LD_PRELOAD"] = preload();
+  spec.set_env["GPUMEMTRACE_STACKS"] = "python";
+  if (api) spec.set_env["GPUMEMTRACE_TEST_PYTHON_API"] = "1";
+  spec.cwd = dir_;
+  const ProcessResult r = run_process(spec);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  if (api) {
+    // Through the C API we hold a reference to each code object: none is ever freed.
+    EXPECT_EQ(printed(r.out, "reused"), 0);
+  } else {
+    ASSERT_GT(printed(r.out, "reused"), 0) << "no function took a dropped one's addresses";
+  }
+  const int64_t call_line = printed(r.out, "call_line");
+  const ProcessResult dump = cli({"dump", only_trace()});
+  ASSERT_EQ(dump.exit_code, 0) << dump.err;
+  std::map<uint64_t, json> codes;
+  std::map<uint64_t, json> stacks;
+  std::vector<json> allocs;
+  std::istringstream lines(dump.out);
+  for (std::string line; std::getline(lines, line);) {
+    json rec = json::parse(line);
+    if (rec["record"] == "python_code") {
+      codes[rec["id"]] = rec;
+    } else if (rec["record"] == "stack") {
+      stacks[rec["id"]] = rec;
+    } else if (rec["record"] == "alloc") {
+      allocs.push_back(std::move(rec));
+    }
+  }
+  ASSERT_EQ(allocs.size(), static_cast<std::size_t>(kFunctions));
+  for (const json& alloc : allocs) {
+    const uint64_t i = alloc["size"].get<uint64_t>() / 1024 - 1;
+    char number[8];
+    std::snprintf(number, sizeof number, "%04d", static_cast<int>(i));
+    const json& python = stacks.at(alloc["stack"])["python"];
+    ASSERT_GE(python.size(), 2u) << alloc.dump();
+    const uint64_t frame = python[1];  // python[0] is allocate(), which each of them calls
+    const json& code = codes.at(frame >> 32);
+    EXPECT_EQ(code["name"], std::string("fn_") + number) << alloc.dump();
+    EXPECT_EQ(code["file"], std::string("file_") + number + ".py") << alloc.dump();
+    EXPECT_EQ(static_cast<int64_t>(frame & 0xffffffffu), call_line) << alloc.dump();
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(GilHeldAndReleased, PythonStacks,
                          ::testing::Values("PyDLL", "CDLL", "PyDLL-api"),
                          [](const ::testing::TestParamInfo<std::string>& info) {

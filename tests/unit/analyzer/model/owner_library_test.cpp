@@ -22,6 +22,10 @@ TEST(LibraryName, MapsKnownLibrariesToShortNames) {
   EXPECT_EQ(library_name("/site-packages/torch/lib/libtorch_cuda.so"), "pytorch");
   EXPECT_EQ(library_name("/site-packages/jaxlib/xla_extension.so"), "jax");
   EXPECT_EQ(library_name("/site-packages/jax_plugins/cuda/libxla_cuda.so"), "jax");
+  // JAX's GPU plugin, where XLA's allocator runs, and the kernels that come with it.
+  EXPECT_EQ(library_name("/site-packages/jax_plugins/xla_cuda12/xla_cuda_plugin.so"), "jax");
+  EXPECT_EQ(library_name("/opt/xla/xla_cuda_plugin.so"), "jax");
+  EXPECT_EQ(library_name("/site-packages/jax_cuda12_plugin/_cusolver.so"), "jax");
   EXPECT_EQ(library_name("/site-packages/cupy/_core/core.cpython-311-x86_64-linux-gnu.so"), "cupy");
   EXPECT_EQ(library_name("/usr/lib/libfoo.so.1.2.3"), "libfoo");
   EXPECT_EQ(library_name("/home/me/bin/train"), "train");

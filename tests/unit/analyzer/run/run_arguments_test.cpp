@@ -75,6 +75,23 @@ TEST(RunArguments, MaxSizeIsASizeOfAtLeastOneMiB) {
   EXPECT_THROW(parse({"--max-size"}), std::invalid_argument);
 }
 
+// --jax-allocator takes what XLA_PYTHON_CLIENT_ALLOCATOR takes, checked before anything runs.
+TEST(RunArguments, JaxAllocatorIsOneOfXlasAllocators) {
+  EXPECT_EQ(parse({"--jax-allocator", "platform", "python", "g.py"}).jax_allocator, "platform");
+  EXPECT_EQ(parse({"--jax-allocator=bfc", "ls"}).jax_allocator, "bfc");
+  EXPECT_EQ(parse({"--jax-allocator=cuda_async", "ls"}).jax_allocator, "cuda_async");
+  EXPECT_EQ(parse({"--jax-allocator=default", "ls"}).jax_allocator, "default");
+  EXPECT_EQ(parse({"ls"}).jax_allocator, "");
+  try {
+    parse({"--jax-allocator", "cudaMalloc", "ls"});
+    FAIL() << "expected an error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(),
+                 "--jax-allocator takes platform, bfc, cuda_async or default, not 'cudaMalloc'");
+  }
+  EXPECT_THROW(parse({"--jax-allocator"}), std::invalid_argument);
+}
+
 // -h and --help before the command ask for the usage; after it they are the program's.
 TEST(RunArguments, HelpIsAskedBeforeTheCommand) {
   EXPECT_TRUE(parse({"--help"}).help);
