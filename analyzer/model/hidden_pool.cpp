@@ -35,6 +35,7 @@ uint64_t device_total(const DeviceSummary& device) {
 }  // namespace
 
 std::optional<HiddenPool> hidden_pool(const TraceSummary& trace, const DeviceSummary& device) {
+  if (trace.from_summary) return device.kept_hidden_pool;
   if (!xla_pools(trace)) return std::nullopt;
   OwnerLibraryCache owners(trace);
   HiddenPool pool;

@@ -14,17 +14,11 @@
 
 namespace gmt::analyzer {
 
-struct HiddenPool {
-  std::string framework;            // "jax"
-  uint64_t bytes = 0;               // the pool's share of the device's peak
-  uint64_t allocations = 0;         // the driver allocations that hold it then
-  bool preallocated = false;        // taken at once (XLA_PYTHON_CLIENT_PREALLOCATE not false)
-  uint64_t device_total_bytes = 0;  // the device's memory, 0 when the sampler did not say
-};
-
-// The pool of `device` at its peak, if a framework held its memory there in a pool whose
-// contents the trace cannot show: JAX's allocations (OwnerLibraryCache) with XLA's allocator
-// other than `platform` or `cuda_async` (XLA_PYTHON_CLIENT_ALLOCATOR in the trace's env).
+// The pool of `device` at its peak (HiddenPool, trace_summary.h), if a framework held its memory
+// there in a pool whose contents the trace cannot show: JAX's allocations (OwnerLibraryCache) with
+// XLA's allocator other than `platform` or `cuda_async` (XLA_PYTHON_CLIENT_ALLOCATOR in the trace's
+// env). A summary's device keeps the one worked out from its trace
+// (DeviceSummary::kept_hidden_pool).
 std::optional<HiddenPool> hidden_pool(const TraceSummary& trace, const DeviceSummary& device);
 
 }  // namespace gmt::analyzer

@@ -63,6 +63,15 @@ struct ResolvedSite {
   std::array<uint64_t, kRoleCount> roles{};
 };
 
+// A framework's pool that the trace sees only from outside (hidden_pool.h): XLA's.
+struct HiddenPool {
+  std::string framework;            // "jax"
+  uint64_t bytes = 0;               // the pool's share of the device's peak
+  uint64_t allocations = 0;         // the driver allocations that hold it then
+  bool preallocated = false;        // taken at once (XLA_PYTHON_CLIENT_PREALLOCATE not false)
+  uint64_t device_total_bytes = 0;  // the device's memory, 0 when the sampler did not say
+};
+
 struct DeviceSummary {
   int device = -1;
   uint64_t peak_bytes = 0;  // high-water mark of device-resident bytes live on this device
@@ -97,6 +106,8 @@ struct DeviceSummary {
   // outside it apart (library or unknown).
   std::optional<RoleBreakdown> roles_at_peak;
   std::optional<RoleBreakdown> roles_at_exit;
+  // Read from a summary, which keeps no stacks to work it out from: its trace's hidden pool.
+  std::optional<HiddenPool> kept_hidden_pool;
 };
 
 // An allocation freed this soon after it was made, by a free call, is a temporary: scratch

@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "analyzer/model/hidden_pool.h"
 #include "analyzer/model/input/trace_error.h"
 #include "analyzer/model/leak_classes.h"
 #include "analyzer/report/history_text.h"
@@ -92,6 +93,17 @@ ordered_json leak_roles_json(const TraceSummary& t, const LeakGroup& g) {
   return nullptr;
 }
 
+// XLA's pool, where the trace shows one (hidden_pool.h): null otherwise.
+ordered_json hidden_pool_of(const TraceSummary& t, const DeviceSummary& d) {
+  const std::optional<HiddenPool> pool = hidden_pool(t, d);
+  if (!pool) return nullptr;
+  return {{"framework", pool->framework},
+          {"bytes", pool->bytes},
+          {"allocations", pool->allocations},
+          {"preallocated", pool->preallocated},
+          {"device_total_bytes", pool->device_total_bytes}};
+}
+
 ordered_json devices_json(const TraceSummary& t, StackTable& stacks) {
   ordered_json devices = ordered_json::array();
   for (const auto& [ordinal, d] : t.devices) {
@@ -118,7 +130,8 @@ ordered_json devices_json(const TraceSummary& t, StackTable& stacks) {
                        {"failed_alloc_count", d.failed_alloc_count},
                        {"peak_sites", sites},
                        {"roles_at_peak", role_breakdown_json(d.roles_at_peak, kSummaryModules)},
-                       {"roles_at_exit", role_breakdown_json(d.roles_at_exit, kSummaryModules)}});
+                       {"roles_at_exit", role_breakdown_json(d.roles_at_exit, kSummaryModules)},
+                       {"hidden_pool", hidden_pool_of(t, d)}});
   }
   return devices;
 }
@@ -520,6 +533,14 @@ SummaryInput read_trace_summary(const std::string& path) {
     }
     device.roles_at_peak = r.roles(d, "roles_at_peak");
     device.roles_at_exit = r.roles(d, "roles_at_exit");
+    if (const auto pool = d.find("hidden_pool"); pool != d.end() && !pool->is_null()) {
+      HiddenPool& kept = device.kept_hidden_pool.emplace();
+      kept.framework = r.get<std::string>(*pool, "framework");
+      kept.bytes = r.get<uint64_t>(*pool, "bytes");
+      kept.allocations = r.get<uint64_t>(*pool, "allocations");
+      kept.preallocated = r.get<bool>(*pool, "preallocated");
+      kept.device_total_bytes = r.get<uint64_t>(*pool, "device_total_bytes");
+    }
   }
 
   for (const json& g : r.at(root, "leaks")) {

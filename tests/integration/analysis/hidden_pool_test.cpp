@@ -72,6 +72,21 @@ TEST_F(HiddenPool, XlasPreallocationIsNamedWithTheSettingThatShowsItsArrays) {
   EXPECT_NE(html.find(json(kPreallocatedNote).dump()), std::string::npos);
 }
 
+// A summary keeps the pool: `report` of it gives the same note, text and JSON.
+TEST_F(HiddenPool, ASummaryKeepsThePoolsNote) {
+  const ProcessResult run = run_traced("workload_jax_arrays", {plugin()});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string trace = only_trace();
+  const std::string summary = dir_ + "/jax.summary.json";
+  run_cli({"summarize", trace, "-o", summary});
+  EXPECT_EQ(device(report({summary}), 0)["hidden_pool"], device(report({trace}), 0)["hidden_pool"]);
+  EXPECT_FALSE(device(report({summary}), 0)["hidden_pool"].is_null());
+  const ProcessResult text = run_cli({"report", summary});
+  EXPECT_NE(text.out.find(std::string("\n    note          ") + kPreallocatedNote + "\n"),
+            std::string::npos)
+      << text.out;
+}
+
 // Grown as needed (XLA_PYTHON_CLIENT_PREALLOCATE=false), the pool is in regions that double: the
 // 64 MiB array, then 128 and 256 MiB for the 16 MiB ones. Still pooled, still unseen.
 TEST_F(HiddenPool, AGrowingPoolIsNamedToo) {
