@@ -183,11 +183,14 @@ class LibraryTracker {
     return action == format::BlockAction::kAlloc;
   }
 
-  // A caching allocator's block handed out or released: the role series follows it.
+  // A caching allocator's block handed out or released: the role series follows it, on a
+  // device whose buckets are kept (its blocks are placed as they close; a block of a device the
+  // trace names no driver allocation of would wait for ever).
   void follow_block(const format::BlockRecord& r) {
     const auto action = static_cast<format::BlockAction>(r.action);
     if (action != format::BlockAction::kAlloc && action != format::BlockAction::kFreeRequested)
       return;
+    if (!devices_.contains(r.device)) return;
     if (const auto ended = replay_.roles().last_ended()) series_.end(r.address, *ended, moment_);
     if (action == format::BlockAction::kAlloc) series_.begin(r.address, r.device, r.size, moment_);
   }
