@@ -93,7 +93,9 @@ class ChunkedFile {
     put<uint32_t>(chunk + L::kWriter, writer);
     put<uint32_t>(chunk + L::kSequence, sequence);
     put<uint32_t>(chunk + L::kThread, thread);
-    std::memcpy(chunk + format::kChunkHeaderSize, payload.data(), payload.size());
+    // An empty payload's data() may be null, which memcpy may not be given even for no bytes.
+    if (payload.size() > 0)
+      std::memcpy(chunk + format::kChunkHeaderSize, payload.data(), payload.size());
     const uint32_t length = static_cast<uint32_t>(payload.size());
     put<uint64_t>(chunk + L::kPublished,
                   format::published_word(
