@@ -28,8 +28,10 @@ std::string history_text(const TraceSummary& t) {
     text += std::string(text.empty() ? "" : "; ") + "the file grew to " +
             human_bytes(h.written_bytes) + ", past its bound of " + human_bytes(h.max_size) +
             " (each checkpoint carries the whole live set" +
-            (h.dropped ? ", " + grouped(h.carried_allocations) + " allocations and " +
-                             grouped(h.carried_blocks) + " blocks here"
+            (h.dropped ? ", " + grouped(h.carried_allocations) + " allocations" +
+                             (h.carried_blocks > 0 ? " and " + grouped(h.carried_blocks) + " blocks"
+                                                   : std::string()) +
+                             " here"
                        : std::string()) +
             ", and the bound could not hold two with the chunks being written: a larger "
             "--max-size would)";
