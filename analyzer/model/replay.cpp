@@ -422,7 +422,6 @@ bool Replay::note_failure(const format::AllocFailedRecord& r) {
 }
 
 [[gnu::always_inline]] inline void Replay::saw_event(uint64_t time_ns) {
-  ++records_read_;
   if (!block_plateaus_.empty()) [[unlikely]]
     end_block_plateaus();
   ++summary_.events;

@@ -357,13 +357,12 @@ class Replay {
   std::map<int, std::optional<uint64_t>> block_plateaus_;
   std::map<int, std::vector<PeakSite>> block_peaks_;  // by ordinal: block_rows_on() at the peak
   // The peak's moments (take_peak_rows() calls, numbered in order), the latest per device, and
-  // those taken; the blocks copied so far and the records read, for the copies' budget; in a
+  // those taken; the blocks copied so far, for the copies' budget (against record_index_); in a
   // second pass, the moments to take.
   uint64_t peak_moment_count_ = 0;
   PeakPlan peak_moments_;
   PeakPlan peaks_taken_;
   uint64_t snapshot_work_ = 0;
-  uint64_t records_read_ = 0;
   std::optional<PeakPlan> planned_peaks_;
   // The last failure kept, until an allocation on its thread or device succeeds: an allocator's
   // OOM event names it, and a retry of the same request is folded into it.

@@ -7,7 +7,6 @@
 namespace gmt::analyzer {
 
 void Replay::on(const format::BlockRecord& r) {
-  ++records_read_;
   summary_.duration_ns = std::max(summary_.duration_ns, r.time_ns);
   roles_.on_block(r);
   if (r.action == static_cast<uint32_t>(format::BlockAction::kAlloc)) {
@@ -47,7 +46,7 @@ void Replay::take_peak_rows(int ordinal) {
     if (planned == planned_peaks_->end() || planned->second != moment) return;
   } else {
     const uint64_t work = blocks_.live_blocks(ordinal);
-    if (snapshot_work_ + work > kSnapshotWorkPerRecord * records_read_ + (1u << 20)) return;
+    if (snapshot_work_ + work > kSnapshotWorkPerRecord * record_index_ + (1u << 20)) return;
     snapshot_work_ += work;
   }
   peaks_taken_[ordinal] = moment;

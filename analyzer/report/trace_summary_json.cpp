@@ -11,6 +11,7 @@
 #include "analyzer/model/hidden_pool.h"
 #include "analyzer/model/input/trace_error.h"
 #include "analyzer/model/leak_classes.h"
+#include "analyzer/report/hidden_pool_note.h"
 #include "analyzer/report/history_text.h"
 #include "analyzer/report/json_fields.h"
 #include "analyzer/report/report.h"
@@ -93,15 +94,11 @@ ordered_json leak_roles_json(const TraceSummary& t, const LeakGroup& g) {
   return nullptr;
 }
 
-// XLA's pool, where the trace shows one (hidden_pool.h): null otherwise.
+// XLA's pool, where the trace shows one (hidden_pool.h), as `report --json` gives it: null
+// otherwise.
 ordered_json hidden_pool_of(const TraceSummary& t, const DeviceSummary& d) {
   const std::optional<HiddenPool> pool = hidden_pool(t, d);
-  if (!pool) return nullptr;
-  return {{"framework", pool->framework},
-          {"bytes", pool->bytes},
-          {"allocations", pool->allocations},
-          {"preallocated", pool->preallocated},
-          {"device_total_bytes", pool->device_total_bytes}};
+  return pool ? hidden_pool_json(*pool, d.device) : ordered_json(nullptr);
 }
 
 ordered_json devices_json(const TraceSummary& t, StackTable& stacks) {

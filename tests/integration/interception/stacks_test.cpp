@@ -171,9 +171,14 @@ class PythonStacks : public Stacks, public ::testing::WithParamInterface<std::st
   // parameter's, with `extra` arguments after it.
   ProcessResult run_allocations(const std::vector<std::string>& extra = {},
                                 const std::string& stacks = "python") {
+    return run_script("python_allocations.py", extra, stacks);
+  }
+  // The same for another of the workloads' Python scripts.
+  ProcessResult run_script(const std::string& script, const std::vector<std::string>& extra,
+                           const std::string& stacks = "python") {
     const bool api = GetParam() == "PyDLL-api";
     ProcessSpec spec;
-    spec.argv = {"/usr/bin/env", "python3", workload("python_allocations.py"),
+    spec.argv = {"/usr/bin/env", "python3", workload(script),
                  std::string(GMT_FAKECUDA_LIB_DIR) + "/libcudart.so.13",
                  api ? "PyDLL" : GetParam()};
     spec.argv.insert(spec.argv.end(), extra.begin(), extra.end());
@@ -295,21 +300,8 @@ TEST_P(PythonStacks, NativeFramesEndAtTheInterpretersFirstFrame) {
 // address), must each be named, with its own file and line, in every allocation's stack.
 TEST_P(PythonStacks, EachOfManyFunctionsMadeAndDroppedIsNamedAtItsLine) {
   if (system("python3 -c pass") != 0) GTEST_SKIP() << "python3 is not installed";
-  const bool api = GetParam() == "PyDLL-api";
   constexpr int kFunctions = 100;
-  ProcessSpec spec;
-  spec.argv = {"/usr/bin/env",
-               "python3",
-               workload("python_churn.py"),
-               std::string(GMT_FAKECUDA_LIB_DIR) + "/libcudart.so.13",
-               api ? "PyDLL" : GetParam(),
-               std::to_string(kFunctions)};
-  spec.set_env = base_env();
-  spec.set_env["LD_PRELOAD"] = preload();
-  spec.set_env["GPUMEMTRACE_STACKS"] = "python";
-  if (api) spec.set_env["GPUMEMTRACE_TEST_PYTHON_API"] = "1";
-  spec.cwd = dir_;
-  const ProcessResult r = run_process(spec);
+  const ProcessResult r = run_script("python_churn.py", {std::to_string(kFunctions)});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const ProcessResult dump = cli({"dump", only_trace()});
   ASSERT_EQ(dump.exit_code, 0) << dump.err;
@@ -348,19 +340,7 @@ TEST_P(PythonStacks, AFunctionAtADroppedOnesAddressesIsNamedAfterItself) {
   if (system("python3 -c pass") != 0) GTEST_SKIP() << "python3 is not installed";
   const bool api = GetParam() == "PyDLL-api";
   constexpr int kFunctions = 200;
-  ProcessSpec spec;
-  spec.argv = {"/usr/bin/env",
-               "python3",
-               workload("python_reused_code.py"),
-               std::string(GMT_FAKECUDA_LIB_DIR) + "/libcudart.so.13",
-               api ? "PyDLL" : GetParam(),
-               std::to_string(kFunctions)};
-  spec.set_env = base_env();
-  spec.set_env["LD_PRELOAD"] = preload();
-  spec.set_env["GPUMEMTRACE_STACKS"] = "python";
-  if (api) spec.set_env["GPUMEMTRACE_TEST_PYTHON_API"] = "1";
-  spec.cwd = dir_;
-  const ProcessResult r = run_process(spec);
+  const ProcessResult r = run_script("python_reused_code.py", {std::to_string(kFunctions)});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   if (api) {
     // Through the C API we hold a reference to each code object: none is ever freed.
