@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // `gpumemtrace top`: watches running processes through their traces, read as they are written
 // (analyzer/model/live/live_watch.h), and redraws a view every interval
-// (analyzer/report/top_frame.h, top_text.h). One frame (--once), JSON lines (--json), or an
+// (analyzer/report/top/top_frame.h, top_text.h). One frame (--once), JSON lines (--json), or an
 // interactive terminal view (keys: s sort, d device, q quit). Here: which traces to watch (files,
 // directories scanned again at every refresh, the traces of --pid processes), the terminal, and the
 // loop.
@@ -22,8 +22,8 @@
 #include "analyzer/cli/commands.h"
 #include "analyzer/cli/raw_terminal.h"
 #include "analyzer/model/live/live_watch.h"
-#include "analyzer/report/top_frame.h"
-#include "analyzer/report/top_text.h"
+#include "analyzer/report/top/top_frame.h"
+#include "analyzer/report/top/top_text.h"
 #include "analyzer/run/traced_processes.h"
 #include "format/trace_file_name.h"
 

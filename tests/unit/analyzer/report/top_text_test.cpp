@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The text view of `gpumemtrace top`: on a terminal it fits (the header kept, lines cut to the
 // width, "+N more"), the totals stand under their columns, and a watch that fell behind says so.
-#include "analyzer/report/top_text.h"
+#include "analyzer/report/top/top_text.h"
 
 #include <gtest/gtest.h>
 

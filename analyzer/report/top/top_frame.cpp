@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "analyzer/report/top_frame.h"
+#include "analyzer/report/top/top_frame.h"
 
 #include <algorithm>
 #include <set>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "analyzer/report/top_text.h"
+#include "analyzer/report/top/top_text.h"
 
 #include <array>
 #include <iomanip>
