@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # Builds build-gpu/ here (no tests) for a GPU machine that cannot install the build's
 # dependencies (libdw, libelf, zstd...): the binaries, stripped, and the shared libraries they
-# need beyond glibc and libstdc++ (and libunwind, which the preload opens) in build-gpu/lib/deps, which scripts/lib/gpu_build.sh puts on
-# the loader's path there. Carry build-gpu/ to that machine and run scripts/gpu-validate.sh.
+# need beyond glibc and libstdc++ (and libunwind, which the preload opens) in build-gpu/lib/deps,
+# which scripts/lib/gpu_build.sh puts on the loader's path there; and the wheel in build-gpu/dist
+# (that machine may lack patchelf). Carry build-gpu/bin, lib and dist to that machine and run
+# scripts/gpu-validate.sh.
 # Usage: scripts/gpu-carry-build.sh [SOURCE_DIR]   (default: this checkout)
 set -euo pipefail
 cd "${1:-$(dirname "$0")/..}"
@@ -21,4 +23,6 @@ for binary in build-gpu/bin/gpumemtrace build-gpu/lib/libgpumemtrace.so ${unwind
     grep -vE '/(libc|libm|libpthread|libdl|librt|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' |
     while read -r lib; do cp -L "$lib" build-gpu/lib/deps/; done
 done
-du -sh build-gpu/bin build-gpu/lib
+rm -rf build-gpu/dist
+scripts/build-wheel.sh build-gpu build-gpu/dist >/dev/null
+du -sh build-gpu/bin build-gpu/lib build-gpu/dist

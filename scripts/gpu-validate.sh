@@ -27,6 +27,7 @@
 #      `run --jax-allocator=platform` (no note; a kept array at its line).
 # Exits non-zero when any check failed.
 # Usage: scripts/gpu-validate.sh [OUTPUT_DIR]   (default: $OUT, else gpu-validate-output)
+# GMT_SECTIONS="1 2 14" runs those sections only (13 reads the traces of those that ran).
 # Uses build-gpu/ if it holds a build (carried from elsewhere), else builds one (no tests).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -35,9 +36,11 @@ mkdir -p "$out"
 
 . scripts/lib/gpu_build.sh
 . scripts/lib/gpu_checks.sh
+want() { [ -z "${GMT_SECTIONS:-}" ] || [[ " $GMT_SECTIONS " == *" $1 "* ]]; }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
 
+if want 1; then
 echo "--- 1. PyTorch default allocator"
 for variant in plain matmul; do
   flag=""; [ "$variant" = matmul ] && flag="--matmul"
@@ -55,6 +58,9 @@ for variant in plain matmul; do
   fi
 done
 
+fi
+
+if want 2; then
 echo "--- 2. nvcc programs: static cudart, shared cudart, and the driver through -lcuda"
 nvcc -O1 -g -o "$out/seq_static" tests/gpu/alloc_sequence.cu >>"$out/build.log" 2>&1 || echo "FAIL nvcc static"
 nvcc -O1 -cudart shared -o "$out/seq_shared" tests/gpu/alloc_sequence.cu >>"$out/build.log" 2>&1 || echo "FAIL nvcc shared"
@@ -73,6 +79,9 @@ for prog in seq_static seq_shared seq_driver; do
   check "$prog allocations/frees by API" "${seq_apis[$prog]}" "$(json_field "$out/$prog.info.json" '"%s/%s" % (dict(d["allocations_by_api"]), dict(d["frees_by_api"]))')"
 done
 
+fi
+
+if want 3; then
 echo "--- 3. interception table: workload | ours | the framework's own figure | NVML | residual"
 run_workload() {  # run_workload NAME [ENV=VALUE...]
   local name=$1
@@ -106,11 +115,17 @@ expect_api torch_default cudaMalloc
 expect_api torch_async cudaMallocAsync
 expect_api torch_pinned cudaHostAlloc
 
+fi
+
+if want 4; then
 echo "--- 4. no CUDA, no trace"
 rm -f "$out"/nocuda.*.gmt
 GPUMEMTRACE_OUTPUT="$out/nocuda.%p.gmt" LD_PRELOAD="$PWD/build-gpu/lib/libgpumemtrace.so" python3 -c 'import torch; print("imported torch")'
 check "traces left by a process without CUDA use" 0 "$(ls "$out"/nocuda.*.gmt 2>/dev/null | wc -l)"
 
+fi
+
+if want 5; then
 echo "--- 5. views, phases, leak and OOM: a PyTorch training loop with NVTX ranges and NCCL"
 rm -f "$out"/views.*.gmt
 NCCL_NVLS_ENABLE=0 "$gmt" run -o "$out/views.%p.gmt" -- python3 tests/gpu/views_training.py "$out/views.torch.json" \
@@ -147,6 +162,9 @@ PY
 "$gmt" export "$views_trace" --format pprof -o "$out/views.pb.gz" && echo "pprof export: $(stat -c %s "$out/views.pb.gz") bytes"
 "$gmt" export "$views_trace" --format perfetto -o "$out/views.perfetto.json" && echo "perfetto export: $(stat -c %s "$out/views.perfetto.json") bytes"
 
+fi
+
+if want 6; then
 echo "--- 6. the planted leak: every tensor a driver allocation (PYTORCH_NO_CUDA_MEMORY_CACHING=1)"
 rm -f "$out"/leak.*.gmt
 PYTORCH_NO_CUDA_MEMORY_CACHING=1 "$gmt" run -o "$out/leak.%p.gmt" -- python3 tests/gpu/planted_leak.py >"$out/leak.log" 2>&1 ||
@@ -223,10 +241,16 @@ check "cupy: the planted leak's stack opens at its line, and its library is cupy
 cupy_used=$(sed -n 's/.*used_bytes=\([0-9]*\).*/\1/p' "$out/cupy_leak.log")
 check "cupy: its blocks never freed at the end equal the pool's used bytes" "$cupy_used" "$(json_field "$out/cupy_leak.leaks.json" 'sum(g["bytes"] for g in d["leaks"] if g.get("allocator") == "cupy" and g.get("level") == "block")')"
 
+fi
+
+if want 7; then
 echo "--- 7. torchrun, two ranks (gloo) on one GPU: one trace per rank"
 traced_torchrun ranks 29541 gloo shared
 check "ranks traced" "[0, 1]" "$(json_field "$out/ranks.report.json" 'sorted(t["rank"] for t in d["traces"] if t["rank"] is not None)')"
 
+fi
+
+if want 9; then
 echo "--- 9. stacks open at the user's line"
 # first_frame_after TRACE PATTERN: the line after the first line of `leaks` that matches PATTERN
 # (a group's line: "2.00 MiB in 1  unfreed  device 0 ..."), that is the group's first frame.
@@ -248,6 +272,9 @@ check "the nvcc program (static cudart) opens at its own source" True "$(case "$
 "$gmt" leaks "$(ls "$out"/seq_static.*.gmt | head -1)" | head -12
 "$gmt" leaks --frames all "$(ls "$out"/seq_static.*.gmt | head -1)" | head -16
 
+fi
+
+if want 10; then
 echo "--- 10. classes: address space apart, what libraries keep on purpose"
 "$gmt" leaks "$(ls "$out"/cached_expandable.*.gmt | head -1)" | grep -E 'address space|cached|library_cache' | head -8
 check "expandable: no never-freed group of 64 GiB or more (address space is apart)" True "$(json_field "$out/cached_expandable.leaks.json" 'all(l["bytes"] < 64 << 30 for l in d["leaks"])')"
@@ -264,6 +291,9 @@ check "cuBLAS's workspace (planted_leak_cached) is library_cache" True "$(json_f
 check "cuBLAS's workspace of the autograd thread is shown at loss.backward(), planted_leak_cached.py:$backward_line" True "$(json_field "$out/cached_default.leaks.json" 'any("cublas" in (l.get("library") or "") and any(f["kind"] == "attribution" for f in l["frames"]) and [(f["file"] or "").endswith("planted_leak_cached.py") and f["line"] == int(sys.argv[3]) for f in l["frames"] if f.get("user")] == [True] for l in d["leaks"])' "$backward_line")"
 "$gmt" leaks "$(ls "$out"/cached_default.*.gmt | head -1)" | grep -A3 'library_cache  device 0  libcublas' | head -8
 
+fi
+
+if want 11; then
 echo "--- 11. top against a running PyTorch loop; then the same loop with a bounded trace (--max-size 2MiB)"
 # steady_run NAME SECONDS [RUN OPTION...]: steady_loop.py traced in the background, until its step 200.
 steady_run() {
@@ -332,6 +362,9 @@ done
 nccl_vmm='d["devices"][0]["by_kind"]["vmm_physical"]["live_at_exit_bytes"] - json.load(open(sys.argv[3]))["memory_reserved"]'
 check "NCCL's VMM bytes at exit: the bounded trace's equal the unbounded one's" "$(json_field "$out/vmm_whole.report.json" "$nccl_vmm" "$out/vmm_whole.figures.json")" "$(json_field "$out/vmm_bounded.report.json" "$nccl_vmm" "$out/vmm_bounded.figures.json")"
 
+fi
+
+if want 12; then
 echo "--- 12. torchrun, eight ranks (gloo) on one GPU: the job view"
 NPROC=8 traced_torchrun job8 29561 gloo shared
 check "ranks traced" "[0, 1, 2, 3, 4, 5, 6, 7]" "$(json_field "$out/job8.report.json" 'sorted(t["rank"] for t in d["traces"] if t["rank"] is not None)')"
@@ -351,17 +384,28 @@ cat "$out/job8.check.txt"
 "$gmt" check --max-imbalance 2.5 "$out/job8" >/dev/null 2>&1
 check "check --max-imbalance 2.5 passes it" 0 "$?"
 
+fi
+
+if want 13; then
 echo "--- 13. format 4.1: every trace's chunk headers count their records"
 counts=$(python3 tests/gpu/chunk_counts.py $(find "$out" -name '*.gmt' | sort) | tail -1)
 echo "$counts"
 check "chunks whose header's record count is wrong, in every trace of this run" 0 "${counts##*mismatched }"
 
+fi
+
+if want 14; then
 echo "--- 14. roles and modules (scripts/gpu-validate-roles.sh, its cost measured apart)"
 GMT_ROLES_COST=0 scripts/gpu-validate-roles.sh "$out" || failures=$((failures + 1))
 
+fi
+
+if want 15; then
 echo "--- 15. the wheel in a venv that sees the host's torch: run, and the pytest plugin"
 rm -rf "$out/wheel" && mkdir -p "$out/wheel"
-if wheel=$(PYTHON="${PYTHON:-python3}" scripts/build-wheel.sh build-gpu "$out/wheel/dist" 2>"$out/wheel/build.log") &&
+# A wheel carried with the build (build-gpu/dist, built where patchelf is) is used as it is.
+carried_wheel=$(ls build-gpu/dist/gpumemtrace-*.whl 2>/dev/null | head -1)
+if wheel=${carried_wheel:-$(PYTHON="${PYTHON:-python3}" scripts/build-wheel.sh build-gpu "$out/wheel/dist" 2>"$out/wheel/build.log")} &&
   python3 -m venv --system-site-packages "$out/wheel/venv" &&
   "$out/wheel/venv/bin/pip" install --no-index --quiet "$wheel"; then
   wpy="$out/wheel/venv/bin/python"
@@ -383,6 +427,9 @@ else
   echo "FAIL wheel: not built or not installed (see $out/wheel/build.log)"; failures=$((failures + 1))
 fi
 
+fi
+
+if want 16; then
 echo "--- 16. JAX: XLA's pool noted by default; --jax-allocator=platform puts a kept array at its line"
 for allocator in default platform; do
   option=(); [ "$allocator" = platform ] && option=(--jax-allocator=platform)
@@ -406,5 +453,6 @@ keep_line=$(sed -n 's/^keep_line=//p' "$out/jax_kept_platform.log")
 keep_bytes=$(sed -n 's/^keep_bytes=//p' "$out/jax_kept_platform.log")
 check "jax platform: the kept array ($keep_bytes bytes) at its line, jax_kept_array.py:$keep_line" True "$(json_field "$out/jax_kept_platform.peak.json" 'any(g["bytes"] >= int(sys.argv[4]) and [(f["file"] or "").endswith("jax_kept_array.py") and f["line"] == int(sys.argv[3]) for f in g.get("frames", []) if f.get("user")] == [True] for g in d["devices"][0]["groups"])' "$keep_line" "$keep_bytes")"
 
+fi
 echo "gpu-validate: $failures failure(s)"
 exit $((failures > 0))
