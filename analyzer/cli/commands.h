@@ -70,6 +70,7 @@ struct PeakOptions {
   std::string by = "stack";  // "stack" | "library"
   bool json = false;
   FrameMode frames = FrameMode::kUser;
+  std::string phase;  // --phase: the peak while it was open; "" for the trace's
 };
 int peak_command(const PeakOptions& options, std::ostream& out, std::ostream& err);
 

@@ -20,6 +20,11 @@
 namespace gmt::analyzer {
 namespace {
 
+// A phase's name as the text shows it: in quotes, since names hold spaces ("pytest test_x #3").
+std::string phase_in_quotes(std::string_view name) {
+  return "\"" + printable(name) + "\"";
+}
+
 struct Group {
   uint64_t bytes = 0;
   uint64_t count = 0;
@@ -66,6 +71,21 @@ std::vector<Group> keep_top(std::vector<Group> groups, std::size_t top) {
   return groups;
 }
 
+// ": its phases are \"a\", \"b\"...", or ": it has none", for an unknown --phase.
+std::string phases_named(const TraceSummary& trace) {
+  constexpr std::size_t kNamed = 10;
+  if (trace.phases.empty()) return " (it has no phase)";
+  std::vector<std::string> names;
+  for (const PhaseStats& p : trace.phases) {
+    if (std::find(names.begin(), names.end(), p.name) == names.end()) names.push_back(p.name);
+  }
+  std::string text = " (its phases: ";
+  for (std::size_t i = 0; i < names.size() && i < kNamed; ++i)
+    text += (i > 0 ? ", " : "") + phase_in_quotes(names[i]);
+  if (names.size() > kNamed) text += ", and " + std::to_string(names.size() - kNamed) + " more";
+  return text + ")";
+}
+
 // The modules a peak lists by name, largest first.
 constexpr std::size_t kModulesShown = 10;
 
@@ -109,13 +129,25 @@ nlohmann::ordered_json peak_json(const TraceSummary& trace, const std::vector<De
     ordered_json device = {{"device", p.device->device},
                            {"peak_bytes", p.device->peak_bytes},
                            {"peak_time_ns", p.device->peak_time_ns}};
+    if (trace.phase_window) {
+      const auto& at_start = trace.phase_window->live_at_first_start;
+      const auto live = at_start.find(p.device->device);
+      device["live_at_phase_start_bytes"] = live == at_start.end() ? 0 : live->second;
+    }
     if (const auto pool = hidden_pool(trace, *p.device))
       device["hidden_pool"] = hidden_pool_json(*pool, p.device->device);
     if (p.device->roles_at_peak) device.update(roles_json(*p.device->roles_at_peak, kModulesShown));
     device["groups"] = groups;
     devices.push_back(std::move(device));
   }
-  return {{"trace", trace.path}, {"by", by}, {"devices", devices}};
+  ordered_json answer = {{"trace", trace.path}, {"by", by}};
+  if (const auto& window = trace.phase_window) {
+    answer["phase"] = {{"name", window->name},
+                       {"runs", window->runs},
+                       {"first_start_ns", window->first_start_ns}};
+  }
+  answer["devices"] = devices;
+  return answer;
 }
 
 void write_peak_text(const TraceSummary& trace, const std::vector<DevicePeak>& peaks,
@@ -125,9 +157,18 @@ void write_peak_text(const TraceSummary& trace, const std::vector<DevicePeak>& p
   for (const DevicePeak& p : peaks) {
     uint64_t count = 0;
     for (const Group& g : p.groups) count += g.cache ? 0 : g.count;  // a cache's are segments
-    out << "peak of " << device_name(p.device->device) << ": " << human_bytes(p.device->peak_bytes)
+    out << "peak of " << device_name(p.device->device);
+    if (trace.phase_window) out << " in phase " << phase_in_quotes(trace.phase_window->name);
+    out << ": " << human_bytes(p.device->peak_bytes)
         << " (" << p.device->peak_bytes << " bytes) at " << human_duration(p.device->peak_time_ns)
         << ", in " << count << (count == 1 ? " allocation" : " allocations") << "\n";
+    if (const auto& window = trace.phase_window) {
+      const auto live = window->live_at_first_start.find(p.device->device);
+      const uint64_t at_start = live == window->live_at_first_start.end() ? 0 : live->second;
+      out << "  the phase ran " << window->runs << (window->runs == 1 ? " time" : " times")
+          << ", first at " << human_duration(window->first_start_ns) << ", with "
+          << human_bytes(at_start) << " live as it started\n";
+    }
     if (const auto pool = hidden_pool(trace, *p.device))
       out << "  note: " << hidden_pool_note(*pool, p.device->device) << "\n";
     // In the user's terms first: what the bytes are for and which modules hold them.
@@ -161,10 +202,17 @@ void write_peak_text(const TraceSummary& trace, const std::vector<DevicePeak>& p
 
 int peak_command(const PeakOptions& options, std::ostream& out, std::ostream& err) {
   TraceSummary trace;
+  SummaryOptions summary;
+  summary.peak_phase = options.phase;
   try {
-    trace = load_trace(options.path, err);
+    trace = load_trace(options.path, err, summary);
   } catch (const TraceError& e) {
     err << "gpumemtrace: " << e.what() << "\n";
+    return 1;
+  }
+  if (!options.phase.empty() && !trace.phase_window) {
+    err << "gpumemtrace: " << options.path << ": no phase " << phase_in_quotes(options.phase)
+        << " in the trace" << phases_named(trace) << "\n";
     return 1;
   }
   OwnerLibraryCache owners(trace);
@@ -205,6 +253,14 @@ Command add_peak_command(CLI::App& app) {
   peak->add_option("--by", options->by, "Group by call stack or by owning library")
       ->check(CLI::IsMember({"stack", "library"}))
       ->capture_default_str();
+  peak->add_option("--phase", options->phase,
+                    "The peak while this phase was open (a name as `report` lists its phases: "
+                    "an NVTX range or gpumemtrace_phase_push), over all its runs")
+      ->check(CLI::Validator(
+          [](const std::string& name) {
+            return name.empty() ? std::string("expected a phase's name, got ''") : std::string();
+          },
+          "NAME"));
   peak->add_flag("--json", options->json, "Machine-readable output (contract in docs/commands.md)");
   add_frames_option(*peak, options->frames);
   return {peak, [options] { return peak_command(*options, std::cout, std::cerr); }};

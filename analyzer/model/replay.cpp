@@ -441,7 +441,7 @@ bool Replay::note_failure(const format::AllocFailedRecord& r) {
   DeviceSummary& d = device(ordinal);
   d.live_bytes += bytes;
   if (timeline_) timeline_->set(ordinal, std::nullopt, d.live_bytes, time_ns);
-  const bool new_peak = d.live_bytes > d.peak_bytes;
+  const bool new_peak = d.live_bytes > d.peak_bytes && peaks_counted_;
   if (new_peak) {
     d.peak_bytes = d.live_bytes;
     d.peak_time_ns = time_ns;

@@ -52,6 +52,15 @@ class Replay {
   void plan_peak_snapshots(PeakPlan plan) { planned_peaks_ = std::move(plan); }
   static constexpr uint64_t kSnapshotWorkPerRecord = 8;
 
+  // The peak of a phase (`peak --phase`): each device's peak is the most it held while a run of
+  // the phase was open, over all its runs, and the peak's sites, block rows, roles and views
+  // are of that moment; summary().phase_window says when the phase was seen. Set before the
+  // first record, the same in both passes.
+  void peaks_in_phase(std::string name) {
+    peak_phase_ = std::move(name);
+    peaks_counted_ = false;
+  }
+
   void apply(const format::Record& record);
   // The same for allocations and frees in a batch (TraceReader::next_batch()): what apply()
   // would do with each as a record, in order. The live allocations they look up are asked of
@@ -231,6 +240,8 @@ class Replay {
   void end_block_plateaus(bool close = true);
   // A moment the peak's rows are taken at: now, or counted for a second pass (above).
   void take_peak_rows(int device);
+  // peaks_in_phase(): peaks are counted from the phase's opening to its closing.
+  void follow_peak_phase(uint64_t time_ns);
   // An allocator's OOM: its figures onto the driver's failure it follows.
   void note_block_oom(const format::BlockRecord& r);
   // Asks the memory for the live allocation an allocation or a free of `address` looks up. Any
@@ -335,6 +346,8 @@ class Replay {
   std::vector<uint64_t> peak_epochs_;
   std::map<int, uint32_t> device_indices_;  // by ordinal
   std::vector<int> peaked_;                 // devices the record being applied took to a new peak
+  std::string peak_phase_;                  // peaks_in_phase()'s, "" for the whole trace
+  bool peaks_counted_ = true;               // false outside that phase
   std::unordered_map<uint64_t, HandleState> handles_;
   std::map<uint64_t, Mapping> mappings_;  // by address, for range unmaps
   // Address reservations by address: their size and the device of the memory mapped into them

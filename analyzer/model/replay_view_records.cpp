@@ -31,6 +31,40 @@ void Replay::on(const format::NameRecord& r) {
 
 void Replay::on(const format::PhaseRecord& r) {
   views_.on(r);
+  if (!peak_phase_.empty()) follow_peak_phase(r.time_ns);
+}
+
+void Replay::follow_peak_phase(uint64_t time_ns) {
+  const bool open = views_.phase_open(peak_phase_);
+  if (open == peaks_counted_) return;
+  peaks_counted_ = open;
+  if (!open) {
+    // The plateau of a peak reached in the phase ends with it: the allocator's later blocks
+    // are not the phase's.
+    end_block_plateaus();
+    return;
+  }
+  auto& window = summary_.phase_window;
+  if (!window) {
+    // The first run: the peaks so far were before the phase.
+    window.emplace();
+    window->name = peak_phase_;
+    window->first_start_ns = time_ns;
+    for (auto& [ordinal, d] : summary_.devices) {
+      window->live_at_first_start[ordinal] = d.live_bytes;
+      d.peak_bytes = 0;
+    }
+  }
+  ++window->runs;
+  // What is live as the phase opens is its first candidate.
+  for (auto& [ordinal, d] : summary_.devices) {
+    if (d.live_bytes == 0 || d.live_bytes <= d.peak_bytes) continue;
+    d.peak_bytes = d.live_bytes;
+    d.peak_time_ns = time_ns;
+    d.peak_record = record_index_;
+    peaked_.push_back(ordinal);
+    views_.usage_changed(ordinal, d.live_bytes, time_ns, true);
+  }
 }
 
 // Pools are counted (info, report); their memory is in the sampler's pool_reserved/pool_used.

@@ -49,6 +49,7 @@ TraceSummary summarize_trace_bytes(std::span<const uint8_t> bytes, const std::st
   if (!header.ok) throw TraceError(path + ": " + header.error);
 
   Replay replay;
+  if (!options.peak_phase.empty()) replay.peaks_in_phase(options.peak_phase);
   format::TraceReader reader(bytes, header.header, pages);
   // The leak samples are taken at fractions of the trace's records: the reader counts them up
   // front, so one pass suffices. The peak sites and the views at the peaks need no second pass
@@ -77,6 +78,7 @@ TraceSummary summarize_trace_bytes(std::span<const uint8_t> bytes, const std::st
     if (timeline || records != expected || peak_pass) {
       const uint64_t duration = replay.summary().duration_ns;
       Replay second;
+      if (!options.peak_phase.empty()) second.peaks_in_phase(options.peak_phase);
       second.sample_sites_after(leak_sample_positions(records));
       if (timeline)
         second.record_timeline(timeline_resolution(options.timeline_resolution_ns, duration));

@@ -26,6 +26,8 @@ struct SummaryOptions {
   // Records read on a second thread while the replay runs, where two CPUs can be used
   // (record_pipeline.h); off, everything runs on the caller's thread.
   bool read_ahead = true;
+  // The devices' peaks are those of this phase (Replay::peaks_in_phase()); "" for the trace's.
+  std::string peak_phase;
 };
 TraceSummary summarize_trace(const std::string& path, const SummaryOptions& options = {});
 

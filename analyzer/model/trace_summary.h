@@ -377,6 +377,14 @@ struct TraceSummary {
   uint64_t view_samples = 0;       // the sampler's samples (framework reports not counted)
   bool from_summary = false;       // read from `summarize`'s file, which keeps no views
   std::vector<PhaseStats> phases;  // in order of first start
+  // The phase whose peak the devices' peaks are (Replay::peaks_in_phase()), once it was seen.
+  struct PhaseWindow {
+    std::string name;
+    uint64_t runs = 0;
+    uint64_t first_start_ns = 0;
+    std::map<int, uint64_t> live_at_first_start;  // per device seen by then
+  };
+  std::optional<PhaseWindow> phase_window;
   // Whether the framework's hooks recorded scopes or tags (format 4.8): without them, roles are
   // unknown. Tags whose address was in no live block.
   bool roles_recorded = false;

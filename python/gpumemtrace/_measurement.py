@@ -6,8 +6,8 @@ The stretch runs inside a phase of its own (the preload's gpumemtrace_phase_push
 analyzer is asked about the trace as it stands before and after it: the records are in the file
 the moment they are made, so the figures are exact, and they are the analyzer's.
 
-- its own peak: the phase's `peak_bytes` (the most live while it ran) minus what was live when
-  it started (live at its end minus its `growth_bytes`), on the device where that is largest;
+- its own peak: `peak --phase`'s peak (the most live while it ran) minus what was live when it
+  started, on the device where that is largest, and the group that grew most up to that moment;
 - what it left: per call stack, the bytes live after it minus those live before it, of the
   groups `check --max-leak` counts (not a caching allocator's free cache, nor what cuBLAS, cuDNN,
   NCCL or JAX keep on purpose).
@@ -60,45 +60,32 @@ class Measurement:
                    "peak_site": "", "leaked_bytes": 0, "leaked_count": 0, "leaks": []}
         if path is None:
             return figures  # nothing was ever allocated
-        report = run_json("report", "--json", path)
-        self._own_peak(report, figures)
+        self._own_peak(path, figures)
         self._left_live(figures)
         return figures
 
-    def _own_peak(self, report, figures):
-        live = {d["device"]: d["live_at_exit_bytes"] for d in report["devices"]}
-        for phase in report.get("phases", []):
-            if phase["name"] != self.phase:
-                continue
-            at_start = live.get(phase["device"], 0) - phase["growth_bytes"]
-            own = phase["peak_bytes"] - at_start
+    def _own_peak(self, path, figures):
+        """The most the stretch held above what was live as it started (`peak --phase`), on the
+        device where that is largest, and its site: the group that grew most from the start to
+        that moment."""
+        answer = run_json("peak", "--json", "--top", "1000000", "--phase", self.phase, path)
+        best_device = None
+        for d in answer["devices"]:
+            own = d["peak_bytes"] - d["live_at_phase_start_bytes"]
             if own > figures["peak_bytes"]:
                 figures["peak_bytes"] = own
-                figures["peak_device"] = phase["device"]
-        if figures["peak_device"] is not None:
-            figures["peak_site"] = self._peak_site(report, figures["peak_device"],
-                                                   figures["trace"])
-
-    def _peak_site(self, report, device, path):
-        """The group that grew most from the test's start to its peak; known where the device's
-        peak in the trace so far was first reached inside this test (then what `peak` lists is
-        the test's peak), else ""."""
-        for d in report["devices"]:
-            if d["device"] == device and self.phase in d.get("peak_phase", "").split(" > "):
-                break
-        else:
-            return ""
-        answer = run_json("peak", "--json", "--top", "1000000", "--device", str(device),
-                          path)
+                figures["peak_device"] = d["device"]
+                best_device = d
+        if best_device is None:
+            return
         best, best_growth = None, 0
-        for d in answer["devices"]:
-            for group in d["groups"]:
-                if group.get("other") or group.get("level") == "cache":
-                    continue
-                growth = group["bytes"] - self.before.get(_site_key(group), (0, 0, None))[0]
-                if growth > best_growth:
-                    best, best_growth = group, growth
-        return self._name(best["frames"]) if best else ""
+        for group in best_device["groups"]:
+            if group.get("other") or group.get("level") == "cache":
+                continue
+            growth = group["bytes"] - self.before.get(_site_key(group), (0, 0, None))[0]
+            if growth > best_growth:
+                best, best_growth = group, growth
+        figures["peak_site"] = self._name(best["frames"]) if best else ""
 
     def _left_live(self, figures):
         after = _live_by_site(figures["trace"])

@@ -83,7 +83,7 @@ def _over_limits(item, figures, limits):
     problems = []
     limit = limits.get("limit_gpu_memory")
     if limit is not None and figures["peak_bytes"] > limit:
-        site = figures["peak_site"] or "not known (an earlier test reached a higher peak)"
+        site = figures["peak_site"] or "not known (no allocation with a stack grew)"
         peak = figures["peak_bytes"]
         problems.append({
             "message": f"{name} used {format_size(peak)} ({peak} bytes) of GPU memory above "

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """The pytest plugin's cases (wheel_test.sh runs them under `pytest --gpumemtrace`), allocating
-through the simulated cudart: one test leaks past its limit, one peaks past its limit, two stay
-within theirs (exactly at the limit, which is allowed). Lines marked `# site:` are the ones the
-failures must name."""
+through the simulated cudart: one test leaks past its limit, one peaks past its limit, three stay
+within theirs (two exactly at the limit, which is allowed; the first reaches the session's highest
+peak, so the one over its limit is named from its own phase's peak). Lines marked `# site:` are
+the ones the failures must name."""
 import ctypes
 
 import pytest
@@ -20,6 +21,11 @@ def allocate(size):
 
 def free(pointer):
     assert cudart.cudaFree(pointer) == 0
+
+
+@pytest.mark.limit_gpu_memory("64 MiB")
+def test_highest_peak_within_limit():
+    free(allocate(32 * MiB))
 
 
 @pytest.mark.limit_gpu_leaks("1 MiB")

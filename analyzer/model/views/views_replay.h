@@ -64,6 +64,11 @@ class ViewsReplay {
   std::optional<ViewValues> views_at_exit(int device) const;
   // The device's last sampler views, with the framework's last figures.
   std::optional<ViewValues> latest(int device) const { return views_at_exit(device); }
+  // Whether a run of the phase `name` ("domain::name" for a named NVTX domain) is open now.
+  bool phase_open(const std::string& name) const {
+    return std::any_of(phases_.open_runs().begin(), phases_.open_runs().end(),
+                       [&](const auto& run) { return run.value.name == name; });
+  }
   // The innermost phase open when the device first reached its peak ("" when none).
   std::string peak_phase(int device) const;
   // Every phase, closing at `end_ns` those still open.

@@ -162,6 +162,56 @@ TEST_F(ViewsAndPhases, WithTheSamplerOffThereAreNoViewsButStillPhases) {
   expect_phase(rep, "backward", 3, 218, -150);
 }
 
+// `peak --phase`: the replay's moment, with its sites, agrees with the views' phase figures,
+// which are computed apart (ViewsReplay); the forward's moment is the last step's scratch.
+TEST_F(ViewsAndPhases, APhasesPeakIsItsHighestMomentWithWhatWasLiveThen) {
+  const ProcessResult r = run_phases({{"GPUMEMTRACE_SAMPLE_MS", "0"}}, "0");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string trace = only_trace();
+  const json rep = report({trace});
+  const std::map<std::string, std::pair<uint64_t, uint64_t>> runs_and_live_at_start = {
+      {"init", {1, 0}},       {"trainer::step", {3, 64}},       {"forward", {3, 64}},
+      {"backward", {3, 164}}, {"trainer::checkpoint", {1, 70}}, {"optimizer", {1, 70}},
+      {"shutdown", {1, 70}}};
+  for (const auto& [name, expected] : runs_and_live_at_start) {
+    const ProcessResult peak = cli({"peak", "--json", "--top", "100", "--phase", name, trace});
+    ASSERT_EQ(peak.exit_code, 0) << name << ": " << peak.err;
+    const json answer = json::parse(peak.out);
+    EXPECT_EQ(answer["phase"]["name"], name);
+    EXPECT_EQ(answer["phase"]["runs"], expected.first) << name;
+    const json& d = answer["devices"][0];
+    EXPECT_EQ(d["live_at_phase_start_bytes"], expected.second * kMiB) << name;
+    EXPECT_EQ(d["peak_bytes"], phase(rep, name)["peak_bytes"]) << name;
+    uint64_t sum = 0;
+    for (const json& g : d["groups"]) sum += g["bytes"].get<uint64_t>();
+    EXPECT_EQ(sum, d["peak_bytes"]) << name;
+  }
+  const ProcessResult forward = cli({"peak", "--json", "--phase", "forward", trace});
+  ASSERT_EQ(forward.exit_code, 0) << forward.err;
+  std::vector<std::pair<uint64_t, uint64_t>> groups;  // MiB, count
+  const json forward_peak = json::parse(forward.out);
+  for (const json& g : forward_peak["devices"][0]["groups"])
+    groups.emplace_back(g["bytes"].get<uint64_t>() / kMiB, g["count"].get<uint64_t>());
+  EXPECT_EQ(groups, (std::vector<std::pair<uint64_t, uint64_t>>{{100, 1}, {64, 1}, {20, 1},
+                                                                  {4, 2}}));
+  const ProcessResult text = cli({"peak", "--phase", "optimizer", trace});
+  const std::string head = line_with(text.out, "peak of");
+  EXPECT_TRUE(head.starts_with("peak of device 0 in phase \"optimizer\": 78.0 MiB (81788928 "
+                               "bytes) at ") &&
+              head.ends_with(", in 5 allocations"))
+      << head;
+  EXPECT_NE(text.out.find("  the phase ran 1 time, first at "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find(", with 70.0 MiB live as it started\n"), std::string::npos) << text.out;
+
+  const ProcessResult unknown = cli({"peak", "--phase", "nope", trace});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_EQ(unknown.out, "");
+  EXPECT_EQ(unknown.err, "gpumemtrace: " + trace +
+                             ": no phase \"nope\" in the trace (its phases: \"init\", "
+                             "\"trainer::step\", \"forward\", \"backward\", "
+                             "\"trainer::checkpoint\", \"optimizer\", \"shutdown\")\n");
+}
+
 TEST_F(ViewsAndPhases, AnotherToolsNvtxInjectionIsLeftAloneAndSaid) {
   const ProcessResult r = run_phases({{"NVTX_INJECTION64_PATH", dir_ + "/other-tool.so"}}, "0");
   ASSERT_EQ(r.exit_code, 0) << r.err;
