@@ -142,9 +142,8 @@ nlohmann::ordered_json peak_json(const TraceSummary& trace, const std::vector<De
   }
   ordered_json answer = {{"trace", trace.path}, {"by", by}};
   if (const auto& window = trace.phase_window) {
-    answer["phase"] = {{"name", window->name},
-                       {"runs", window->runs},
-                       {"first_start_ns", window->first_start_ns}};
+    answer["phase"] = {
+        {"name", window->name}, {"runs", window->runs}, {"first_start_ns", window->first_start_ns}};
   }
   answer["devices"] = devices;
   return answer;
@@ -159,9 +158,9 @@ void write_peak_text(const TraceSummary& trace, const std::vector<DevicePeak>& p
     for (const Group& g : p.groups) count += g.cache ? 0 : g.count;  // a cache's are segments
     out << "peak of " << device_name(p.device->device);
     if (trace.phase_window) out << " in phase " << phase_in_quotes(trace.phase_window->name);
-    out << ": " << human_bytes(p.device->peak_bytes)
-        << " (" << p.device->peak_bytes << " bytes) at " << human_duration(p.device->peak_time_ns)
-        << ", in " << count << (count == 1 ? " allocation" : " allocations") << "\n";
+    out << ": " << human_bytes(p.device->peak_bytes) << " (" << p.device->peak_bytes
+        << " bytes) at " << human_duration(p.device->peak_time_ns) << ", in " << count
+        << (count == 1 ? " allocation" : " allocations") << "\n";
     if (const auto& window = trace.phase_window) {
       const auto live = window->live_at_first_start.find(p.device->device);
       const uint64_t at_start = live == window->live_at_first_start.end() ? 0 : live->second;
@@ -254,8 +253,8 @@ Command add_peak_command(CLI::App& app) {
       ->check(CLI::IsMember({"stack", "library"}))
       ->capture_default_str();
   peak->add_option("--phase", options->phase,
-                    "The peak while this phase was open (a name as `report` lists its phases: "
-                    "an NVTX range or gpumemtrace_phase_push), over all its runs")
+                   "The peak while this phase was open (a name as `report` lists its phases: "
+                   "an NVTX range or gpumemtrace_phase_push), over all its runs")
       ->check(CLI::Validator(
           [](const std::string& name) {
             return name.empty() ? std::string("expected a phase's name, got ''") : std::string();

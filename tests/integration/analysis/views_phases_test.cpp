@@ -192,8 +192,8 @@ TEST_F(ViewsAndPhases, APhasesPeakIsItsHighestMomentWithWhatWasLiveThen) {
   const json forward_peak = json::parse(forward.out);
   for (const json& g : forward_peak["devices"][0]["groups"])
     groups.emplace_back(g["bytes"].get<uint64_t>() / kMiB, g["count"].get<uint64_t>());
-  EXPECT_EQ(groups, (std::vector<std::pair<uint64_t, uint64_t>>{{100, 1}, {64, 1}, {20, 1},
-                                                                  {4, 2}}));
+  EXPECT_EQ(groups,
+            (std::vector<std::pair<uint64_t, uint64_t>>{{100, 1}, {64, 1}, {20, 1}, {4, 2}}));
   const ProcessResult text = cli({"peak", "--phase", "optimizer", trace});
   const std::string head = line_with(text.out, "peak of");
   EXPECT_TRUE(head.starts_with("peak of device 0 in phase \"optimizer\": 78.0 MiB (81788928 "
