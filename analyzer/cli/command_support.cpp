@@ -12,7 +12,8 @@
 
 namespace gmt::analyzer {
 
-TraceSummary load_trace(const std::string& path, std::ostream& err, const SummaryOptions& options) {
+TraceSummary load_trace(const std::string& path, std::ostream& err, const SummaryOptions& options,
+                        bool history_said) {
   SummaryOptions with_progress = options;
   if (with_progress.progress == nullptr) with_progress.progress = progress_stream();
   TraceSummary trace = summarize_trace(path, with_progress);
@@ -20,7 +21,7 @@ TraceSummary load_trace(const std::string& path, std::ostream& err, const Summar
     err << "gpumemtrace: " << path << ": left out at " << problem << "\n";
   }
   // A bounded trace that dropped its oldest history: every figure is of what it kept.
-  if (const std::string history = history_text(trace); !history.empty())
+  if (const std::string history = history_text(trace); !history.empty() && !history_said)
     err << "gpumemtrace: " << path << ": " << history << "\n";
   return trace;
 }

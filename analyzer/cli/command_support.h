@@ -17,8 +17,9 @@ namespace gmt::analyzer {
 
 // Summarizes `path` and names on `err` everything that had to be left out (the readable part is
 // still returned). Throws TraceError when the file is not a readable trace at all.
+// `history_said`: the command's output says the history line itself (info), so err does not.
 TraceSummary load_trace(const std::string& path, std::ostream& err,
-                        const SummaryOptions& options = {});
+                        const SummaryOptions& options = {}, bool history_said = false);
 
 // Validators for option values, whose messages say what was expected and what was given; CLI11
 // puts the option's name first ("--top: expected a positive whole number, got '-1'") and main()

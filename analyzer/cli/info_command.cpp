@@ -142,7 +142,7 @@ int info_command(const std::string& path, bool json, FrameMode /*frames: none pr
                  std::ostream& out, std::ostream& err) {
   TraceSummary trace;
   try {
-    trace = load_trace(path, err);
+    trace = load_trace(path, err, {}, /*history_said=*/true);
   } catch (const TraceError& e) {
     err << "gpumemtrace: " << e.what() << "\n";
     return 1;

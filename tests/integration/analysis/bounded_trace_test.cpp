@@ -103,6 +103,9 @@ TEST_F(BoundedTrace, StaysWithinItsLimitAndExplainsEveryLiveByte) {
   EXPECT_NE(text.out.find("history kept from "), std::string::npos) << text.out;
   EXPECT_NE(text.out.find(" allocations ("), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("carried from before"), std::string::npos) << text.out;
+  // Once: info's own output has it, so its errors do not repeat it.
+  EXPECT_EQ(text.err.find("history kept from "), std::string::npos) << text.err;
+  EXPECT_NE(cli({"leaks", bounded}).err.find("history kept from "), std::string::npos);
 }
 
 // VMM memory mapped long before the history kept: a handle released right after its mapping (the
