@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Soak test of `gpumemtrace top` on a bounded trace (issue #43): a 32-thread program
-# (tests/workloads/bounded_history.cpp: memory held from the start, churn, leaks growing all
-# along) traced with `run --max-size` on the simulated CUDA stack for ten minutes, watched by
+# (tests/workloads/bounded_history.cpp: memory held from the start, churn, a slow leak growing
+# all along) traced with `run --max-size` on the simulated CUDA stack for ten minutes, watched by
 # `top --json` all along. Checks that the file never holds more than its bound, and that top's
 # last frame says what `report` says of the finished trace: the bytes and allocations live at
 # the end, the failed allocations, and a peak no lower than report's (report sees the history
@@ -13,6 +13,9 @@
 #   GMT_SOAK_SECONDS   how long the program runs (default 600; approximate, from a calibration)
 #   GMT_SOAK_MAX_SIZE  the trace's bound (default 1MiB)
 #   GMT_SOAK_THREADS   the program's threads (default 32)
+#   GMT_SOAK_LEAKS     the buffers the program leaks over the whole run, spread evenly over its
+#                      threads and time (default 1024: the live set stays within what a 1 MiB
+#                      bound's checkpoints hold; docs/soak.md)
 #   GMT_BUILD_DIR      an existing build with gpumemtrace, the preload, the simulated CUDA stack
 #                      and workload_bounded_history (default: build-soak, built here)
 # Exit status 0 when every check holds; the figures are printed either way.
@@ -22,6 +25,7 @@ cd "$(dirname "$0")/.."
 seconds="${GMT_SOAK_SECONDS:-600}"
 max_size="${GMT_SOAK_MAX_SIZE:-1MiB}"
 threads="${GMT_SOAK_THREADS:-32}"
+leaks="${GMT_SOAK_LEAKS:-1024}"
 dir="${GMT_BUILD_DIR:-build-soak}"
 
 if [ -z "${GMT_BUILD_DIR:-}" ]; then
@@ -58,7 +62,13 @@ trap cleanup EXIT
 # The program under `run`, as a user runs it; the simulated GPU large enough for its leaks.
 traced() {
   env LD_LIBRARY_PATH="$fakecuda" FAKECUDA_DEVICE_MEMORY=$((64 << 30)) \
-    "$cli" run --max-size "$max_size" -o "$1" -- "$workload" "$2" threads "$threads"
+    "$cli" run --max-size "$max_size" -o "$1" -- "$workload" "$2" threads "$threads" \
+    "$(leak_every "$2")"
+}
+# Iterations per thread between two leaks, for ITERATIONS in all to leak about $leaks buffers.
+leak_every() {
+  python3 -c "import sys; i, t, l = map(int, sys.argv[1:]); print(max(1, (i // t) // max(1, l // t)))" \
+    "$1" "$threads" "$leaks"
 }
 
 # How many iterations make the run last about $seconds: a traced run of 20,000 per thread, timed.
@@ -68,7 +78,7 @@ traced "$scratch/calibrate.gmt" "$calibration" >/dev/null 2>&1
 took=$(python3 -c "import sys; print(float(sys.argv[2]) - float(sys.argv[1]))" "$start" "$(date +%s.%N)")
 iterations=$(python3 -c "import sys; print(max(int(sys.argv[1]), int(float(sys.argv[1]) * float(sys.argv[3]) / float(sys.argv[2]))))" \
   "$calibration" "$took" "$seconds")
-echo "soak-top: $threads threads, $iterations iterations (about ${seconds} s), bound $max_size ($bound bytes)" >&2
+echo "soak-top: $threads threads, $iterations iterations (about ${seconds} s), a leak every $(leak_every "$iterations") iterations of each thread, bound $max_size ($bound bytes)" >&2
 
 trace="$scratch/soak.gmt"
 traced "$trace" "$iterations" >"$scratch/program.out" 2>"$scratch/program.err" &

@@ -4,14 +4,15 @@
 // memory is known at every moment, so a bounded trace's report can be checked against an
 // unbounded one's.
 //
-//   workload_bounded_history ITERATIONS [vmm | threads [N] | phases | fork]
+//   workload_bounded_history ITERATIONS [vmm | threads [N [LEAK_EVERY]] | phases | fork]
 //
 // With `vmm`, it also holds 48 MiB of VMM memory from the start to the end: 32 MiB mapped and
 // released at once (as NCCL does: the mapping keeps the memory), and 16 MiB mapped and retained
 // (cuMemRetainAllocationHandle: two references, never released).
 // With `threads`, N threads (4 unless given) share the iterations (each its own churn and leaks,
-// no spike), and every 100 iterations each hands a 8 KiB buffer to whichever thread frees it
-// next; the last one handed is freed before the end.
+// a leak every LEAK_EVERY iterations, 10000 unless given; no spike), and every 100 iterations
+// each hands a 8 KiB buffer to whichever thread frees it next; the last one handed is freed
+// before the end.
 // With `phases`, the whole run is inside a phase "training" (gpumemtrace.h), opened before any
 // allocation, and the spike inside a phase "spike" within it.
 // With `fork`, halfway through it forks a child that runs ITERATIONS / 2 iterations of churn of
@@ -96,9 +97,10 @@ __attribute__((noinline)) void* handed_buffer() {
   return allocate(8192);
 }
 
-// Each of `threads` threads runs `iterations` of churn, with a leak every 10000; every 100 it
-// puts a new buffer in `handed` and frees the one it takes out, most often another thread's.
-void churn_on_threads(int threads, long iterations) {
+// Each of `threads` threads runs `iterations` of churn, with a leak every `leak_every`; every
+// 100 it puts a new buffer in `handed` and frees the one it takes out, most often another
+// thread's.
+void churn_on_threads(int threads, long iterations, long leak_every) {
   std::atomic<void*> handed{nullptr};
   std::vector<std::thread> workers;
   std::vector<std::vector<void*>> leaked(threads);
@@ -106,7 +108,7 @@ void churn_on_threads(int threads, long iterations) {
     workers.emplace_back([&, t] {
       for (long i = 0; i < iterations; ++i) {
         churn(i);
-        if (i % 10000 == 0) leaked[t].push_back(leaked_buffer());
+        if (i % leak_every == 0) leaked[t].push_back(leaked_buffer());
         if (i % 100 == 0) {
           if (void* old = handed.exchange(handed_buffer())) cudaFree(old);
         }
@@ -121,13 +123,15 @@ void churn_on_threads(int threads, long iterations) {
 
 int main(int argc, char** argv) {
   const bool vmm = argc == 3 && std::strcmp(argv[2], "vmm") == 0;
-  const bool threads = (argc == 3 || argc == 4) && std::strcmp(argv[2], "threads") == 0;
-  const int thread_count = argc == 4 ? std::atoi(argv[3]) : 4;
+  const bool threads = argc >= 3 && argc <= 5 && std::strcmp(argv[2], "threads") == 0;
+  const int thread_count = threads && argc >= 4 ? std::atoi(argv[3]) : 4;
+  const long leak_every = threads && argc == 5 ? std::atol(argv[4]) : 10000;
   const bool phases = argc == 3 && std::strcmp(argv[2], "phases") == 0;
   const bool forks = argc == 3 && std::strcmp(argv[2], "fork") == 0;
-  if ((argc != 2 && !vmm && !threads && !phases && !forks) || thread_count < 1) {
-    std::fprintf(
-        stderr, "usage: workload_bounded_history ITERATIONS [vmm | threads [N] | phases | fork]\n");
+  if ((argc != 2 && !vmm && !threads && !phases && !forks) || thread_count < 1 || leak_every < 1) {
+    std::fprintf(stderr,
+                 "usage: workload_bounded_history ITERATIONS [vmm | threads [N [LEAK_EVERY]] | "
+                 "phases | fork]\n");
     return 2;
   }
   if (phases) gpumemtrace_push("training");
@@ -135,7 +139,7 @@ int main(int argc, char** argv) {
   std::vector<void*> held;
   for (int i = 0; i < 8; ++i) held.push_back(held_buffer());
   if (threads) {
-    churn_on_threads(thread_count, iterations / thread_count);
+    churn_on_threads(thread_count, iterations / thread_count, leak_every);
     std::printf("done\n");
     return 0;
   }
