@@ -288,6 +288,7 @@ check "jax_default: what XLA keeps is library_cache" True "$(json_field "$out/ja
 check "cuBLAS's workspace (planted_leak_cached) is library_cache" True "$(json_field "$out/cached_default.leaks.json" 'any(l["class"] == "library_cache" and "cublas" in (l.get("library") or "") for l in d["leaks"])')"
 # cuBLAS allocates a workspace of its own on the autograd thread that runs the first backward
 # matmul: it is shown at loss.backward(), as that thread's blocks are.
+backward_line=$(grep -n 'loss.backward()' tests/gpu/planted_leak_cached.py | head -1 | cut -d: -f1)
 check "cuBLAS's workspace of the autograd thread is shown at loss.backward(), planted_leak_cached.py:$backward_line" True "$(json_field "$out/cached_default.leaks.json" 'any("cublas" in (l.get("library") or "") and any(f["kind"] == "attribution" for f in l["frames"]) and [(f["file"] or "").endswith("planted_leak_cached.py") and f["line"] == int(sys.argv[3]) for f in l["frames"] if f.get("user")] == [True] for l in d["leaks"])' "$backward_line")"
 "$gmt" leaks "$(ls "$out"/cached_default.*.gmt | head -1)" | grep -A3 'library_cache  device 0  libcublas' | head -8
 
@@ -407,6 +408,11 @@ rm -rf "$out/wheel" && mkdir -p "$out/wheel"
 carried_wheel=$(ls build-gpu/dist/gpumemtrace-*.whl 2>/dev/null | head -1)
 if wheel=${carried_wheel:-$(PYTHON="${PYTHON:-python3}" scripts/build-wheel.sh build-gpu "$out/wheel/dist" 2>"$out/wheel/build.log")} &&
   python3 -m venv --system-site-packages "$out/wheel/venv" &&
+  # --system-site-packages leaves out the user's site and PYTHONPATH, where a host may keep
+  # torch and pytest: a .pth puts every folder of packages the host's python3 sees after the
+  # venv's own.
+  python3 -c 'import sys; print("\n".join(p for p in sys.path if p.endswith(("site-packages", "dist-packages"))))' \
+    >"$("$out/wheel/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/host-packages.pth" &&
   "$out/wheel/venv/bin/pip" install --no-index --quiet "$wheel"; then
   wpy="$out/wheel/venv/bin/python"
   "$wpy" -m gpumemtrace run -o "$out/wheel/train.gmt" -- "$wpy" tests/gpu/wheel_torch_train.py "$out/wheel/train.json"

@@ -149,6 +149,13 @@ def main():
         graph, static_in, static_out = capture(model, shape)
         kept.extend([graph, static_in, static_out])
         expected["graph_output_bytes"] = tensor_bytes([static_out])
+        # The cuda_graph role is the blocks of the graph's private pool: its output, and what
+        # libraries took during the capture (cuBLAS's workspace for the capture's stream); its
+        # free space is allocator_cache. The live blocks of every pool but the default one
+        # (0, 0), as torch's snapshot gives them.
+        expected["graph_pool_bytes"] = sum(
+            s["allocated_size"] for s in torch.cuda.memory_snapshot()
+            if tuple(s.get("segment_pool_id", (0, 0))) != (0, 0))
     expected["parameter_bytes"] = tensor_bytes(model.parameters())
     expected["buffer_bytes"] = tensor_bytes(model.buffers())
     expected["gradient_bytes"] = tensor_bytes(p.grad for p in model.parameters())
