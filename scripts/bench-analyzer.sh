@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Times the analyzer on large synthetic traces: `gpumemtrace report --json` on 10 M and 100 M
-# events with the same live set, and on 10 M events with ten times the live set. Prints a
+# events with the same live set, on 10 M events with ten times the live set, and on 10 M events
+# of a PyTorch training loop (10M-blocks-roles: `synthetic_trace --framework-blocks`, ResNet-50
+# behind PyTorch's caching allocator: its block events, with the roles hooks' scopes and tags;
+# its live set is the model's: about 900 blocks at the peak in 112 segments, shown as "-"). Prints a
 # Markdown table (docs/benchmarks.md, "Analyzer speed", explains it).
-# Usage: scripts/bench-analyzer.sh [OUTPUT_FILE]
+# Usage: [BENCH_CASES="10M 10M-blocks-roles"] scripts/bench-analyzer.sh [OUTPUT_FILE]
+# BENCH_CASES: the names of the cases to run, separated by spaces (default: all of them).
 #
 # Targets (the performance budget, docs/benchmarks.md): at least 20 M events/s on one core, a 100 M-event trace reported in at
 # most 10 s, and peak RSS set by the live allocations and stacks, not by the number of events.
@@ -42,12 +46,22 @@ fi
 stacks=2000
 threads=4
 devices=2
-# name events live
-cases=(
+# name events live [generator options]; live "-": the generator's own
+all_cases=(
   "10M 10000000 50000"
   "100M 100000000 50000"
   "10M-10x-live 10000000 500000"
+  "10M-blocks-roles 10000000 - --framework-blocks"
 )
+cases=()
+for c in "${all_cases[@]}"; do
+  read -r name _ <<<"$c"
+  if [ -z "${BENCH_CASES:-}" ] || [[ " $BENCH_CASES " == *" $name "* ]]; then cases+=("$c"); fi
+done
+if [ "${#cases[@]}" -eq 0 ]; then
+  echo "bench-analyzer: BENCH_CASES names no case (cases: 10M 100M 10M-10x-live 10M-blocks-roles)" >&2
+  exit 2
+fi
 
 free_kib() { df -Pk "$scratch" | awk 'NR == 2 { print $4 }'; }
 
@@ -70,7 +84,7 @@ time_report() {
 rows=()
 declare -A rss_of wall_of wall2_of
 for c in "${cases[@]}"; do
-  read -r name events live <<<"$c"
+  read -r name events live options <<<"$c"
   # About 13 bytes per event and the stacks; twice that leaves room for the rest of the machine.
   need_kib=$((events * 26 / 1024 + 65536))
   if [ "$(free_kib)" -lt "$need_kib" ]; then
@@ -80,9 +94,16 @@ for c in "${cases[@]}"; do
     continue
   fi
   trace="$scratch/$name.gmt"
-  echo "bench-analyzer: generating $name ($events events, $live live, $stacks stacks)" >&2
-  "$dir/bin/synthetic_trace" --output "$trace" --events "$events" --live "$live" \
-    --stacks "$stacks" --threads "$threads" --devices "$devices" >/dev/null
+  if [ "$live" = "-" ]; then
+    read -ra extra <<<"$options"
+    generate=("$dir/bin/synthetic_trace" --output "$trace" --events "$events" "${extra[@]}")
+    echo "bench-analyzer: generating $name ($events events, $options)" >&2
+  else
+    generate=("$dir/bin/synthetic_trace" --output "$trace" --events "$events" --live "$live"
+      --stacks "$stacks" --threads "$threads" --devices "$devices")
+    echo "bench-analyzer: generating $name ($events events, $live live, $stacks stacks)" >&2
+  fi
+  "${generate[@]}" >/dev/null
   file_mib=$(($(stat -c %s "$trace") / 1048576))
   # Warm the page cache first: the figure is the analyzer's, not the disk's.
   cat "$trace" >/dev/null
@@ -125,6 +146,14 @@ verdict() { if [ "$1" = 1 ]; then echo "met"; else echo "**missed**"; fi; }
     ratio=$(python3 -c "print(f'{${rss_of[100M]} / ${rss_of[10M]}:.2f}')")
     ok=$(python3 -c "print(int(${rss_of[100M]} < 10 * ${rss_of[10M]}))")
     echo "- peak RSS 100M / 10M, same live set: ${ratio}x (must not be 10x), $(verdict "$ok")"
+  fi
+  if [ -n "${wall_of[10M-blocks-roles]:-}" ]; then
+    rate=$(python3 -c "print(f'{10e6 / ${wall_of[10M-blocks-roles]} / 1e6:.1f}')")
+    line="- 10M-blocks-roles (PyTorch's block events, scopes and tags; the target above is 10M's): $rate M events/s"
+    if [ -n "${wall_of[10M]:-}" ]; then
+      line+=", $(python3 -c "print(f'{${wall_of[10M-blocks-roles]} / ${wall_of[10M]}:.2f}')")x the 10M case's time"
+    fi
+    echo "$line"
   fi
   if [ -n "${rss_of[10M-10x-live]:-}" ] && [ -n "${rss_of[10M]:-}" ]; then
     ratio=$(python3 -c "print(f'{${rss_of[10M-10x-live]} / ${rss_of[10M]}:.2f}')")

@@ -82,14 +82,17 @@ uint64_t BlockExtents::allocate(uint64_t address, uint64_t requested, const Resi
   u.fine_split = expandable || u.rounded <= kSmallSize;
   u.never_split = u.rounded >= settings_.max_split_size;
   u.size = u.rounded;
+  // One walk of the tree for the block at or after `address`, the next one and the one below
+  // (this runs for every block handed out).
+  const auto at = used_.lower_bound(address);
+  const bool again = at != used_.end() && at->first == address;
   if (container != 0) {
     uint64_t end = container;
-    const auto next = used_.upper_bound(address);
+    const auto next = again ? std::next(at) : at;
     if (next != used_.end() && next->first < end) end = next->first;
     u.size = size_in(end - address, u);
   }
   // A block below whose extent runs into this one ends where this one starts.
-  const auto at = used_.lower_bound(address);
   if (at != used_.begin()) {
     const auto prev = std::prev(at);
     if (prev->first + prev->second.size > address) {
@@ -100,7 +103,11 @@ uint64_t BlockExtents::allocate(uint64_t address, uint64_t requested, const Resi
       }
     }
   }
-  used_.insert_or_assign(address, u);  // a block handed out again: its free was not reported
+  if (again) {
+    at->second = u;  // a block handed out again: its free was not reported
+  } else {
+    used_.emplace_hint(at, address, u);
+  }
   return u.size;
 }
 
