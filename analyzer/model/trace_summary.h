@@ -404,6 +404,12 @@ struct TraceSummary {
   // Caching allocators' blocks by site (key: block_site_key), and their figures per device.
   std::map<uint64_t, BlockSiteStats> block_sites;
   std::vector<AllocatorUsage> allocators;
+  // The caching allocators' block events, of every allocator and device.
+  uint64_t block_events() const {
+    uint64_t n = 0;
+    for (const AllocatorUsage& a : allocators) n += a.block_events;
+    return n;
+  }
   std::vector<LeakGroup> leaks;                // by classify_leaks(), largest first
   std::vector<ReservationGroup> reservations;  // live at the end, largest first
   // Failed allocations in time order; past kFailuresKept only counted.

@@ -87,7 +87,10 @@ std::string module_stem(std::string_view name) {
 
 // What a library frame is part of, as the `via` line names it.
 std::string layer_name(const SiteFrame& frame) {
-  if (frame.kind == "python") return "CuPy pool";  // the one Python frame of a library's (above)
+  // The Python frames of a library's are our hooks' (profiler_hook_file()): CuPy's pool hook is
+  // its allocation path; the roles hooks' wrapper of Module.__call__ is no layer of anyone's.
+  if (frame.kind == "python")
+    return frame.file && cupy_hook_file(*frame.file) ? "CuPy pool" : std::string();
   const std::string_view module = frame.module ? std::string_view(*frame.module) : "";
   const std::string_view name = basename_of(module);
   const std::string_view function = frame.function;

@@ -108,6 +108,7 @@ void write_report_json(const ReportInput& input, std::ostream& out) {
         {"path", t.path},
         {"pid", t.pid},
         {"events", t.events},
+        {"block_events", t.block_events()},
         {"truncated", t.truncated()},
         {"end", end_name(t.end)},
         {"ppid", t.ppid},

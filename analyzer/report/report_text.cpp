@@ -194,8 +194,12 @@ void write_report_text(const ReportInput& input, FrameMode frames, std::ostream&
     out << "trace " << t.path << "\n";
     out << "  process       pid " << t.pid << " (parent " << t.ppid << ") on " << printable(t.host)
         << ": " << command_line(t.argv) << "\n";
-    out << "  events        " << t.events << " over " << human_duration(t.duration_ns) << " ("
-        << ending(t) << ")\n";
+    // A PyTorch program's events are mostly its allocator's: a few driver events alone would
+    // read as if little was recorded.
+    out << "  events        " << t.events;
+    if (const uint64_t blocks = t.block_events(); blocks > 0)
+      out << " driver and " << blocks << " caching-allocator block events";
+    out << " over " << human_duration(t.duration_ns) << " (" << ending(t) << ")\n";
     if (const std::string history = history_text(t); !history.empty())
       out << "  history       " << history << "\n";
     if (t.unmatched_frees > 0) {

@@ -211,6 +211,15 @@ TEST_F(FrameworkBlocks, DumpPrintsTheBlockRecords) {
   // Per step: 5 allocs, 5 frees of two events each, and every third step a kept block; the
   // weights; the segments.
   EXPECT_EQ(blocks, 60 * 15 + 20 + 1 + segment_allocs);
+  // The report counts them beside the driver's events (one per segment here).
+  const json r = report({trace});
+  EXPECT_EQ(r["traces"][0]["block_events"], blocks);
+  EXPECT_EQ(r["traces"][0]["events"], segment_allocs);
+  const std::string text = cli({"report", trace}).out;
+  EXPECT_NE(text.find("  events        " + std::to_string(segment_allocs) + " driver and " +
+                      std::to_string(blocks) + " caching-allocator block events over "),
+            std::string::npos)
+      << text;
 }
 
 // GPUMEMTRACE_SELF_TIME=1: the trace ends with what recording cost, counting every event the

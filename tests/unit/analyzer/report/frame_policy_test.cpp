@@ -193,6 +193,16 @@ TEST(FramePolicy, TheRolesWrapperOfModuleCallIsNeverTheUsersLine) {
       python("Net.forward", "/src/train.py", 12)};
   EXPECT_EQ(frame_origin(frames[1]), FrameOrigin::kLibrary);
   EXPECT_EQ(frame_origin(frames[2]), FrameOrigin::kUser);
+  // Nor a layer the via line names (it once read "CuPy pool").
+  const std::vector<SiteFrame> block = {
+      python("Linear.forward", "/venv/lib/python3.12/site-packages/torch/nn/modules/linear.py",
+             134),
+      python("_install.<locals>.call", "<gpumemtrace>/gpumemtrace_roles.py", 169),
+      python("Net.forward", "/src/train.py", 12), python("main", "/src/train.py", 30)};
+  EXPECT_EQ(written(block, 2),
+            "  Net.forward  train.py:12\n"
+            "    via Linear.forward (torch)\n"
+            "  main  train.py:30\n");
 }
 
 TEST(FramePolicy, UnsymbolizedFramesNeverLead) {
