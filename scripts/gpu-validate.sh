@@ -25,6 +25,9 @@
 #      PyTorch script, and the pytest plugin on a PyTorch test that leaks.
 #  16. JAX under XLA's default allocator (the pool's note in report and peak) and under
 #      `run --jax-allocator=platform` (no note; a kept array at its line).
+#  17. reports that once misled: the framework's figures at the peak of `y = x * 2; del x` equal
+#      torch's max allocated and reserved; a fragmentation OOM listed once with the allocator's
+#      figures; an evaluation loop without no_grad whose leak groups lead with the user's lines.
 # Exits non-zero when any check failed.
 # Usage: scripts/gpu-validate.sh [OUTPUT_DIR]   (default: $OUT, else gpu-validate-output)
 # GMT_SECTIONS="1 2 14" runs those sections only (13 reads the traces of those that ran).
@@ -460,5 +463,38 @@ keep_bytes=$(sed -n 's/^keep_bytes=//p' "$out/jax_kept_platform.log")
 check "jax platform: the kept array ($keep_bytes bytes) at its line, jax_kept_array.py:$keep_line" True "$(json_field "$out/jax_kept_platform.peak.json" 'any(g["bytes"] >= int(sys.argv[4]) and [(f["file"] or "").endswith("jax_kept_array.py") and f["line"] == int(sys.argv[3]) for f in g.get("frames", []) if f.get("user")] == [True] for g in d["devices"][0]["groups"])' "$keep_line" "$keep_bytes")"
 
 fi
+if want 17; then
+echo "--- 17. reports that once misled: the views at the seed's peak, one OOM per failure, the user's lines first"
+for case in seed fragmented evaluation; do
+  rm -f "$out/case_$case".*.gmt
+  "$gmt" run -o "$out/case_$case.%p.gmt" -- python3 tests/gpu/report_cases.py "$case" "$out/case_$case.json" \
+    >"$out/case_$case.log" 2>&1 || { echo "FAIL report_cases.py $case (see case_$case.log)"; tail -5 "$out/case_$case.log"; failures=$((failures + 1)); }
+done
+seed=$(ls "$out"/case_seed.*.gmt | head -1)
+"$gmt" report --json "$seed" >"$out/case_seed.report.json"
+at_peak='d["devices"][0]["views"]["at_peak"]'
+check "seed: framework allocated at the peak == torch.cuda.max_memory_allocated()" "$(json_field "$out/case_seed.json" 'd["max_memory_allocated"]')" "$(json_field "$out/case_seed.report.json" "$at_peak[\"framework_allocated_bytes\"]")"
+check "seed: framework reserved at the peak == torch.cuda.max_memory_reserved()" "$(json_field "$out/case_seed.json" 'd["max_memory_reserved"]')" "$(json_field "$out/case_seed.report.json" "$at_peak[\"framework_reserved_bytes\"]")"
+check "seed: peak_bytes == torch.cuda.max_memory_reserved()" "$(json_field "$out/case_seed.json" 'd["max_memory_reserved"]')" "$(json_field "$out/case_seed.report.json" 'd["devices"][0]["peak_bytes"]')"
+echo "INFO seed: outside the framework at the peak $(json_field "$out/case_seed.report.json" "$at_peak.get(\"outside_framework_bytes\")") bytes"
+fragmented=$(ls "$out"/case_fragmented.*.gmt | head -1)
+"$gmt" oom --json "$fragmented" >"$out/case_fragmented.oom.json"
+"$gmt" oom "$fragmented" | head -30
+# Two failures: the fill's last 6 MiB (the device full) and the 1 GiB one; each listed once,
+# its release of the cache and retry folded into it.
+check "fragmented: two failures, each listed once" 2 "$(json_field "$out/case_fragmented.oom.json" 'len(d["ooms"])')"
+check "fragmented: the 1 GiB request, with the allocator's figures: fragmented" "(1073741824, True, True)" \
+  "$(json_field "$out/case_fragmented.oom.json" '[(o.get("allocator_requested_bytes"), o.get("fragmented"), o.get("cache_free_bytes", 0) >= 1 << 30 > o.get("largest_free_block_bytes", 1 << 31)) for o in d["ooms"][-1:]][0]')"
+evaluation=$(ls "$out"/case_evaluation.*.gmt | head -1)
+"$gmt" leaks --json "$evaluation" >"$out/case_evaluation.leaks.json"
+"$gmt" leaks "$evaluation" | head -24
+lead='[next((f for f in g["frames"] if f.get("user")), {}).get("file") or "" for g in d["leaks"] if g.get("level") == "block"]'
+check "evaluation: every PyTorch block group of the leak leads with the program's own line" True \
+  "$(json_field "$out/case_evaluation.leaks.json" "len($lead) > 0 and all(f.endswith('report_cases.py') for f in $lead)")"
+hidden_line=$(grep -n "# site: hidden" tests/gpu/report_cases.py | cut -d: -f1)
+check "evaluation: the kept activations at report_cases.py:$hidden_line, 40 of 16 MiB" 671088640 \
+  "$(json_field "$out/case_evaluation.leaks.json" 'sum(g["bytes"] for g in d["leaks"] if g.get("level") == "block" and next((f for f in g["frames"] if f.get("user")), {}).get("line") == int(sys.argv[3]))' "$hidden_line")"
+fi
+
 echo "gpu-validate: $failures failure(s)"
 exit $((failures > 0))
