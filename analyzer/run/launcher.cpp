@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string_view>
@@ -277,6 +278,21 @@ const char* run_usage() {
          "The program's exit status is passed through.\n";
 }
 
+// The value of the option `name` at argv[i]: "NAME VALUE" (i moves to the value) or
+// "NAME=VALUE"; nullopt when argv[i] is not that option. `needs` says what a value is.
+std::optional<std::string_view> option_value(std::string_view name, std::string_view needs,
+                                             int argc, const char* const* argv, int& i) {
+  const std::string_view arg = argv[i];
+  if (arg == name) {
+    if (i + 1 >= argc)
+      throw std::invalid_argument(std::string(name) + " needs " + std::string(needs));
+    return argv[++i];
+  }
+  if (arg.size() > name.size() && arg.starts_with(name) && arg[name.size()] == '=')
+    return arg.substr(name.size() + 1);
+  return std::nullopt;
+}
+
 RunOptions parse_run_arguments(int argc, const char* const* argv) {
   RunOptions options;
   int i = 0;
@@ -290,27 +306,20 @@ RunOptions parse_run_arguments(int argc, const char* const* argv) {
       options.help = true;
       return options;
     }
-    if (arg == "-o" || arg == "--output") {
-      if (i + 1 >= argc) throw std::invalid_argument(std::string(arg) + " needs a path pattern");
+    if (arg == "-o") {
+      if (i + 1 >= argc) throw std::invalid_argument("-o needs a path pattern");
       options.output_pattern = argv[++i];
-    } else if (arg.rfind("--output=", 0) == 0) {
-      options.output_pattern = arg.substr(9);
-    } else if (arg == "--stacks") {
-      if (i + 1 >= argc) throw std::invalid_argument("--stacks needs none, native, python or all");
-      options.stacks = stack_mode(argv[++i]);
-    } else if (arg.rfind("--stacks=", 0) == 0) {
-      options.stacks = stack_mode(arg.substr(9));
-    } else if (arg == "--max-size") {
-      if (i + 1 >= argc) throw std::invalid_argument("--max-size needs a size, such as 1GiB");
-      options.max_size = max_size(argv[++i]);
-    } else if (arg.rfind("--max-size=", 0) == 0) {
-      options.max_size = max_size(arg.substr(11));
-    } else if (arg == "--jax-allocator") {
-      if (i + 1 >= argc)
-        throw std::invalid_argument("--jax-allocator needs platform, bfc, cuda_async or default");
-      options.jax_allocator = jax_allocator(argv[++i]);
-    } else if (arg.rfind("--jax-allocator=", 0) == 0) {
-      options.jax_allocator = jax_allocator(arg.substr(16));
+    } else if (const auto output = option_value("--output", "a path pattern", argc, argv, i)) {
+      options.output_pattern = *output;
+    } else if (const auto stacks =
+                   option_value("--stacks", "none, native, python or all", argc, argv, i)) {
+      options.stacks = stack_mode(*stacks);
+    } else if (const auto size =
+                   option_value("--max-size", "a size, such as 1GiB", argc, argv, i)) {
+      options.max_size = max_size(*size);
+    } else if (const auto kind = option_value(
+                   "--jax-allocator", "platform, bfc, cuda_async or default", argc, argv, i)) {
+      options.jax_allocator = jax_allocator(*kind);
     } else if (arg.size() > 1 && arg[0] == '-') {
       throw std::invalid_argument("unknown option '" + std::string(arg) +
                                   "' (usage: gpumemtrace run [-o PATTERN] [--stacks "
