@@ -129,11 +129,8 @@ nlohmann::ordered_json peak_json(const TraceSummary& trace, const std::vector<De
     ordered_json device = {{"device", p.device->device},
                            {"peak_bytes", p.device->peak_bytes},
                            {"peak_time_ns", p.device->peak_time_ns}};
-    if (trace.phase_window) {
-      const auto& at_start = trace.phase_window->live_at_first_start;
-      const auto live = at_start.find(p.device->device);
-      device["live_at_phase_start_bytes"] = live == at_start.end() ? 0 : live->second;
-    }
+    if (trace.phase_window)
+      device["live_at_phase_start_bytes"] = trace.phase_window->live_at_start(p.device->device);
     if (const auto pool = hidden_pool(trace, *p.device))
       device["hidden_pool"] = hidden_pool_json(*pool, p.device->device);
     if (p.device->roles_at_peak) device.update(roles_json(*p.device->roles_at_peak, kModulesShown));
@@ -162,11 +159,9 @@ void write_peak_text(const TraceSummary& trace, const std::vector<DevicePeak>& p
         << " bytes) at " << human_duration(p.device->peak_time_ns) << ", in " << count
         << (count == 1 ? " allocation" : " allocations") << "\n";
     if (const auto& window = trace.phase_window) {
-      const auto live = window->live_at_first_start.find(p.device->device);
-      const uint64_t at_start = live == window->live_at_first_start.end() ? 0 : live->second;
       out << "  the phase ran " << window->runs << (window->runs == 1 ? " time" : " times")
           << ", first at " << human_duration(window->first_start_ns) << ", with "
-          << human_bytes(at_start) << " live as it started\n";
+          << human_bytes(window->live_at_start(p.device->device)) << " live as it started\n";
     }
     if (const auto pool = hidden_pool(trace, *p.device))
       out << "  note: " << hidden_pool_note(*pool, p.device->device) << "\n";

@@ -4,24 +4,15 @@
 #include <string_view>
 
 #include "analyzer/model/owner_library.h"
+#include "analyzer/model/trace_env.h"
 
 namespace gmt::analyzer {
 namespace {
 
-// The value of `name` in the variables the recorder kept, or nullopt when it was not set.
-std::optional<std::string_view> env_value(const TraceSummary& trace, std::string_view name) {
-  for (const std::string& entry : trace.env) {
-    const std::string_view e = entry;
-    if (e.size() > name.size() && e.starts_with(name) && e[name.size()] == '=')
-      return e.substr(name.size() + 1);
-  }
-  return std::nullopt;
-}
-
 // XLA's allocators that make an allocation per array: `platform` (cudaMalloc and cudaFree) and
 // `cuda_async` (cudaMallocAsync). Unset, `default` and `bfc` pool.
 bool xla_pools(const TraceSummary& trace) {
-  const auto allocator = env_value(trace, "XLA_PYTHON_CLIENT_ALLOCATOR");
+  const auto allocator = env_value(trace.env, "XLA_PYTHON_CLIENT_ALLOCATOR");
   return !allocator || (*allocator != "platform" && *allocator != "cuda_async");
 }
 
@@ -46,7 +37,7 @@ std::optional<HiddenPool> hidden_pool(const TraceSummary& trace, const DeviceSum
   }
   if (pool.bytes == 0) return std::nullopt;
   pool.framework = "jax";
-  const auto preallocate = env_value(trace, "XLA_PYTHON_CLIENT_PREALLOCATE");
+  const auto preallocate = env_value(trace.env, "XLA_PYTHON_CLIENT_PREALLOCATE");
   pool.preallocated = !preallocate || (*preallocate != "false" && *preallocate != "0");
   pool.device_total_bytes = device_total(device);
   return pool;

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "analyzer/model/replay.h"
+#include "analyzer/model/trace_env.h"
 #include "format/recording_end.h"
 
 namespace gmt::analyzer {
@@ -125,14 +126,12 @@ void Replay::finish_views() {
 std::optional<int> rank_of(const std::vector<std::string>& env) {
   for (std::string_view name :
        {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"}) {
-    for (const std::string& entry : env) {
-      if (entry.size() > name.size() && entry.compare(0, name.size(), name) == 0 &&
-          entry[name.size()] == '=') {
-        char* end = nullptr;
-        const long value = std::strtol(entry.c_str() + name.size() + 1, &end, 10);
-        if (end != entry.c_str() + name.size() + 1 && *end == '\0') return static_cast<int>(value);
-      }
-    }
+    const std::optional<std::string_view> text = env_value(env, name);
+    if (!text) continue;
+    const std::string value(*text);
+    char* end = nullptr;
+    const long number = std::strtol(value.c_str(), &end, 10);
+    if (end != value.c_str() && *end == '\0') return static_cast<int>(number);
   }
   return std::nullopt;
 }

@@ -383,6 +383,10 @@ struct TraceSummary {
     uint64_t runs = 0;
     uint64_t first_start_ns = 0;
     std::map<int, uint64_t> live_at_first_start;  // per device seen by then
+    uint64_t live_at_start(int device) const {    // 0 for a device first seen later
+      const auto live = live_at_first_start.find(device);
+      return live == live_at_first_start.end() ? 0 : live->second;
+    }
   };
   std::optional<PhaseWindow> phase_window;
   // Whether the framework's hooks recorded scopes or tags (format 4.8): without them, roles are
