@@ -7,20 +7,12 @@ thread keeps, including code objects made at the address of one dropped before. 
 
 Usage: python3 python_churn.py PATH_TO_LIBCUDART [PyDLL|CDLL] FUNCTIONS
 """
-import ctypes
 import sys
 
-loader = {"PyDLL": ctypes.PyDLL, "CDLL": ctypes.CDLL}[sys.argv[2]]
-cudart = loader(sys.argv[1])
+from cudart_loader import allocator
+
+allocate = allocator(sys.argv[1], sys.argv[2])
 KiB = 1 << 10
-kept = []
-
-
-def allocate(n):
-    p = ctypes.c_void_p()
-    rc = cudart.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(n))
-    assert rc == 0, rc
-    kept.append(p)
 
 
 for i in range(int(sys.argv[3])):

@@ -173,6 +173,31 @@ class PythonStacks : public Stacks, public ::testing::WithParamInterface<std::st
                                 const std::string& stacks = "python") {
     return run_script("python_allocations.py", extra, stacks);
   }
+  // The trace's Python code objects and stacks by id, and its allocations, from `dump`.
+  struct Dumped {
+    bool ok = false;
+    std::map<uint64_t, json> codes;
+    std::map<uint64_t, json> stacks;
+    std::vector<json> allocs;
+  };
+  Dumped dump_only_trace() const {
+    Dumped dumped;
+    const ProcessResult dump = cli({"dump", only_trace()});
+    EXPECT_EQ(dump.exit_code, 0) << dump.err;
+    dumped.ok = dump.exit_code == 0;
+    std::istringstream lines(dump.out);
+    for (std::string line; std::getline(lines, line);) {
+      json rec = json::parse(line);
+      if (rec["record"] == "python_code") {
+        dumped.codes[rec["id"]] = rec;
+      } else if (rec["record"] == "stack") {
+        dumped.stacks[rec["id"]] = rec;
+      } else if (rec["record"] == "alloc") {
+        dumped.allocs.push_back(std::move(rec));
+      }
+    }
+    return dumped;
+  }
   // The same for another of the workloads' Python scripts.
   ProcessResult run_script(const std::string& script, const std::vector<std::string>& extra,
                            const std::string& stacks = "python") {
@@ -303,22 +328,11 @@ TEST_P(PythonStacks, EachOfManyFunctionsMadeAndDroppedIsNamedAtItsLine) {
   constexpr int kFunctions = 100;
   const ProcessResult r = run_script("python_churn.py", {std::to_string(kFunctions)});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const ProcessResult dump = cli({"dump", only_trace()});
-  ASSERT_EQ(dump.exit_code, 0) << dump.err;
-  std::map<uint64_t, json> codes;
-  std::map<uint64_t, json> stacks;
-  std::vector<json> allocs;
-  std::istringstream lines(dump.out);
-  for (std::string line; std::getline(lines, line);) {
-    json rec = json::parse(line);
-    if (rec["record"] == "python_code") {
-      codes[rec["id"]] = rec;
-    } else if (rec["record"] == "stack") {
-      stacks[rec["id"]] = rec;
-    } else if (rec["record"] == "alloc") {
-      allocs.push_back(std::move(rec));
-    }
-  }
+  const Dumped dumped = dump_only_trace();
+  ASSERT_TRUE(dumped.ok);
+  const auto& codes = dumped.codes;
+  const auto& stacks = dumped.stacks;
+  const auto& allocs = dumped.allocs;
   ASSERT_EQ(allocs.size(), 2u * kFunctions);
   for (const json& alloc : allocs) {
     const uint64_t kib = alloc["size"].get<uint64_t>() / 1024;
@@ -349,22 +363,11 @@ TEST_P(PythonStacks, AFunctionAtADroppedOnesAddressesIsNamedAfterItself) {
     ASSERT_GT(printed(r.out, "reused"), 0) << "no function took a dropped one's addresses";
   }
   const int64_t call_line = printed(r.out, "call_line");
-  const ProcessResult dump = cli({"dump", only_trace()});
-  ASSERT_EQ(dump.exit_code, 0) << dump.err;
-  std::map<uint64_t, json> codes;
-  std::map<uint64_t, json> stacks;
-  std::vector<json> allocs;
-  std::istringstream lines(dump.out);
-  for (std::string line; std::getline(lines, line);) {
-    json rec = json::parse(line);
-    if (rec["record"] == "python_code") {
-      codes[rec["id"]] = rec;
-    } else if (rec["record"] == "stack") {
-      stacks[rec["id"]] = rec;
-    } else if (rec["record"] == "alloc") {
-      allocs.push_back(std::move(rec));
-    }
-  }
+  const Dumped dumped = dump_only_trace();
+  ASSERT_TRUE(dumped.ok);
+  const auto& codes = dumped.codes;
+  const auto& stacks = dumped.stacks;
+  const auto& allocs = dumped.allocs;
   ASSERT_EQ(allocs.size(), static_cast<std::size_t>(kFunctions));
   for (const json& alloc : allocs) {
     const uint64_t i = alloc["size"].get<uint64_t>() / 1024 - 1;
