@@ -320,7 +320,21 @@ inline const char* end_name(TraceEnd end) {
   return "unknown";
 }
 
+// A phase that `peak --phase` follows: its runs and what was live as it first opened. At
+// namespace scope, not nested, so that std::optional sees its default constructor (clang).
+struct PhaseWindow {
+  std::string name;
+  uint64_t runs = 0;
+  uint64_t first_start_ns = 0;
+  std::map<int, uint64_t> live_at_first_start;  // per device seen by then
+  uint64_t live_at_start(int device) const {    // 0 for a device first seen later
+    const auto live = live_at_first_start.find(device);
+    return live == live_at_first_start.end() ? 0 : live->second;
+  }
+};
+
 struct TraceSummary {
+  using PhaseWindow = gmt::analyzer::PhaseWindow;
   std::string path;
   uint16_t format_major = 0;  // the trace format version its header names
   uint16_t format_minor = 0;
@@ -378,16 +392,6 @@ struct TraceSummary {
   bool from_summary = false;       // read from `summarize`'s file, which keeps no views
   std::vector<PhaseStats> phases;  // in order of first start
   // The phase whose peak the devices' peaks are (Replay::peaks_in_phase()), once it was seen.
-  struct PhaseWindow {
-    std::string name;
-    uint64_t runs = 0;
-    uint64_t first_start_ns = 0;
-    std::map<int, uint64_t> live_at_first_start;  // per device seen by then
-    uint64_t live_at_start(int device) const {    // 0 for a device first seen later
-      const auto live = live_at_first_start.find(device);
-      return live == live_at_first_start.end() ? 0 : live->second;
-    }
-  };
   std::optional<PhaseWindow> phase_window;
   // Whether the framework's hooks recorded scopes or tags (format 4.8): without them, roles are
   // unknown. Tags whose address was in no live block.
