@@ -151,9 +151,6 @@ class Replay {
     uint64_t resident_bytes_at_peak = 0;
     uint64_t resident_count_at_peak = 0;
   };
-  struct SiteKeyHash {
-    std::size_t operator()(uint64_t key) const { return mix_hash(key); }
-  };
   // Where the device's summary and its kinds' usage are, found once: they are touched by every
   // allocation and free (std::map nodes do not move).
   struct DeviceSlot {
@@ -338,7 +335,7 @@ class Replay {
   // would stall it.
   std::vector<uint64_t> size_log_;  // site << 8 | bucket
   static constexpr std::size_t kSizeLogEntries = 4096;
-  FlatHashMap<uint64_t, uint32_t, SiteKeyHash> site_indices_;
+  FlatHashMap<uint64_t, uint32_t, MixedHash> site_indices_;
   // By ordinal, for the ordinals 0 to kCachedDevices - 1.
   std::vector<DeviceSlot> device_slots_ = std::vector<DeviceSlot>(kCachedDevices);
   std::array<KindUsage*, format::kMemoryKindCount> process_kinds_{};

@@ -8,7 +8,11 @@ namespace gmt::analyzer {
 using format::BlockAction;
 
 BlockReplay::Pool& BlockReplay::pool(uint32_t allocator, int device) {
+  if (last_pool_ != nullptr && last_pool_->usage.allocator == allocator &&
+      last_pool_->usage.device == device)
+    return *last_pool_;
   Pool& p = pools_[{allocator, device}];
+  last_pool_ = &p;
   p.usage.allocator = allocator;
   p.usage.device = device;
   if (BlockExtents::rebuilt(allocator) && p.extents == nullptr)
@@ -22,7 +26,7 @@ void BlockReplay::on(const format::AllocatorSettingsRecord& r) {
 
 uint32_t BlockReplay::site(uint32_t allocator, int device, uint32_t stack) {
   const uint64_t key = block_site_key(allocator, device, stack);
-  const auto [it, added] = site_indices_.try_emplace(key, static_cast<uint32_t>(sites_.size()));
+  const auto [entry, added] = site_indices_.try_insert(key, static_cast<uint32_t>(sites_.size()));
   if (added) {
     BlockSiteStats s;
     s.allocator = allocator;
@@ -30,27 +34,29 @@ uint32_t BlockReplay::site(uint32_t allocator, int device, uint32_t stack) {
     s.stack = stack;
     sites_.push_back(std::move(s));
   }
-  return it->second;
+  return entry->value;
 }
 
 void BlockReplay::end_block(Pool& p, uint64_t address) {
-  const auto it = p.blocks.find(address);
-  if (it == p.blocks.end()) return;
-  BlockSiteStats& s = sites_[it->second.site];
-  s.live_bytes -= it->second.size;
+  auto* const entry = p.blocks.find(address);
+  if (entry == nullptr) return;
+  const Block& b = entry->value;
+  BlockSiteStats& s = sites_[b.site];
+  s.live_bytes -= b.size;
   --s.live_count;
-  p.usage.allocated_bytes -= it->second.size;
+  p.usage.allocated_bytes -= b.size;
   --p.usage.live_blocks;
-  p.blocks.erase(it);
+  p.blocks.erase(entry);
 }
 
 void BlockReplay::resize_block(Pool& p, uint64_t address, uint64_t size) {
-  const auto it = p.blocks.find(address);
-  if (it == p.blocks.end()) return;  // freed, its streams pending: not counted
-  BlockSiteStats& s = sites_[it->second.site];
-  s.live_bytes = s.live_bytes - it->second.size + size;
-  p.usage.allocated_bytes = p.usage.allocated_bytes - it->second.size + size;
-  it->second.size = size;
+  auto* const entry = p.blocks.find(address);
+  if (entry == nullptr) return;  // freed, its streams pending: not counted
+  Block& b = entry->value;
+  BlockSiteStats& s = sites_[b.site];
+  s.live_bytes = s.live_bytes - b.size + size;
+  p.usage.allocated_bytes = p.usage.allocated_bytes - b.size + size;
+  b.size = size;
 }
 
 // The block's size as its allocator counts it.
@@ -70,7 +76,7 @@ void BlockReplay::on(const format::BlockRecord& r) {
       end_block(p, r.address);  // the same block twice: its free was not reported
       const uint64_t size = block_size(p, r);
       const uint32_t index = site(r.allocator, r.device, r.stack);
-      p.blocks[r.address] = Block{size, index};
+      p.blocks.insert(r.address, Block{size, index});
       BlockSiteStats& s = sites_[index];
       s.live_bytes += size;
       ++s.live_count;
@@ -202,11 +208,11 @@ std::vector<PeakSite> BlockReplay::rows_on(int device, std::vector<PeakSite> row
       row->count -= taken.count;
     }
     std::map<uint32_t, PeakSite> block_rows;  // by stack
-    for (const auto& [address, b] : p.blocks) {
+    p.blocks.for_each([&](uint64_t, const Block& b) {
       PeakSite& row = block_rows[sites_[b.site].stack];
       row.bytes += b.size;
       ++row.count;
-    }
+    });
     const int allocator = static_cast<int>(key.first);
     for (const auto& [stack, row] : block_rows) {
       rows.push_back(PeakSite{stack, row.bytes, row.count, allocator, false});
@@ -233,7 +239,8 @@ std::pair<uint64_t, uint64_t> BlockReplay::free_space(uint32_t allocator, int de
   std::vector<std::pair<uint64_t, uint64_t>> segments(p.segments.begin(), p.segments.end());
   std::vector<std::pair<uint64_t, uint64_t>> blocks;
   blocks.reserve(p.blocks.size());
-  for (const auto& [address, b] : p.blocks) blocks.emplace_back(address, b.size);
+  p.blocks.for_each(
+      [&](uint64_t address, const Block& b) { blocks.emplace_back(address, b.size); });
   std::sort(segments.begin(), segments.end());
   std::sort(blocks.begin(), blocks.end());
   uint64_t free_bytes = 0;

@@ -15,6 +15,7 @@
 
 #include "analyzer/model/blocks/block_extents.h"
 #include "analyzer/model/blocks/extents_by_device.h"
+#include "analyzer/model/containers/flat_hash_map.h"
 #include "analyzer/model/trace_summary.h"
 #include "format/records.h"
 
@@ -53,8 +54,9 @@ class BlockReplay {
   void for_each_live_block(int device, Fn&& fn) const {
     for (const auto& [key, pool] : pools_) {
       if (key.second != device) continue;
-      for (const auto& [address, block] : pool.blocks)
+      pool.blocks.for_each([&](uint64_t address, const Block& block) {
         fn(address, block.size, sites_[block.site].stack);
+      });
     }
   }
   // A reported segment's driver allocation: the stack that made it and its size, or none.
@@ -77,12 +79,12 @@ class BlockReplay {
 
  private:
   struct Block {
-    uint64_t size;
-    uint32_t site;  // index in sites_
+    uint64_t size = 0;
+    uint32_t site = 0;  // index in sites_
   };
   struct Pool {
-    std::unordered_map<uint64_t, Block> blocks;       // live blocks by address
-    std::unordered_map<uint64_t, uint64_t> segments;  // reported segments by address: size
+    FlatHashMap<uint64_t, Block, AddressHash> blocks;  // live blocks by address
+    std::unordered_map<uint64_t, uint64_t> segments;   // reported segments by address: size
     AllocatorUsage usage;
     // PyTorch reports the sizes asked for; the blocks' own come from here (extents_'s).
     BlockExtents* extents = nullptr;
@@ -94,9 +96,12 @@ class BlockReplay {
   uint64_t block_size(Pool& p, const format::BlockRecord& r);
 
   std::map<std::pair<uint32_t, int>, Pool> pools_;  // by (allocator, device)
+  // The pool of the last event: a program's events nearly all go to one (std::map nodes do not
+  // move).
+  Pool* last_pool_ = nullptr;
   ExtentsByDevice extents_;
   std::vector<BlockSiteStats> sites_;
-  std::unordered_map<uint64_t, uint32_t> site_indices_;  // by block_site_key
+  FlatHashMap<uint64_t, uint32_t, MixedHash> site_indices_;  // by block_site_key
 };
 
 }  // namespace gmt::analyzer

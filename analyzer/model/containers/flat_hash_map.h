@@ -60,6 +60,16 @@ inline void prefetch_line(const void* p) {
 #endif
 }
 
+// A device address as its own hash: the map's multiplication spreads aligned addresses.
+struct AddressHash {
+  std::size_t operator()(uint64_t address) const { return address; }
+};
+// A key packed from several fields (a site's device and stack...), mixed first: the fields'
+// bits all reach the ones the map's multiplication keeps.
+struct MixedHash {
+  std::size_t operator()(uint64_t key) const { return mix_hash(key); }
+};
+
 template <class K, class V>
 struct PlainEntry {
   K key;

@@ -96,12 +96,12 @@ uint32_t RoleTracker::module_in(RootForward& forward, uint32_t stack, uint32_t i
 
 void RoleTracker::on(const format::TagRecord& r) {
   recorded_ = true;
-  const auto it = live_.find(r.address);
-  if (it == live_.end()) {
+  const auto* const live = live_.find(r.address);
+  if (live == nullptr) {
     ++unmatched_tags_;
     return;
   }
-  Facts& f = facts_[it->second];
+  Facts& f = facts_[live->value];
   f.tag = static_cast<uint8_t>(r.role);
   f.module = r.name;
   if (r.role == static_cast<uint32_t>(format::TagRole::kGradient)) gradients_tagged_ = true;
@@ -150,21 +150,21 @@ void RoleTracker::on_block(const format::BlockRecord& r) {
       f.where = Where::kBackward;
       f.instance = open_backwards_.back();
     }
-    auto [it, inserted] = live_.try_emplace(r.address, i);
+    auto [live, inserted] = live_.try_insert(r.address, i);
     if (!inserted) {  // the old block's free was not recorded: it ends here
-      Facts& old = facts_[it->second];
+      Facts& old = facts_[live->value];
       last_ended_ = class_of(old);
       old.freed = true;
-      if (old.pins == 0) free_facts_.push_back(it->second);
-      it->second = i;
+      if (old.pins == 0) free_facts_.push_back(live->value);
+      live->value = i;
     }
     return;
   }
   if (action != format::BlockAction::kFreeRequested) return;
-  const auto it = live_.find(r.address);
-  if (it == live_.end()) return;
-  const uint32_t i = it->second;
-  live_.erase(it);
+  auto* const live = live_.find(r.address);
+  if (live == nullptr) return;
+  const uint32_t i = live->value;
+  live_.erase(live);
   Facts& f = facts_[i];
   f.freed = true;
   f.forward_during = forward_epoch_ > f.forward_epoch;
@@ -184,14 +184,14 @@ void RoleTracker::snapshot(int device, int slot, const std::vector<Block>& block
   Snapshot s;
   s.blocks.reserve(blocks.size());
   for (const Block& b : blocks) {
-    const auto it = live_.find(b.address);
-    if (it == live_.end()) {
+    const auto* const live = live_.find(b.address);
+    if (live == nullptr) {
       s.unknown_blocks += b.size;
       ++s.unknown_count;
       continue;
     }
-    ++facts_[it->second].pins;
-    s.blocks.push_back({it->second, b.size, b.stack});
+    ++facts_[live->value].pins;
+    s.blocks.push_back({live->value, b.size, b.stack});
   }
   for (const PeakSite& row : rows) {
     if (row.cache) {

@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "analyzer/model/containers/flat_hash_map.h"
 #include "analyzer/model/roles/role.h"
 #include "analyzer/model/trace_summary.h"
 #include "format/records.h"
@@ -58,7 +59,7 @@ class RoleTracker {
   // Each live block's address and class now.
   template <class F>
   void for_each_live(F&& f) const {
-    for (const auto& [address, i] : live_) f(address, class_of(facts_[i]));
+    live_.for_each([&](uint64_t address, uint32_t i) { f(address, class_of(facts_[i])); });
   }
   // The role of a class, by what the trace has told so far (all of it, once it is read).
   Role role_of_class(RoleClass c) const;
@@ -124,7 +125,7 @@ class RoleTracker {
   uint64_t forward_epoch_ = 0;
   std::vector<Facts> facts_;
   std::vector<uint32_t> free_facts_;
-  std::unordered_map<uint64_t, uint32_t> live_;  // address -> facts index
+  FlatHashMap<uint64_t, uint32_t, AddressHash> live_;  // address -> facts index
   std::map<std::pair<int, int>, Snapshot> snapshots_;
   bool recorded_ = false;
   bool program_ended_ = false;
