@@ -4,7 +4,7 @@
 
 Usage: make_corpus.py SYNTHETIC_TRACE_BINARY OUTPUT_DIR [SEED_WRITER_BINARY]
 
-The traces come from tests/bench/synthetic_trace (the preload library's layout) with small
+The traces come from tests/bench/synthetic_trace/ (the preload library's layout) with small
 chunks, so that the seeds stay small; the damaged ones are made from the smallest trace, one
 kind of damage each, as the reader must survive them: an empty file, a short one, a text file,
 the header page alone, a wrong major version, a bad chunk size, a file cut inside a chunk, a
