@@ -81,16 +81,7 @@ Writer& Generator::stamp(Writer& w) {
 
 void Generator::prologue() {
   Writer& main = stamp(writers_[0]);
-  gmt::format::ProcessInfoRecord info;
-  info.pid = 4242;
-  info.ppid = 4200;
-  info.wall_start_ns = 1'700'000'000'000'000'000ull;
-  info.mono_start_ns = 1'000'000'000;
-  info.host = "bench-host";
-  info.argv = {"python", "train.py", "--synthetic"};
-  info.env = {"RANK=0", "LOCAL_RANK=0", "WORLD_SIZE=1"};
-  main.process_info(info);
-  write_modules(main, now_);
+  write_process(main, now_, {"python", "train.py", "--synthetic"});
   gmt::format::NameRecord step;
   step.time_ns = now_;
   step.id = 1;

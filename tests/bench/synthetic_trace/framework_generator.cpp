@@ -420,16 +420,8 @@ void FrameworkGenerator::sample(gmt::format::SampleReason reason) {
 
 void FrameworkGenerator::prologue() {
   Writer& m = stamp(main());
-  gmt::format::ProcessInfoRecord info;
-  info.pid = 4242;
-  info.ppid = 4200;
-  info.wall_start_ns = 1'700'000'000'000'000'000ull;
-  info.mono_start_ns = 1'000'000'000;
-  info.host = "bench-host";
-  info.argv = {"python", "train.py", "--model", "resnet50", "--amp", "--batch-size", "32"};
-  info.env = {"RANK=0", "LOCAL_RANK=0", "WORLD_SIZE=1"};
-  m.process_info(info);
-  write_modules(m, now_);
+  write_process(m, now_,
+                {"python", "train.py", "--model", "resnet50", "--amp", "--batch-size", "32"});
   gmt::format::ContextRecord context;
   context.time_ns = now_;
   context.id = 1;

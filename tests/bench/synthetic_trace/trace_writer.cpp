@@ -141,4 +141,17 @@ void write_modules(Writer& w, uint64_t now) {
   }
 }
 
+void write_process(Writer& w, uint64_t now, std::vector<std::string> argv) {
+  gmt::format::ProcessInfoRecord info;
+  info.pid = 4242;
+  info.ppid = 4200;
+  info.wall_start_ns = 1'700'000'000'000'000'000ull;
+  info.mono_start_ns = 1'000'000'000;
+  info.host = "bench-host";
+  info.argv = std::move(argv);
+  info.env = {"RANK=0", "LOCAL_RANK=0", "WORLD_SIZE=1"};
+  w.process_info(info);
+  write_modules(w, now);
+}
+
 }  // namespace gmt::bench

@@ -109,4 +109,8 @@ class Writer {
 // loaded at 0x7e0000000000 + (m << 32), 64 MiB long. Their Module records, on `w` at `now`.
 void write_modules(Writer& w, uint64_t now);
 
+// A trace's first records on its main writer: the process (the same pid, host and start in every
+// generated trace, so that the same options give the same bytes), run as `argv`, then its modules.
+void write_process(Writer& w, uint64_t now, std::vector<std::string> argv);
+
 }  // namespace gmt::bench
