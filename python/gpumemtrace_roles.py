@@ -80,9 +80,20 @@ def _install():
         tags_fn(role, len(pairs), addresses.buffer_info()[0], names.buffer_info()[0])
 
     modules = {}  # id(module) -> (weakref, name id)
-    tensor_names = {}  # id(parameter) -> (weakref, qualified name)
+    tensor_names = {}  # id(parameter or buffer) -> (weakref, qualified name)
     roots = {}  # id(root) -> _Root
     local = threading.local()
+
+    def known_name(t, qualified):
+        """A tensor's name under the outermost root that named it: a module of the model called
+        as a root of its own (activation checkpointing recomputes `layer1` on the autograd thread)
+        keeps the model's names (`layer1.0.conv1.weight`), not its own (`0.conv1.weight`); a root
+        that holds the one that named it first names it anew."""
+        known = tensor_names.get(id(t))
+        if known is not None and known[0]() is t and not qualified.endswith("." + known[1]):
+            return known[1]
+        tensor_names[id(t)] = (weakref.ref(t), qualified)
+        return qualified
 
     class _Root:
         __slots__ = ("ref", "tensors", "last", "forwards")
@@ -90,11 +101,10 @@ def _install():
         def __init__(self, root):
             self.ref = weakref.ref(root)
             self.tensors = []  # (tensor, role, name id)
-            for qualified, p in root.named_parameters():
-                self.tensors.append((p, PARAMETER, name_id(qualified)))
-                tensor_names[id(p)] = (weakref.ref(p), qualified)
-            for qualified, b in root.named_buffers():
-                self.tensors.append((b, BUFFER, name_id(qualified)))
+            named = ((PARAMETER, root.named_parameters()), (BUFFER, root.named_buffers()))
+            for role, tensors in named:
+                for qualified, t in tensors:
+                    self.tensors.append((t, role, name_id(known_name(t, qualified))))
             self.last = None
             self.forwards = 0
 

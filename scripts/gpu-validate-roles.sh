@@ -6,12 +6,14 @@
 #     named_modules() gives them; the roles at the peak add up to the peak;
 #   - the same model under PyTorch's MemTracker (its figures at its peak, printed beside ours);
 #   - torchvision ResNet-50 (AMP) and nn.TransformerEncoder with AdamW: the role table at the peak;
+#   - the MLP's blocks under activation checkpointing: the same checks (the modules recomputed in
+#     backward keep the model's names), and fewer activations at the peak than the plain MLP's;
 #   - the MLP's forward captured in a CUDA graph: the live blocks of its private pool (the kept
 #     output, the workspace cuBLAS took for the capture's stream) are cuda_graph at exit;
 #   - the cost: ResNet-50 AMP steps with roles and without (GPUMEMTRACE_ROLES=0), interleaved.
 # Usage: scripts/gpu-validate-roles.sh [OUTPUT_DIR]; exits non-zero when a check failed.
 # GMT_ROLES_COST=0 skips the cost; GMT_ROLES_MODELS picks the models of the first checks (default
-# "mlp resnet transformer"; "" runs none of them, only the CUDA graph, torch.compile and
+# "mlp resnet transformer checkpointed"; "" runs none of them, only the CUDA graph, torch.compile and
 # MemTracker parts).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -21,7 +23,7 @@ mkdir -p "$out"
 . scripts/lib/gpu_checks.sh
 
 echo "--- 14. roles and modules"
-for model in ${GMT_ROLES_MODELS-mlp resnet transformer}; do
+for model in ${GMT_ROLES_MODELS-mlp resnet transformer checkpointed}; do
   rm -f "$out/roles_$model".*.gmt
   "$gmt" run -o "$out/roles_$model.%p.gmt" -- python3 tests/gpu/roles_models.py "$model" \
     "$out/roles_$model.expected.json" >"$out/roles_$model.log" 2>&1 ||
@@ -50,6 +52,16 @@ for model in ${GMT_ROLES_MODELS-mlp resnet transformer}; do
   check "$model: every module named is one of named_modules() or the root's class" True \
     "$(python3 -c 'import json,sys; e=set(json.load(open(sys.argv[1]))["modules"]); p=json.load(open(sys.argv[2]))["devices"][0]["by_module"]; print(all(m["module"] in e or "." not in m["module"] and m["module"][:1].isupper() for m in p) and len(p) > 0)' "$out/roles_$model.expected.json" "$out/roles_$model.peak.json")"
 done
+
+if [ -f "$out/roles_checkpointed.report.json" ] && [ -f "$out/roles_mlp.report.json" ]; then
+  activation_at_peak() {
+    json_field "$1" "[r['bytes'] for r in d['devices'][0]['by_role']['at_peak'] if r['role'] == 'activation'][0]"
+  }
+  plain=$(activation_at_peak "$out/roles_mlp.report.json")
+  kept=$(activation_at_peak "$out/roles_checkpointed.report.json")
+  echo "INFO activations at the peak: the MLP $plain bytes, the same blocks checkpointed $kept bytes"
+  check "checkpointing: fewer activations at the peak than the plain MLP's" True "$([ "$kept" -lt "$plain" ] && echo True || echo False)"
+fi
 
 echo "== a CUDA graph: the MLP's forward captured (torch.cuda.graph) after training"
 rm -f "$out"/roles_graphed.*.gmt

@@ -4,6 +4,7 @@
     python3 roles_models.py mlp EXPECTED.json      # four MLP blocks 2048->8192->2048, AdamW
     python3 roles_models.py resnet EXPECTED.json   # torchvision ResNet-50, AMP, SGD momentum
     python3 roles_models.py transformer EXPECTED.json  # nn.TransformerEncoder, AdamW
+    python3 roles_models.py checkpointed EXPECTED.json  # the MLP, each block checkpointed
     python3 roles_models.py memtracker EXPECTED.json   # the MLP under PyTorch's MemTracker
     python3 roles_models.py compiled EXPECTED.json  # the MLP under torch.compile: graph breaks
     python3 roles_models.py graphed EXPECTED.json   # the MLP's forward captured in a CUDA graph
@@ -37,11 +38,36 @@ def tensor_bytes(tensors):
     return sum(blocks.get(p, 0) for p in storages)
 
 
-def mlp():
-    blocks = [
+def mlp_blocks():
+    return [
         nn.Sequential(nn.Linear(2048, 8192), nn.GELU(), nn.Linear(8192, 2048)) for _ in range(4)
     ]
-    model = nn.Sequential(*blocks).cuda()
+
+
+def mlp():
+    model = nn.Sequential(*mlp_blocks()).cuda()
+    return model, torch.optim.AdamW(model.parameters(), lr=1e-4), (4096, 2048), False
+
+
+class Checkpointed(nn.Module):
+    """The MLP's blocks under activation checkpointing (torch.utils.checkpoint, non-reentrant):
+    each keeps only its input for backward, which recomputes its forward on the autograd thread,
+    where the block is called as a root of its own."""
+
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.Sequential(*mlp_blocks())
+
+    def forward(self, x):
+        from torch.utils.checkpoint import checkpoint
+
+        for block in self.blocks:
+            x = checkpoint(block, x, use_reentrant=False)
+        return x
+
+
+def checkpointed():
+    model = Checkpointed().cuda()
     return model, torch.optim.AdamW(model.parameters(), lr=1e-4), (4096, 2048), False
 
 
@@ -123,6 +149,7 @@ def main():
         "mlp": mlp,
         "resnet": resnet,
         "transformer": transformer,
+        "checkpointed": checkpointed,
         "memtracker": mlp,
         "compiled": mlp,
         "graphed": mlp,

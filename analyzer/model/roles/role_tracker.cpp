@@ -55,7 +55,9 @@ void RoleTracker::on(const format::ScopeRecord& r) {
       instance = static_cast<uint32_t>(instance_open_.size());
       instance_open_.push_back(true);
       if (where == Where::kForward) {
-        ++forward_epoch_;
+        // A root forward begun while backward runs recomputes what activation checkpointing
+        // dropped: not the next step's forward, so what lives across it is no input.
+        if (open_backwards_.empty()) ++forward_epoch_;
         RootForward& root = root_forwards_[instance];
         root.root = r.name;
         root.outline = action == format::ScopeAction::kEnterOutline;

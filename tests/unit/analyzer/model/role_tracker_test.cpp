@@ -336,6 +336,54 @@ TEST(Roles, APeakThatKeepsGrowingIsTakenByASecondPass) {
   EXPECT_EQ(d.roles_at_peak->total_bytes(), d.peak_bytes);
 }
 
+// Activation checkpointing: fc1's forward keeps only its output (2 MiB) and drops its 16 MiB
+// intermediate; backward recomputes it on the autograd thread, where fc1's forward is a root of
+// its own. The recomputed block is fc1's activation; the loss, made outside any module and freed
+// after backward, stays a temporary (the recomputation is no new step's forward), and the input
+// made before the step's forward stays the only input.
+TEST(Roles, AForwardRecomputedInBackwardIsActivationsAndStartsNoStep) {
+  std::vector<format::Record> records = {name(1, "Net"), name(2, "fc1"), name(3, "fc1.weight"),
+                                         name(6, "backward")};
+  records.push_back(test::alloc_at(1, 0, kSegment, 100 * kMiB));
+  records.push_back(block(2, kMain, BlockAction::kSegmentAlloc, 0, 100 * kMiB));
+  records.push_back(block(10, kMain, BlockAction::kAlloc, 0, 8 * kMiB));         // parameter
+  records.push_back(block(11, kMain, BlockAction::kAlloc, 8 * kMiB, 4 * kMiB));  // input
+  records.push_back(scope(12, kMain, ScopeAction::kEnter, ScopeKind::kModule, 1));
+  records.push_back(scope(13, kMain, ScopeAction::kEnter, ScopeKind::kModule, 2));
+  records.push_back(block(14, kMain, BlockAction::kAlloc, 12 * kMiB, 16 * kMiB));  // dropped
+  records.push_back(block(15, kMain, BlockAction::kFreeRequested, 12 * kMiB, 16 * kMiB));
+  records.push_back(block(16, kMain, BlockAction::kAlloc, 28 * kMiB, 2 * kMiB));  // output
+  records.push_back(scope(17, kMain, ScopeAction::kExit, ScopeKind::kModule));
+  records.push_back(scope(18, kMain, ScopeAction::kExit, ScopeKind::kModule));
+  records.push_back(tag(19, TagRole::kParameter, 0, 3));
+  records.push_back(block(20, kMain, BlockAction::kAlloc, 30 * kMiB, 1 * kMiB));  // loss
+  records.push_back(scope(21, kMain, ScopeAction::kEnter, ScopeKind::kBackward, 6));
+  records.push_back(scope(22, kAutograd, ScopeAction::kEnter, ScopeKind::kModule, 2));
+  records.push_back(block(23, kAutograd, BlockAction::kAlloc, 31 * kMiB, 16 * kMiB));
+  records.push_back(scope(24, kAutograd, ScopeAction::kExit, ScopeKind::kModule));
+  records.push_back(block(25, kAutograd, BlockAction::kAlloc, 47 * kMiB, 8 * kMiB));  // gradient
+  records.push_back(block(26, kAutograd, BlockAction::kFreeRequested, 31 * kMiB, 16 * kMiB));
+  records.push_back(block(27, kAutograd, BlockAction::kFreeRequested, 28 * kMiB, 2 * kMiB));
+  records.push_back(scope(28, kMain, ScopeAction::kExit, ScopeKind::kBackward));
+  records.push_back(block(29, kMain, BlockAction::kFreeRequested, 30 * kMiB, 1 * kMiB));
+  const TraceSummary s = replayed(records);
+  const DeviceSummary& d = s.devices.at(0);
+  ASSERT_TRUE(d.roles_at_peak.has_value());
+  const RoleBreakdown& peak = *d.roles_at_peak;
+  // The most was held (8 + 4 + 2 + 1 + 16 + 8 = 39 MiB) when backward made the gradient.
+  EXPECT_EQ(peak.total_bytes(), d.peak_bytes);
+  EXPECT_EQ(peak[Role::kParameter].bytes, 8 * kMiB);
+  EXPECT_EQ(peak[Role::kInput].bytes, 4 * kMiB);
+  EXPECT_EQ(peak[Role::kActivation].bytes, 18 * kMiB);
+  EXPECT_EQ(peak[Role::kTemporary].bytes, 1 * kMiB);
+  EXPECT_EQ(peak[Role::kGradient].bytes, 8 * kMiB);
+  EXPECT_EQ(peak[Role::kUnknown].bytes, 0u);
+  ASSERT_EQ(peak.modules.size(), 1u);
+  EXPECT_EQ(peak.modules[0].module, "fc1");
+  EXPECT_EQ(peak.modules[0].bytes[static_cast<std::size_t>(Role::kActivation)], 18 * kMiB);
+  EXPECT_EQ(peak.modules[0].bytes[static_cast<std::size_t>(Role::kParameter)], 8 * kMiB);
+}
+
 TEST(Roles, NamesRoundTrip) {
   for (std::size_t i = 0; i < kRoleCount; ++i) {
     const Role role = static_cast<Role>(i);
