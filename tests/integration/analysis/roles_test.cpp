@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // Roles and modules end to end on the simulated stack: tests/workloads/roles_training.cpp plays
 // what PyTorch's hooks report (scopes, tags) through the preload's entry points, behind a caching
-// allocator reporting as PyTorch's tracker does; `report` and `peak` give each byte its role.
+// allocator reporting as PyTorch's tracker does; `report` and `peak` give each byte its role. The
+// hooks' own Python (python/gpumemtrace_roles.py) runs against a stand-in of PyTorch.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -319,6 +321,69 @@ TEST_F(Roles, CheckSaysATraceWithoutRolesHasNone) {
                            "nothing there\n"),
             std::string::npos)
       << check.out;
+}
+
+// The hooks themselves (python/gpumemtrace_roles.py) against a stand-in of PyTorch
+// (tests/workloads/roles_hooks_standin.py): two steps of fc1 and fc2, whose backward recomputes
+// fc2 on its engine thread as activation checkpointing does. Every role and module at the peak
+// and at exit is the one the stand-in's sizes give; fc2 keeps its parameter, gradient and state
+// although it was also called as a root of its own, and the loss stays a temporary.
+TEST_F(Roles, TheHooksAgainstAStandInOfPyTorchGiveEachBlockItsRoleAndModule) {
+  if (system("python3 -c pass") != 0) GTEST_SKIP() << "python3 is not installed";
+  ProcessSpec spec;
+  spec.argv = {"/usr/bin/env", "python3", workload("roles_hooks_standin.py"),
+               std::string(GMT_FAKECUDA_LIB_DIR) + "/libcudart.so.13",
+               workload("gpumemtrace_roles.py")};
+  spec.set_env = base_env();
+  spec.set_env["LD_PRELOAD"] = preload();
+  spec.cwd = dir_;
+  const ProcessResult run = run_process(spec);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "modules=fc1,fc2\n");
+  const json report = command_json({"report", "--json", only_trace()});
+  const json& device = report["devices"][0];
+  EXPECT_TRUE(device["roles_recorded"].get<bool>());
+  const uint64_t cache = device["peak_bytes"].get<uint64_t>() - 51 * kMiB;
+  const std::map<std::string, uint64_t> expected_peak = {{"parameter", 8 * kMiB},
+                                                         {"buffer", 0},
+                                                         {"gradient", 8 * kMiB},
+                                                         {"optimizer_state", 8 * kMiB},
+                                                         {"activation", 24 * kMiB},
+                                                         {"temporary", 1 * kMiB},
+                                                         {"input", 2 * kMiB},
+                                                         {"allocator_cache", cache},
+                                                         {"library", 0},
+                                                         {"cuda_graph", 0},
+                                                         {"unknown", 0}};
+  EXPECT_EQ(bytes_by_role(device["by_role"]["at_peak"]), expected_peak);
+  const auto tagged = bytes_by_role(device["by_role"]["at_peak"], "tagged_bytes");
+  EXPECT_EQ(tagged.at("parameter"), 8 * kMiB);
+  EXPECT_EQ(tagged.at("gradient"), 8 * kMiB);
+  EXPECT_EQ(tagged.at("optimizer_state"), 8 * kMiB);
+  EXPECT_TRUE(device["by_role"]["at_exit_is_program_end"].get<bool>());
+  const auto at_exit = bytes_by_role(device["by_role"]["at_exit"]);
+  EXPECT_EQ(at_exit.at("parameter"), 8 * kMiB);
+  EXPECT_EQ(at_exit.at("gradient"), 8 * kMiB);
+  EXPECT_EQ(at_exit.at("optimizer_state"), 8 * kMiB);
+  EXPECT_EQ(at_exit.at("activation") + at_exit.at("input") + at_exit.at("temporary") +
+                at_exit.at("unknown"),
+            0u);
+  const std::map<std::string, std::map<std::string, uint64_t>> expected_modules = {
+      {"fc1",
+       {{"parameter", 4 * kMiB},
+        {"gradient", 4 * kMiB},
+        {"optimizer_state", 4 * kMiB},
+        {"activation", 8 * kMiB}}},
+      {"fc2",
+       {{"parameter", 4 * kMiB},
+        {"gradient", 4 * kMiB},
+        {"optimizer_state", 4 * kMiB},
+        {"activation", 16 * kMiB}}}};
+  std::map<std::string, std::map<std::string, uint64_t>> modules;
+  for (const json& m : device["by_module"]["at_peak"]) {
+    modules[m["module"].get<std::string>()] = m["by_role"].get<std::map<std::string, uint64_t>>();
+  }
+  EXPECT_EQ(modules, expected_modules);
 }
 
 }  // namespace

@@ -1,0 +1,211 @@
+# SPDX-License-Identifier: Apache-2.0
+"""python/gpumemtrace_roles.py (the PyTorch roles hooks) run against a stand-in of the parts of
+PyTorch it touches, for the simulated GPU, where there is no PyTorch: nn.Module (its __call__,
+named_modules(), named_parameters()), the optimizers' global step hooks, torch.autograd.backward
+run on an engine thread of its own, tensors with data_ptr(), and a caching allocator reporting its
+blocks through gpumemtrace_framework_block as PyTorch's trace tracker does, in one segment taken
+with the simulated cudaMalloc. The hooks' source is run as the preload runs it: in a module of its
+own, after torch is imported.
+
+Two steps of a two-layer model (fc1, fc2: a 4 MiB weight each). Each layer's forward frees 1 MiB
+of scratch inside and keeps 8 MiB for backward. The loss (1 MiB) is made outside any module. The
+backward recomputes fc2's forward on the engine thread before releasing what forward kept, as
+activation checkpointing does: there fc2 is called outside any other module, a root of its own.
+Gradients (4 MiB each) are made on the engine thread in the first backward; the optimizer's
+state (4 MiB each) in the first step. Then:
+  - the most is held in step 2, when the recomputed output is made: parameters 8, gradients 8,
+    state 8, the input 2, activations 24 (fc1 8, fc2 8 + 8 recomputed), the loss 1 MiB;
+  - at the program's end: parameters, gradients and state, 24 MiB.
+
+Usage: python3 roles_hooks_standin.py PATH_TO_LIBCUDART PATH_TO_GPUMEMTRACE_ROLES_PY
+"""
+import ctypes
+import sys
+import threading
+import types
+
+MiB = 1 << 20
+cudart = ctypes.CDLL(sys.argv[1])
+report_block = ctypes.CDLL(None).gpumemtrace_framework_block
+report_block.argtypes = [ctypes.c_uint32, ctypes.c_uint32, ctypes.c_int32, ctypes.c_uint64,
+                         ctypes.c_uint64, ctypes.c_uint64]
+report_block.restype = None
+PYTORCH = 1  # include/gpumemtrace.h: gpumemtrace_allocator, gpumemtrace_block_action
+ALLOC, FREE_REQUESTED, FREE_COMPLETED, SEGMENT_ALLOC = 0, 1, 2, 3
+
+
+class Allocator:
+    """Hands out blocks one after the other in one 256 MiB segment, never reusing one: each
+    block's extent is then the size it reports (the rest of the segment stays far larger)."""
+
+    def __init__(self, size):
+        p = ctypes.c_void_p()
+        assert cudart.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(size)) == 0
+        self.next, self.end = p.value, p.value + size
+        report_block(PYTORCH, SEGMENT_ALLOC, 0, p.value, size, 0)
+
+    def allocate(self, size):
+        address = self.next
+        self.next += size
+        assert self.next <= self.end
+        report_block(PYTORCH, ALLOC, 0, address, size, 0)
+        return address
+
+    def free(self, address, size):
+        report_block(PYTORCH, FREE_REQUESTED, 0, address, size, 0)
+        report_block(PYTORCH, FREE_COMPLETED, 0, address, size, 0)
+
+
+allocator = Allocator(256 * MiB)
+
+
+class Tensor:
+    is_cuda = True
+
+    def __init__(self, nbytes):
+        self.nbytes = nbytes
+        self.address = allocator.allocate(nbytes)
+        self.grad = None
+
+    def data_ptr(self):
+        return self.address
+
+    def backward(self):
+        sys.modules["torch.autograd"].backward(self)  # looked up at the call, as torch does
+
+    def __del__(self):
+        try:
+            allocator.free(self.address, self.nbytes)
+        except Exception:  # the interpreter's teardown: its globals may be gone
+            pass
+
+
+class Parameter(Tensor):
+    pass
+
+
+class Module:
+    def __init__(self):
+        object.__setattr__(self, "_modules", {})
+        object.__setattr__(self, "_parameters", {})
+
+    def __setattr__(self, name, value):
+        if isinstance(value, Module):
+            self._modules[name] = value
+        elif isinstance(value, Parameter):
+            self._parameters[name] = value
+        object.__setattr__(self, name, value)
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    def named_modules(self, prefix=""):
+        yield prefix, self
+        for name, module in self._modules.items():
+            yield from module.named_modules(prefix + "." + name if prefix else name)
+
+    def named_parameters(self):
+        for prefix, module in self.named_modules():
+            for name, p in module._parameters.items():
+                yield (prefix + "." + name if prefix else name), p
+
+    def named_buffers(self):
+        return iter(())
+
+    def parameters(self):
+        return [p for _, p in self.named_parameters()]
+
+
+step_hooks = {"pre": [], "post": []}
+
+
+class Optimizer:
+    def __init__(self, parameters):
+        self.param_groups = [{"params": list(parameters)}]
+        self.state = {}
+
+    def step(self):
+        for hook in step_hooks["pre"]:
+            hook(self, (), {})
+        for p in self.param_groups[0]["params"]:
+            self.state.setdefault(p, {"exp_avg": Tensor(4 * MiB)})
+        for hook in step_hooks["post"]:
+            hook(self, (), {})
+
+
+tape = []  # what forward kept for backward
+
+
+def autograd_backward(loss):
+    """Runs on an engine thread of its own, as PyTorch's autograd does for CUDA tensors."""
+
+    def engine():
+        model.fc2(tape[0])  # recomputed (activation checkpointing): fc2 is a root on this thread
+        while tape:
+            tape.pop()
+        for p in model.parameters():
+            if p.grad is None:
+                p.grad = Tensor(4 * MiB)
+
+    thread = threading.Thread(target=engine)
+    thread.start()
+    thread.join()
+
+
+def stand_in_torch():
+    torch = types.ModuleType("torch")
+    torch.__version__ = "stand-in"
+    torch.Tensor = Tensor
+    torch.is_tensor = lambda t: isinstance(t, Tensor)
+    torch.compiler = types.SimpleNamespace(is_compiling=lambda: False)
+    torch.cuda = types.SimpleNamespace(graph=None)
+    module_mod = types.ModuleType("torch.nn.modules.module")
+    module_mod.Module = Module
+    module_mod.register_module_forward_pre_hook = lambda hook: None
+    optimizer_mod = types.ModuleType("torch.optim.optimizer")
+    optimizer_mod.register_optimizer_step_pre_hook = step_hooks["pre"].append
+    optimizer_mod.register_optimizer_step_post_hook = step_hooks["post"].append
+    autograd = types.ModuleType("torch.autograd")
+    autograd.backward = autograd_backward
+    sys.modules.update({"torch": torch, "torch.nn.modules.module": module_mod,
+                        "torch.optim.optimizer": optimizer_mod, "torch.autograd": autograd})
+
+
+class Linear(Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = Parameter(4 * MiB)
+
+    def forward(self, x):
+        scratch = Tensor(1 * MiB)
+        del scratch
+        kept = Tensor(8 * MiB)
+        tape.append(kept)
+        return kept
+
+
+class Net(Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = Linear()
+        self.fc2 = Linear()
+
+    def forward(self, x):
+        return self.fc2(self.fc1(x))
+
+
+stand_in_torch()
+with open(sys.argv[2]) as source:
+    hooks = types.ModuleType("_gpumemtrace_roles")
+    exec(compile(source.read(), sys.argv[2], "exec"), hooks.__dict__)
+
+model = Net()
+optimizer = Optimizer(model.parameters())
+for _ in range(2):
+    x = Tensor(2 * MiB)
+    model(x)  # its output is what fc2 kept for backward
+    loss = Tensor(1 * MiB)
+    loss.backward()
+    optimizer.step()
+    del x, loss
+print(f"modules={','.join(name for name, _ in model.named_modules() if name)}")
