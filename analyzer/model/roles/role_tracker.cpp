@@ -62,7 +62,13 @@ void RoleTracker::on(const format::ScopeRecord& r) {
         root.root = r.name;
         root.outline = action == format::ScopeAction::kEnterOutline;
       }
-      if (where == Where::kBackward) open_backwards_.push_back(instance);
+      if (where == Where::kBackward) {
+        const auto capture = std::find_if(
+            open.rbegin(), open.rend(), [](const Open& o) { return o.where == Where::kCudaGraph; });
+        open_backwards_.push_back({instance, capture == open.rend()
+                                                 ? std::nullopt
+                                                 : std::optional<uint32_t>(capture->instance)});
+      }
     }
     open.push_back({where, r.name, instance});
     return;
@@ -77,7 +83,8 @@ void RoleTracker::on(const format::ScopeRecord& r) {
   });
   if (!outermost) return;
   instance_open_[instance] = false;
-  std::erase(open_backwards_, instance);
+  std::erase_if(open_backwards_,
+                [instance](const OpenBackward& b) { return b.instance == instance; });
   const auto root = root_forwards_.find(instance);
   if (root == root_forwards_.end()) return;
   if (!root->second.outline) root_modules_[root->second.root] = std::move(root->second.modules);
@@ -149,8 +156,10 @@ void RoleTracker::on_block(const format::BlockRecord& r) {
       }
     } else if (!open_backwards_.empty()) {
       // An autograd thread's block: its thread opened no scope, backward() runs on another.
-      f.where = Where::kBackward;
-      f.instance = open_backwards_.back();
+      const OpenBackward& backward = open_backwards_.back();
+      const bool captured = backward.capture && instance_open_[*backward.capture];
+      f.where = captured ? Where::kCudaGraph : Where::kBackward;
+      f.instance = captured ? *backward.capture : backward.instance;
     }
     auto [live, inserted] = live_.try_insert(r.address, i);
     if (!inserted) {  // the old block's free was not recorded: it ends here

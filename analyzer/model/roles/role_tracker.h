@@ -117,11 +117,18 @@ class RoleTracker {
 
   std::unordered_map<uint32_t, std::string> names_;
   std::unordered_map<uint64_t, std::vector<Open>> threads_;  // open scopes by thread
-  std::vector<bool> instance_open_;                          // by instance id (from 1)
+  std::vector<bool> instance_open_;                          // by instance id (from 0)
   std::unordered_map<uint32_t, RootForward> root_forwards_;  // open ones, by instance
   // By root (Name id): the modules of its last forward reported whole.
   std::unordered_map<uint32_t, std::unordered_map<uint64_t, uint32_t>> root_modules_;
-  std::vector<uint32_t> open_backwards_;  // instances, any thread
+  struct OpenBackward {
+    uint32_t instance;
+    // The CUDA graph capture open on its thread when it began: backward's work is captured on
+    // the capture's stream, so the blocks the autograd engine's threads take for it are the
+    // graph's private pool's.
+    std::optional<uint32_t> capture;
+  };
+  std::vector<OpenBackward> open_backwards_;  // any thread
   uint64_t forward_epoch_ = 0;
   std::vector<Facts> facts_;
   std::vector<uint32_t> free_facts_;

@@ -301,6 +301,34 @@ TEST(Roles, BlocksMadeInACudaGraphCaptureAreTheGraphs) {
 // is a new peak, and copying the live blocks at each would cost the square of the steps. The
 // first pass stops copying and says a second must take the last peak; the second, given the
 // plan, takes it once, and its rows and roles hold every block.
+// A whole training step captured (forward, backward, as PyTorch's whole-network capture): what the
+// autograd engine's thread takes for a backward begun inside the capture is on the capture's
+// stream, so in the graph's private pool; a backward after the capture is not.
+TEST(Roles, BlocksTheAutogradThreadMakesForACapturedBackwardAreTheGraphs) {
+  std::vector<format::Record> records = {name(1, "Net"), name(2, "cuda graph capture"),
+                                         name(6, "backward")};
+  records.push_back(test::alloc_at(1, 0, kSegment, 100 * kMiB));
+  records.push_back(block(2, kMain, BlockAction::kSegmentAlloc, 0, 100 * kMiB));
+  records.push_back(scope(3, kMain, ScopeAction::kEnter, ScopeKind::kCudaGraph, 2));
+  records.push_back(scope(4, kMain, ScopeAction::kEnter, ScopeKind::kModule, 1));
+  records.push_back(block(5, kMain, BlockAction::kAlloc, 0, 8 * kMiB));  // static output
+  records.push_back(scope(6, kMain, ScopeAction::kExit, ScopeKind::kModule));
+  records.push_back(scope(7, kMain, ScopeAction::kEnter, ScopeKind::kBackward, 6));
+  records.push_back(block(8, kAutograd, BlockAction::kAlloc, 8 * kMiB, 4 * kMiB));  // static grad
+  records.push_back(scope(9, kMain, ScopeAction::kExit, ScopeKind::kBackward));
+  records.push_back(scope(10, kMain, ScopeAction::kExit, ScopeKind::kCudaGraph));
+  records.push_back(scope(11, kMain, ScopeAction::kEnter, ScopeKind::kBackward, 6));
+  records.push_back(block(12, kAutograd, BlockAction::kAlloc, 12 * kMiB, 2 * kMiB));  // eager
+  records.push_back(scope(13, kMain, ScopeAction::kExit, ScopeKind::kBackward));
+  const TraceSummary s = replayed(records);
+  const RoleBreakdown& exit = *s.devices.at(0).roles_at_exit;
+  EXPECT_EQ(exit[Role::kCudaGraph].bytes, 12 * kMiB);
+  EXPECT_EQ(exit[Role::kCudaGraph].count, 2u);
+  EXPECT_EQ(exit[Role::kGradient].bytes, 2 * kMiB);
+  EXPECT_EQ(exit[Role::kUnknown].bytes, 0u);
+  EXPECT_EQ(exit.total_bytes(), 100 * kMiB);
+}
+
 TEST(Roles, APeakThatKeepsGrowingIsTakenByASecondPass) {
   constexpr uint64_t kSteps = 3000;
   constexpr uint64_t kBlock = 1024 * 1024;
