@@ -161,26 +161,29 @@ def _install():
     # the library in a whole one.
     WHOLE_FIRST, WHOLE_EVERY = 3, 16
 
+    def entered(m):
+        """Opens an inner module's scope; False when naming it failed (then no scope)."""
+        try:
+            scope(ENTER, MODULE, module_name(m))
+            return True
+        except Exception as error:
+            fail(error)
+            return False
+
     def call(self, *args, **kwargs):
         if compiling():  # first: dynamo traces through here, and nothing else must be seen
             return original_call(self, *args, **kwargs)
         state = local.__dict__
-        depth = state.get("depth", 0)
-        if depth == 0:
+        if state.get("depth", 0) == 0:
             return root_call(self, state, args, kwargs)
-        if not state["whole"]:
-            return original_call(self, *args, **kwargs)
-        try:
-            scope(ENTER, MODULE, module_name(self))
-        except Exception as error:
-            fail(error)
-            return original_call(self, *args, **kwargs)
-        state["depth"] = depth + 1
+        opened = state["whole"] and entered(self)
+        # One line calls the module in whole and outline forwards alike: the analyzer tells an
+        # outline forward's blocks by their stacks, which hold this frame's line.
         try:
             return original_call(self, *args, **kwargs)
         finally:
-            state["depth"] = depth
-            scope(EXIT, MODULE, 0)
+            if opened:
+                scope(EXIT, MODULE, 0)
 
     def root_call(m, state, args, kwargs):
         try:

@@ -8,6 +8,8 @@
 #   - torchvision ResNet-50 (AMP) and nn.TransformerEncoder with AdamW: the role table at the peak;
 #   - the MLP's blocks under activation checkpointing: the same checks (the modules recomputed in
 #     backward keep the model's names), and fewer activations at the peak than the plain MLP's;
+#   - the MLP's peak in its 6th step, a forward the hooks report in outline: its activations are
+#     its modules' (named_modules()), none the root's;
 #   - the MLP's forward captured in a CUDA graph: the live blocks of its private pool (the kept
 #     output, the workspace cuBLAS took for the capture's stream) are cuda_graph at exit;
 #   - the cost: ResNet-50 AMP steps with roles and without (GPUMEMTRACE_ROLES=0), interleaved.
@@ -61,6 +63,18 @@ if [ -f "$out/roles_checkpointed.report.json" ] && [ -f "$out/roles_mlp.report.j
   kept=$(activation_at_peak "$out/roles_checkpointed.report.json")
   echo "INFO activations at the peak: the MLP $plain bytes, the same blocks checkpointed $kept bytes"
   check "checkpointing: fewer activations at the peak than the plain MLP's" True "$([ "$kept" -lt "$plain" ] && echo True || echo False)"
+fi
+
+echo "== outline forwards: the MLP's peak in its 6th step, a forward reported in outline"
+rm -f "$out"/roles_outline.*.gmt
+if "$gmt" run -o "$out/roles_outline.%p.gmt" -- python3 tests/gpu/roles_models.py outline \
+  "$out/roles_outline.json" >"$out/roles_outline.log" 2>&1; then
+  "$gmt" peak --json "$(ls "$out"/roles_outline.*.gmt | head -1)" >"$out/roles_outline.peak.json"
+  "$gmt" peak --top 1 "$(ls "$out"/roles_outline.*.gmt | head -1)" | head -20
+  check "outline: activations at the peak are the blocks' own modules', none the root's" True \
+    "$(python3 -c 'import json,sys; e=set(json.load(open(sys.argv[1]))["modules"]); p=json.load(open(sys.argv[2]))["devices"][0]["by_module"]; a=[m for m in p if m["by_role"].get("activation")]; print(len(a) > 0 and all(m["module"] in e for m in a))' "$out/roles_outline.json" "$out/roles_outline.peak.json")"
+else
+  echo "FAIL roles_models.py outline (see roles_outline.log)"; tail -5 "$out/roles_outline.log"; failures=$((failures + 1))
 fi
 
 echo "== a CUDA graph: the MLP's forward captured (torch.cuda.graph) after training"

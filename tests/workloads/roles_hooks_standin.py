@@ -7,14 +7,16 @@ blocks through gpumemtrace_framework_block as PyTorch's trace tracker does, in o
 with the simulated cudaMalloc. The hooks' source is run as the preload runs it: in a module of its
 own, after torch is imported.
 
-Two steps of a two-layer model (fc1, fc2: a 4 MiB weight each). Each layer's forward frees 1 MiB
+Five steps of a two-layer model (fc1, fc2: a 4 MiB weight each); the hooks report the 4th and
+5th forwards of each root in outline, whose blocks take their modules from the last whole one. Each layer's forward frees 1 MiB
 of scratch inside and keeps 8 MiB for backward. The loss (1 MiB) is made outside any module. The
 backward recomputes fc2's forward on the engine thread before releasing what forward kept, as
 activation checkpointing does: there fc2 is called outside any other module, a root of its own.
 Gradients (4 MiB each) are made on the engine thread in the first backward; the optimizer's
 state (4 MiB each) in the first step. Then:
-  - the most is held in step 2, when the recomputed output is made: parameters 8, gradients 8,
-    state 8, the input 2, activations 24 (fc1 8, fc2 8 + 8 recomputed), the loss 1 MiB;
+  - the most is held in step 5 (its input is 3 MiB, the others' 2), when the recomputed output is
+    made: parameters 8, gradients 8, state 8, the input 3, activations 24 (fc1 8, fc2 8 + 8
+    recomputed), the loss 1 MiB;
   - at the program's end: parameters, gradients and state, 24 MiB.
 
 Usage: python3 roles_hooks_standin.py PATH_TO_LIBCUDART PATH_TO_GPUMEMTRACE_ROLES_PY
@@ -201,8 +203,8 @@ with open(sys.argv[2]) as source:
 
 model = Net()
 optimizer = Optimizer(model.parameters())
-for _ in range(2):
-    x = Tensor(2 * MiB)
+for step in range(5):
+    x = Tensor((3 if step == 4 else 2) * MiB)
     model(x)  # its output is what fc2 kept for backward
     loss = Tensor(1 * MiB)
     loss.backward()

@@ -324,8 +324,9 @@ TEST_F(Roles, CheckSaysATraceWithoutRolesHasNone) {
 }
 
 // The hooks themselves (python/gpumemtrace_roles.py) against a stand-in of PyTorch
-// (tests/workloads/roles_hooks_standin.py): two steps of fc1 and fc2, whose backward recomputes
-// fc2 on its engine thread as activation checkpointing does. Every role and module at the peak
+// (tests/workloads/roles_hooks_standin.py): five steps of fc1 and fc2, whose backward recomputes
+// fc2 on its engine thread as activation checkpointing does; the peak is in the last, a forward
+// the hooks report in outline. Every role and module at the peak
 // and at exit is the one the stand-in's sizes give; fc2 keeps its parameter, gradient and state
 // although it was also called as a root of its own, and the loss stays a temporary.
 TEST_F(Roles, TheHooksAgainstAStandInOfPyTorchGiveEachBlockItsRoleAndModule) {
@@ -343,14 +344,14 @@ TEST_F(Roles, TheHooksAgainstAStandInOfPyTorchGiveEachBlockItsRoleAndModule) {
   const json report = command_json({"report", "--json", only_trace()});
   const json& device = report["devices"][0];
   EXPECT_TRUE(device["roles_recorded"].get<bool>());
-  const uint64_t cache = device["peak_bytes"].get<uint64_t>() - 51 * kMiB;
+  const uint64_t cache = device["peak_bytes"].get<uint64_t>() - 52 * kMiB;
   const std::map<std::string, uint64_t> expected_peak = {{"parameter", 8 * kMiB},
                                                          {"buffer", 0},
                                                          {"gradient", 8 * kMiB},
                                                          {"optimizer_state", 8 * kMiB},
                                                          {"activation", 24 * kMiB},
                                                          {"temporary", 1 * kMiB},
-                                                         {"input", 2 * kMiB},
+                                                         {"input", 3 * kMiB},
                                                          {"allocator_cache", cache},
                                                          {"library", 0},
                                                          {"cuda_graph", 0},
