@@ -19,7 +19,10 @@ state (4 MiB each) in the first step. Then:
     recomputed), the loss 1 MiB;
   - at the program's end: parameters, gradients and state, 24 MiB.
 
-Usage: python3 roles_hooks_standin.py PATH_TO_LIBCUDART PATH_TO_GPUMEMTRACE_ROLES_PY
+With `graph`, the model's forward is then captured in a CUDA graph (torch.cuda.graph, which the
+hooks wrap) and its outputs kept: at the program's end they are the graph's, 16 MiB.
+
+Usage: python3 roles_hooks_standin.py PATH_TO_LIBCUDART PATH_TO_GPUMEMTRACE_ROLES_PY [graph]
 """
 import ctypes
 import sys
@@ -154,13 +157,26 @@ def autograd_backward(loss):
     thread.join()
 
 
+class GraphCapture:
+    """torch.cuda.graph: the context manager around a CUDA graph's capture."""
+
+    def __init__(self, cuda_graph):
+        self.cuda_graph = cuda_graph
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        return False
+
+
 def stand_in_torch():
     torch = types.ModuleType("torch")
     torch.__version__ = "stand-in"
     torch.Tensor = Tensor
     torch.is_tensor = lambda t: isinstance(t, Tensor)
     torch.compiler = types.SimpleNamespace(is_compiling=lambda: False)
-    torch.cuda = types.SimpleNamespace(graph=None)
+    torch.cuda = types.SimpleNamespace(graph=GraphCapture)
     module_mod = types.ModuleType("torch.nn.modules.module")
     module_mod.Module = Module
     module_mod.register_module_forward_pre_hook = lambda hook: None
@@ -210,4 +226,10 @@ for step in range(5):
     loss.backward()
     optimizer.step()
     del x, loss
+if len(sys.argv) > 3 and sys.argv[3] == "graph":
+    # Then the forward captured in a CUDA graph, its outputs kept for replays: what it made is
+    # the graph's (fc1's and fc2's 8 MiB); its static input, made before, is an input.
+    static_in = Tensor(2 * MiB)
+    with sys.modules["torch"].cuda.graph(object()):
+        model(static_in)
 print(f"modules={','.join(name for name, _ in model.named_modules() if name)}")

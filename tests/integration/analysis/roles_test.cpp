@@ -37,6 +37,18 @@ class Roles : public TracedRun {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return json::parse(r.out);
   }
+  // The roles hooks' own Python against tests/workloads/roles_hooks_standin.py's PyTorch.
+  ProcessResult run_hooks_standin(const std::vector<std::string>& extra) const {
+    ProcessSpec spec;
+    spec.argv = {"/usr/bin/env", "python3", workload("roles_hooks_standin.py"),
+                 std::string(GMT_FAKECUDA_LIB_DIR) + "/libcudart.so.13",
+                 workload("gpumemtrace_roles.py")};
+    spec.argv.insert(spec.argv.end(), extra.begin(), extra.end());
+    spec.set_env = base_env();
+    spec.set_env["LD_PRELOAD"] = preload();
+    spec.cwd = dir_;
+    return run_process(spec);
+  }
   static std::map<std::string, uint64_t> bytes_by_role(const json& roles,
                                                        const char* field = "bytes") {
     std::map<std::string, uint64_t> out;
@@ -331,14 +343,7 @@ TEST_F(Roles, CheckSaysATraceWithoutRolesHasNone) {
 // although it was also called as a root of its own, and the loss stays a temporary.
 TEST_F(Roles, TheHooksAgainstAStandInOfPyTorchGiveEachBlockItsRoleAndModule) {
   if (system("python3 -c pass") != 0) GTEST_SKIP() << "python3 is not installed";
-  ProcessSpec spec;
-  spec.argv = {"/usr/bin/env", "python3", workload("roles_hooks_standin.py"),
-               std::string(GMT_FAKECUDA_LIB_DIR) + "/libcudart.so.13",
-               workload("gpumemtrace_roles.py")};
-  spec.set_env = base_env();
-  spec.set_env["LD_PRELOAD"] = preload();
-  spec.cwd = dir_;
-  const ProcessResult run = run_process(spec);
+  const ProcessResult run = run_hooks_standin({});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.out, "modules=fc1,fc2\n");
   const json report = command_json({"report", "--json", only_trace()});
@@ -385,6 +390,27 @@ TEST_F(Roles, TheHooksAgainstAStandInOfPyTorchGiveEachBlockItsRoleAndModule) {
     modules[m["module"].get<std::string>()] = m["by_role"].get<std::map<std::string, uint64_t>>();
   }
   EXPECT_EQ(modules, expected_modules);
+}
+
+// The hooks wrap torch.cuda.graph's capture: the forward captured after training keeps its
+// outputs (fc1's and fc2's 8 MiB) in the graph's pool, cuda_graph at the program's end; the
+// static input made before the capture is an input.
+TEST_F(Roles, TheHooksWrapACudaGraphsCapture) {
+  if (system("python3 -c pass") != 0) GTEST_SKIP() << "python3 is not installed";
+  const ProcessResult run = run_hooks_standin({"graph"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const json report = command_json({"report", "--json", only_trace()});
+  const json& device = report["devices"][0];
+  const auto at_exit = bytes_by_role(device["by_role"]["at_exit"]);
+  const uint64_t live = device["live_at_exit_bytes"].get<uint64_t>();
+  const std::map<std::string, uint64_t> expected = {
+      {"parameter", 8 * kMiB}, {"buffer", 0},
+      {"gradient", 8 * kMiB},  {"optimizer_state", 8 * kMiB},
+      {"activation", 0},       {"temporary", 0},
+      {"input", 2 * kMiB},     {"allocator_cache", live - 42 * kMiB},
+      {"library", 0},          {"cuda_graph", 16 * kMiB},
+      {"unknown", 0}};
+  EXPECT_EQ(at_exit, expected);
 }
 
 }  // namespace
