@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "analyzer/model/roles/role.h"
-#include "analyzer/report/frame_policy.h"
+#include "analyzer/report/frames/frame_policy.h"
 
 namespace gmt::analyzer {
 

@@ -12,7 +12,7 @@
 #include "analyzer/model/input/trace_error.h"
 #include "analyzer/model/leak_classes.h"
 #include "analyzer/report/byte_size.h"
-#include "analyzer/report/stack_frames.h"
+#include "analyzer/report/frames/stack_frames.h"
 
 namespace gmt::analyzer {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "analyzer/report/frame_policy.h"
+#include "analyzer/report/frames/frame_policy.h"
 
 namespace gmt::analyzer {
 

@@ -10,8 +10,8 @@
 #include "analyzer/model/leak_classes.h"
 #include "analyzer/model/owner_library.h"
 #include "analyzer/report/byte_size.h"
+#include "analyzer/report/frames/stack_frames.h"
 #include "analyzer/report/roles_report.h"
-#include "analyzer/report/stack_frames.h"
 
 namespace gmt::analyzer {
 namespace {

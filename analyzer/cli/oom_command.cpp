@@ -6,8 +6,8 @@
 #include "analyzer/model/leak_classes.h"
 #include "analyzer/report/byte_size.h"
 #include "analyzer/report/cuda_error_name.h"
+#include "analyzer/report/frames/stack_frames.h"
 #include "analyzer/report/roles_report.h"
-#include "analyzer/report/stack_frames.h"
 
 namespace gmt::analyzer {
 namespace {

@@ -7,7 +7,7 @@
 #include <ostream>
 
 #include "analyzer/model/trace_summary.h"
-#include "analyzer/report/frame_policy.h"
+#include "analyzer/report/frames/frame_policy.h"
 #include "analyzer/report/report.h"
 
 namespace gmt::analyzer {

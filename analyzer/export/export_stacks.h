@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "analyzer/model/trace_summary.h"
-#include "analyzer/report/frame_policy.h"
-#include "analyzer/report/stack_frames.h"
+#include "analyzer/report/frames/frame_policy.h"
+#include "analyzer/report/frames/stack_frames.h"
 
 namespace gmt::analyzer {
 

@@ -27,7 +27,7 @@
 #include "analyzer/model/blocks/extents_by_device.h"
 #include "analyzer/model/input/mapped_file.h"
 #include "analyzer/model/input/trace_error.h"
-#include "analyzer/report/stack_frames.h"
+#include "analyzer/report/frames/stack_frames.h"
 #include "format/file_header.h"
 #include "format/trace_reader.h"
 

@@ -15,12 +15,12 @@
 #include "analyzer/model/worker_pool.h"
 #include "analyzer/report/byte_size.h"
 #include "analyzer/report/cuda_error_name.h"
+#include "analyzer/report/frames/stack_frames.h"
 #include "analyzer/report/hidden_pool_note.h"
 #include "analyzer/report/history_text.h"
 #include "analyzer/report/job_view.h"
 #include "analyzer/report/json_fields.h"
 #include "analyzer/report/roles_report.h"
-#include "analyzer/report/stack_frames.h"
 #include "analyzer/report/views_report.h"
 
 namespace gmt::analyzer {

@@ -9,7 +9,7 @@
 
 #include "analyzer/model/leak_classes.h"
 #include "analyzer/report/byte_size.h"
-#include "analyzer/report/frame_text.h"
+#include "analyzer/report/frames/frame_text.h"
 #include "analyzer/report/json_fields.h"
 
 namespace gmt::analyzer {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "analyzer/report/json_fields.h"
 
-#include "analyzer/report/frame_policy.h"
+#include "analyzer/report/frames/frame_policy.h"
 #include "format/api.h"
 
 namespace gmt::analyzer {

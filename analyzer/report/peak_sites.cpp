@@ -6,7 +6,7 @@
 
 #include "analyzer/model/owner_library.h"
 #include "analyzer/model/roles/outside_roles.h"
-#include "analyzer/report/stack_frames.h"
+#include "analyzer/report/frames/stack_frames.h"
 
 namespace gmt::analyzer {
 

@@ -4,7 +4,7 @@
 
 #include "analyzer/model/leak_classes.h"
 #include "analyzer/report/byte_size.h"
-#include "analyzer/report/frame_text.h"
+#include "analyzer/report/frames/frame_text.h"
 #include "analyzer/report/hidden_pool_note.h"
 #include "analyzer/report/history_text.h"
 #include "analyzer/report/job_view.h"

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "analyzer/model/trace_summary.h"
-#include "analyzer/report/stack_frames.h"
+#include "analyzer/report/frames/stack_frames.h"
 
 namespace gmt::analyzer {
 

@@ -5,7 +5,7 @@
 
 #include "analyzer/model/owner_library.h"
 #include "analyzer/report/byte_size.h"
-#include "analyzer/report/frame_text.h"
+#include "analyzer/report/frames/frame_text.h"
 #include "analyzer/report/json_fields.h"
 
 namespace gmt::analyzer {

@@ -7,8 +7,8 @@
 #include "analyzer/model/leak_classes.h"
 #include "analyzer/model/live/live_device.h"
 #include "analyzer/model/owner_library.h"
-#include "analyzer/report/frame_policy.h"
-#include "analyzer/report/frame_text.h"
+#include "analyzer/report/frames/frame_policy.h"
+#include "analyzer/report/frames/frame_text.h"
 #include "analyzer/report/json_fields.h"
 
 namespace gmt::analyzer {

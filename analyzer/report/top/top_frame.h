@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analyzer/model/live/live_watch.h"
-#include "analyzer/report/stack_frames.h"
+#include "analyzer/report/frames/stack_frames.h"
 
 namespace gmt::analyzer {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "analyzer/report/byte_size.h"
-#include "analyzer/report/frame_text.h"
+#include "analyzer/report/frames/frame_text.h"
 
 namespace gmt::analyzer {
 namespace {

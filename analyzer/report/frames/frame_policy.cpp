@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "analyzer/report/frame_policy.h"
+#include "analyzer/report/frames/frame_policy.h"
 
 #include <algorithm>
 #include <array>

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "analyzer/model/trace_summary.h"
-#include "analyzer/report/frame_policy.h"
+#include "analyzer/report/frames/frame_policy.h"
 
 namespace gmt::analyzer {
 

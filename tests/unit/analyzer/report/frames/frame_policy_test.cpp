@@ -5,9 +5,9 @@
 
 #include <sstream>
 
-#include "analyzer/report/frame_policy.h"
-#include "analyzer/report/frame_text.h"
-#include "tests/unit/analyzer/report/site_frames.h"
+#include "analyzer/report/frames/frame_policy.h"
+#include "analyzer/report/frames/frame_text.h"
+#include "tests/unit/analyzer/report/frames/site_frames.h"
 
 namespace gmt::analyzer {
 namespace {

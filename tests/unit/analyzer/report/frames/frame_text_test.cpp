@@ -5,8 +5,8 @@
 
 #include <sstream>
 
-#include "analyzer/report/frame_text.h"
-#include "tests/unit/analyzer/report/site_frames.h"
+#include "analyzer/report/frames/frame_text.h"
+#include "tests/unit/analyzer/report/frames/site_frames.h"
 
 namespace gmt::analyzer {
 namespace {
