@@ -10,7 +10,7 @@
 #include "analyzer/model/summarize_trace.h"
 #include "analyzer/model/trace_summary.h"
 #include "analyzer/report/frames/frame_text.h"
-#include "analyzer/report/json_fields.h"
+#include "analyzer/report/json/json_fields.h"
 #include "analyzer/report/terminal_colour.h"
 
 namespace gmt::analyzer {

@@ -8,8 +8,8 @@
 
 #include "analyzer/cli/command_support.h"
 #include "analyzer/cli/commands.h"
+#include "analyzer/report/json/trace_summary_json.h"
 #include "analyzer/report/report.h"
-#include "analyzer/report/trace_summary_json.h"
 
 namespace gmt::analyzer {
 namespace {

@@ -8,7 +8,7 @@
 #include "analyzer/export/export_formats.h"
 #include "analyzer/model/leak_classes.h"
 #include "analyzer/report/job_view.h"
-#include "analyzer/report/json_fields.h"
+#include "analyzer/report/json/json_fields.h"
 #include "analyzer/report/roles_report.h"
 
 namespace gmt::analyzer {

@@ -19,7 +19,7 @@
 #include "analyzer/report/hidden_pool_note.h"
 #include "analyzer/report/history_text.h"
 #include "analyzer/report/job_view.h"
-#include "analyzer/report/json_fields.h"
+#include "analyzer/report/json/json_fields.h"
 #include "analyzer/report/roles_report.h"
 #include "analyzer/report/views_report.h"
 

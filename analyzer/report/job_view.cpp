@@ -10,7 +10,7 @@
 #include "analyzer/model/leak_classes.h"
 #include "analyzer/report/byte_size.h"
 #include "analyzer/report/frames/frame_text.h"
-#include "analyzer/report/json_fields.h"
+#include "analyzer/report/json/json_fields.h"
 
 namespace gmt::analyzer {
 namespace {

@@ -15,9 +15,9 @@
 #include "analyzer/model/input/trace_error.h"
 #include "analyzer/model/summarize_trace.h"
 #include "analyzer/model/worker_pool.h"
+#include "analyzer/report/json/trace_summary_json.h"
 #include "analyzer/report/peak_sites.h"
 #include "analyzer/report/report.h"
-#include "analyzer/report/trace_summary_json.h"
 #include "format/trace_file_name.h"
 
 namespace gmt::analyzer {

@@ -9,7 +9,7 @@
 #include "analyzer/model/owner_library.h"
 #include "analyzer/report/frames/frame_policy.h"
 #include "analyzer/report/frames/frame_text.h"
-#include "analyzer/report/json_fields.h"
+#include "analyzer/report/json/json_fields.h"
 
 namespace gmt::analyzer {
 namespace {

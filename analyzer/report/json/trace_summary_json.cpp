@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "analyzer/report/trace_summary_json.h"
+#include "analyzer/report/json/trace_summary_json.h"
 
 #include <algorithm>
 #include <array>
@@ -13,7 +13,7 @@
 #include "analyzer/model/leak_classes.h"
 #include "analyzer/report/hidden_pool_note.h"
 #include "analyzer/report/history_text.h"
-#include "analyzer/report/json_fields.h"
+#include "analyzer/report/json/json_fields.h"
 #include "analyzer/report/report.h"
 #include "analyzer/report/roles_report.h"
 

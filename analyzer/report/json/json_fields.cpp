@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "analyzer/report/json_fields.h"
+#include "analyzer/report/json/json_fields.h"
 
 #include "analyzer/report/frames/frame_policy.h"
 #include "format/api.h"
