@@ -50,7 +50,9 @@ strip "$native/bin/gpumemtrace" "$native/lib/gpumemtrace/libgpumemtrace.so"
 
 # libunwind is opened by name at run time (native stacks through libunwind): bundled under its
 # own name, found through the preload's RUNPATH, which dlopen searches.
-libunwind=$(/sbin/ldconfig -p | awk '$1 == "libunwind.so.8" && /x86-64|x86_64|64bit/ {print $NF; exit}')
+# (awk reads to the end: a reader that stops early kills ldconfig with SIGPIPE, which pipefail
+# turns into a silent failure of this script)
+libunwind=$(/sbin/ldconfig -p | awk '!found && $1 == "libunwind.so.8" && /x86-64|x86_64|64bit/ {print $NF; found = 1}')
 [ -n "$libunwind" ] || { echo "build-wheel: libunwind.so.8 not found (libunwind-dev)" >&2; exit 1; }
 install -m 644 "$libunwind" "$native/lib/libunwind.so.8"
 

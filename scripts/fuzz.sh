@@ -61,7 +61,7 @@ for ((w = 0; w < workers; ++w)); do
 done
 if [ "$failed" -ne 0 ]; then
   echo "fuzz: FAILED; the input is in $artifacts/:" >&2
-  ls -t "$artifacts" | head -n 3 | sed "s|^|  $artifacts/|" >&2
+  ls -t "$artifacts" | sed -n 1,3p | sed "s|^|  $artifacts/|" >&2
   exit 1
 fi
 # The inputs run by all workers together, and their rate: the figure the fuzzer is held to.

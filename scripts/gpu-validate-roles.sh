@@ -30,11 +30,11 @@ for model in ${GMT_ROLES_MODELS-mlp resnet transformer checkpointed}; do
   "$gmt" run -o "$out/roles_$model.%p.gmt" -- python3 tests/gpu/roles_models.py "$model" \
     "$out/roles_$model.expected.json" >"$out/roles_$model.log" 2>&1 ||
     { echo "FAIL roles_models.py $model (see roles_$model.log)"; tail -5 "$out/roles_$model.log"; failures=$((failures + 1)); continue; }
-  trace=$(ls "$out/roles_$model".*.gmt | head -1)
+  trace=$(ls "$out/roles_$model".*.gmt | sed -n 1p)
   "$gmt" peak --json "$trace" >"$out/roles_$model.peak.json"
   "$gmt" report --json "$trace" >"$out/roles_$model.report.json"
   echo "== $model: gpumemtrace peak (roles, modules, first sites)"
-  "$gmt" peak --top 3 "$trace" | head -40
+  "$gmt" peak --top 3 "$trace" | sed -n 1,40p
   grep -h "roles and modules" "$out/roles_$model.log" || "$gmt" info "$trace" | grep -i "roles" || true
   dev='d["devices"][0]'
   check "$model: the roles at the peak add up to the peak" True \
@@ -69,8 +69,8 @@ echo "== outline forwards: the MLP's peak in its 6th step, a forward reported in
 rm -f "$out"/roles_outline.*.gmt
 if "$gmt" run -o "$out/roles_outline.%p.gmt" -- python3 tests/gpu/roles_models.py outline \
   "$out/roles_outline.json" >"$out/roles_outline.log" 2>&1; then
-  "$gmt" peak --json "$(ls "$out"/roles_outline.*.gmt | head -1)" >"$out/roles_outline.peak.json"
-  "$gmt" peak --top 1 "$(ls "$out"/roles_outline.*.gmt | head -1)" | head -20
+  "$gmt" peak --json "$(ls "$out"/roles_outline.*.gmt | sed -n 1p)" >"$out/roles_outline.peak.json"
+  "$gmt" peak --top 1 "$(ls "$out"/roles_outline.*.gmt | sed -n 1p)" | sed -n 1,20p
   check "outline: activations at the peak are the blocks' own modules', none the root's" True \
     "$(python3 -c 'import json,sys; e=set(json.load(open(sys.argv[1]))["modules"]); p=json.load(open(sys.argv[2]))["devices"][0]["by_module"]; a=[m for m in p if m["by_role"].get("activation")]; print(len(a) > 0 and all(m["module"] in e for m in a))' "$out/roles_outline.json" "$out/roles_outline.peak.json")"
 else
@@ -81,7 +81,7 @@ echo "== a CUDA graph: the MLP's forward captured (torch.cuda.graph) after train
 rm -f "$out"/roles_graphed.*.gmt
 if "$gmt" run -o "$out/roles_graphed.%p.gmt" -- python3 tests/gpu/roles_models.py graphed \
   "$out/roles_graphed.json" >"$out/roles_graphed.log" 2>&1; then
-  "$gmt" report --json "$(ls "$out"/roles_graphed.*.gmt | head -1)" >"$out/roles_graphed.report.json"
+  "$gmt" report --json "$(ls "$out"/roles_graphed.*.gmt | sed -n 1p)" >"$out/roles_graphed.report.json"
   echo "INFO cuda graph: the kept output $(json_field "$out/roles_graphed.json" 'd["graph_output_bytes"]') bytes, in the graph's private pool"
   check "cuda graph: the live blocks of the graph's private pool (its output, cuBLAS's workspace) are cuda_graph at exit" \
     "$(json_field "$out/roles_graphed.json" 'd["graph_pool_bytes"]')" \
@@ -102,7 +102,7 @@ for roles in 1 0; do
 done
 check "torch.compile: graph breaks with roles equal those without" \
   "$(json_field "$out/roles_compiled_0.json" 'd["graph_breaks"]')" "$(json_field "$out/roles_compiled_1.json" 'd["graph_breaks"]')"
-"$gmt" peak --json "$(ls "$out"/roles_compiled_1.*.gmt | head -1)" >"$out/roles_compiled.peak.json"
+"$gmt" peak --json "$(ls "$out"/roles_compiled_1.*.gmt | sed -n 1p)" >"$out/roles_compiled.peak.json"
 check "torch.compile: parameters tagged at the peak" True \
   "$(json_field "$out/roles_compiled.peak.json" "[r['bytes'] for r in d['devices'][0]['by_role'] if r['role'] == 'parameter'][0] == json.load(open(sys.argv[3]))['parameter_bytes']" "$out/roles_compiled_1.json")"
 

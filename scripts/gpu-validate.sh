@@ -133,11 +133,11 @@ echo "--- 5. views, phases, leak and OOM: a PyTorch training loop with NVTX rang
 rm -f "$out"/views.*.gmt
 NCCL_NVLS_ENABLE=0 "$gmt" run -o "$out/views.%p.gmt" -- python3 tests/gpu/views_training.py "$out/views.torch.json" \
   >"$out/views.log" 2>&1 || { echo "FAIL views_training (see views.log)"; tail -5 "$out/views.log"; failures=$((failures + 1)); }
-views_trace=$(ls "$out"/views.*.gmt | head -1)
+views_trace=$(ls "$out"/views.*.gmt | sed -n 1p)
 "$gmt" report --json "$views_trace" >"$out/views.report.json"
 "$gmt" report "$views_trace" | sed -n '/^  device 0/,$p' | grep -v '^        '
-"$gmt" leaks "$views_trace" | head -30
-"$gmt" oom "$views_trace" | head -30
+"$gmt" leaks "$views_trace" | sed -n 1,30p
+"$gmt" oom "$views_trace" | sed -n 1,30p
 echo "PyTorch and nvidia-smi, read by the script at the end of the step with the most reserved:"
 cat "$out/views.torch.json"
 for phase in step forward backward all-reduce optimizer; do
@@ -172,8 +172,8 @@ echo "--- 6. the planted leak: every tensor a driver allocation (PYTORCH_NO_CUDA
 rm -f "$out"/leak.*.gmt
 PYTORCH_NO_CUDA_MEMORY_CACHING=1 "$gmt" run -o "$out/leak.%p.gmt" -- python3 tests/gpu/planted_leak.py >"$out/leak.log" 2>&1 ||
   { echo "FAIL planted_leak.py (see leak.log)"; tail -5 "$out/leak.log"; failures=$((failures + 1)); }
-leak_trace=$(ls "$out"/leak.*.gmt | head -1)
-"$gmt" leaks "$leak_trace" | head -24
+leak_trace=$(ls "$out"/leak.*.gmt | sed -n 1p)
+"$gmt" leaks "$leak_trace" | sed -n 1,24p
 "$gmt" leaks --json "$leak_trace" >"$out/leak.leaks.json"
 leak_line=$(sed -n 's/^leak_line=//p' "$out/leak.log")
 check "the planted leak is the top probable leak, at planted_leak.py:$leak_line" True "$(json_field "$out/leak.leaks.json" '[any(f["file"] is not None and f["file"].endswith("planted_leak.py") and f["line"] == int(sys.argv[3]) for f in l["frames"]) for l in d["leaks"] if l["class"] == "probable_leak"][:1] == [True]' "$leak_line")"
@@ -194,8 +194,8 @@ for variant in default expandable tuned; do
   PYTORCH_CUDA_ALLOC_CONF="$conf" "$gmt" run -o "$out/cached_$variant.%p.gmt" -- \
     python3 tests/gpu/planted_leak_cached.py "$out/cached_$variant.oracle.json" >"$out/cached_$variant.log" 2>&1 ||
     { echo "FAIL planted_leak_cached.py $variant (see cached_$variant.log)"; tail -5 "$out/cached_$variant.log"; failures=$((failures + 1)); }
-  trace=$(ls "$out"/cached_$variant.*.gmt | head -1)
-  "$gmt" leaks "$trace" | head -30
+  trace=$(ls "$out"/cached_$variant.*.gmt | sed -n 1p)
+  "$gmt" leaks "$trace" | sed -n 1,30p
   "$gmt" leaks --json "$trace" >"$out/cached_$variant.leaks.json"
   "$gmt" report --json "$trace" >"$out/cached_$variant.report.json"
   "$gmt" dump "$trace" >"$out/cached_$variant.dump.jsonl"
@@ -208,7 +208,7 @@ for variant in default expandable tuned; do
   check "$variant: torch's active blocks live in the trace (missing/extra)" "blocks_missing=0 blocks_extra=0" "$(echo "$oracle" | grep -o 'blocks_missing=[0-9]* blocks_extra=[0-9]*')"
   check "$variant: PyTorch's allocated/reserved at the end (leaks: blocks, cache) equal torch's" "allocated_equal=True reserved_equal=True" "$(echo "$oracle" | grep -o 'allocated_equal=[A-Za-z]* reserved_equal=[A-Za-z]*')"
   if [ "$variant" = tuned ]; then
-    settings=$(grep '"record":"allocator_settings"' "$out/cached_tuned.dump.jsonl" | head -1)
+    settings=$(grep '"record":"allocator_settings"' "$out/cached_tuned.dump.jsonl" | sed -n 1p)
     echo "tuned: $settings"
     check "tuned: the note names the settings that differ from the defaults" True "$(json_field "$out/cached_tuned.report.json" 'any(n.endswith("; allocator settings max_split_size_mb:32,roundup_power2_divisions:4") for n in d["traces"][0]["notes"])')"
     check "tuned: the trace gives the allocator's settings as torch read them" "33554432 [4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4]" "$(echo "$settings" | python3 -c 'import json, sys; d = json.loads(sys.stdin.read()); print(d["max_split_size"], d["roundup_divisions"])')"
@@ -234,8 +234,8 @@ rm -f "$out"/cupy_leak.*.gmt
 "$gmt" run -o "$out/cupy_leak.%p.gmt" -- python3 tests/gpu/cupy_planted_leak.py >"$out/cupy_leak.log" 2>&1 ||
   { echo "FAIL cupy_planted_leak.py (see cupy_leak.log)"; tail -5 "$out/cupy_leak.log"; failures=$((failures + 1)); }
 cat "$out/cupy_leak.log"
-cupy_trace=$(ls "$out"/cupy_leak.*.gmt | head -1)
-"$gmt" leaks "$cupy_trace" | head -20
+cupy_trace=$(ls "$out"/cupy_leak.*.gmt | sed -n 1p)
+"$gmt" leaks "$cupy_trace" | sed -n 1,20p
 "$gmt" leaks --json "$cupy_trace" >"$out/cupy_leak.leaks.json"
 "$gmt" report --json "$cupy_trace" >"$out/cupy_leak.report.json"
 cupy_line=$(sed -n 's/^leak_line=\([0-9]*\).*/\1/p' "$out/cupy_leak.log")
@@ -257,29 +257,29 @@ if want 9; then
 echo "--- 9. stacks open at the user's line"
 # first_frame_after TRACE PATTERN: the line after the first line of `leaks` that matches PATTERN
 # (a group's line: "2.00 MiB in 1  unfreed  device 0 ..."), that is the group's first frame.
-first_frame_after() { "$gmt" leaks "$1" | awk -v p="$2" 'found { print; exit } $0 ~ p { found = 1 }' | sed 's/^ *//'; }
+first_frame_after() { "$gmt" leaks "$1" | awk -v p="$2" 'found == 1 { print; found = 2 } $0 ~ p && !found { found = 1 }' | sed 's/^ *//'; }
 line=$(json_field "$out/cached_default.oracle.json" 'd["leak_line"]')
-first=$(first_frame_after "$(ls "$out"/cached_default.*.gmt | head -1)" 'in [0-9]+  probable_leak')
+first=$(first_frame_after "$(ls "$out"/cached_default.*.gmt | sed -n 1p)" 'in [0-9]+  probable_leak')
 echo "first line under the planted leak: $first"
 check "the planted leak's first line is remember()'s" "remember  planted_leak_cached.py:$line" "$first"
 check "leaks --json marks that frame as the user's" True "$(json_field "$out/cached_default.leaks.json" '[[f["file"].endswith("planted_leak_cached.py") for f in l["frames"] if f.get("user")] for l in d["leaks"] if l["class"] == "probable_leak"][0] == [True]')"
 # Gradients are allocated on PyTorch's autograd thread, which has no Python frames: at the peak
 # they are shown at the loss.backward() line, marked as the calling thread's frames.
-backward_line=$(grep -n 'loss.backward()' tests/gpu/planted_leak_cached.py | head -1 | cut -d: -f1)
-"$gmt" peak --json --top 1000 "$(ls "$out"/cached_default.*.gmt | head -1)" >"$out/cached_default.peak.json"
+backward_line=$(grep -m1 -n 'loss.backward()' tests/gpu/planted_leak_cached.py | cut -d: -f1)
+"$gmt" peak --json --top 1000 "$(ls "$out"/cached_default.*.gmt | sed -n 1p)" >"$out/cached_default.peak.json"
 check "blocks of the autograd thread are shown at loss.backward(), planted_leak_cached.py:$backward_line" True "$(json_field "$out/cached_default.peak.json" 'any(any(f["kind"] == "attribution" for f in g["frames"]) and [(f["file"] or "").endswith("planted_leak_cached.py") and f["line"] == int(sys.argv[3]) for f in g["frames"] if f.get("user")] == [True] for dev in d["devices"] for g in dev["groups"])' "$backward_line")"
-"$gmt" peak "$(ls "$out"/cached_default.*.gmt | head -1)" | grep -B1 -A2 'autograd thread' | head -8
-first=$(first_frame_after "$(ls "$out"/seq_static.*.gmt | head -1)" 'in [0-9]+  unfreed')
+"$gmt" peak "$(ls "$out"/cached_default.*.gmt | sed -n 1p)" | grep -B1 -A2 'autograd thread' | sed -n 1,8p
+first=$(first_frame_after "$(ls "$out"/seq_static.*.gmt | sed -n 1p)" 'in [0-9]+  unfreed')
 echo "first line under the static-cudart program's unfreed group: $first"
 check "the nvcc program (static cudart) opens at its own source" True "$(case "$first" in *alloc_sequence.cu:*) echo True ;; *) echo False ;; esac)"
-"$gmt" leaks "$(ls "$out"/seq_static.*.gmt | head -1)" | head -12
-"$gmt" leaks --frames all "$(ls "$out"/seq_static.*.gmt | head -1)" | head -16
+"$gmt" leaks "$(ls "$out"/seq_static.*.gmt | sed -n 1p)" | sed -n 1,12p
+"$gmt" leaks --frames all "$(ls "$out"/seq_static.*.gmt | sed -n 1p)" | sed -n 1,16p
 
 fi
 
 if want 10; then
 echo "--- 10. classes: address space apart, what libraries keep on purpose"
-"$gmt" leaks "$(ls "$out"/cached_expandable.*.gmt | head -1)" | grep -E 'address space|cached|library_cache' | head -8
+"$gmt" leaks "$(ls "$out"/cached_expandable.*.gmt | sed -n 1p)" | grep -E 'address space|cached|library_cache' | sed -n 1,8p
 check "expandable: no never-freed group of 64 GiB or more (address space is apart)" True "$(json_field "$out/cached_expandable.leaks.json" 'all(l["bytes"] < 64 << 30 for l in d["leaks"])')"
 check "expandable: the reservations are listed apart, on device 0" True "$(json_field "$out/cached_expandable.leaks.json" 'len(d.get("reservations", [])) > 0 and all(r["device"] == 0 for r in d["reservations"])')"
 # NCCL gives its buffers back when the process group is destroyed: printed, nothing to check.
@@ -291,9 +291,9 @@ check "jax_default: what XLA keeps is library_cache" True "$(json_field "$out/ja
 check "cuBLAS's workspace (planted_leak_cached) is library_cache" True "$(json_field "$out/cached_default.leaks.json" 'any(l["class"] == "library_cache" and "cublas" in (l.get("library") or "") for l in d["leaks"])')"
 # cuBLAS allocates a workspace of its own on the autograd thread that runs the first backward
 # matmul: it is shown at loss.backward(), as that thread's blocks are.
-backward_line=$(grep -n 'loss.backward()' tests/gpu/planted_leak_cached.py | head -1 | cut -d: -f1)
+backward_line=$(grep -m1 -n 'loss.backward()' tests/gpu/planted_leak_cached.py | cut -d: -f1)
 check "cuBLAS's workspace of the autograd thread is shown at loss.backward(), planted_leak_cached.py:$backward_line" True "$(json_field "$out/cached_default.leaks.json" 'any("cublas" in (l.get("library") or "") and any(f["kind"] == "attribution" for f in l["frames"]) and [(f["file"] or "").endswith("planted_leak_cached.py") and f["line"] == int(sys.argv[3]) for f in l["frames"] if f.get("user")] == [True] for l in d["leaks"])' "$backward_line")"
-"$gmt" leaks "$(ls "$out"/cached_default.*.gmt | head -1)" | grep -A3 'library_cache  device 0  libcublas' | head -8
+"$gmt" leaks "$(ls "$out"/cached_default.*.gmt | sed -n 1p)" | grep -A3 'library_cache  device 0  libcublas' | sed -n 1,8p
 
 fi
 
@@ -322,12 +322,12 @@ check "top: the framework's reserved bytes are within the process's device bytes
 wait "$steady_pid" || { echo "FAIL steady_loop.py (see steady.log)"; tail -5 "$out/steady.log"; failures=$((failures + 1)); }
 
 steady_run bounded 40 --max-size 2MiB
-bounded_trace=$(ls "$out"/bounded.*.gmt | head -1)
+bounded_trace=$(ls "$out"/bounded.*.gmt | sed -n 1p)
 "$gmt" top --once "$bounded_trace" | tee "$out/bounded.top.txt"
 wait "$steady_pid" || { echo "FAIL steady_loop.py bounded (see bounded.log)"; tail -5 "$out/bounded.log"; failures=$((failures + 1)); }
-"$gmt" info "$bounded_trace" | tee "$out/bounded.info.txt" | head -20
+"$gmt" info "$bounded_trace" | tee "$out/bounded.info.txt" | sed -n 1,20p
 "$gmt" leaks --json "$bounded_trace" >"$out/bounded.leaks.json"
-"$gmt" leaks "$bounded_trace" | head -16
+"$gmt" leaks "$bounded_trace" | sed -n 1,16p
 size=$(stat -c %s "$bounded_trace")
 echo "INFO bounded trace: limit $((2 << 20)) bytes, file $size bytes"
 check "bounded: the file is within the limit plus 16 chunks of 64 KiB" True "$([ "$size" -le $(((2 << 20) + 16 * 65536)) ] && echo True || echo False)"
@@ -350,7 +350,7 @@ vmm_bounded_pid=$!
   python3 tests/gpu/steady_loop.py 30 "$out/vmm_whole.figures.json" >"$out/vmm_whole.log" 2>&1
 wait "$vmm_bounded_pid" || { echo "FAIL steady_loop.py vmm_bounded (see vmm_bounded.log)"; tail -5 "$out/vmm_bounded.log"; failures=$((failures + 1)); }
 for name in vmm_bounded vmm_whole; do
-  trace=$(ls "$out/$name".*.gmt | head -1)
+  trace=$(ls "$out/$name".*.gmt | sed -n 1p)
   "$gmt" report --json "$trace" >"$out/$name.report.json"
   "$gmt" leaks --json "$trace" >"$out/$name.leaks.json"
   "$gmt" info "$trace" >"$out/$name.info.txt"
@@ -408,7 +408,7 @@ if want 15; then
 echo "--- 15. the wheel in a venv that sees the host's torch: run, and the pytest plugin"
 rm -rf "$out/wheel" && mkdir -p "$out/wheel"
 # A wheel carried with the build (build-gpu/dist, built where patchelf is) is used as it is.
-carried_wheel=$(ls build-gpu/dist/gpumemtrace-*.whl 2>/dev/null | head -1)
+carried_wheel=$(ls build-gpu/dist/gpumemtrace-*.whl 2>/dev/null | sed -n 1p)
 if wheel=${carried_wheel:-$(PYTHON="${PYTHON:-python3}" scripts/build-wheel.sh build-gpu "$out/wheel/dist" 2>"$out/wheel/build.log")} &&
   python3 -m venv --system-site-packages "$out/wheel/venv" &&
   # --system-site-packages leaves out the user's site and PYTHONPATH, where a host may keep
@@ -421,7 +421,7 @@ if wheel=${carried_wheel:-$(PYTHON="${PYTHON:-python3}" scripts/build-wheel.sh b
   "$wpy" -m gpumemtrace run -o "$out/wheel/train.gmt" -- "$wpy" tests/gpu/wheel_torch_train.py "$out/wheel/train.json"
   kept_line=$(grep -n "# site: kept" tests/gpu/wheel_torch_train.py | cut -d: -f1)
   "$out/wheel/venv/bin/gpumemtrace" leaks --json "$out/wheel/train.gmt" >"$out/wheel/train.leaks.json"
-  "$out/wheel/venv/bin/gpumemtrace" leaks "$out/wheel/train.gmt" | head -16
+  "$out/wheel/venv/bin/gpumemtrace" leaks "$out/wheel/train.gmt" | sed -n 1,16p
   check "wheel: the kept tensor is PyTorch's block never freed, at its line" "[33554432]" \
     "$(json_field "$out/wheel/train.leaks.json" '[g["bytes"] for g in d["leaks"] if g.get("level") == "block" and any(f["line"] == int(sys.argv[3]) and (f["file"] or "").endswith("wheel_torch_train.py") for f in g["frames"])]' "$kept_line")"
   check "wheel: the API's leaks are the CLI's" True "$("$wpy" -c 'import json, sys, gpumemtrace; print([r["bytes"] for r in gpumemtrace.load(sys.argv[1]).leaks.to_dict("records")] == [g["bytes"] for g in json.load(open(sys.argv[2]))["leaks"]])' "$out/wheel/train.gmt" "$out/wheel/train.leaks.json")"
@@ -447,11 +447,11 @@ for allocator in default platform; do
   "$gmt" run "${option[@]}" -o "$out/jax_kept_$allocator.%p.gmt" -- python3 tests/gpu/jax_kept_array.py \
     >"$out/jax_kept_$allocator.log" 2>&1 ||
     { echo "FAIL jax_kept_array.py $allocator (see jax_kept_$allocator.log)"; tail -5 "$out/jax_kept_$allocator.log"; failures=$((failures + 1)); }
-  trace=$(ls "$out"/jax_kept_$allocator.*.gmt | head -1)
+  trace=$(ls "$out"/jax_kept_$allocator.*.gmt | sed -n 1p)
   "$gmt" report --json "$trace" >"$out/jax_kept_$allocator.report.json"
   "$gmt" peak --json --top 1000 "$trace" >"$out/jax_kept_$allocator.peak.json"
-  "$gmt" peak "$trace" | head -12
-  "$gmt" peak --by library "$trace" | head -6
+  "$gmt" peak "$trace" | sed -n 1,12p
+  "$gmt" peak --by library "$trace" | sed -n 1,6p
 done
 pool='d["devices"][0]["hidden_pool"]'
 check "jax default: report notes XLA's pool, naming XLA_PYTHON_CLIENT_ALLOCATOR=platform" True "$(json_field "$out/jax_kept_default.report.json" "$pool[\"framework\"] == \"jax\" and \"XLA_PYTHON_CLIENT_ALLOCATOR=platform\" in $pool[\"note\"]")"
@@ -471,24 +471,24 @@ for case in seed fragmented evaluation; do
   "$gmt" run -o "$out/case_$case.%p.gmt" -- python3 tests/gpu/report_cases.py "$case" "$out/case_$case.json" \
     >"$out/case_$case.log" 2>&1 || { echo "FAIL report_cases.py $case (see case_$case.log)"; tail -5 "$out/case_$case.log"; failures=$((failures + 1)); }
 done
-seed=$(ls "$out"/case_seed.*.gmt | head -1)
+seed=$(ls "$out"/case_seed.*.gmt | sed -n 1p)
 "$gmt" report --json "$seed" >"$out/case_seed.report.json"
 at_peak='d["devices"][0]["views"]["at_peak"]'
 check "seed: framework allocated at the peak == torch.cuda.max_memory_allocated()" "$(json_field "$out/case_seed.json" 'd["max_memory_allocated"]')" "$(json_field "$out/case_seed.report.json" "$at_peak[\"framework_allocated_bytes\"]")"
 check "seed: framework reserved at the peak == torch.cuda.max_memory_reserved()" "$(json_field "$out/case_seed.json" 'd["max_memory_reserved"]')" "$(json_field "$out/case_seed.report.json" "$at_peak[\"framework_reserved_bytes\"]")"
 check "seed: peak_bytes == torch.cuda.max_memory_reserved()" "$(json_field "$out/case_seed.json" 'd["max_memory_reserved"]')" "$(json_field "$out/case_seed.report.json" 'd["devices"][0]["peak_bytes"]')"
 echo "INFO seed: outside the framework at the peak $(json_field "$out/case_seed.report.json" "$at_peak.get(\"outside_framework_bytes\")") bytes"
-fragmented=$(ls "$out"/case_fragmented.*.gmt | head -1)
+fragmented=$(ls "$out"/case_fragmented.*.gmt | sed -n 1p)
 "$gmt" oom --json "$fragmented" >"$out/case_fragmented.oom.json"
-"$gmt" oom "$fragmented" | head -30
+"$gmt" oom "$fragmented" | sed -n 1,30p
 # Two failures: the fill's last 6 MiB (the device full) and the 1 GiB one; each listed once,
 # its release of the cache and retry folded into it.
 check "fragmented: two failures, each listed once" 2 "$(json_field "$out/case_fragmented.oom.json" 'len(d["ooms"])')"
 check "fragmented: the 1 GiB request, with the allocator's figures: fragmented" "(1073741824, True, True)" \
   "$(json_field "$out/case_fragmented.oom.json" '[(o.get("allocator_requested_bytes"), o.get("fragmentation"), o.get("cache_free_bytes", 0) >= 1 << 30 > o.get("largest_free_block_bytes", 1 << 31)) for o in d["ooms"][-1:]][0]')"
-evaluation=$(ls "$out"/case_evaluation.*.gmt | head -1)
+evaluation=$(ls "$out"/case_evaluation.*.gmt | sed -n 1p)
 "$gmt" leaks --json "$evaluation" >"$out/case_evaluation.leaks.json"
-"$gmt" leaks "$evaluation" | head -24
+"$gmt" leaks "$evaluation" | sed -n 1,24p
 lead='[next((f for f in g["frames"] if f.get("user")), {}).get("file") or "" for g in d["leaks"] if g.get("level") == "block"]'
 check "evaluation: every PyTorch block group of the leak leads with the program's own line" True \
   "$(json_field "$out/case_evaluation.leaks.json" "len($lead) > 0 and all(f.endswith('report_cases.py') for f in $lead)")"

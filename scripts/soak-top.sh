@@ -38,7 +38,7 @@ fi
 
 cli="$(realpath "$dir/bin/gpumemtrace")"
 preload="$(realpath "$(ls "$dir"/lib/libgpumemtrace.so)")"
-workload="$(realpath "$(find "$dir" -name workload_bounded_history -type f -perm -u+x | head -n 1)")"
+workload="$(realpath "$(find "$dir" -name workload_bounded_history -type f -perm -u+x | sed -n 1p)")"
 fakecuda="$(realpath "$dir/fakecuda/lib")"
 bound=$(python3 - "$max_size" <<'PY'
 import re, sys

@@ -9,7 +9,7 @@ build_tracker_shim() {
   GPUMEMTRACE_CACHE_DIR="$out/shim" "$gmt" run -o "$out/shim-build.%p.gmt" -- \
     python3 -c 'import torch; torch.zeros(1, device="cuda")' >"$out/shim-build.log" 2>&1
   rm -f "$out"/shim-build.*.gmt
-  shim=$(find "$out/shim" -name 'torch-tracker-*.so' 2>/dev/null | head -n 1)
+  shim=$(find "$out/shim" -name 'torch-tracker-*.so' 2>/dev/null | sed -n 1p)
   stub="$out/shim/noop_block.so"
   if [ -z "$shim" ] || ! c++ -shared -fPIC -O2 -o "$stub" tests/gpu/noop_block.cpp; then
     shim=""

@@ -23,12 +23,12 @@ dpkg-deb -x "$deb" "$out/root"
 [ -f "$out/root/usr/lib/gpumemtrace/libgpumemtrace.so" ] || { echo "FAIL: no preload"; exit 1; }
 LD_LIBRARY_PATH="$fakecuda" "$out/root/usr/bin/gpumemtrace" run -o "$out/t.%p.gmt" -- "$workload" \
   alloc:a:1048576 free:a >"$out/run.log" 2>&1 || { cat "$out/run.log"; exit 1; }
-"$out/root/usr/bin/gpumemtrace" dump "$out"/t.*.gmt |
-  grep -q "\"$out/root/usr/lib/gpumemtrace/libgpumemtrace.so\"" ||
+"$out/root/usr/bin/gpumemtrace" dump "$out"/t.*.gmt >"$out/dump.jsonl"
+grep -q "\"$out/root/usr/lib/gpumemtrace/libgpumemtrace.so\"" "$out/dump.jsonl" ||
   { echo "FAIL: the traced program did not load the package's preload"; exit 1; }
 
 if [ "${GMT_DEB_INSTALL:-0}" = 1 ] &&
-  dpkg-query -W -f='${Status}' gpumemtrace 2>/dev/null | grep -q "install ok installed"; then
+  [ "$(dpkg-query -W -f='${Status}' gpumemtrace 2>/dev/null)" = "install ok installed" ]; then
   echo "not installed with dpkg -i: a gpumemtrace package is installed already, left as it is"
 elif [ "${GMT_DEB_INSTALL:-0}" = 1 ]; then
   as_root=()

@@ -15,17 +15,19 @@ for f in bin/gpumemtrace lib/gpumemtrace/libgpumemtrace.so include/gpumemtrace.h
   [ -e "$prefix/$f" ] || { echo "FAIL: $f not installed"; exit 1; }
 done
 # Nothing of the build tree in the installed files' search paths.
-if readelf -d "$prefix/bin/gpumemtrace" "$prefix/lib/gpumemtrace/libgpumemtrace.so" |
-  grep -E 'R(UN)?PATH' | grep -q "$build"; then
+readelf -d "$prefix/bin/gpumemtrace" "$prefix/lib/gpumemtrace/libgpumemtrace.so" >"$prefix/dynamic.txt"
+if grep -qE "R(UN)?PATH.*$build" "$prefix/dynamic.txt"; then
   echo "FAIL: an installed file's RPATH names the build tree"; exit 1
 fi
 cd "$prefix"
 LD_LIBRARY_PATH="$fakecuda" "$prefix/bin/gpumemtrace" run -o "$prefix/t.%p.gmt" -- "$workload" \
   alloc:a:1048576 free:a >"$prefix/run.log" 2>&1 || { cat "$prefix/run.log"; exit 1; }
 trace=$(ls "$prefix"/t.*.gmt)
-"$prefix/bin/gpumemtrace" info "$trace" | grep -q "complete (the process exited normally)" ||
+"$prefix/bin/gpumemtrace" info "$trace" >"$prefix/info.txt"
+grep -q "complete (the process exited normally)" "$prefix/info.txt" ||
   { echo "FAIL: the trace is not complete"; "$prefix/bin/gpumemtrace" info "$trace"; exit 1; }
-"$prefix/bin/gpumemtrace" dump "$trace" | grep -q "\"$prefix/lib/gpumemtrace/libgpumemtrace.so\"" ||
+"$prefix/bin/gpumemtrace" dump "$trace" >"$prefix/dump.jsonl"
+grep -q "\"$prefix/lib/gpumemtrace/libgpumemtrace.so\"" "$prefix/dump.jsonl" ||
   { echo "FAIL: the traced program did not load the installed preload"; exit 1; }
 events=$("$prefix/bin/gpumemtrace" report --json "$trace" |
   python3 -c 'import json,sys; print(json.load(sys.stdin)["traces"][0]["events"])')

@@ -31,7 +31,8 @@ ls "$native/lib" | grep -E '^lib(stdc\+\+|c|m|gcc_s)[.-]' && fail "glibc or libs
 [ "$(patchelf --print-rpath "$native/lib/gpumemtrace/libgpumemtrace.so")" = '$ORIGIN/..' ] ||
   fail "preload RUNPATH"
 # The preload's libz is the bundle's, by a name no program's own libz can take.
-patchelf --print-needed "$native/lib/gpumemtrace/libgpumemtrace.so" | grep -qE '^libz-[0-9a-f]{8}\.so\.1$' ||
+patchelf --print-needed "$native/lib/gpumemtrace/libgpumemtrace.so" >"$out/needed.txt"
+grep -qE '^libz-[0-9a-f]{8}\.so\.1$' "$out/needed.txt" ||
   fail "the preload does not need the bundled, renamed libz"
 
 # Installed into a fresh venv, used from elsewhere: nothing of the tree on any path.
@@ -45,7 +46,8 @@ cd "$out"
 [ "$(gpumemtrace --version)" = "gpumemtrace 0.1.0" ] || fail "gpumemtrace --version"
 "$python" -m gpumemtrace run -o "$out/api.gmt" -- "$python" api_program.py >run.log 2>&1 ||
   { cat run.log; fail "python -m gpumemtrace run"; }
-gpumemtrace dump "$out/api.gmt" | grep -q "\"$out/venv/lib/python3[^/]*/site-packages/gpumemtrace/_native/lib/gpumemtrace/libgpumemtrace.so\"" ||
+gpumemtrace dump "$out/api.gmt" >"$out/api.dump.jsonl"
+grep -q "\"$out/venv/lib/python3[^/]*/site-packages/gpumemtrace/_native/lib/gpumemtrace/libgpumemtrace.so\"" "$out/api.dump.jsonl" ||
   fail "the program was not traced through the wheel's preload"
 
 # The API: the figures of api_program.py, as the CLI's JSON gives them.
@@ -137,7 +139,8 @@ grep -A3 -- "^--- %%gpumemtrace (ok)$" kernel.log >kernel.cell
 grep -qx "gpumemtrace: peak 8.0 MiB above what was live before the cell; left live 3.0 MiB in 1 allocation(s)" kernel.cell &&
   grep -qE "^ +3.0 MiB +1  [0-9]+\.py:4$" kernel.cell && grep -qE "^  peak's top site: [0-9]+\.py:5$" kernel.cell ||
   { cat kernel.log; fail "%%gpumemtrace's figures"; }
-grep -A20 -- "^--- %gpumemtrace top (ok)$" kernel.log | grep -qE "^ +3.00 MiB +1x  <module>  [0-9]+\.py:4" ||
+grep -A20 -- "^--- %gpumemtrace top (ok)$" kernel.log >kernel.top
+grep -qE "^ +3.00 MiB +1x  <module>  [0-9]+\.py:4" kernel.top ||
   { cat kernel.log; fail "%gpumemtrace top"; }
 [ "$(ls "$out"/kernels/kernel.*.gmt | wc -l)" = 1 ] || fail "not one trace for the kernel"
 
