@@ -24,10 +24,19 @@ EARLY_READERS = [
 ]
 
 
+HEREDOC = re.compile(r"""<<-?\s*['"]?(\w+)['"]?""")
+
+
 def logical_lines(text):
-    """Yields (first line number, line) with continuations (`\\`, or a line ending in `|`) joined."""
-    start, parts = None, []
+    """Yields (first line number, line) with continuations (`\\`, or a line ending in `|`) joined;
+    a here-document's body is text, not commands, and is left out."""
+    start, parts, heredoc_end = None, [], None
     for number, line in enumerate(text.splitlines(), 1):
+        if heredoc_end is not None:
+            heredoc_end = None if line.strip() == heredoc_end else heredoc_end
+            continue
+        opened = HEREDOC.search(line.split(" #", 1)[0])
+        heredoc_end = opened.group(1) if opened else None
         code = line.split(" #", 1)[0].rstrip() if not line.lstrip().startswith("#") else ""
         if start is None:
             start = number

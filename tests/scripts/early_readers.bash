@@ -16,3 +16,9 @@ ls traces | sed -n 1p
 echo "a | head -1 inside quotes"
 awk '!found && /x|y/ { print; found = 1 }' file | sort
 find . -name '*.gmt' | grep -v tmp | wc -l
+cat <<'TEXT'
+what a here-document holds is text: ls | head -1
+TEXT
+python3 - <<PY | head -1
+print("the line that opens it is read")
+PY
