@@ -20,11 +20,12 @@ EARLY_READERS = [
     (re.compile(r"^grep\b.*\s(-[a-zA-Z]*[qm]|--quiet|--silent|--max-count)"), "grep that stops at a match"),
     (re.compile(r"^head\b"), "head"),
     (re.compile(r"^awk\b.*\bexit\b"), "awk that exits"),
-    (re.compile(r"""^sed\b.*(['"/;]|\d)q\d*\b"""), "sed that quits"),
+    (re.compile(r"""^sed\b.*(['"/;]|\d)q\d*(['";\s]|$)"""), "sed that quits"),
 ]
 
 
-HEREDOC = re.compile(r"""<<-?\s*['"]?(\w+)['"]?""")
+# `<<WORD` but not a here-string's `<<<`.
+HEREDOC = re.compile(r"""(?<!<)<<-?\s*['"]?(\w+)['"]?""")
 
 
 def logical_lines(text):

@@ -22,3 +22,7 @@ TEXT
 python3 - <<PY | head -1
 print("the line that opens it is read")
 PY
+grep -q "x" <<<"$(ls | sort)"
+printf 'q\n' | sed 's/q/x/'
+printf 'a\n' | sed '/a/q'
+printf 'a\n' | sed -n '$q'
