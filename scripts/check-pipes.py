@@ -24,69 +24,121 @@ EARLY_READERS = [
 ]
 
 
-# `<<WORD` but not a here-string's `<<<`.
-HEREDOC = re.compile(r"""(?<!<)<<-?\s*['"]?(\w+)['"]?""")
+HEREDOC = re.compile(r"""<<-?\s*['"]?(\w+)['"]?""")
 
 
-def logical_lines(text):
-    """Yields (first line number, line) with continuations (`\\`, or a line ending in `|`) joined;
-    a here-document's body is text, not commands, and is left out."""
-    start, parts, heredoc_end = None, [], None
-    for number, line in enumerate(text.splitlines(), 1):
-        if heredoc_end is not None:
-            heredoc_end = None if line.strip() == heredoc_end else heredoc_end
+class Command:
+    """One command being read: its text so far, whether a pipe feeds it, and its first line."""
+
+    def __init__(self, line):
+        self.text, self.piped, self.line = [], False, line
+
+
+def piped_commands(text):
+    """Yields (line, command) for each command that reads a pipe: from a `|` that is not half of
+    `||` to the next `|`, `||`, `&`, `;`, `)`, or end of line (a line ending in `|` or `\\` goes
+    on). Quotes, `$(...)` inside double quotes, comments and here-documents' bodies are followed
+    as the shell does, closely enough for what scripts here write."""
+    # "code" (a command list, nested in $(...) or (...)), "'" or '"', or the open parentheses of
+    # an arithmetic $((...))
+    stack = ["code"]
+    commands = [Command(1)]  # one per "code" level of the stack
+    heredocs, line, i = [], 1, 0
+
+    def end(next_piped):
+        command = commands[-1]
+        if command.piped and "".join(command.text).strip():
+            yield command.line, "".join(command.text).strip()
+        commands[-1] = Command(line)
+        commands[-1].piped = next_piped
+
+    while i < len(text):
+        c, top = text[i], stack[-1]
+        if c == "\\" and top != "'":
+            commands[-1].text.append(text[i : i + 2].replace("\n", " "))
+            line += text[i : i + 2].count("\n")
+            i += 2
             continue
-        opened = HEREDOC.search(line.split(" #", 1)[0])
-        heredoc_end = opened.group(1) if opened else None
-        code = line.split(" #", 1)[0].rstrip() if not line.lstrip().startswith("#") else ""
-        if start is None:
-            start = number
-        parts.append(code.rstrip("\\"))
-        if code.endswith("\\") or (code.endswith("|") and not code.endswith("||")):
-            continue
-        yield start, " ".join(parts)
-        start, parts = None, []
-    if parts:
-        yield start, " ".join(parts)
-
-
-def piped_stages(line):
-    """The commands of `line` that read a pipe: each runs from a `|` that is not half of `||`, up
-    to the next `|`, `;`, `&` or `)`, none of them counted inside quotes."""
-    stages, current, quote, piped, i = [], [], None, False, 0
-    while i < len(line):
-        c = line[i]
-        if c == "\\" and quote != "'":
-            current.append(line[i : i + 2])
-            i += 1
-        elif quote:
-            quote = None if c == quote else quote
-            current.append(c)
+        if isinstance(top, int):  # inside $((...)): parentheses counted, << is a shift
+            commands[-1].text.append(c)
+            stack[-1] += {"(": 1, ")": -1}.get(c, 0)
+            if stack[-1] == 0:
+                stack.pop()
+            line += c == "\n"
+        elif top in "'\"" and c != top and not (top == '"' and text.startswith("$(", i)):
+            commands[-1].text.append(" " if c == "\n" else c)
+            line += c == "\n"
+        elif top in "'\"":
+            if c == top:
+                stack.pop()
+                commands[-1].text.append(c)
+            elif text.startswith("$((", i):  # arithmetic in double quotes
+                stack.append(2)
+                commands[-1].text.append("$((")
+                i += 2
+            else:  # $( in double quotes: a command list of its own
+                stack.append("code")
+                commands.append(Command(line))
+                i += 1
         elif c in "'\"":
-            quote = c
-            current.append(c)
-        elif c == "|" and line[i + 1 : i + 2] == "|":
-            if piped:
-                stages.append("".join(current))
-            current, piped, i = [], False, i + 1
-        elif c in "|;&)":
-            if piped:
-                stages.append("".join(current))
-            current, piped = [], c == "|"
+            stack.append(c)
+            commands[-1].text.append(c)
+        elif c == "#" and (i == 0 or text[i - 1] in " \t\n;("):
+            while i < len(text) and text[i] != "\n":
+                i += 1
+            continue
+        elif text.startswith("<<", i) and not text.startswith("<<<", i):
+            opened = HEREDOC.match(text, i)
+            if opened:
+                heredocs.append(opened.group(1))
+            commands[-1].text.append(text[i : opened.end() if opened else i + 2])
+            i = opened.end() if opened else i + 2
+            continue
+        elif text.startswith("$((", i) or text.startswith("((", i):
+            stack.append(2)
+            commands[-1].text.append("$((")
+            i += 3 if c == "$" else 2
+            continue
+        elif c == "(" or text.startswith("$(", i):
+            stack.append("code")
+            commands.append(Command(line))
+            i += 2 if c == "$" else 1
+            continue
+        elif c == ")" and len(stack) > 1:
+            yield from end(False)
+            stack.pop()
+            commands.pop()
+            commands[-1].text.append("$(...)")
+        elif c == "|" and text.startswith("||", i):
+            yield from end(False)
+            i += 1
+        elif c in "|&;":
+            yield from end(c == "|")
+        elif c == "\n":
+            if not (commands[-1].piped and not "".join(commands[-1].text).strip()):
+                yield from end(False)
+            line += 1
+            while heredocs:  # the bodies start after this line; each ends at its word alone
+                word = heredocs.pop(0)
+                while i + 1 < len(text):
+                    body_end = text.find("\n", i + 1)
+                    body_end = len(text) if body_end < 0 else body_end
+                    body = text[i + 1 : body_end]
+                    i, line = body_end, line + 1
+                    if body.strip() == word:
+                        break
+            commands[-1].line = line
         else:
-            current.append(c)
+            commands[-1].text.append(c)
         i += 1
-    if piped:
-        stages.append("".join(current))
-    return stages
+    yield from end(False)
 
 
 def problems(path):
-    for number, line in logical_lines(Path(path).read_text()):
-        for stage in piped_stages(line):
-            for pattern, what in EARLY_READERS:
-                if pattern.search(stage.strip()):
-                    yield f"{path}:{number}: a pipe into {what} (`| {stage.strip()}`)"
+    for number, command in piped_commands(Path(path).read_text()):
+        for pattern, what in EARLY_READERS:
+            if pattern.search(command):
+                yield f"{path}:{number}: a pipe into {what} (`| {command}`)"
 
 
 def main(argv):

@@ -26,3 +26,11 @@ grep -q "x" <<<"$(ls | sort)"
 printf 'q\n' | sed 's/q/x/'
 printf 'a\n' | sed '/a/q'
 printf 'a\n' | sed -n '$q'
+echo "$(ls "$out"/t.*.gmt | head -1)"
+python3 -c 'print(1 << 20)
+print("a | head -1 in a string of two lines")'
+ls | head -2  # a line after a shift is read
+# ls | head -3 in a comment is no command
+echo $((1 << (2 + 1))) | head -1
+echo "limit $((2 << 20)) bytes"
+ls | head -3
