@@ -62,7 +62,7 @@ gmt.viewsTable = function (title, v) {
 };
 
 gmt.phasesTable = function (phases) {
-  return gmt.table(["phase", "device", "calls", "peak", "growth"], phases.map((p) =>
+  return gmt.table(["phase", "device", "calls", "peak", "growth (all calls)"], phases.map((p) =>
     gmt.el("tr", null, gmt.cell(p.name), gmt.cell(p.device, { class: "num" }), gmt.cell(p.calls, { class: "num" }),
            gmt.bytesCell(p.peak_bytes), gmt.bytesCell(p.growth_bytes))), { class: "phases" });
 };

@@ -161,7 +161,10 @@ void write_views_text(const std::string& title, const std::optional<ViewValues>&
 
 void write_phases_text(const TraceSummary& trace, std::ostream& out) {
   if (trace.phases.empty()) return;
-  out << "  phases (NVTX ranges and gpumemtrace.h markers):\n";
+  // A phase's growth adds up its calls: 20 forwards that each keep 650 MiB until backward show
+  // 13 GiB on a device that never held it; the header says so.
+  out << "  phases (NVTX ranges and gpumemtrace.h markers; growth: what its calls left live, "
+         "summed):\n";
   out << "    " << std::left << std::setw(32) << "phase" << std::right << std::setw(8) << "device"
       << std::setw(8) << "calls" << std::setw(12) << "peak" << std::setw(12) << "growth"
       << "\n";

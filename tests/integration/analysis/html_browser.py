@@ -205,6 +205,8 @@ def main():
                                 .map((k) => k.dataset.layer),
                       role_rows: document.querySelectorAll('table.roles tr[data-role]').length,
                       module_rows: document.querySelectorAll('table.modules tr[data-module]').length,
+                      phase_headers: [...document.querySelectorAll('table.phases th')]
+                                       .map((h) => h.textContent),
                       charts: document.querySelectorAll('.chart').length};
             })()""")
             out["flame_total"] = browser.evaluate(

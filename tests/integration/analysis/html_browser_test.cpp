@@ -113,6 +113,9 @@ TEST_F(HtmlInBrowser, DrawsThePeakAndAClickShowsItsLargestAllocation) {
 
   EXPECT_EQ(seen["errors"], json::array()) << seen["errors"].dump(2);
   EXPECT_EQ(seen["chart"]["charts"], 1);
+  // A phase's growth adds up its calls, and its column says so.
+  EXPECT_EQ(seen["chart"]["phase_headers"],
+            json({"phase", "device", "calls", "peak", "growth (all calls)"}));
   EXPECT_EQ(seen["chart"]["drawn_peak_bytes"], 218 * kMiB);
   EXPECT_EQ(seen["chart"]["model_peak_bytes"], 218 * kMiB);
   EXPECT_EQ(seen["flame_total"], 218 * kMiB);

@@ -73,6 +73,15 @@ TEST_F(ViewsAndPhases, NvtxAndHeaderPhasesHaveExactPeaksAndGrowth) {
   expect_phase(rep, "shutdown", 1, 70, 0);
   EXPECT_EQ(device(rep, 0)["peak_bytes"], 218 * kMiB);
   EXPECT_EQ(device(rep, 0)["peak_phase"], "trainer::step > backward");
+  // In text, growth is said to be summed over the calls: forward's 300 MiB are 100 per call.
+  const ProcessResult text = cli({"report", only_trace()});
+  EXPECT_EQ(line_with(text.out, "  phases ("),
+            "  phases (NVTX ranges and gpumemtrace.h markers; growth: what its calls left live, "
+            "summed):")
+      << text.out;
+  EXPECT_EQ(line_with(text.out, "    forward "),
+            "    forward                                0       3     188 MiB     300 MiB")
+      << text.out;
 }
 
 TEST_F(ViewsAndPhases, ViewsAtThePeakNameEverySlice) {
