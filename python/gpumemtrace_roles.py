@@ -95,22 +95,33 @@ def _install():
         tensor_names[id(t)] = (weakref.ref(t), qualified)
         return qualified
 
+    def address_of(t):
+        return t.data_ptr() if t is not None and t.is_cuda else 0
+
     class _Root:
         __slots__ = ("ref", "tensors", "last", "forwards")
 
         def __init__(self, root):
             self.ref = weakref.ref(root)
-            self.tensors = []  # (tensor, role, name id)
+            # Weak references: a model the program lets go of is freed, parameters and all,
+            # whatever the hooks saw of it.
+            self.tensors = []  # (weak reference to the tensor, role, name id)
             named = ((PARAMETER, root.named_parameters()), (BUFFER, root.named_buffers()))
             for role, tensors in named:
                 for qualified, t in tensors:
-                    self.tensors.append((t, role, name_id(known_name(t, qualified))))
+                    self.tensors.append((weakref.ref(t), role, name_id(known_name(t, qualified))))
             self.last = None
             self.forwards = 0
 
+        def live(self, role):
+            for ref, r, _ in self.tensors:
+                t = ref()
+                if r == role and t is not None:
+                    yield t
+
         def tag(self):
             # A root's tensors move only with .to()/.cuda(): compare addresses, tag on change.
-            now = [t.data_ptr() if t.is_cuda else 0 for t, _, _ in self.tensors]
+            now = [address_of(ref()) for ref, _, _ in self.tensors]
             if now == self.last:
                 return
             self.last = now
@@ -234,12 +245,11 @@ def _install():
         emit(GRADIENT, pairs)
 
     def model_parameters():
-        for root in list(roots.values()):
-            if root.ref() is None:
+        for key, root in list(roots.items()):
+            if root.ref() is None:  # the program let go of this model
+                del roots[key]
                 continue
-            for t, role, _ in root.tensors:
-                if role == PARAMETER:
-                    yield t
+            yield from root.live(PARAMETER)
 
     tagged_since_step = [False]
 

@@ -19,6 +19,8 @@ state (4 MiB each) in the first step. Then:
     recomputed), the loss 1 MiB;
   - at the program's end: parameters, gradients and state, 24 MiB.
 
+With `delete`, the program then drops its model and optimizer: nothing is left at its end.
+
 With `graph`, the model's forward is then captured in a CUDA graph (torch.cuda.graph, which the
 hooks wrap) and its outputs kept: at the program's end they are the graph's, 16 MiB.
 
@@ -233,3 +235,13 @@ if len(sys.argv) > 3 and sys.argv[3] == "graph":
     with sys.modules["torch"].cuda.graph(object()):
         model(static_in)
 print(f"modules={','.join(name for name, _ in model.named_modules() if name)}")
+if len(sys.argv) > 3 and sys.argv[3] == "delete":
+    # Then the program lets go of its model and optimizer, as one that trains several models in
+    # turn does: their parameters, gradients and state are freed, whatever the hooks saw of them.
+    import gc
+    import weakref
+
+    weights = [weakref.ref(p) for p in model.parameters()]
+    del model, optimizer
+    gc.collect()
+    print(f"parameters_alive={sum(w() is not None for w in weights)}")

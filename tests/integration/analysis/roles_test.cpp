@@ -392,6 +392,28 @@ TEST_F(Roles, TheHooksAgainstAStandInOfPyTorchGiveEachBlockItsRoleAndModule) {
   EXPECT_EQ(modules, expected_modules);
 }
 
+// The hooks hold no tensor of a model the program lets go of: after training, the stand-in
+// deletes its model and optimizer; its parameters are gone (no reference left), and at its end
+// nothing is live but the allocator's cache. Before, each root the hooks had seen kept its
+// parameters, and with them their gradients: 16 MiB here, the whole model's weights and
+// gradients on a real one, for a program that trains several models in turn.
+TEST_F(Roles, TheHooksKeepNothingOfAModelTheProgramLetsGo) {
+  if (system("python3 -c pass") != 0) GTEST_SKIP() << "python3 is not installed";
+  const ProcessResult run = run_hooks_standin({"delete"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "modules=fc1,fc2\nparameters_alive=0\n");
+  const json report = command_json({"report", "--json", only_trace()});
+  const json& device = report["devices"][0];
+  EXPECT_TRUE(device["by_role"]["at_exit_is_program_end"].get<bool>());
+  const uint64_t segment = 256 * kMiB;
+  EXPECT_EQ(device["live_at_exit_bytes"].get<uint64_t>(), segment);
+  const std::map<std::string, uint64_t> expected = {
+      {"parameter", 0},  {"buffer", 0},     {"gradient", 0}, {"optimizer_state", 0},
+      {"activation", 0}, {"temporary", 0},  {"input", 0},    {"allocator_cache", segment},
+      {"library", 0},    {"cuda_graph", 0}, {"unknown", 0}};
+  EXPECT_EQ(bytes_by_role(device["by_role"]["at_exit"]), expected);
+}
+
 // The hooks wrap torch.cuda.graph's capture: the forward captured after training keeps its
 // outputs (fc1's and fc2's 8 MiB) in the graph's pool, cuda_graph at the program's end; the
 // static input made before the capture is an input.
