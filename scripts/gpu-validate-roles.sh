@@ -12,6 +12,8 @@
 #     its modules' (named_modules()), none the root's;
 #   - the MLP's forward captured in a CUDA graph: the live blocks of its private pool (the kept
 #     output, the workspace cuBLAS took for the capture's stream) are cuda_graph at exit;
+#   - the MLP deleted after training: torch's allocated falls below a tenth of its parameters, and
+#     no parameter, gradient or optimizer state is left at exit (the hooks hold no tensor);
 #   - the cost: ResNet-50 AMP steps with roles and without (GPUMEMTRACE_ROLES=0), interleaved.
 # Usage: scripts/gpu-validate-roles.sh [OUTPUT_DIR]; exits non-zero when a check failed.
 # GMT_ROLES_COST=0 skips the cost; GMT_ROLES_MODELS picks the models of the first checks (default
@@ -91,6 +93,20 @@ if "$gmt" run -o "$out/roles_graphed.%p.gmt" -- python3 tests/gpu/roles_models.p
     "$(json_field "$out/roles_graphed.report.json" "[r['bytes'] for r in d['devices'][0]['by_role']['at_exit'] if r['role'] == 'parameter'][0]")"
 else
   echo "FAIL roles_models.py graphed (see roles_graphed.log)"; tail -5 "$out/roles_graphed.log"; failures=$((failures + 1))
+fi
+
+echo "== a model the program deletes after training: nothing of it stays (the hooks hold no tensor)"
+rm -f "$out"/roles_deleted.*.gmt
+if "$gmt" run -o "$out/roles_deleted.%p.gmt" -- python3 tests/gpu/roles_models.py deleted \
+  "$out/roles_deleted.json" >"$out/roles_deleted.log" 2>&1; then
+  "$gmt" report --json "$(ls "$out"/roles_deleted.*.gmt | sed -n 1p)" >"$out/roles_deleted.report.json"
+  echo "INFO deleted: the model's parameters $(json_field "$out/roles_deleted.json" 'd["parameter_bytes"]') bytes; allocated after the delete $(json_field "$out/roles_deleted.json" 'd["allocated_after_delete"]') bytes"
+  check "deleted: torch's allocated after the delete is less than a tenth of the parameters" True \
+    "$(json_field "$out/roles_deleted.json" 'd["allocated_after_delete"] < d["parameter_bytes"] // 10')"
+  check "deleted: no parameter, gradient or optimizer state at exit" 0 \
+    "$(json_field "$out/roles_deleted.report.json" "sum(r['bytes'] for r in d['devices'][0]['by_role']['at_exit'] if r['role'] in ('parameter', 'gradient', 'optimizer_state'))")"
+else
+  echo "FAIL roles_models.py deleted (see roles_deleted.log)"; tail -5 "$out/roles_deleted.log"; failures=$((failures + 1))
 fi
 
 echo "== torch.compile: the MLP compiled, with roles and without (GPUMEMTRACE_ROLES=0)"

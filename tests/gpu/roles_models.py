@@ -15,6 +15,7 @@ what the model says of itself (its parameters' bytes, its gradients', its optimi
 named_modules()) and the step time, for the checks; `memtracker` gets MemTracker's figures at its
 peak. GMT_STEPS sets the steps (default 3).
 """
+import gc
 import json
 import os
 import sys
@@ -155,6 +156,7 @@ def main():
         "memtracker": mlp,
         "compiled": mlp,
         "graphed": mlp,
+        "deleted": mlp,
     }
     model, optimizer, shape, amp = builders[which]()
     if which == "compiled":
@@ -180,6 +182,17 @@ def main():
     else:
         times = train(model, optimizer, shape, amp, steps)
         expected["step_seconds"] = times
+    if which == "deleted":
+        # The program lets go of its model and optimizer, as one that trains several in turn:
+        # under the profiler, nothing of them may stay allocated (the hooks hold no tensor).
+        expected["parameter_bytes"] = tensor_bytes(model.parameters())
+        kept.clear()
+        del model, optimizer
+        gc.collect()
+        expected["allocated_after_delete"] = torch.cuda.memory_allocated()
+        with open(expected_path, "w") as f:
+            json.dump(expected, f)
+        return
     if which == "graphed":
         graph, static_in, static_out = capture(model, shape)
         kept.extend([graph, static_in, static_out])
