@@ -225,8 +225,10 @@ def _install():
             return 0
         return name_id(known[1] + suffix)
 
-    gradient_names = {}  # id(parameter) -> name id of its gradient, for the tags of every step
-    last_state = {}  # id(optimizer) -> the state's addresses when last tagged
+    # Keyed by id() with a weak reference beside, as above: a freed model's id may be taken by the
+    # next one's parameter or optimizer, which must not inherit what was known of the first.
+    gradient_names = {}  # id(parameter) -> (weakref, name id of its gradient)
+    last_state = {}  # id(optimizer) -> (weakref, the state's addresses when last tagged)
 
     def tag_gradients(parameters):
         """Tags the parameters' .grad. Gradients are new blocks whenever zero_grad() set them to
@@ -236,12 +238,13 @@ def _install():
             g = p.grad
             if g is None or not g.is_cuda:
                 continue
-            n = gradient_names.get(id(p))
-            if n is None:
+            known = gradient_names.get(id(p))
+            n = known[1] if known is not None and known[0]() is p else 0
+            if not n:
                 n = tensor_name(p)
                 if n:
-                    gradient_names[id(p)] = n
-            pairs.append((g.data_ptr(), n or 0))
+                    gradient_names[id(p)] = (weakref.ref(p), n)
+            pairs.append((g.data_ptr(), n))
         emit(GRADIENT, pairs)
 
     def model_parameters():
@@ -267,8 +270,9 @@ def _install():
                 if isinstance(value, torch.Tensor) and value.is_cuda:
                     pairs.append((value.data_ptr(), p, key))
         addresses = [a for a, _, _ in pairs]
-        if last_state.get(id(optimizer)) != addresses:
-            last_state[id(optimizer)] = addresses
+        known = last_state.get(id(optimizer))
+        if known is None or known[0]() is not optimizer or known[1] != addresses:
+            last_state[id(optimizer)] = (weakref.ref(optimizer), addresses)
             emit(OPTIMIZER_STATE, [(a, tensor_name(p, "." + key)) for a, p, key in pairs])
         scope(EXIT, OPTIMIZER, 0)
 

@@ -19,7 +19,8 @@ state (4 MiB each) in the first step. Then:
     recomputed), the loss 1 MiB;
   - at the program's end: parameters, gradients and state, 24 MiB.
 
-With `delete`, the program then drops its model and optimizer: nothing is left at its end.
+With `delete`, the program then drops its model and optimizer, whose tensors are all freed, and
+trains another model (enc, dec) for two steps, the second of which holds the run's most.
 
 With `graph`, the model's forward is then captured in a CUDA graph (torch.cuda.graph, which the
 hooks wrap) and its outputs kept: at the program's end they are the graph's, 16 MiB.
@@ -42,7 +43,7 @@ ALLOC, FREE_REQUESTED, FREE_COMPLETED, SEGMENT_ALLOC = 0, 1, 2, 3
 
 
 class Allocator:
-    """Hands out blocks one after the other in one 256 MiB segment, never reusing one: each
+    """Hands out blocks one after the other in one 512 MiB segment, never reusing one: each
     block's extent is then the size it reports (the rest of the segment stays far larger)."""
 
     def __init__(self, size):
@@ -63,7 +64,7 @@ class Allocator:
         report_block(PYTORCH, FREE_COMPLETED, 0, address, size, 0)
 
 
-allocator = Allocator(256 * MiB)
+allocator = Allocator(512 * MiB)
 
 
 class Tensor:
@@ -219,15 +220,36 @@ with open(sys.argv[2]) as source:
     hooks = types.ModuleType("_gpumemtrace_roles")
     exec(compile(source.read(), sys.argv[2], "exec"), hooks.__dict__)
 
+class Coder(Net):
+    """Another model, whose layers are enc and dec (the engine recomputes dec)."""
+
+    def __init__(self):
+        Module.__init__(self)
+        self.enc = Linear()
+        self.dec = Linear()
+
+    @property
+    def fc2(self):
+        return self.dec
+
+    def forward(self, x):
+        return self.dec(self.enc(x))
+
+
+def train(input_sizes):
+    """A step per input size, of the global model and optimizer."""
+    for size in input_sizes:
+        x = Tensor(size)
+        model(x)  # its output is what its second layer kept for backward
+        loss = Tensor(1 * MiB)
+        loss.backward()
+        optimizer.step()
+        del x, loss
+
+
 model = Net()
 optimizer = Optimizer(model.parameters())
-for step in range(5):
-    x = Tensor((3 if step == 4 else 2) * MiB)
-    model(x)  # its output is what fc2 kept for backward
-    loss = Tensor(1 * MiB)
-    loss.backward()
-    optimizer.step()
-    del x, loss
+train([2 * MiB] * 4 + [3 * MiB])
 if len(sys.argv) > 3 and sys.argv[3] == "graph":
     # Then the forward captured in a CUDA graph, its outputs kept for replays: what it made is
     # the graph's (fc1's and fc2's 8 MiB); its static input, made before, is an input.
@@ -245,3 +267,9 @@ if len(sys.argv) > 3 and sys.argv[3] == "delete":
     del model, optimizer
     gc.collect()
     print(f"parameters_alive={sum(w() is not None for w in weights)}")
+    # The next model, two steps: the second holds the most of the whole run (53 MiB: its input
+    # is 4 MiB), when every block is this model's, its modules named enc and dec.
+    model = Coder()
+    optimizer = Optimizer(model.parameters())
+    train([2 * MiB, 4 * MiB])
+    print(f"modules={','.join(name for name, _ in model.named_modules() if name)}")

@@ -393,25 +393,49 @@ TEST_F(Roles, TheHooksAgainstAStandInOfPyTorchGiveEachBlockItsRoleAndModule) {
 }
 
 // The hooks hold no tensor of a model the program lets go of: after training, the stand-in
-// deletes its model and optimizer; its parameters are gone (no reference left), and at its end
-// nothing is live but the allocator's cache. Before, each root the hooks had seen kept its
-// parameters, and with them their gradients: 16 MiB here, the whole model's weights and
-// gradients on a real one, for a program that trains several models in turn.
+// deletes its model and optimizer (no reference to its parameters is left), then trains another
+// model (enc, dec) for two steps, the second of which holds the run's most. At its end, only the
+// second model's parameters, gradients and state are live, and its modules are the peak's. Before,
+// each root the hooks had seen kept its parameters, and with them their gradients: 16 MiB more
+// here, a real model's whole weights and gradients for a program that trains several in turn.
 TEST_F(Roles, TheHooksKeepNothingOfAModelTheProgramLetsGo) {
   if (system("python3 -c pass") != 0) GTEST_SKIP() << "python3 is not installed";
   const ProcessResult run = run_hooks_standin({"delete"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
-  EXPECT_EQ(run.out, "modules=fc1,fc2\nparameters_alive=0\n");
+  EXPECT_EQ(run.out, "modules=fc1,fc2\nparameters_alive=0\nmodules=enc,dec\n");
   const json report = command_json({"report", "--json", only_trace()});
   const json& device = report["devices"][0];
   EXPECT_TRUE(device["by_role"]["at_exit_is_program_end"].get<bool>());
-  const uint64_t segment = 256 * kMiB;
+  const uint64_t segment = 512 * kMiB;
   EXPECT_EQ(device["live_at_exit_bytes"].get<uint64_t>(), segment);
-  const std::map<std::string, uint64_t> expected = {
-      {"parameter", 0},  {"buffer", 0},     {"gradient", 0}, {"optimizer_state", 0},
-      {"activation", 0}, {"temporary", 0},  {"input", 0},    {"allocator_cache", segment},
-      {"library", 0},    {"cuda_graph", 0}, {"unknown", 0}};
+  const std::map<std::string, uint64_t> expected = {{"parameter", 8 * kMiB},
+                                                    {"buffer", 0},
+                                                    {"gradient", 8 * kMiB},
+                                                    {"optimizer_state", 8 * kMiB},
+                                                    {"activation", 0},
+                                                    {"temporary", 0},
+                                                    {"input", 0},
+                                                    {"allocator_cache", segment - 24 * kMiB},
+                                                    {"library", 0},
+                                                    {"cuda_graph", 0},
+                                                    {"unknown", 0}};
   EXPECT_EQ(bytes_by_role(device["by_role"]["at_exit"]), expected);
+  std::map<std::string, std::map<std::string, uint64_t>> modules;
+  for (const json& m : device["by_module"]["at_peak"]) {
+    modules[m["module"].get<std::string>()] = m["by_role"].get<std::map<std::string, uint64_t>>();
+  }
+  const std::map<std::string, std::map<std::string, uint64_t>> expected_modules = {
+      {"enc",
+       {{"parameter", 4 * kMiB},
+        {"gradient", 4 * kMiB},
+        {"optimizer_state", 4 * kMiB},
+        {"activation", 8 * kMiB}}},
+      {"dec",
+       {{"parameter", 4 * kMiB},
+        {"gradient", 4 * kMiB},
+        {"optimizer_state", 4 * kMiB},
+        {"activation", 16 * kMiB}}}};
+  EXPECT_EQ(modules, expected_modules);
 }
 
 // The hooks wrap torch.cuda.graph's capture: the forward captured after training keeps its
