@@ -250,7 +250,8 @@ def _install():
     def model_parameters():
         for key, root in list(roots.items()):
             if root.ref() is None:  # the program let go of this model
-                del roots[key]
+                if roots.get(key) is root:  # not a new root of the same id, adopted meanwhile
+                    roots.pop(key, None)
                 continue
             yield from root.live(PARAMETER)
 
