@@ -17,12 +17,12 @@ import sys
 from pathlib import Path
 
 EARLY_READERS = [
-    (re.compile(r"^grep\b.*\s(-[a-zA-Z]*[qm]|--quiet|--silent|--max-count)"), "grep that stops at a match"),
+    (re.compile(r"^grep\b.*\s(-[a-zA-Z]*[qm]|--quiet|--silent|--max-count)"),
+     "grep that stops at a match"),
     (re.compile(r"^head\b"), "head"),
     (re.compile(r"^awk\b.*\bexit\b"), "awk that exits"),
     (re.compile(r"""^sed\b.*(['"/;]|\d)q\d*(['";\s]|$)"""), "sed that quits"),
 ]
-
 
 HEREDOC = re.compile(r"""<<-?\s*['"]?(\w+)['"]?""")
 
