@@ -334,7 +334,6 @@ struct PhaseWindow {
 };
 
 struct TraceSummary {
-  using PhaseWindow = gmt::analyzer::PhaseWindow;
   std::string path;
   uint16_t format_major = 0;  // the trace format version its header names
   uint16_t format_minor = 0;
