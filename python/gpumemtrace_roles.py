@@ -79,8 +79,17 @@ def _install():
         names = array.array("I", [n for _, n in pairs])
         tags_fn(role, len(pairs), addresses.buffer_info()[0], names.buffer_info()[0])
 
-    modules = {}  # id(module) -> (weakref, name id)
-    tensor_names = {}  # id(parameter or buffer) -> (weakref, qualified name)
+    # What the hooks know of the program's objects is keyed by id(), a weak reference beside it:
+    # they keep nothing alive, and an object that takes a freed one's id inherits nothing of it.
+    def recalled(table, obj):
+        entry = table.get(id(obj))
+        return entry[1] if entry is not None and entry[0]() is obj else None
+
+    def remember(table, obj, value):
+        table[id(obj)] = (weakref.ref(obj), value)
+
+    modules = {}  # module -> name id
+    tensor_names = {}  # parameter or buffer -> qualified name
     roots = {}  # id(root) -> _Root
     local = threading.local()
 
@@ -89,10 +98,10 @@ def _install():
         as a root of its own (activation checkpointing recomputes `layer1` on the autograd thread)
         keeps the model's names (`layer1.0.conv1.weight`), not its own (`0.conv1.weight`); a root
         that holds the one that named it first names it anew."""
-        known = tensor_names.get(id(t))
-        if known is not None and known[0]() is t and not qualified.endswith("." + known[1]):
-            return known[1]
-        tensor_names[id(t)] = (weakref.ref(t), qualified)
+        known = recalled(tensor_names, t)
+        if known is not None and not qualified.endswith("." + known):
+            return known
+        remember(tensor_names, t, qualified)
         return qualified
 
     def address_of(t):
@@ -131,18 +140,16 @@ def _install():
     def adopt(root):
         """Names a root module and everything under it, as named_modules() does."""
         for qualified, m in root.named_modules():
-            known = modules.get(id(m))
-            if known is not None and known[0]() is m:
-                continue
-            modules[id(m)] = (weakref.ref(m), name_id(qualified or type(root).__name__))
+            if recalled(modules, m) is None:
+                remember(modules, m, name_id(qualified or type(root).__name__))
         roots[id(root)] = _Root(root)
 
     def module_name(m):
-        known = modules.get(id(m))
-        if known is None or known[0]() is not m:
+        known = recalled(modules, m)
+        if known is None:
             adopt(m)
-            known = modules[id(m)]
-        return known[1]
+            known = recalled(modules, m)
+        return known
 
     failed = []
 
@@ -220,15 +227,11 @@ def _install():
             scope(EXIT, MODULE, 0)
 
     def tensor_name(p, suffix=""):
-        known = tensor_names.get(id(p))
-        if known is None or known[0]() is not p:
-            return 0
-        return name_id(known[1] + suffix)
+        known = recalled(tensor_names, p)
+        return 0 if known is None else name_id(known + suffix)
 
-    # Keyed by id() with a weak reference beside, as above: a freed model's id may be taken by the
-    # next one's parameter or optimizer, which must not inherit what was known of the first.
-    gradient_names = {}  # id(parameter) -> (weakref, name id of its gradient)
-    last_state = {}  # id(optimizer) -> (weakref, the state's addresses when last tagged)
+    gradient_names = {}  # parameter -> name id of its gradient, for the tags of every step
+    last_state = {}  # optimizer -> the state's addresses when last tagged
 
     def tag_gradients(parameters):
         """Tags the parameters' .grad. Gradients are new blocks whenever zero_grad() set them to
@@ -238,12 +241,11 @@ def _install():
             g = p.grad
             if g is None or not g.is_cuda:
                 continue
-            known = gradient_names.get(id(p))
-            n = known[1] if known is not None and known[0]() is p else 0
-            if not n:
+            n = recalled(gradient_names, p)
+            if n is None:
                 n = tensor_name(p)
                 if n:
-                    gradient_names[id(p)] = (weakref.ref(p), n)
+                    remember(gradient_names, p, n)
             pairs.append((g.data_ptr(), n))
         emit(GRADIENT, pairs)
 
@@ -271,9 +273,8 @@ def _install():
                 if isinstance(value, torch.Tensor) and value.is_cuda:
                     pairs.append((value.data_ptr(), p, key))
         addresses = [a for a, _, _ in pairs]
-        known = last_state.get(id(optimizer))
-        if known is None or known[0]() is not optimizer or known[1] != addresses:
-            last_state[id(optimizer)] = (weakref.ref(optimizer), addresses)
+        if recalled(last_state, optimizer) != addresses:
+            remember(last_state, optimizer, addresses)
             emit(OPTIMIZER_STATE, [(a, tensor_name(p, "." + key)) for a, p, key in pairs])
         scope(EXIT, OPTIMIZER, 0)
 
