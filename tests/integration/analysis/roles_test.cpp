@@ -49,6 +49,25 @@ class Roles : public TracedRun {
     spec.cwd = dir_;
     return run_process(spec);
   }
+  using ModuleRoles = std::map<std::string, std::map<std::string, uint64_t>>;
+  // A device's modules at its peak, each with its bytes by role.
+  static ModuleRoles modules_at_peak(const json& device) {
+    ModuleRoles modules;
+    for (const json& m : device["by_module"]["at_peak"]) {
+      modules[m["module"].get<std::string>()] = m["by_role"].get<std::map<std::string, uint64_t>>();
+    }
+    return modules;
+  }
+  // The stand-in's two layers at a peak in their step's backward: each its 4 MiB weight,
+  // gradient and state; the first 8 MiB kept for backward, the second 8 and 8 recomputed.
+  static ModuleRoles stand_in_layers_at_peak(const std::string& first, const std::string& second) {
+    const std::map<std::string, uint64_t> tensors = {
+        {"parameter", 4 * kMiB}, {"gradient", 4 * kMiB}, {"optimizer_state", 4 * kMiB}};
+    ModuleRoles expected = {{first, tensors}, {second, tensors}};
+    expected[first]["activation"] = 8 * kMiB;
+    expected[second]["activation"] = 16 * kMiB;
+    return expected;
+  }
   static std::map<std::string, uint64_t> bytes_by_role(const json& roles,
                                                        const char* field = "bytes") {
     std::map<std::string, uint64_t> out;
@@ -374,22 +393,7 @@ TEST_F(Roles, TheHooksAgainstAStandInOfPyTorchGiveEachBlockItsRoleAndModule) {
   EXPECT_EQ(at_exit.at("activation") + at_exit.at("input") + at_exit.at("temporary") +
                 at_exit.at("unknown"),
             0u);
-  const std::map<std::string, std::map<std::string, uint64_t>> expected_modules = {
-      {"fc1",
-       {{"parameter", 4 * kMiB},
-        {"gradient", 4 * kMiB},
-        {"optimizer_state", 4 * kMiB},
-        {"activation", 8 * kMiB}}},
-      {"fc2",
-       {{"parameter", 4 * kMiB},
-        {"gradient", 4 * kMiB},
-        {"optimizer_state", 4 * kMiB},
-        {"activation", 16 * kMiB}}}};
-  std::map<std::string, std::map<std::string, uint64_t>> modules;
-  for (const json& m : device["by_module"]["at_peak"]) {
-    modules[m["module"].get<std::string>()] = m["by_role"].get<std::map<std::string, uint64_t>>();
-  }
-  EXPECT_EQ(modules, expected_modules);
+  EXPECT_EQ(modules_at_peak(device), stand_in_layers_at_peak("fc1", "fc2"));
 }
 
 // The hooks hold no tensor of a model the program lets go of: after training, the stand-in
@@ -420,22 +424,7 @@ TEST_F(Roles, TheHooksKeepNothingOfAModelTheProgramLetsGo) {
                                                     {"cuda_graph", 0},
                                                     {"unknown", 0}};
   EXPECT_EQ(bytes_by_role(device["by_role"]["at_exit"]), expected);
-  std::map<std::string, std::map<std::string, uint64_t>> modules;
-  for (const json& m : device["by_module"]["at_peak"]) {
-    modules[m["module"].get<std::string>()] = m["by_role"].get<std::map<std::string, uint64_t>>();
-  }
-  const std::map<std::string, std::map<std::string, uint64_t>> expected_modules = {
-      {"enc",
-       {{"parameter", 4 * kMiB},
-        {"gradient", 4 * kMiB},
-        {"optimizer_state", 4 * kMiB},
-        {"activation", 8 * kMiB}}},
-      {"dec",
-       {{"parameter", 4 * kMiB},
-        {"gradient", 4 * kMiB},
-        {"optimizer_state", 4 * kMiB},
-        {"activation", 16 * kMiB}}}};
-  EXPECT_EQ(modules, expected_modules);
+  EXPECT_EQ(modules_at_peak(device), stand_in_layers_at_peak("enc", "dec"));
 }
 
 // The hooks wrap torch.cuda.graph's capture: the forward captured after training keeps its
