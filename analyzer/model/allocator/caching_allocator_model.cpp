@@ -236,6 +236,9 @@ void CachingAllocatorModel::empty_cache(uint64_t pool) {
 bool CachingAllocatorModel::would_fit(uint64_t size, uint64_t stream) const {
   CachingAllocatorModel trial = *this;
   trial.keep_events_ = false;
+  // The caller's address source may follow a recording: the trial must not move it on. Where a
+  // trial segment lies does not change whether the request fits.
+  trial.segment_address_ = nullptr;
   AllocOutcome out;
   trial.allocate(size, stream, out);
   return out.ok;

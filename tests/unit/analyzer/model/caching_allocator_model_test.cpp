@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <vector>
 
 #include "analyzer/model/allocator/allocator_settings.h"
@@ -527,6 +528,76 @@ TEST(CachingAllocatorModel, ACaptureServesItsRequestsFromAPrivatePool) {
   EXPECT_EQ(m.events().back().pool, 7u);
 }
 
+// ---- invariants over a long replay ----------------------------------------------------------
+
+// What PyTorch's structures keep true whatever the requests: a segment's blocks tile it, no two
+// free neighbours stay apart (free_block and map_block merge them), the reserved bytes are the
+// segments' and the allocated bytes the blocks handed out.
+void expect_consistent(const CachingAllocatorModel& m, uint64_t capacity) {
+  uint64_t reserved = 0;
+  uint64_t allocated = 0;
+  for (const SegmentView& s : m.segments()) {
+    reserved += s.size;
+    uint64_t at = s.address;
+    bool free_before = false;
+    for (const BlockView& b : s.blocks) {
+      ASSERT_EQ(b.address, at);
+      ASSERT_FALSE(!b.allocated && free_before) << "free neighbours not merged";
+      free_before = !b.allocated;
+      if (b.allocated) allocated += b.size;
+      at += b.size;
+    }
+    ASSERT_EQ(at, s.address + s.size);
+  }
+  ASSERT_EQ(reserved, m.stats().reserved_bytes);
+  ASSERT_EQ(allocated, m.stats().allocated_bytes);
+  ASSERT_LE(m.stats().reserved_bytes, capacity);
+  ASSERT_LE(m.stats().reserved_bytes, m.stats().max_reserved_bytes);
+}
+
+void replay_randomly(const char* settings, uint64_t seed) {
+  constexpr uint64_t kCapacity = 3ull << 30;
+  AllocatorSettings s = conf(settings);
+  s.per_process_memory_fraction = 0.9;
+  CachingAllocatorModel m = model_with(s, kCapacity, kCapacity);
+  std::mt19937_64 rng(seed);
+  std::vector<uint64_t> live;
+  uint64_t id = 0;
+  for (int i = 0; i < 20000; ++i) {
+    const uint64_t op = rng() % 100;
+    if (op < 55 || live.empty()) {
+      // Sizes from 1 byte to 256 MiB, spread over the powers of two.
+      const uint64_t size = 1 + rng() % (1ull << (rng() % 29));
+      if (m.malloc(id, size, rng() % 3).ok) live.push_back(id);
+      ++id;
+    } else if (op < 98) {
+      const std::size_t k = rng() % live.size();
+      ASSERT_TRUE(m.free(live[k]));
+      live[k] = live.back();
+      live.pop_back();
+    } else {
+      m.empty_cache();
+    }
+    if (i % 500 == 0) {
+      expect_consistent(m, kCapacity);
+      if (testing::Test::HasFatalFailure()) return;
+    }
+  }
+  for (const uint64_t r : live) m.free(r);
+  m.empty_cache();
+  expect_consistent(m, kCapacity);
+  // Everything freed and emptied: nothing is left reserved.
+  EXPECT_EQ(m.stats().reserved_bytes, 0u) << settings;
+}
+
+TEST(CachingAllocatorModel, InvariantsHoldOverARandomReplay) {
+  replay_randomly("", 1);
+  replay_randomly("max_split_size_mb:64,roundup_power2_divisions:[16:4,>:8]", 2);
+  replay_randomly("garbage_collection_threshold:0.5", 3);
+  replay_randomly("expandable_segments:True", 4);
+  replay_randomly("expandable_segments:True,max_split_size_mb:64", 5);
+}
+
 // ---- what is not modelled -------------------------------------------------------------------
 
 TEST(CachingAllocatorModel, SaysWhatItDidNotModel) {
@@ -555,6 +626,8 @@ TEST(CachingAllocatorModel, UsesTheSegmentAddressesItIsGiven) {
   EXPECT_EQ(m.malloc(1, 12 * kMiB, 0).address, 0x1000000000u);
   EXPECT_EQ(m.malloc(2, 1000, 0).address, 0x2000000000u);
   EXPECT_EQ(asked, (std::vector<uint64_t>{12 * kMiB, 2 * kMiB}));
+  EXPECT_TRUE(m.would_fit(12 * kMiB, 0));  // a trial takes no address from the caller's source
+  EXPECT_EQ(asked.size(), 2u);
   EXPECT_FALSE(m.gaps().present(Gap::kSyntheticAddresses));
 }
 
