@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The rules below are PyTorch's c10/cuda/CUDACachingAllocator.cpp (DeviceCachingAllocator's
-// functions, named beside the code that follows them) and c10/core/AllocatorConfig.*, as of
-// the 2.11 line. Indices stand for PyTorch's Block pointers: a Block reference is never held
-// across new_block(), which may move them.
+// functions, named beside the code that follows them) and c10/core/AllocatorConfig.*, read from
+// the main branch of the 2.10-2.11 time (AcceleratorAllocatorConfig, max_non_split_rounding_mb;
+// the exact v2.11 tag could not be pinned); large_segment_size_mb may be newer than a recorded
+// version, its default is the older constant. Indices stand for PyTorch's Block pointers: a
+// Block reference is never held across new_block(), which may move them.
 #include "analyzer/model/allocator/caching_allocator_model.h"
 
 #include <algorithm>
