@@ -829,6 +829,10 @@ enum class ScopeKind : uint8_t {
   // A CUDA graph's capture (torch.cuda.graph) on this thread: the blocks made in it are the
   // graph's private pool's, kept for its replays. Readers that do not know it ignore it.
   kCudaGraph = 4,
+  // Autograd records nothing (no_grad, inference_mode) in the root forward open on this thread:
+  // entered just inside it, left just before it ends. What such a forward makes is no activation.
+  // Readers that do not know it ignore it.
+  kNoGrad = 5,
 };
 enum class ScopeAction : uint8_t {
   kEnter = 0,

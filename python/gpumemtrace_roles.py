@@ -13,6 +13,7 @@ library's entry points (format 4.8's Scope and Tag records):
   the root's `named_modules()` gives it) in the root's first three forwards and one in sixteen
   after (the others in outline); backward(); each optimizer's step(); each CUDA graph's capture
   (torch.cuda.graph, which torch.compile's CUDA graphs use too); the program's end (atexit);
+  inside a root forward that autograd does not record (no_grad, inference_mode), a no-grad scope;
 - tags: a model's parameters and buffers in its forwards reported whole (when they moved), the
   gradients after each backward (or before a step), the optimizer's state after each step when it
   changed.
@@ -59,7 +60,7 @@ def _install():
 
     # format/records.h: ScopeAction, ScopeKind, TagRole.
     ENTER, EXIT, ENTER_OUTLINE = 0, 1, 2
-    MODULE, BACKWARD, OPTIMIZER, PROGRAM_END, CUDA_GRAPH = 0, 1, 2, 3, 4
+    MODULE, BACKWARD, OPTIMIZER, PROGRAM_END, CUDA_GRAPH, NO_GRAD = 0, 1, 2, 3, 4, 5
     PARAMETER, BUFFER, GRADIENT, OPTIMIZER_STATE = 0, 1, 2, 3
 
     compiler = getattr(torch, "compiler", None)
@@ -70,6 +71,10 @@ def _install():
 
     def name_id(text):
         return name_fn(text.encode("utf-8", "replace"))
+
+    # Whether autograd records (False under no_grad and inference_mode): what a forward running at
+    # a failure made is then activations, else temporaries. One C call per root forward.
+    grad_enabled = getattr(torch, "is_grad_enabled", None) or (lambda: True)
 
     def emit(role, pairs):
         """Tags (address, name id) pairs with one role, in one call."""
@@ -218,12 +223,17 @@ def _install():
         except Exception as error:
             fail(error)
             return original_call(m, *args, **kwargs)
+        no_grad = not grad_enabled()
+        if no_grad:
+            scope(ENTER, NO_GRAD, 0)
         state["depth"] = 1
         state["whole"] = whole
         try:
             return original_call(m, *args, **kwargs)
         finally:
             state["depth"] = 0
+            if no_grad:
+                scope(EXIT, NO_GRAD, 0)
             scope(EXIT, MODULE, 0)
 
     def tensor_name(p, suffix=""):

@@ -12,8 +12,12 @@
 #     its modules' (named_modules()), none the root's;
 #   - the MLP's forward captured in a CUDA graph: the live blocks of its private pool (the kept
 #     output, the workspace cuBLAS took for the capture's stream) are cuda_graph at exit;
-#   - the MLP deleted after training: torch's allocated falls below a tenth of its parameters, and
-#     no parameter, gradient or optimizer state is left at exit (the hooks hold no tensor);
+#   - the MLP deleted after training: torch's allocated falls by its parameters, gradients and
+#     state, and no parameter, gradient or optimizer state is left at exit (the hooks hold no
+#     tensor);
+#   - an OOM in a forward: ResNet-50 AMP at a batch too large for the device fails in its first
+#     forward; at the failure the role table leads with activations (temporaries under no_grad),
+#     made by the forward still running, by module; almost nothing is unknown;
 #   - the cost: ResNet-50 AMP steps with roles and without (GPUMEMTRACE_ROLES=0), interleaved.
 # Usage: scripts/gpu-validate-roles.sh [OUTPUT_DIR]; exits non-zero when a check failed.
 # GMT_ROLES_COST=0 skips the cost; GMT_ROLES_MODELS picks the models of the first checks (default
@@ -52,7 +56,11 @@ for model in ${GMT_ROLES_MODELS-mlp resnet transformer checkpointed}; do
       "$(role_at "$out/roles_$model.report.json" at_exit "$role")"
   done
   check "$model: no activation at exit" 0 "$(role_at "$out/roles_$model.report.json" at_exit activation)"
-  check "$model: activations at the peak" True "$(json_field "$out/roles_$model.report.json" "[r['bytes'] for r in $dev['by_role']['at_peak'] if r['role'] == 'activation'][0] > 0")"
+  # Checkpointed, the peak moves into the optimizer's first step, where no activation lives: it
+  # is checked against the plain MLP's below instead.
+  if [ "$model" != checkpointed ]; then
+    check "$model: activations at the peak" True "$(json_field "$out/roles_$model.report.json" "[r['bytes'] for r in $dev['by_role']['at_peak'] if r['role'] == 'activation'][0] > 0")"
+  fi
   check "$model: every module named is one of named_modules() or the root's class" True \
     "$(python3 -c 'import json,sys; e=set(json.load(open(sys.argv[1]))["modules"]); p=json.load(open(sys.argv[2]))["devices"][0]["by_module"]; print(all(m["module"] in e or "." not in m["module"] and m["module"][:1].isupper() for m in p) and len(p) > 0)' "$out/roles_$model.expected.json" "$out/roles_$model.peak.json")"
 done
@@ -101,13 +109,44 @@ if "$gmt" run -o "$out/roles_deleted.%p.gmt" -- python3 tests/gpu/roles_models.p
   "$out/roles_deleted.json" >"$out/roles_deleted.log" 2>&1; then
   "$gmt" report --json "$(ls "$out"/roles_deleted.*.gmt | sed -n 1p)" >"$out/roles_deleted.report.json"
   echo "INFO deleted: the model's parameters $(json_field "$out/roles_deleted.json" 'd["parameter_bytes"]') bytes; allocated after the delete $(json_field "$out/roles_deleted.json" 'd["allocated_after_delete"]') bytes"
-  check "deleted: torch's allocated after the delete is less than a tenth of the parameters" True \
-    "$(json_field "$out/roles_deleted.json" 'd["allocated_after_delete"] < d["parameter_bytes"] // 10')"
+  # What stays allocated after the delete is not the model's (cuBLAS keeps its workspace, 65 MiB
+  # on an H100): torch's allocated falls by at least the model's parameters, gradients and state.
+  check "deleted: torch's allocated falls by the model's parameters, gradients and state" True \
+    "$(json_field "$out/roles_deleted.json" 'd["allocated_before_delete"] - d["allocated_after_delete"] >= d["model_bytes"]')"
   check "deleted: no parameter, gradient or optimizer state at exit" 0 \
     "$(json_field "$out/roles_deleted.report.json" "sum(r['bytes'] for r in d['devices'][0]['by_role']['at_exit'] if r['role'] in ('parameter', 'gradient', 'optimizer_state'))")"
 else
   echo "FAIL roles_models.py deleted (see roles_deleted.log)"; tail -5 "$out/roles_deleted.log"; failures=$((failures + 1))
 fi
+
+echo "== an OOM in a forward: ResNet-50 AMP at a batch too large for the device, with grad and without"
+for case in oom_forward:activation oom_no_grad:temporary; do
+  name=${case%%:*} role=${case#*:}
+  rm -f "$out/roles_$name".*.gmt
+  if ! "$gmt" run -o "$out/roles_$name.%p.gmt" -- python3 tests/gpu/roles_models.py "$name" \
+    "$out/roles_$name.json" >"$out/roles_$name.log" 2>&1; then
+    echo "FAIL roles_models.py $name (see roles_$name.log)"; tail -5 "$out/roles_$name.log"; failures=$((failures + 1)); continue
+  fi
+  trace=$(ls "$out/roles_$name".*.gmt | sed -n 1p)
+  "$gmt" oom --json "$trace" >"$out/roles_$name.oom.json"
+  "$gmt" oom "$trace" | sed -n 1,30p
+  echo "INFO $name: batch $(json_field "$out/roles_$name.json" 'd["batch"]'), torch said: $(json_field "$out/roles_$name.json" 'd["error"]')"
+  last='d["ooms"][-1]'
+  check "$name: the forward failed" True "$(json_field "$out/roles_$name.json" 'd["error"] != ""')"
+  check "$name: the roles at the failure add up to what was live then" True \
+    "$(json_field "$out/roles_$name.oom.json" "sum(r['bytes'] for r in $last['by_role']) == $last['live_bytes']")"
+  check "$name: $role leads the role table at the failure" "$role" \
+    "$(json_field "$out/roles_$name.oom.json" "max($last['by_role'], key=lambda r: r['bytes'])['role']")"
+  check "$name: the $role bytes were made by the forward running then" True \
+    "$(json_field "$out/roles_$name.oom.json" "[r for r in $last['by_role'] if r['role'] == '$role'][0]['running_bytes'] > 0")"
+  check "$name: unknown is under 2 % of what was live" True \
+    "$(json_field "$out/roles_$name.oom.json" "[r['bytes'] for r in $last['by_role'] if r['role'] == 'unknown'][0] * 50 < $last['live_bytes']")"
+  check "$name: parameters at the failure are the model's" \
+    "$(json_field "$out/roles_$name.json" 'd["parameter_bytes"]')" \
+    "$(json_field "$out/roles_$name.oom.json" "[r['bytes'] for r in $last['by_role'] if r['role'] == 'parameter'][0]")"
+  check "$name: the $role bytes are the model's modules'" True \
+    "$(python3 -c 'import json,sys; e=set(json.load(open(sys.argv[1]))["modules"]); f=json.load(open(sys.argv[2]))["ooms"][-1]; m=[x for x in f["by_module"] if x["by_role"].get(sys.argv[3])]; print(len(m) > 0 and all(x["module"] in e or x["module"] == "ResNet" for x in m))' "$out/roles_$name.json" "$out/roles_$name.oom.json" "$role")"
+done
 
 echo "== torch.compile: the MLP compiled, with roles and without (GPUMEMTRACE_ROLES=0)"
 for roles in 1 0; do

@@ -6,11 +6,27 @@
 #include "analyzer/model/leak_classes.h"
 #include "analyzer/report/byte_size.h"
 #include "analyzer/report/cuda_error_name.h"
+#include "analyzer/report/frames/frame_policy.h"
 #include "analyzer/report/frames/stack_frames.h"
 #include "analyzer/report/roles_report.h"
 
 namespace gmt::analyzer {
 namespace {
+
+// The failure in plain words, where the device's figures say it: a request larger than the
+// whole device can never fit; one larger than what the device had free could not then.
+std::string oom_verdict(const FailedAllocation& f) {
+  if (!f.views || !f.views->driver_total_bytes) return "";
+  const uint64_t total = *f.views->driver_total_bytes;
+  if (f.requested_bytes > total) {
+    return "larger than the whole device (" + human_bytes(total) + "): it can never fit";
+  }
+  if (const auto free = f.driver_free_bytes(); free && f.requested_bytes > *free) {
+    return "more than the device had free (" + human_bytes(*free) + " of " + human_bytes(total) +
+           ")";
+  }
+  return "";
+}
 
 nlohmann::ordered_json oom_json(const TraceSummary& trace, ResolvedStacks& frames) {
   using nlohmann::ordered_json;
@@ -33,6 +49,7 @@ nlohmann::ordered_json oom_json(const TraceSummary& trace, ResolvedStacks& frame
     row["error"] = f.error;
     row["error_name"] = cuda_error_name(f.error);
     row["frames"] = frames_json(frames[f.stack]);
+    row["verdict"] = oom_verdict(f);
     row["holders"] = std::move(holders);
     if (f.allocator >= 0) {
       row["allocator"] = allocator_name(f.allocator);
@@ -64,14 +81,20 @@ void write_oom_text(const TraceSummary& trace, ResolvedStacks& frames, FrameMode
       << trace.path << "\n";
   for (std::size_t i = 0; i < trace.failures.size() && i < kFailuresShown; ++i) {
     const FailedAllocation& f = trace.failures[i];
-    out << "  at " << human_duration(f.time_ns) << " on " << device_name(f.device) << ": "
-        << format::api_name(f.api) << " of " << human_bytes(f.requested_bytes) << " ("
-        << format::memory_kind_name(f.kind) << ", " << cuda_error_name(f.error) << ") with "
-        << human_bytes(f.live_bytes) << " live\n";
+    // What the program called leads, as its stack shows it: the trace may have caught only the
+    // driver entry point it became.
+    const std::string called =
+        called_entry_point(frames[f.stack]).value_or(std::string(format::api_name(f.api)));
+    out << "  at " << human_duration(f.time_ns) << " on " << device_name(f.device) << ": " << called
+        << " of " << human_bytes(f.requested_bytes) << " (" << format::memory_kind_name(f.kind)
+        << ", " << cuda_error_name(f.error) << ") with " << human_bytes(f.live_bytes) << " live\n";
     if (!f.retries.empty()) {
       out << "    retried "
           << (f.retries.size() == 1 ? "once" : std::to_string(f.retries.size()) + " times")
           << " after the allocator released " << human_bytes(f.released_bytes()) << "\n";
+    }
+    if (const std::string verdict = oom_verdict(f); !verdict.empty()) {
+      out << "    " << verdict << "\n";
     }
     if (const auto free = f.driver_free_bytes()) {
       out << "    driver free then " << human_bytes(*free);

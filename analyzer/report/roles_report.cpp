@@ -12,12 +12,23 @@ namespace gmt::analyzer {
 
 namespace {
 
-// "how" of a role with bytes: tagged, inferred, or both in part.
+// "how" of a role with bytes: tagged, inferred from its life, inferred from the work running
+// then, or several of these in part.
 std::string how_known(Role role, const RoleFigure& f) {
-  if (f.tagged_bytes == 0) return role_basis(role, false);
-  if (f.tagged_bytes == f.bytes) return role_basis(role, true);
-  return std::string(role_basis(role, true)) + " (" + human_bytes(f.tagged_bytes) + "), else " +
-         role_basis(role, false);
+  const char* running = running_basis(role);
+  if (f.running_bytes == f.bytes && running != nullptr) return running;
+  const uint64_t settled = f.bytes - f.running_bytes;
+  std::string how;
+  if (f.tagged_bytes == 0) {
+    how = role_basis(role, false);
+  } else if (f.tagged_bytes == settled) {
+    how = role_basis(role, true);
+  } else {
+    how = std::string(role_basis(role, true)) + " (" + human_bytes(f.tagged_bytes) + "), else " +
+          role_basis(role, false);
+  }
+  if (f.running_bytes == 0 || running == nullptr) return how;
+  return how + "; " + human_bytes(f.running_bytes) + " " + running;
 }
 
 }  // namespace
@@ -69,6 +80,7 @@ nlohmann::ordered_json role_rows_json(const RoleBreakdown& roles) {
                        {"count", f.count},
                        {"tagged_bytes", f.tagged_bytes},
                        {"inferred_bytes", f.bytes - f.tagged_bytes},
+                       {"running_bytes", f.running_bytes},
                        {"how", f.bytes == 0 ? std::string() : how_known(role, f)}});
   }
   return by_role;

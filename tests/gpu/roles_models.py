@@ -9,6 +9,8 @@
     python3 roles_models.py memtracker EXPECTED.json   # the MLP under PyTorch's MemTracker
     python3 roles_models.py compiled EXPECTED.json  # the MLP under torch.compile: graph breaks
     python3 roles_models.py graphed EXPECTED.json   # the MLP's forward captured in a CUDA graph
+    python3 roles_models.py oom_forward EXPECTED.json   # ResNet-50 AMP, a batch too large: OOM
+    python3 roles_models.py oom_no_grad EXPECTED.json   # the same forward under torch.no_grad
 
 Unchanged programs as far as gpumemtrace goes: nothing here knows it is traced. EXPECTED.json gets
 what the model says of itself (its parameters' bytes, its gradients', its optimizer's state,
@@ -139,6 +141,29 @@ def capture(model, shape):
     return graph, static_in, static_out
 
 
+def out_of_memory(no_grad):
+    """ResNet-50 AMP at a batch far too large for the device (4096 per 80 GiB: its first forward
+    fails, as users' most common OOM does): the error caught, as a notebook or a batch-size search
+    catches it. What torch said of the failure goes to EXPECTED."""
+    import torchvision
+
+    total = torch.cuda.get_device_properties(0).total_memory
+    batch = 4096 * -(-total // (80 << 30))
+    model = torchvision.models.resnet50().cuda()
+    kept.append(model)
+    x = torch.randn(batch, 3, 224, 224, device="cuda", dtype=torch.float16)
+    try:
+        with torch.autocast("cuda", dtype=torch.float16), torch.set_grad_enabled(not no_grad):
+            model(x)
+        failed = ""
+    except torch.OutOfMemoryError as error:
+        failed = str(error).splitlines()[0]
+    return {"batch": batch, "device_total_bytes": total, "error": failed,
+            "parameter_bytes": tensor_bytes(model.parameters()),
+            "input_bytes": tensor_bytes([x]),
+            "modules": [name for name, _ in model.named_modules() if name]}
+
+
 # The model and its optimizer live to the end of the script, as a training script's globals do:
 # what the trace holds "at exit" (the program's end, before the interpreter's teardown).
 kept = []
@@ -147,6 +172,10 @@ kept = []
 def main():
     which, expected_path = sys.argv[1], sys.argv[2]
     steps = int(os.environ.get("GMT_STEPS", "3"))
+    if which in ("oom_forward", "oom_no_grad"):
+        with open(expected_path, "w") as f:
+            json.dump(out_of_memory(which == "oom_no_grad"), f)
+        return
     builders = {
         "mlp": mlp,
         "resnet": resnet,
@@ -186,6 +215,11 @@ def main():
         # The program lets go of its model and optimizer, as one that trains several in turn:
         # under the profiler, nothing of them may stay allocated (the hooks hold no tensor).
         expected["parameter_bytes"] = tensor_bytes(model.parameters())
+        expected["model_bytes"] = (
+            expected["parameter_bytes"] + tensor_bytes(p.grad for p in model.parameters()) +
+            tensor_bytes(v for state in optimizer.state.values() for v in state.values()
+                         if torch.is_tensor(v)))
+        expected["allocated_before_delete"] = torch.cuda.memory_allocated()
         kept.clear()
         del model, optimizer
         gc.collect()

@@ -22,6 +22,12 @@ state (4 MiB each) in the first step. Then:
 With `delete`, the program then drops its model and optimizer, whose tensors are all freed, and
 trains another model (enc, dec) for two steps, the second of which holds the run's most.
 
+With `oom` (or `oom-no-grad`: under no_grad), the model's first forward fails in fc2, whose
+64 GiB request the simulated device refuses (as PyTorch's allocator growing its cache would),
+after fc1 kept its 8 MiB: at the failure, that forward is still running and has made fc1's 8 MiB
+(activations, or temporaries under no_grad), beside the parameters (8 MiB) and the input
+(2 MiB). The program catches the error and drops what the forward kept; there is no training.
+
 With `graph`, the model's forward is then captured in a CUDA graph (torch.cuda.graph, which the
 hooks wrap) and its outputs kept: at the program's end they are the graph's, 16 MiB.
 
@@ -39,7 +45,7 @@ report_block.argtypes = [ctypes.c_uint32, ctypes.c_uint32, ctypes.c_int32, ctype
                          ctypes.c_uint64, ctypes.c_uint64]
 report_block.restype = None
 PYTORCH = 1  # include/gpumemtrace.h: gpumemtrace_allocator, gpumemtrace_block_action
-ALLOC, FREE_REQUESTED, FREE_COMPLETED, SEGMENT_ALLOC = 0, 1, 2, 3
+ALLOC, FREE_REQUESTED, FREE_COMPLETED, SEGMENT_ALLOC, OOM = 0, 1, 2, 3, 7
 
 
 class Allocator:
@@ -160,6 +166,21 @@ def autograd_backward(loss):
     thread.join()
 
 
+grad = {"enabled": True}
+
+
+class NoGrad:
+    """torch.no_grad: autograd records nothing inside."""
+
+    def __enter__(self):
+        self.before = grad["enabled"]
+        grad["enabled"] = False
+
+    def __exit__(self, *exc_info):
+        grad["enabled"] = self.before
+        return False
+
+
 class GraphCapture:
     """torch.cuda.graph: the context manager around a CUDA graph's capture."""
 
@@ -178,6 +199,8 @@ def stand_in_torch():
     torch.__version__ = "stand-in"
     torch.Tensor = Tensor
     torch.is_tensor = lambda t: isinstance(t, Tensor)
+    torch.is_grad_enabled = lambda: grad["enabled"]
+    torch.no_grad = NoGrad
     torch.compiler = types.SimpleNamespace(is_compiling=lambda: False)
     torch.cuda = types.SimpleNamespace(graph=GraphCapture)
     module_mod = types.ModuleType("torch.nn.modules.module")
@@ -200,9 +223,17 @@ class Linear(Module):
     def forward(self, x):
         scratch = Tensor(1 * MiB)
         del scratch
+        if self is failing["module"]:
+            p = ctypes.c_void_p()
+            status = cudart.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(64 << 30))
+            report_block(PYTORCH, OOM, 0, 0, 64 << 30, 0)  # as PyTorch's tracker reports it
+            raise MemoryError(f"CUDA out of memory (cudaMalloc: {status})")
         kept = Tensor(8 * MiB)
         tape.append(kept)
         return kept
+
+
+failing = {"module": None}  # the layer whose forward runs out of memory
 
 
 class Net(Module):
@@ -249,7 +280,23 @@ def train(input_sizes):
 
 model = Net()
 optimizer = Optimizer(model.parameters())
-train([2 * MiB] * 4 + [3 * MiB])
+mode = sys.argv[3] if len(sys.argv) > 3 else ""
+if mode.startswith("oom"):
+    # The model's first forward fails, as a batch too large fails at once.
+    failing["module"] = model.fc2
+    x = Tensor(2 * MiB)
+    try:
+        if mode == "oom-no-grad":
+            with sys.modules["torch"].no_grad():
+                model(x)
+        else:
+            model(x)
+    except MemoryError as error:
+        print(f"failed: {error}")
+    tape.clear()
+    del x
+else:
+    train([2 * MiB] * 4 + [3 * MiB])
 if len(sys.argv) > 3 and sys.argv[3] == "graph":
     # Then the forward captured in a CUDA graph, its outputs kept for replays: what it made is
     # the graph's (fc1's and fc2's 8 MiB); its static input, made before, is an input.

@@ -52,4 +52,19 @@ const char* role_basis(Role role, bool tagged) {
   }
 }
 
+const char* running_basis(Role role) {
+  switch (role) {
+    case Role::kActivation:
+      return "inferred: made in the forward that was running then, autograd recording (or kept "
+             "for the backward running then)";
+    case Role::kTemporary:
+      return "inferred: made in the forward that was running then, under no_grad or "
+             "inference_mode";
+    case Role::kGradient:
+      return "inferred: made in the backward that was running then";
+    default:
+      return nullptr;
+  }
+}
+
 }  // namespace gmt::analyzer

@@ -34,12 +34,18 @@ std::optional<Role> role_of_name(std::string_view name);
 // How a role's bytes are known, for each role: "tagged by the framework" or the rule that
 // inferred it.
 const char* role_basis(Role role, bool tagged);
+// How a role's bytes are known when the work that made them was still running at the moment
+// (RoleFigure::running_bytes); none for a role no running work gives.
+const char* running_basis(Role role);
 
-// One role's bytes at a moment, and how many of them the framework tagged (the rest inferred).
+// One role's bytes at a moment, how many of them the framework tagged (the rest inferred), and
+// how many are known only from the work still running then that made them (a forward cut short
+// by a failure: its blocks are activations, or temporaries under no_grad).
 struct RoleFigure {
   uint64_t bytes = 0;
   uint64_t count = 0;
   uint64_t tagged_bytes = 0;
+  uint64_t running_bytes = 0;
 };
 
 // One module's bytes at a moment, by role (blocks made in its forward, or its own tensors).

@@ -41,6 +41,11 @@ void RoleTracker::on(const format::ScopeRecord& r) {
     case format::ScopeKind::kProgramEnd:
       program_ended_ = true;
       return;
+    case format::ScopeKind::kNoGrad:
+      if (static_cast<format::ScopeAction>(r.action) == format::ScopeAction::kEnter) {
+        mark_no_grad(open);
+      }
+      return;
     default:
       return;  // a kind this build does not know
   }
@@ -54,6 +59,7 @@ void RoleTracker::on(const format::ScopeRecord& r) {
     } else {
       instance = static_cast<uint32_t>(instance_open_.size());
       instance_open_.push_back(true);
+      instance_no_grad_.push_back(false);
       if (where == Where::kForward) {
         // A root forward begun while backward runs recomputes what activation checkpointing
         // dropped: not the next step's forward, so what lives across it is no input.
@@ -89,6 +95,12 @@ void RoleTracker::on(const format::ScopeRecord& r) {
   if (root == root_forwards_.end()) return;
   if (!root->second.outline) root_modules_[root->second.root] = std::move(root->second.modules);
   root_forwards_.erase(root);
+}
+
+void RoleTracker::mark_no_grad(const std::vector<Open>& open) {
+  const auto forward = std::find_if(open.rbegin(), open.rend(),
+                                    [](const Open& o) { return o.where == Where::kForward; });
+  if (forward != open.rend()) instance_no_grad_[forward->instance] = true;
 }
 
 uint32_t RoleTracker::module_in(RootForward& forward, uint32_t stack, uint32_t innermost) {
@@ -203,6 +215,7 @@ void RoleTracker::snapshot(int device, int slot, const std::vector<Block>& block
     }
     ++facts_[live->value].pins;
     s.blocks.push_back({live->value, b.size, b.stack});
+    s.running.push_back(running_now(facts_[live->value]));
   }
   for (const PeakSite& row : rows) {
     if (row.cache) {
@@ -223,20 +236,33 @@ void RoleTracker::unpin(Snapshot& s) {
     if (--f.pins == 0 && f.freed) free_facts_.push_back(held.facts);
   }
   s.blocks.clear();
+  s.running.clear();
 }
 
-// tag (8 bits) | where (3) | end (2) | forward_during (1) | freed (1)
-RoleTracker::RoleClass RoleTracker::class_of(const Facts& f) const {
+RoleTracker::Running RoleTracker::running_now(const Facts& f) const {
+  const bool open = f.instance < instance_open_.size() && instance_open_[f.instance];
+  switch (f.where) {
+    case Where::kForward:
+      if (open) {
+        return instance_no_grad_[f.instance] ? Running::kForwardNoGrad : Running::kForwardRecording;
+      }
+      return open_backwards_.empty() ? Running::kNo : Running::kKeptForBackward;
+    case Where::kBackward:
+      return open ? Running::kBackward : Running::kNo;
+    default:
+      return Running::kNo;
+  }
+}
+
+// running (3 bits) | tag (8) | where (3) | end (2) | forward_during (1) | freed (1)
+RoleTracker::RoleClass RoleTracker::class_of(const Facts& f, Running running) const {
   const bool forward_during = f.freed ? f.forward_during : forward_epoch_ > f.forward_epoch;
-  return static_cast<RoleClass>(f.tag << 7 | static_cast<unsigned>(f.where) << 4 |
+  return static_cast<RoleClass>(static_cast<unsigned>(running) << 15 | f.tag << 7 |
+                                static_cast<unsigned>(f.where) << 4 |
                                 static_cast<unsigned>(f.end) << 2 | forward_during << 1 | f.freed);
 }
 
-Role RoleTracker::role_of(const Facts& f) const {
-  return role_of_class(class_of(f));
-}
-
-Role RoleTracker::role_of_class(RoleClass c) const {
+Role RoleTracker::settled_role(RoleClass c) const {
   Facts f;
   f.tag = static_cast<uint8_t>(c >> 7);
   f.where = static_cast<Where>(c >> 4 & 7);
@@ -274,6 +300,24 @@ Role RoleTracker::role_of_class(RoleClass c) const {
   return f.freed ? Role::kTemporary : Role::kUnknown;
 }
 
+Role RoleTracker::role_of_class(RoleClass c) const {
+  const Role settled = settled_role(c);
+  if (settled != Role::kUnknown || !recorded_) return settled;
+  // Nothing in its life placed it: the work that made it, running at that moment, does.
+  switch (static_cast<Running>(c >> 15 & 7)) {
+    case Running::kForwardRecording:
+    case Running::kKeptForBackward:
+      return Role::kActivation;
+    case Running::kForwardNoGrad:
+      return Role::kTemporary;
+    case Running::kBackward:
+      return Role::kGradient;
+    case Running::kNo:
+      break;
+  }
+  return settled;
+}
+
 std::string RoleTracker::module_of(const Facts& f, Role role) const {
   const auto name = names_.find(f.module);
   if (f.module == 0 || name == names_.end()) return {};
@@ -288,14 +332,16 @@ std::optional<RoleBreakdown> RoleTracker::resolve(int device, int slot) const {
   RoleBreakdown table;
   std::map<std::string, ModuleRoles> modules;
   std::map<uint32_t, std::array<uint64_t, kRoleCount>> by_stack;
-  for (const auto& [i, bytes, stack] : s.blocks) {
+  for (std::size_t b = 0; b < s.blocks.size(); ++b) {
+    const auto& [i, bytes, stack] = s.blocks[b];
     const Facts& f = facts_[i];
-    const Role role = role_of(f);
+    const Role role = role_of_class(class_of(f, s.running[b]));
     by_stack[stack][static_cast<std::size_t>(role)] += bytes;
     RoleFigure& figure = table[role];
     figure.bytes += bytes;
     ++figure.count;
     if (recorded_ && f.tag != kUntagged) figure.tagged_bytes += bytes;
+    if (role != settled_role(class_of(f, Running::kNo))) figure.running_bytes += bytes;
     const std::string module = recorded_ ? module_of(f, role) : std::string{};
     if (module.empty()) continue;
     ModuleRoles& m = modules[module];

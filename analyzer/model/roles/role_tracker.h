@@ -50,9 +50,10 @@ class RoleTracker {
 
   // What decides a block's role, packed: its tag, where it was made (a CUDA graph's capture
   // before any other scope), how its life ended against
-  // that scope, whether a root forward began while it lived, whether it is freed. A role is the
+  // that scope, whether a root forward began while it lived, whether it is freed, and whether
+  // the scope that made it was still running at the moment the class is of. A role is the
   // class's only once the whole trace is read (role_of_class()), so a timeline keeps classes.
-  using RoleClass = uint16_t;
+  using RoleClass = uint32_t;
   // The class of the block the last block record ended (its free, or an allocation at its
   // address whose free was not recorded), until the next block record; none if it ended none.
   std::optional<RoleClass> last_ended() const { return last_ended_; }
@@ -63,10 +64,22 @@ class RoleTracker {
   }
   // The role of a class, by what the trace has told so far (all of it, once it is read).
   Role role_of_class(RoleClass c) const;
+  // The same by the block's life alone, whatever was running at the class's moment.
+  Role settled_role(RoleClass c) const;
 
  private:
   enum class Where : uint8_t { kNone, kForward, kBackward, kOptimizer, kCudaGraph };
   enum class End : uint8_t { kLive, kInside, kByBackward, kAfter };
+  // The work a block belongs to, still running at a moment (a failure, the peak, the trace's
+  // end): what its life so far says of it when its end is not known or tells nothing (the
+  // forward was cut short by the failure, the program died in it).
+  enum class Running : uint8_t {
+    kNo,
+    kForwardRecording,  // made in a root forward still running, autograd recording
+    kForwardNoGrad,     // made in a root forward still running under no_grad or inference_mode
+    kKeptForBackward,   // made in a forward, not yet released while a backward runs
+    kBackward,          // made in a backward still running
+  };
   static constexpr uint8_t kUntagged = 0xFF;
   struct Facts {
     Where where = Where::kNone;
@@ -102,22 +115,27 @@ class RoleTracker {
       uint32_t stack;
     };
     std::vector<Held> blocks;
-    uint64_t unknown_blocks = 0;  // blocks with no facts (made before)
+    std::vector<Running> running;  // each block's, at the snapshot's moment
+    uint64_t unknown_blocks = 0;   // blocks with no facts (made before)
     uint64_t unknown_count = 0;
     uint64_t cache_bytes = 0;
     uint64_t cache_count = 0;
     std::vector<RoleBreakdown::Outside> outside;
   };
 
-  RoleClass class_of(const Facts& f) const;
+  Running running_now(const Facts& f) const;
+  RoleClass class_of(const Facts& f) const { return class_of(f, running_now(f)); }
+  RoleClass class_of(const Facts& f, Running running) const;
+  void mark_no_grad(const std::vector<Open>& open);
   uint32_t new_facts();
   void unpin(Snapshot& s);
-  Role role_of(const Facts& f) const;
   std::string module_of(const Facts& f, Role role) const;
 
   std::unordered_map<uint32_t, std::string> names_;
   std::unordered_map<uint64_t, std::vector<Open>> threads_;  // open scopes by thread
   std::vector<bool> instance_open_;                          // by instance id (from 0)
+  // By instance id: a root forward that autograd does not record (ScopeKind::kNoGrad in it).
+  std::vector<bool> instance_no_grad_;
   std::unordered_map<uint32_t, RootForward> root_forwards_;  // open ones, by instance
   // By root (Name id): the modules of its last forward reported whole.
   std::unordered_map<uint32_t, std::unordered_map<uint64_t, uint32_t>> root_modules_;

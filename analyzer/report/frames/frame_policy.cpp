@@ -242,6 +242,16 @@ std::string via_text(const std::vector<SiteFrame>& frames, std::size_t user) {
   return text;
 }
 
+std::optional<std::string> called_entry_point(const std::vector<SiteFrame>& frames) {
+  std::size_t at = 0;
+  std::optional<std::string> name =
+      entry_point(frames, first_user_frame(frames).value_or(frames.size()), at);
+  if (!name || unsymbolized(frames[at]) || !frames[at].function.starts_with("cu")) {
+    return std::nullopt;
+  }
+  return name;
+}
+
 ShownStack shown_stack(const std::vector<SiteFrame>& frames, FrameMode mode) {
   const std::optional<std::size_t> user =
       mode == FrameMode::kUser ? first_user_frame(frames) : std::nullopt;

@@ -60,6 +60,11 @@ std::optional<std::size_t> first_user_frame(const std::vector<SiteFrame>& frames
 // "via cudaMalloc ← c10 caching allocator". "" when `user` is 0.
 std::string via_text(const std::vector<SiteFrame>& frames, std::size_t user);
 
+// The CUDA entry point the program called, as its stack shows it ("cudaMalloc", where the trace
+// caught only the driver call it became: a libcudart the program opened itself, whose symbols
+// the preload does not stand in for); none when no runtime frame names one.
+std::optional<std::string> called_entry_point(const std::vector<SiteFrame>& frames);
+
 struct ShownStack {
   // Leaf first: from the first user frame out, without the program's start (_start,
   // __libc_start_main) past the last other frame; every frame with FrameMode::kAll, or when no

@@ -448,5 +448,67 @@ TEST_F(Roles, TheHooksWrapACudaGraphsCapture) {
   EXPECT_EQ(at_exit, expected);
 }
 
+// An OOM in a forward, the most common kind: the stand-in's first forward fails in fc2, after fc1
+// kept 8 MiB. At the failure that forward is still running: what it made is an activation (a
+// temporary under no_grad), with its module, and nothing is unknown; `how` says so.
+void expect_failure_roles(const json& failure, const std::string& running_role) {
+  const auto bytes = [&](const char* field) {
+    std::map<std::string, uint64_t> out;
+    for (const json& r : failure["by_role"]) {
+      if (r["bytes"].get<uint64_t>() > 0) out[r["role"].get<std::string>()] = r[field];
+    }
+    return out;
+  };
+  const uint64_t live = failure["live_bytes"].get<uint64_t>();
+  const std::map<std::string, uint64_t> expected = {{"parameter", 8 * kMiB},
+                                                    {running_role, 8 * kMiB},
+                                                    {"input", 2 * kMiB},
+                                                    {"allocator_cache", live - 18 * kMiB}};
+  EXPECT_EQ(bytes("bytes"), expected);
+  std::map<std::string, uint64_t> running = bytes("running_bytes");
+  std::erase_if(running, [](const auto& r) { return r.second == 0; });
+  EXPECT_EQ(running, (std::map<std::string, uint64_t>{{running_role, 8 * kMiB}}));
+  for (const json& r : failure["by_role"]) {
+    if (r["role"] != running_role) continue;
+    const std::string how = r["how"];
+    EXPECT_EQ(how.rfind("inferred: made in the forward that was running then", 0), 0u) << how;
+  }
+  ASSERT_FALSE(failure["by_module"].empty()) << failure;
+  const json& fc1 = *std::find_if(failure["by_module"].begin(), failure["by_module"].end(),
+                                  [](const json& m) { return m["module"] == "fc1"; });
+  EXPECT_EQ(fc1["by_role"][running_role], 8 * kMiB) << fc1;
+}
+
+TEST_F(Roles, AtAnOomInAForwardItsBlocksAreActivations) {
+  if (system("python3 -c pass") != 0) GTEST_SKIP() << "python3 is not installed";
+  const ProcessResult run = run_hooks_standin({"oom"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "failed: CUDA out of memory (cudaMalloc: 2)\nmodules=fc1,fc2\n");
+  const json oom = command_json({"oom", "--json", only_trace()});
+  ASSERT_EQ(oom["ooms"].size(), 1u) << oom;
+  EXPECT_EQ(oom["ooms"][0]["requested_bytes"], 64 * 1024 * kMiB);
+  expect_failure_roles(oom["ooms"][0], "activation");
+  const ProcessResult text = cli({"oom", only_trace()});
+  EXPECT_NE(text.out.find("8.00 MiB  activation       inferred: made in the forward that was "
+                          "running then, autograd recording"),
+            std::string::npos)
+      << text.out;
+  // The headline names what the program called, as its stack shows it: the trace caught only
+  // the driver call of the libcudart the program opened with ctypes.
+  EXPECT_EQ(oom["ooms"][0]["api"], "cuMemAlloc");
+  EXPECT_NE(text.out.find(": cudaMalloc of 64.0 GiB (device, CUDA_ERROR_OUT_OF_MEMORY)"),
+            std::string::npos)
+      << text.out;
+}
+
+TEST_F(Roles, AtAnOomInANoGradForwardItsBlocksAreTemporaries) {
+  if (system("python3 -c pass") != 0) GTEST_SKIP() << "python3 is not installed";
+  const ProcessResult run = run_hooks_standin({"oom-no-grad"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const json oom = command_json({"oom", "--json", only_trace()});
+  ASSERT_EQ(oom["ooms"].size(), 1u) << oom;
+  expect_failure_roles(oom["ooms"][0], "temporary");
+}
+
 }  // namespace
 }  // namespace gmt::test

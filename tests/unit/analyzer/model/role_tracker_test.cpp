@@ -212,6 +212,58 @@ TEST(Roles, WithGradientTagsAnUntaggedBlockKeptByBackwardIsUnknown) {
   EXPECT_EQ(exit[Role::kUnknown].bytes, 32 * kMiB);
 }
 
+// A trace that ends while work runs (the program died in it): what the running work made is
+// placed by that work. Cut inside fc1's forward, its 16 MiB is an activation (autograd records),
+// or a temporary when the forward is under no_grad; cut in backward after its gradient was made,
+// the forward's 16 MiB not yet released is an activation, kept for that backward.
+std::vector<format::Record> cut_before(std::vector<format::Record> records, uint64_t time_ns) {
+  std::erase_if(records, [&](const format::Record& r) {
+    return std::visit(
+        [&](const auto& x) {
+          if constexpr (requires { x.time_ns; }) return x.time_ns >= time_ns;
+          return false;
+        },
+        r);
+  });
+  return records;
+}
+
+TEST(Roles, WorkRunningAtTheEndPlacesWhatItMade) {
+  const TraceSummary in_forward = replayed(cut_before(training_step(true), 15));
+  const RoleBreakdown& forward = *in_forward.devices.at(0).roles_at_exit;
+  EXPECT_EQ(forward[Role::kActivation].bytes, 16 * kMiB);
+  EXPECT_EQ(forward[Role::kActivation].running_bytes, 16 * kMiB);
+  // The parameter, tagged only at 19, was made before the forward and lived through it.
+  EXPECT_EQ(forward[Role::kInput].bytes, 12 * kMiB);
+  EXPECT_EQ(forward[Role::kInput].running_bytes, 0u);
+  EXPECT_EQ(forward[Role::kUnknown].bytes, 0u);
+  ASSERT_EQ(forward.modules.size(), 1u);
+  EXPECT_EQ(forward.modules[0].module, "fc1");
+  EXPECT_EQ(forward.modules[0].bytes[static_cast<std::size_t>(Role::kActivation)], 16 * kMiB);
+
+  std::vector<format::Record> no_grad = cut_before(training_step(true), 15);
+  no_grad.insert(no_grad.end() - 2, scope(12, kMain, ScopeAction::kEnter, ScopeKind::kNoGrad));
+  const RoleBreakdown& inference = *replayed(no_grad).devices.at(0).roles_at_exit;
+  EXPECT_EQ(inference[Role::kActivation].bytes, 0u);
+  EXPECT_EQ(inference[Role::kTemporary].bytes, 16 * kMiB);
+  EXPECT_EQ(inference[Role::kTemporary].running_bytes, 16 * kMiB);
+
+  const TraceSummary in_backward = replayed(cut_before(training_step(true), 22));
+  const RoleBreakdown& backward = *in_backward.devices.at(0).roles_at_exit;
+  EXPECT_EQ(backward[Role::kActivation].bytes, 16 * kMiB);
+  EXPECT_EQ(backward[Role::kActivation].running_bytes, 16 * kMiB);
+  EXPECT_EQ(backward[Role::kGradient].bytes, 8 * kMiB);
+  EXPECT_EQ(backward[Role::kParameter].bytes, 8 * kMiB);
+  EXPECT_EQ(backward[Role::kUnknown].bytes, 0u);
+}
+
+// The same step, ended normally: what backward released is an activation by its life, and
+// nothing is placed by running work (the peak falls in backward, after the forward ended).
+TEST(Roles, WorkThatEndedPlacesNothingByRunning) {
+  const TraceSummary s = replayed(training_step(true));
+  for (const RoleFigure& f : s.devices.at(0).roles_at_peak->roles) EXPECT_EQ(f.running_bytes, 0u);
+}
+
 // "At exit" is the program's end when the framework marked it: what the teardown frees after it
 // still counts.
 TEST(Roles, AtExitIsTheProgramsEndWhenMarked) {
