@@ -10,10 +10,12 @@
 
 namespace gmt::format {
 
-// A number, whole or with a decimal point, then optionally spaces and a unit: none or B
-// (bytes); K, KiB, M, MiB, G, GiB, T, TiB (binary: 1024, ...); kB or KB, MB, GB, TB (decimal:
-// 1000, ...). "4096", "512MiB", "1.5GiB", "10 GiB", "1.5G", "2GB". Empty when the text is not
-// such a size, is not a whole number of bytes ("1.5", "0.1K"), or is more than 2^64 - 1 bytes.
+// A number, whole or with a decimal point, then optionally spaces and a unit, in any case: none
+// or B (bytes); K, KiB, M, MiB, G, GiB, T, TiB (binary: 1024, ...); kB, MB, GB, TB (decimal:
+// 1000, ...). "4096", "512MiB", "1.5GiB", "10 GiB", "8.04 GiB" (as the reports print sizes),
+// "8g", "2GB". A fraction of a larger unit is rounded to the nearest byte ("0.1K": 102). Empty
+// when the text is not such a size, is a count of bytes that is not whole ("1.5"), or is more
+// than 2^64 - 1 bytes.
 std::optional<uint64_t> parse_byte_size(std::string_view text);
 
 }  // namespace gmt::format

@@ -85,7 +85,9 @@ struct CheckOptions {
   std::optional<uint64_t> max_peak;  // bytes, on any one device of any process
   std::optional<uint64_t> max_leak;  // bytes left as probable leaks or unfreed, in any process
   bool no_oom = false;
-  bool require_complete = false;        // fail on a trace whose process did not exit normally
+  bool require_complete = false;  // fail on a trace whose process did not exit normally
+  // --max-leak on a trace that ended before its process: gate on what was recorded, not fail.
+  bool allow_incomplete = false;
   std::optional<double> max_imbalance;  // highest peak / median of the processes' peaks
   // --max-role ROLE=SIZE: the most bytes of a role (RoleBreakdown) at any device's peak.
   std::vector<std::pair<Role, uint64_t>> max_roles;

@@ -1,12 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // `gpumemtrace export TRACE --format F -o FILE`: the trace in a format other tools open.
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-
 #include "analyzer/cli/command_support.h"
 #include "analyzer/cli/commands.h"
 #include "analyzer/cli/frames_option.h"
+#include "analyzer/cli/output_file.h"
 #include "analyzer/export/export_formats.h"
 #include "analyzer/model/input/trace_error.h"
 #include "analyzer/model/timeline/timeline_builder.h"
@@ -41,28 +38,16 @@ int export_jsonl(const ExportOptions& options, std::ostream& out, std::ostream& 
       err << "gpumemtrace: " << t.path << ": left out at " << problem << "\n";
   }
   if (!input.unreadable.empty()) return 1;
-  if (options.output == "-") {
-    write_jsonl(input, out);
-    out.flush();
-    return out ? 0 : 1;
-  }
-  std::ofstream file(options.output, std::ios::binary | std::ios::trunc);
-  if (!file) {
-    err << "gpumemtrace: cannot create " << options.output << ": " << std::strerror(errno) << "\n";
-    return 1;
-  }
-  write_jsonl(input, file);
-  file.close();
-  if (!file) {
-    err << "gpumemtrace: cannot write " << options.output << ": " << std::strerror(errno) << "\n";
-    return 1;
-  }
-  return 0;
+  return write_output_file(options.output, out, err,
+                           [&](std::ostream& file) { write_jsonl(input, file); });
 }
 
 }  // namespace
 
 int export_command(const ExportOptions& options, std::ostream& out, std::ostream& err) {
+  if (const int refused = refuse_output_over_input(options.output, options.paths, err)) {
+    return refused;
+  }
   if (options.format == "jsonl") return export_jsonl(options, out, err);
   SummaryOptions summary_options;
   // The counters' buckets: as fine as the bucket limit allows, whatever the trace's length.
@@ -74,23 +59,8 @@ int export_command(const ExportOptions& options, std::ostream& out, std::ostream
     err << "gpumemtrace: " << e.what() << "\n";
     return 1;
   }
-  if (options.output == "-") {
-    write_format(options, trace, out);
-    out.flush();
-    return out ? 0 : 1;
-  }
-  std::ofstream file(options.output, std::ios::binary | std::ios::trunc);
-  if (!file) {
-    err << "gpumemtrace: cannot create " << options.output << ": " << std::strerror(errno) << "\n";
-    return 1;
-  }
-  write_format(options, trace, file);
-  file.close();
-  if (!file) {
-    err << "gpumemtrace: cannot write " << options.output << ": " << std::strerror(errno) << "\n";
-    return 1;
-  }
-  return 0;
+  return write_output_file(options.output, out, err,
+                           [&](std::ostream& file) { write_format(options, trace, file); });
 }
 
 Command add_export_command(CLI::App& app) {

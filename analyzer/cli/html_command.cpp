@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // `gpumemtrace html TRACE... -o report.html`: the traces' summaries as one self-contained page.
-#include <cerrno>
-#include <cstring>
-#include <fstream>
+#include <iostream>
 
 #include "analyzer/cli/command_support.h"
 #include "analyzer/cli/commands.h"
 #include "analyzer/cli/frames_option.h"
+#include "analyzer/cli/output_file.h"
 #include "analyzer/html/html_page.h"
 #include "analyzer/html/page_data.h"
 #include "analyzer/model/input/trace_error.h"
@@ -16,6 +15,7 @@ namespace gmt::analyzer {
 
 int html_command(const std::vector<std::string>& paths, const std::string& output,
                  std::ostream& err, unsigned jobs, FrameMode frames) {
+  if (const int refused = refuse_output_over_input(output, paths, err)) return refused;
   ReportInput input = load_traces(paths, jobs);
   for (const UnreadableTrace& u : input.unreadable) err << "gpumemtrace: " << u.error << "\n";
   for (const TraceSummary& t : input.traces) {
@@ -47,15 +47,8 @@ int html_command(const std::vector<std::string>& paths, const std::string& outpu
     err << "gpumemtrace: " << e.what() << "\n";
     return 1;
   }
-  std::ofstream file(output, std::ios::binary | std::ios::trunc);
-  if (!file) {
-    err << "gpumemtrace: cannot create " << output << ": " << std::strerror(errno) << "\n";
-    return 1;
-  }
-  write_html_page(data, file);
-  file.close();
-  if (!file) {
-    err << "gpumemtrace: cannot write " << output << ": " << std::strerror(errno) << "\n";
+  if (write_output_file(output, std::cout, err,
+                        [&](std::ostream& file) { write_html_page(data, file); }) != 0) {
     return 1;
   }
   return input.unreadable.empty() ? 0 : 1;

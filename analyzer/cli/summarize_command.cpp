@@ -2,12 +2,11 @@
 // `gpumemtrace summarize TRACE -o SUMMARY`: what the job view needs from one trace, as a small
 // JSON file (trace_summary_json.h) that `report`, `check` and `export --format jsonl` read in
 // place of the trace.
-#include <cerrno>
-#include <cstring>
-#include <fstream>
+#include <iostream>
 
 #include "analyzer/cli/command_support.h"
 #include "analyzer/cli/commands.h"
+#include "analyzer/cli/output_file.h"
 #include "analyzer/report/json/trace_summary_json.h"
 #include "analyzer/report/report.h"
 
@@ -15,6 +14,7 @@ namespace gmt::analyzer {
 namespace {
 
 int summarize_command(const std::string& path, const std::string& output, std::ostream& err) {
+  if (const int refused = refuse_output_over_input(output, {path}, err)) return refused;
   const ReportInput input = load_traces({path}, 1);
   for (const UnreadableTrace& u : input.unreadable) err << "gpumemtrace: " << u.error << "\n";
   if (input.traces.size() != 1) {
@@ -27,22 +27,7 @@ int summarize_command(const std::string& path, const std::string& output, std::o
   for (const std::string& problem : trace.problems)
     err << "gpumemtrace: " << trace.path << ": left out at " << problem << "\n";
   const std::string text = trace_summary_json(trace, input.frames[0]).dump() + "\n";
-  if (output == "-") {
-    std::cout << text << std::flush;
-    return std::cout ? 0 : 1;
-  }
-  std::ofstream file(output, std::ios::binary | std::ios::trunc);
-  if (!file) {
-    err << "gpumemtrace: cannot create " << output << ": " << std::strerror(errno) << "\n";
-    return 1;
-  }
-  file << text;
-  file.close();
-  if (!file) {
-    err << "gpumemtrace: cannot write " << output << ": " << std::strerror(errno) << "\n";
-    return 1;
-  }
-  return 0;
+  return write_output_file(output, std::cout, err, [&](std::ostream& file) { file << text; });
 }
 
 }  // namespace

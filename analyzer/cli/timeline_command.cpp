@@ -23,11 +23,11 @@ void write_csv(const Timeline& timeline, const Devices& devices, std::ostream& o
     for (const auto& [kind, series] : d->by_kind) kinds.insert(kind);
   }
   // The `device` column is the ordinal, so the kind named "device" (plain cuMemAlloc memory) is
-  // headed `kind`; the other kinds keep their names.
+  // headed `device_bytes`, as the Python API names it; the other kinds keep their names.
   out << "time_ns,device,resident";
   for (format::MemoryKind kind : kinds) {
     const std::string_view name = format::memory_kind_name(kind);
-    out << ',' << (name == "device" ? "kind" : name);
+    out << ',' << (name == "device" ? "device_bytes" : name);
   }
   // A caching allocator's own figures (block events), when any device has them.
   bool framework = false;

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <glob.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -445,6 +446,11 @@ int run_traced(const RunOptions& options) {
     std::cerr << "gpumemtrace: the program was killed by signal " << sig << " (" << strsignal(sig)
               << ")\n";
     std::cerr.flush();
+    // Die of the same signal, so that whoever started us sees what killed the program; but not
+    // dump core of our own: the program's core, written when it died, must not be replaced by the
+    // launcher's (the same file name under a plain core_pattern). Not dumpable means no core at
+    // all, whatever the pattern (a file or a pipe to a collector).
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     signal(sig, SIG_DFL);
     raise(sig);
     return 128 + sig;  // the signal did not kill us (ignored or blocked): exit like a shell

@@ -11,7 +11,20 @@ from gpumemtrace._cli import AnalyzerError
 from gpumemtrace._sizes import parse_size
 from gpumemtrace.trace import Trace, load
 
-__all__ = ["AnalyzerError", "Trace", "load", "parse_size"]
+
+def _version():
+    """The installed wheel's version (the project's, as CMakeLists.txt gives it); None when the
+    package runs from a source tree, not installed."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("gpumemtrace")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+__version__ = _version()
+__all__ = ["AnalyzerError", "Trace", "load", "parse_size", "__version__"]
 
 
 def load_ipython_extension(ipython):

@@ -16,6 +16,9 @@ from gpumemtrace._sizes import format_size
 
 _NOT_TRACED = ("gpumemtrace: this kernel is not traced; start it from the kernel spec that "
                "`python -m gpumemtrace install-kernel` writes")
+_CELL_NOT_TRACED = ("gpumemtrace: this kernel is not traced, so the cell ran without figures; "
+                    "start the kernel from the kernel spec that `python -m gpumemtrace "
+                    "install-kernel` writes")
 
 
 def cell_summary(figures, top=5):
@@ -39,7 +42,15 @@ def _cli_text(*args):
 
 def gpumemtrace_magic(line, cell=None):
     if not _in_process.traced():
-        print(_NOT_TRACED)
+        if cell is None:
+            print(_NOT_TRACED)
+            return
+        # The cell is the user's code: it runs whatever the profiler can say of it.
+        from IPython import get_ipython
+        try:
+            get_ipython().run_cell(cell)
+        finally:
+            print(_CELL_NOT_TRACED)
         return
     if cell is None:
         path = _in_process.trace_path()

@@ -4,7 +4,7 @@
 import functools
 import os
 
-from gpumemtrace._cli import run_json
+from gpumemtrace._cli import AnalyzerError, run_json
 from gpumemtrace._sites import site_name
 from gpumemtrace._tables import table
 
@@ -15,8 +15,19 @@ class Trace:
 
     def __init__(self, path):
         self.path = os.fspath(path)
+        if os.path.isdir(self.path):
+            raise AnalyzerError(f"{self.path} is a directory: load() reads one trace file "
+                                f"(`gpumemtrace report {self.path}` reads a job's directory)")
         # Read at once: a path that is no trace fails here, with the analyzer's reason.
         self.report = run_json("report", "--json", self.path)
+
+    @property
+    def integrity(self):
+        """How the trace ends, as `report --json`'s `end`: `exited` (complete), `exec`, `cut`
+        (the process did not exit normally), `stopped` (recording stopped), `truncated`,
+        `corrupt` or `failed`. The figures of a trace that is not complete are of what was
+        recorded."""
+        return self.report["traces"][0]["end"]
 
     @property
     def peak_bytes(self):

@@ -2,8 +2,10 @@
 """The notebook kernel of `python -m gpumemtrace install-kernel`, started by jupyter_client from
 the spec under PREFIX (wheel_test.sh): `%load_ext gpumemtrace`, then a `%%gpumemtrace` cell that
 keeps 3 MiB and frees 5 MiB on the simulated GPU, and `%gpumemtrace top`. Prints each cell's
-output, for the test to compare.
-Usage: python kernel_cells.py PREFIX"""
+output, for the test to compare. With `untraced`, in a plain kernel of this Python instead (a spec
+it writes under PREFIX): a `%%gpumemtrace` cell runs all the same, and defines what it defines.
+Usage: python kernel_cells.py PREFIX [untraced]"""
+import json
 import os
 import sys
 
@@ -36,7 +38,18 @@ def run(client, code):
     return reply["content"]["status"], "".join(text)
 
 
-manager, client = start_new_kernel(kernel_name="gpumemtrace", startup_timeout=60)
+kernel = "gpumemtrace"
+if sys.argv[2:] == ["untraced"]:
+    kernel = "plain-python"
+    spec_dir = os.path.join(sys.argv[1], "share", "jupyter", "kernels", kernel)
+    os.makedirs(spec_dir, exist_ok=True)
+    with open(os.path.join(spec_dir, "kernel.json"), "w") as spec:
+        json.dump({"argv": [sys.executable, "-m", "ipykernel_launcher", "-f",
+                            "{connection_file}"],
+                   "display_name": "plain", "language": "python"}, spec)
+    CELLS = ["%load_ext gpumemtrace", "%%gpumemtrace\nanswer = 41 + 1\n", "print(answer)"]
+
+manager, client = start_new_kernel(kernel_name=kernel, startup_timeout=60)
 try:
     for cell in CELLS:
         status, output = run(client, cell)

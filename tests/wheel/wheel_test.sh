@@ -82,6 +82,16 @@ except gpumemtrace.AnalyzerError as error:
     assert "not a gpumemtrace trace" in str(error), error
 else:
     raise AssertionError("a file that is no trace was loaded")
+# A directory is refused at load, saying what reads one.
+try:
+    gpumemtrace.load(".")
+except gpumemtrace.AnalyzerError as error:
+    assert str(error) == ". is a directory: load() reads one trace file (`gpumemtrace report .` " \
+        "reads a job's directory)", error
+else:
+    raise AssertionError("a directory was loaded")
+assert trace.integrity == "exited", trace.integrity
+assert gpumemtrace.__version__ == "0.1.0", gpumemtrace.__version__
 PY
 # Without pandas, the same rows as lists of dicts.
 "$python" -c '
@@ -143,5 +153,14 @@ grep -A20 -- "^--- %gpumemtrace top (ok)$" kernel.log >kernel.top
 grep -qE "^ +3.00 MiB +1x  <module>  [0-9]+\.py:4" kernel.top ||
   { cat kernel.log; fail "%gpumemtrace top"; }
 [ "$(ls "$out"/kernels/kernel.*.gmt | wc -l)" = 1 ] || fail "not one trace for the kernel"
+# In a kernel that is not traced, a %%gpumemtrace cell still runs (what it defines is defined),
+# and says why it has no figures.
+"$python" "$here/kernel_cells.py" "$out/jupyter" untraced >plain.log 2>&1 ||
+  { cat plain.log; fail "the plain kernel's cells"; }
+grep -A1 -- "^--- %%gpumemtrace (ok)$" plain.log >plain.cell
+grep -qx "gpumemtrace: this kernel is not traced, so the cell ran without figures; start the kernel from the kernel spec that \`python -m gpumemtrace install-kernel\` writes" plain.cell ||
+  { cat plain.log; fail "%%gpumemtrace in a kernel that is not traced"; }
+grep -A1 -- "^--- print(answer) (ok)$" plain.log >plain.print
+grep -qx 42 plain.print || { cat plain.log; fail "the %%gpumemtrace cell did not run"; }
 
 echo "PASS: $(basename "$wheel") installed, traced, read through the API, gated by the plugin, in a kernel"

@@ -5,8 +5,10 @@
 #include <array>
 #include <cctype>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
+#include <type_traits>
 
 #include "analyzer/model/hidden_pool.h"
 #include "analyzer/model/input/trace_error.h"
@@ -71,7 +73,8 @@ ordered_json role_breakdown_json(const std::optional<RoleBreakdown>& roles, std:
     rows.push_back({{"role", role_name(static_cast<Role>(i))},
                     {"bytes", f.bytes},
                     {"count", f.count},
-                    {"tagged_bytes", f.tagged_bytes}});
+                    {"tagged_bytes", f.tagged_bytes},
+                    {"running_bytes", f.running_bytes}});
   }
   ordered_json listed = ordered_json::array();
   for (std::size_t m = 0; m < roles->modules.size() && m < modules; ++m)
@@ -212,8 +215,28 @@ class Reader {
 
   template <class T>
   T get(const json& object, const char* key) const {
+    const json& value = at(object, key);
+    // nlohmann converts any number to any arithmetic type, silently: -5 would read as 16 EiB,
+    // 1e300 as 0, a device of 2^40 as device 0. A damaged summary is said to be damaged.
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      const bool fits =
+          std::is_unsigned_v<T>
+              ? value.is_number_unsigned() &&
+                    value.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max())
+              : value.is_number_integer() &&
+                    (value.is_number_unsigned()
+                         ? value.get<uint64_t>() <=
+                               static_cast<uint64_t>(std::numeric_limits<T>::max())
+                         : value.get<int64_t>() >= std::numeric_limits<T>::min() &&
+                               value.get<int64_t>() <= std::numeric_limits<T>::max());
+      if (!fits) {
+        fail(std::string("\"") + key + "\": expected a whole number from " +
+             std::to_string(std::numeric_limits<T>::min()) + " to " +
+             std::to_string(std::numeric_limits<T>::max()) + ", got " + value.dump());
+      }
+    }
     try {
-      return at(object, key).get<T>();
+      return value.get<T>();
     } catch (const json::exception& e) {
       fail(std::string("\"") + key + "\": " + e.what());
     }
@@ -299,6 +322,11 @@ class Reader {
       f.count = get<uint64_t>(row, "count");
       f.tagged_bytes = get<uint64_t>(row, "tagged_bytes");
       if (f.tagged_bytes > f.bytes) fail("a role has more tagged bytes than bytes");
+      // Summaries written before the running work placed any block have none.
+      if (row.contains("running_bytes")) f.running_bytes = get<uint64_t>(row, "running_bytes");
+      if (f.running_bytes > f.bytes - f.tagged_bytes) {
+        fail("a role has more running bytes than untagged bytes");
+      }
     }
     for (const json& row : at(*it, "modules")) {
       ModuleRoles m;

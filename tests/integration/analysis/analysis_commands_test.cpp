@@ -115,6 +115,14 @@ TEST_F(AnalysisCommands, EveryFigureReconcilesWithTheRecords) {
   // The simulated device: 16 GiB, of which the context takes 300 MiB and b and c 6 MiB; no
   // other process.
   EXPECT_EQ(oom["ooms"][0]["driver_free_bytes"], (16 * 1024 - 300 - 6) * kMiB);
+  // 64 GiB asked of a 16 GiB device: said plainly, in the JSON and at the head of the text.
+  EXPECT_EQ(oom["ooms"][0]["verdict"], "larger than the whole device (16.0 GiB): it can never fit");
+  const ProcessResult oom_text = cli({"oom", trace});
+  EXPECT_NE(oom_text.out.find(" cudaMalloc of 64.0 GiB (device, CUDA_ERROR_OUT_OF_MEMORY) with "
+                              "6.00 MiB live\n    larger than the whole device (16.0 GiB): it "
+                              "can never fit\n"),
+            std::string::npos)
+      << oom_text.out;
   EXPECT_EQ(oom["ooms"][0]["other_processes_bytes"], 0u);
   uint64_t held = 0;
   for (const json& h : oom["ooms"][0]["holders"]) held += h["bytes"].get<uint64_t>();

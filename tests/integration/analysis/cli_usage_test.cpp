@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -80,10 +82,9 @@ TEST_F(CliUsage, EveryUsageErrorExitsTwoAndSaysWhatWasExpected) {
        "gpumemtrace: --resolution: expected a number of milliseconds above 0 and at most 1e12, "
        "got '1e308'"},
       {{"check", t, "--max-peak", "1.5"},
-       "gpumemtrace: --max-peak: expected a size in whole bytes (4096, 512MiB, 1.5G), got '1.5'"},
-      {{"check", t, "--max-leak", "0.1K"},
-       "gpumemtrace: --max-leak: expected a size in whole bytes (4096, 512MiB, 1.5G), got "
-       "'0.1K'"},
+       "gpumemtrace: --max-peak: expected a size (4096, 512MiB, 8.04 GiB, 8g), got '1.5'"},
+      {{"check", t, "--max-leak", "8 parsecs"},
+       "gpumemtrace: --max-leak: expected a size (4096, 512MiB, 8.04 GiB, 8g), got '8 parsecs'"},
       {{"export", t, "--format", "pprof", "-o", "-", "--what", "leaks"},
        "gpumemtrace: --what applies to --format folded only, not pprof"},
       {{"export", t, "--format", "perfetto", "-o", "-", "--what", "peak"},
@@ -220,7 +221,7 @@ TEST_F(CliUsage, TimelineCsvNamesEachColumnOnce) {
   const std::string t = trace_named("t.gmt");
   const ProcessResult r = cli({"timeline", t, "--format", "csv"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out.substr(0, r.out.find('\n')), "time_ns,device,resident,kind");
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n')), "time_ns,device,resident,device_bytes");
 }
 
 // Without --resolution the chart fits its width, whatever the trace's length; the axis labels
@@ -262,6 +263,114 @@ TEST_F(CliUsage, RunSaysWhenTheProgramCannotStart) {
   EXPECT_EQ(text.exit_code, 2);
   EXPECT_EQ(text.err, "gpumemtrace run: GPUMEMTRACE_LIBRARY names " + dir_ +
                           "/text.so, which is not a shared library (not an ELF file)\n");
+}
+
+// The program name an ELF core file records (NT_PRPSINFO's pr_fname); empty if it has none.
+std::string core_program_name(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto u16 = [&](std::size_t at) {
+    uint16_t v = 0;
+    if (at + 2 <= bytes.size()) std::memcpy(&v, bytes.data() + at, 2);
+    return v;
+  };
+  const auto u32 = [&](std::size_t at) {
+    uint32_t v = 0;
+    if (at + 4 <= bytes.size()) std::memcpy(&v, bytes.data() + at, 4);
+    return v;
+  };
+  const auto u64 = [&](std::size_t at) {
+    uint64_t v = 0;
+    if (at + 8 <= bytes.size()) std::memcpy(&v, bytes.data() + at, 8);
+    return v;
+  };
+  if (bytes.size() < 64 ||
+      bytes.compare(0, 4,
+                    "\x7f"
+                    "ELF") != 0 ||
+      u16(16) != 4)
+    return "";
+  const uint64_t phoff = u64(32);
+  for (uint16_t i = 0; i < u16(56); ++i) {
+    const std::size_t ph = phoff + i * static_cast<std::size_t>(u16(54));
+    if (u32(ph) != 4) continue;  // PT_NOTE
+    std::size_t at = u64(ph + 8);
+    const std::size_t end = std::min<std::size_t>(at + u64(ph + 32), bytes.size());
+    while (at + 12 <= end) {
+      const uint32_t name_size = u32(at), desc_size = u32(at + 4), type = u32(at + 8);
+      const std::size_t desc = at + 12 + ((name_size + 3) & ~3u);
+      // NT_PRPSINFO: struct elf_prpsinfo, whose pr_fname[16] is at byte 40 on 64-bit Linux.
+      if (type == 3 && desc + 56 <= bytes.size()) return bytes.substr(desc + 40, 16).c_str();
+      at = desc + ((desc_size + 3) & ~3u);
+    }
+  }
+  return "";
+}
+
+// The program's core dump is the program's: `run` passes the signal on by dying of it, without a
+// core of its own (under a plain core_pattern, its core took the program's file name and
+// replaced the program's).
+TEST_F(CliUsage, RunLeavesTheProgramsCoreDumpAlone) {
+  std::ifstream pattern_file("/proc/sys/kernel/core_pattern");
+  std::string pattern;
+  std::getline(pattern_file, pattern);
+  if (pattern.empty() || pattern[0] == '|' || pattern.find('/') != std::string::npos) {
+    GTEST_SKIP() << "core dumps go elsewhere here (core_pattern " << pattern << ")";
+  }
+  if (!sanitizer_runtime().empty()) {
+    GTEST_SKIP() << "the sanitizers' runtime, preloaded into the program, turns its cores off";
+  }
+  ProcessSpec spec;
+  spec.argv = {"/bin/sh", "-c",
+               "ulimit -c unlimited && exec \"$0\" run -- /bin/sh -c 'kill -SEGV $$'", GMT_CLI};
+  spec.set_env = run_env();
+  spec.unset_env = {"LD_PRELOAD"};
+  spec.cwd = dir_;
+  const ProcessResult r = run_process(spec);
+  EXPECT_EQ(r.signal, SIGSEGV) << r.err;
+  EXPECT_NE(r.err.find("gpumemtrace: the program was killed by signal 11"), std::string::npos)
+      << r.err;
+  std::vector<std::string> cores;
+  for (const auto& entry : fs::directory_iterator(dir_)) {
+    if (entry.path().filename().string().rfind("core", 0) == 0) cores.push_back(entry.path());
+  }
+  if (cores.empty()) GTEST_SKIP() << "no core was written here (core dumps turned off)";
+  ASSERT_EQ(cores.size(), 1u);
+  EXPECT_EQ(core_program_name(cores[0]), "sh");
+}
+
+// An output that is one of the inputs is refused before anything is written: the trace stays
+// whole, whichever way the output names it (the same path, a link to it, a trace of an input
+// directory).
+TEST_F(CliUsage, AnOutputThatIsAnInputIsRefusedAndTheTraceKept) {
+  const std::string t = trace_named("t.gmt");
+  fs::create_directory(dir_ + "/job");
+  fs::copy_file(t, dir_ + "/job/rank0.gmt");
+  fs::create_symlink(t, dir_ + "/link.gmt");
+  std::ifstream in(t, std::ios::binary);
+  const std::string before((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"html", t, "-o", t}, t},
+      {{"export", "--format", "jsonl", "-o", t, t}, t},
+      {{"export", "--format", "perfetto", "-o", dir_ + "/link.gmt", t}, t},
+      {{"summarize", "-o", "link.gmt", "t.gmt"}, "t.gmt"},
+      {{"html", dir_ + "/job", "-o", dir_ + "/job/rank0.gmt"}, dir_ + "/job/rank0.gmt"},
+  };
+  for (const auto& [args, input] : cases) {
+    const ProcessResult r = cli(args);
+    EXPECT_EQ(r.exit_code, 2) << args[0];
+    EXPECT_EQ(r.err, "gpumemtrace: the output " +
+                         args[std::find(args.begin(), args.end(), "-o") - args.begin() + 1] +
+                         " is the input " + input +
+                         ": writing it would destroy what is read; choose another output file\n");
+  }
+  std::ifstream after_in(t, std::ios::binary);
+  const std::string after((std::istreambuf_iterator<char>(after_in)),
+                          std::istreambuf_iterator<char>());
+  EXPECT_EQ(after, before);
+  EXPECT_EQ(cli({"info", dir_ + "/job/rank0.gmt"}).exit_code, 0);
+  // Another output beside the inputs is written as before.
+  EXPECT_EQ(cli({"summarize", "-o", "s.json", "t.gmt"}).exit_code, 0);
 }
 
 // A previous run's trace of the same pattern, however recent, is not listed as this run's.

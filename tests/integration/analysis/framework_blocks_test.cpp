@@ -593,7 +593,7 @@ TEST_F(FrameworkBlocks, AnOomInAFragmentedCacheSaysSo) {
   const ProcessResult csv = cli({"timeline", trace, "--format", "csv"});
   ASSERT_EQ(csv.exit_code, 0) << csv.err;
   EXPECT_EQ(csv.out.substr(0, csv.out.find('\n')),
-            "time_ns,device,resident,kind,framework_allocated,framework_reserved");
+            "time_ns,device,resident,device_bytes,framework_allocated,framework_reserved");
 }
 
 // What the allocator holds free has no stack: `leaks` names it as the allocator's cache, never as

@@ -9,6 +9,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "tests/integration/traced_run_fixture.h"
@@ -320,6 +321,30 @@ TEST_F(JobReport, DamagedOrNewerSummariesAreNamed) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err,
             "gpumemtrace: " + path + ": not a readable gpumemtrace summary: no \"pid\" field\n");
+
+  // Numbers out of their field's range are named, never read as another number: a negative
+  // peak (was 16.0 EiB), a fraction for bytes (1e300 was 0 B), a device past any ordinal (2^40
+  // was device 0).
+  const std::vector<std::tuple<std::string, json, std::string>> damaged = {
+      {"peak_bytes", -5,
+       "\"peak_bytes\": expected a whole number from 0 to 18446744073709551615, "
+       "got -5"},
+      {"peak_bytes", 1e300,
+       "\"peak_bytes\": expected a whole number from 0 to "
+       "18446744073709551615, got 1e+300"},
+      {"device", 1ull << 40,
+       "\"device\": expected a whole number from -2147483648 to 2147483647, "
+       "got 1099511627776"},
+  };
+  for (const auto& [field, value, why] : damaged) {
+    json j = json::parse(text);
+    j["devices"][0][field] = value;
+    std::ofstream(path, std::ios::trunc) << j.dump();
+    r = cli({"report", path});
+    EXPECT_EQ(r.exit_code, 1) << field;
+    EXPECT_EQ(r.err,
+              "gpumemtrace: " + path + ": not a readable gpumemtrace summary: " + why + "\n");
+  }
 }
 
 TEST_F(JobReport, JsonlRowsPerRankDeviceAndSite) {

@@ -230,7 +230,7 @@ TEST_F(PromisesUnderStress, RunFailsBeforeTheProgramStartsInAReadOnlyDirectory) 
 }
 
 // Item 7: a killed process's trace passes only on what was recorded, and says so; what it left
-// live is no proven leak.
+// live is no proven leak, so --max-leak cannot pass it unless told to gate on what was recorded.
 TEST_F(PromisesUnderStress, CheckNamesACutTraceAndDoesNotCallWhatItHeldLeaks) {
   const std::string t = trace_of({"alloc:a:" + mib(2), "exit:kill"}, -1);
   const std::string note = "note: " + t +
@@ -241,8 +241,13 @@ TEST_F(PromisesUnderStress, CheckNamesACutTraceAndDoesNotCallWhatItHeldLeaks) {
   EXPECT_EQ(plain.exit_code, 0) << plain.err;
   EXPECT_EQ(plain.out, note + "OK: peak 2.00 MiB, never freed 0 B, 0 failed allocations\n");
   const ProcessResult leak = cli({"check", t, "--max-leak", "0"});
-  EXPECT_EQ(leak.exit_code, 0) << leak.err;
-  EXPECT_EQ(leak.out, plain.out);
+  EXPECT_EQ(leak.exit_code, 1) << leak.err;
+  EXPECT_EQ(leak.out, note + "FAIL: " + t +
+                          " was cut (the process did not exit normally): --max-leak cannot tell "
+                          "what it never freed (--allow-incomplete: gate on what was recorded)\n");
+  const ProcessResult allowed = cli({"check", t, "--max-leak", "0", "--allow-incomplete"});
+  EXPECT_EQ(allowed.exit_code, 0) << allowed.err;
+  EXPECT_EQ(allowed.out, plain.out);
   // A limit the recorded part already exceeds fails: that much is proven.
   const ProcessResult peak = cli({"check", t, "--max-peak", "1MiB"});
   EXPECT_EQ(peak.exit_code, 1);
@@ -253,6 +258,14 @@ TEST_F(PromisesUnderStress, CheckNamesACutTraceAndDoesNotCallWhatItHeldLeaks) {
   EXPECT_EQ(complete.out, note + "FAIL: " + t +
                               " was cut (the process did not exit normally) "
                               "(--require-complete)\n");
+  // Every limit exceeded is named, not the first alone.
+  const ProcessResult both = cli({"check", t, "--max-peak", "1MiB", "--require-complete"});
+  EXPECT_EQ(both.exit_code, 1);
+  EXPECT_EQ(both.out, note +
+                          "FAIL: peak 2.00 MiB (2097152 bytes) on device 0 exceeds --max-peak "
+                          "1.00 MiB\nFAIL: " +
+                          t +
+                          " was cut (the process did not exit normally) (--require-complete)\n");
 }
 
 // Item 7: a complete trace's leak still fails --max-leak, with no note; --require-complete
@@ -267,16 +280,29 @@ TEST_F(PromisesUnderStress, CheckOnACompleteTraceIsAsItWas) {
   const ProcessResult complete = cli({"check", t, "--require-complete"});
   EXPECT_EQ(complete.exit_code, 0) << complete.err;
   EXPECT_EQ(complete.out, "OK: peak 2.00 MiB, never freed 2.00 MiB, 0 failed allocations\n");
+  // A limit as the reports print sizes, or as people type them, in any case.
+  EXPECT_EQ(cli({"check", t, "--max-peak", "2.00 MiB"}).exit_code, 0);
+  EXPECT_EQ(cli({"check", t, "--max-peak", "1.99mib"}).exit_code, 1);
+  EXPECT_EQ(cli({"check", t, "--max-peak", "0.002g"}).exit_code, 0);
 }
 
 // Item 7: recording stopped (a full disk, by the writer's test seam) while `a` was held; the
-// program freed it later, unrecorded. --max-leak does not fail on it.
+// program freed it later, unrecorded. --max-leak cannot vouch for the trace, and says why; with
+// --allow-incomplete it gates on what was recorded and does not count `a` as never freed.
 TEST_F(PromisesUnderStress, CheckDoesNotFailALeakThatMayHaveBeenFreedAfterRecordingStopped) {
   const std::string t = trace_of({"alloc:a:" + mib(1), "threads:1:100000:4096", "free:a"}, 0,
                                  {{"GPUMEMTRACE_TEST_ENOSPC_AT", std::to_string(300 * 1024)}});
   const json rep = report({t});
   ASSERT_EQ(rep["traces"][0]["end"], "stopped") << rep.dump();
-  const ProcessResult r = cli({"check", t, "--max-leak", "0"});
+  const ProcessResult unproven = cli({"check", t, "--max-leak", "0"});
+  EXPECT_EQ(unproven.exit_code, 1) << unproven.out;
+  EXPECT_TRUE(std::regex_search(
+      unproven.out,
+      std::regex("\nFAIL: " + t +
+                 " was stopped \\(recording stopped: [^\n]+\\): --max-leak cannot tell what it "
+                 "never freed \\(--allow-incomplete: gate on what was recorded\\)\n$")))
+      << unproven.out;
+  const ProcessResult r = cli({"check", t, "--max-leak", "0", "--allow-incomplete"});
   EXPECT_EQ(r.exit_code, 0) << r.out;
   const std::regex expected(
       "note: " + t +

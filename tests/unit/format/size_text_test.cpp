@@ -37,18 +37,32 @@ TEST(ParseByteSize, TakesADecimalPointWithAnyUnit) {
 }
 
 TEST(ParseByteSize, RejectsWhatIsNotASize) {
-  for (const char* bad : {"", "MiB", "12 parsecs", "1.2.3G", "-5", "nan", ".", "1gib", "1 G iB",
+  for (const char* bad : {"", "MiB", "12 parsecs", "1.2.3G", "-5", "nan", ".", "1 G iB", "1gibs",
                           "1GiB ", " 1GiB", "0x10", "1e3", "+5", "1,5G"}) {
     EXPECT_EQ(parse_byte_size(bad), std::nullopt) << bad;
   }
 }
 
-// A size must come to whole bytes: "1.5" was 2 bytes, "0.1K" 102.
-TEST(ParseByteSize, RejectsFractionsOfAByte) {
+// A count of bytes must be whole ("1.5" is no size); a fraction of a larger unit is rounded to
+// the nearest byte, as the sizes the reports print were.
+TEST(ParseByteSize, RejectsFractionsOfAByteAndRoundsLargerUnits) {
   EXPECT_EQ(parse_byte_size("1.5"), std::nullopt);
-  EXPECT_EQ(parse_byte_size("0.1K"), std::nullopt);
-  EXPECT_EQ(parse_byte_size("1.0000000001GB"), std::nullopt);
   EXPECT_EQ(parse_byte_size("1.5B"), std::nullopt);
+  EXPECT_EQ(parse_byte_size("0.1K"), 102u);                   // 102.4
+  EXPECT_EQ(parse_byte_size("0.3K"), 307u);                   // 307.2
+  EXPECT_EQ(parse_byte_size("1.0000000005GB"), 1000000001u);  // 1000000000.5, up
+  EXPECT_EQ(parse_byte_size("8.04 GiB"), 8632884265u);        // 8632884264.96
+}
+
+// What every command prints, and what people type, in any case.
+TEST(ParseByteSize, TakesUnitsInAnyCase) {
+  EXPECT_EQ(parse_byte_size("8g"), 8ull << 30);
+  EXPECT_EQ(parse_byte_size("8gib"), 8ull << 30);
+  EXPECT_EQ(parse_byte_size("8GIB"), 8ull << 30);
+  EXPECT_EQ(parse_byte_size("8 mib"), 8ull << 20);
+  EXPECT_EQ(parse_byte_size("3mb"), 3000000u);
+  EXPECT_EQ(parse_byte_size("2Kb"), 2000u);
+  EXPECT_EQ(parse_byte_size("7b"), 7u);
 }
 
 TEST(ParseByteSize, RejectsMoreThanSixtyFourBits) {

@@ -30,11 +30,14 @@ TEST(MaxSize, ReadsBytesAndBinaryAndDecimalUnits) {
   EXPECT_EQ(format::parse_max_size("1.5GiB"), 3ull << 29);
   EXPECT_EQ(format::parse_max_size("1 GiB"), 1ull << 30);
   EXPECT_EQ(format::parse_max_size("2TB"), 2'000'000'000'000ull);
+  // Units in any case, as the reports print them and people type them.
+  EXPECT_EQ(format::parse_max_size("1gib"), 1ull << 30);
+  EXPECT_EQ(format::parse_max_size("8.00 MiB"), 8ull << 20);
 }
 
 TEST(MaxSize, RefusesWhatIsNotASizeOrIsBelowOneMiB) {
-  for (const char* bad : {"", "GiB", "-1GiB", "1gib", "1XB", "12parsecs", "1048575", "512KiB",
-                          "0.5MiB", "1.0000001MiB", "99999999999999999999", "20000000TiB"}) {
+  for (const char* bad : {"", "GiB", "-1GiB", "1XB", "12parsecs", "1048575", "512KiB", "0.5MiB",
+                          "0.9999MiB", "99999999999999999999", "20000000TiB"}) {
     EXPECT_FALSE(format::parse_max_size(bad).has_value()) << bad;
   }
 }
