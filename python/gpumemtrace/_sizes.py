@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Sizes as people write them in markers: "2 GiB", "512MiB", "1.5 GB", 1048576."""
 import re
+from fractions import Fraction
 
 _UNITS = {
     "": 1, "B": 1,
@@ -20,10 +21,12 @@ def parse_size(value):
     if unit not in _UNITS:
         raise ValueError(f"not a size: {value!r} (write bytes, or a number with KiB, MiB, GiB, "
                          "TiB, KB, MB, GB or TB)")
-    number = float(match.group(1)) * _UNITS[unit]
-    if number != int(number):
+    # As the CLI reads sizes (format/size_text.h): a count of bytes must be whole; a fraction
+    # of a larger unit is rounded to the nearest byte, as the sizes reports print were.
+    number = Fraction(match.group(1)) * _UNITS[unit]
+    if _UNITS[unit] == 1 and number.denominator != 1:
         raise ValueError(f"not a whole number of bytes: {value!r}")
-    return int(number)
+    return int(number + Fraction(1, 2))
 
 
 def format_size(n):

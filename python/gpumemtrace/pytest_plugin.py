@@ -29,6 +29,13 @@ def pytest_addoption(parser):
                     help="trace the session's GPU memory and enforce the limit_gpu_* markers")
     group.addoption("--gpumemtrace-dir", metavar="DIR",
                     help="keep the traces and each test's figures (TEST.json) in DIR")
+    parser.addini("gpumemtrace", type="bool", default=False,
+                  help="as --gpumemtrace: trace the session and enforce the limit_gpu_* markers")
+
+
+def _enabled(config):
+    return bool(config.getoption("gpumemtrace") or config.getoption("gpumemtrace_dir")
+                or config.getini("gpumemtrace"))
 
 
 def pytest_configure(config):
@@ -38,7 +45,7 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "limit_gpu_leaks(size): fail when the GPU memory the test allocated and left "
         "live is over size (\"1 MiB\"); with --gpumemtrace")
-    if config.getoption("gpumemtrace") or config.getoption("gpumemtrace_dir"):
+    if _enabled(config):
         config.pluginmanager.register(GpuMemoryPlugin(config), "gpumemtrace-session")
 
 
@@ -50,7 +57,7 @@ def _figures_dir(config):
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config):
     """Starts pytest again under the preload when it is not there yet (before anything ran)."""
-    if not (config.getoption("gpumemtrace") or config.getoption("gpumemtrace_dir")):
+    if not _enabled(config):
         return None
     if _in_process.traced():
         return None
@@ -74,6 +81,17 @@ def _limits(item):
         except ValueError as error:
             raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.{name}: {error}") from None
     return limits
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """A marker that cannot be read stops the session with one line, before any test runs; limits
+    that nothing will enforce are said once."""
+    limited = [item for item in items if _limits(item)]
+    if limited and not _enabled(config):
+        config.issue_config_time_warning(pytest.PytestConfigWarning(
+            f"gpumemtrace: {len(limited)} test(s) have limit_gpu_memory or limit_gpu_leaks "
+            "markers, not enforced without --gpumemtrace (or `gpumemtrace = true` in the ini "
+            "file)"), stacklevel=2)
 
 
 def _over_limits(item, figures, limits):

@@ -134,6 +134,21 @@ assert (figures["leaked_bytes"], figures["leaked_count"], figures["peak_bytes"])
 assert [figures["trace"]] == glob.glob(sys.argv[1] + "/pytest.*.gmt"), figures["trace"]
 ' "$out/one" || fail "a test's figures file"
 
+# A marker that cannot be read stops the session with one line, whether or not it is traced; a
+# limit nothing enforces is said once.
+printf '%s\n' 'import pytest' '' '@pytest.mark.limit_gpu_memory("lots")' 'def test_bad():' \
+  '    pass' >bad_marker_cases.py
+status=0
+"$python" -m pytest -p no:cacheprovider bad_marker_cases.py >bad.log 2>&1 || status=$?
+[ "$status" = 4 ] || { cat bad.log; fail "a bad marker: pytest exited $status, not 4"; }
+grep -qxF "ERROR: bad_marker_cases.py::test_bad: @pytest.mark.limit_gpu_memory: not a size: 'lots' (write bytes, or a number with KiB, MiB, GiB, TiB, KB, MB, GB or TB)" bad.log &&
+  ! grep -q Traceback bad.log || { cat bad.log; fail "a bad marker's message"; }
+status=0
+"$python" -m pytest -p no:cacheprovider gpu_limits_cases.py >unenforced.log 2>&1 || status=$?
+[ "$status" = 0 ] || { cat unenforced.log; fail "limits without --gpumemtrace: pytest exited $status"; }
+grep -qF "gpumemtrace: 5 test(s) have limit_gpu_memory or limit_gpu_leaks markers, not enforced without --gpumemtrace (or \`gpumemtrace = true\` in the ini file)" unenforced.log ||
+  { cat unenforced.log; fail "limits without --gpumemtrace are not said to be unenforced"; }
+
 # With two xdist workers: the same failures, one trace per worker.
 status=0
 "$python" -m pytest -p no:cacheprovider -n 2 --gpumemtrace --gpumemtrace-dir "$out/two" \
