@@ -25,11 +25,11 @@ Command add_trace_json_command(CLI::App& app, const char* name, const char* desc
 }
 
 std::vector<Command> add_commands(CLI::App& app) {
-  return {add_run_command(app),  add_report_command(app),   add_dump_command(app),
-          add_peak_command(app), add_leaks_command(app),    add_oom_command(app),
-          add_info_command(app), add_check_command(app),    add_timeline_command(app),
-          add_diff_command(app), add_export_command(app),   add_html_command(app),
-          add_top_command(app),  add_summarize_command(app)};
+  return {add_run_command(app),  add_report_command(app),    add_dump_command(app),
+          add_peak_command(app), add_leaks_command(app),     add_oom_command(app),
+          add_info_command(app), add_check_command(app),     add_timeline_command(app),
+          add_diff_command(app), add_export_command(app),    add_html_command(app),
+          add_top_command(app),  add_summarize_command(app), add_whatif_command(app)};
 }
 
 }  // namespace gmt::analyzer

@@ -57,6 +57,7 @@ Command add_export_command(CLI::App& app);
 Command add_html_command(CLI::App& app);
 Command add_top_command(CLI::App& app);
 Command add_summarize_command(CLI::App& app);
+Command add_whatif_command(CLI::App& app);
 
 // `run` parses its own arguments (everything from the program's name on belongs to the
 // program, "--" and options included, which CLI11 cannot express): `argv` is what follows
@@ -97,6 +98,15 @@ struct CheckOptions {
 int check_command(const CheckOptions& options, std::ostream& out, std::ostream& err);
 
 int info_command(const std::string& path, bool json, std::ostream& out, std::ostream& err);
+
+// `whatif`: 1 when the trace is not readable or holds no PyTorch block events.
+struct WhatIfCommandOptions {
+  std::string path;
+  std::optional<std::string> alloc_conf;  // PYTORCH_CUDA_ALLOC_CONF, already parsed once
+  std::optional<uint64_t> device_memory;
+  bool json = false;
+};
+int whatif_command(const WhatIfCommandOptions& options, std::ostream& out, std::ostream& err);
 
 inline constexpr double kDefaultResolutionMs = 10;
 struct TimelineOptions {

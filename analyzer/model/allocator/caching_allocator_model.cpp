@@ -217,9 +217,30 @@ bool CachingAllocatorModel::free(uint64_t request_id) {
   // free_block.
   Block& block = blocks_[b];
   block.allocated = false;
-  stats_.allocated_bytes -= block.size;
-  stats_.requested_bytes -= block.requested;
+  if (!block.free_requested) {
+    stats_.allocated_bytes -= block.size;
+    stats_.requested_bytes -= block.requested;
+  }
+  block.free_requested = false;
   free_block(b);
+  return true;
+}
+
+bool CachingAllocatorModel::free_requested(uint64_t request_id) {
+  const auto* entry = requests_.find(request_id);
+  if (entry == nullptr) {
+    gaps_.note(Gap::kUnknownFree);
+    return false;
+  }
+  if (entry->value == kNone) return true;
+  // DeviceCachingAllocator::free: the allocated stats drop before the stream uses are looked
+  // at; the block waits in insert_events until its events complete.
+  Block& block = blocks_[entry->value];
+  if (!block.free_requested) {
+    block.free_requested = true;
+    stats_.allocated_bytes -= block.size;
+    stats_.requested_bytes -= block.requested;
+  }
   return true;
 }
 

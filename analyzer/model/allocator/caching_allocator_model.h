@@ -128,6 +128,11 @@ class CachingAllocatorModel {
   AllocOutcome malloc(uint64_t request_id, uint64_t size, uint64_t stream);
   // The request's block back to the cache, merged with free neighbours. False: not held.
   bool free(uint64_t request_id);
+  // The request's free asked for while streams may still use its block (DeviceCachingAllocator::
+  // free with stream uses pending: PyTorch's FREE_REQUESTED before FREE_COMPLETED): its bytes
+  // leave the allocated ones now, the block is reusable only once free() completes it. False:
+  // not held.
+  bool free_requested(uint64_t request_id);
   // The request's block used on another stream (record_stream): not modelled, counted.
   void record_stream(uint64_t request_id, uint64_t stream);
   // torch.cuda.empty_cache(): every unsplit cached block back to CUDA; with a pool id, the
@@ -175,8 +180,9 @@ class CachingAllocatorModel {
     uint32_t pool = 0;
     uint32_t expandable = kNone;  // its expandable segment
     bool allocated = false;
-    bool mapped = true;  // false: address space of an expandable segment without pages
-    bool live = true;    // false: a free slot of blocks_
+    bool free_requested = false;  // allocated, its bytes no longer counted (free_requested())
+    bool mapped = true;           // false: address space of an expandable segment without pages
+    bool live = true;             // false: a free slot of blocks_
   };
   // The free blocks' order (CUDACachingAllocator.cpp: BlockComparatorSize): by stream, size,
   // address; best fit is the first at or after (stream, size).

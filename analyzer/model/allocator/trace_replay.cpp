@@ -1,0 +1,430 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "analyzer/model/allocator/trace_replay.h"
+
+#include <algorithm>
+#include <unordered_set>
+#include <variant>
+
+#include "analyzer/model/blocks/block_extents.h"
+#include "analyzer/model/containers/flat_hash_map.h"
+#include "analyzer/model/input/mapped_file.h"
+#include "analyzer/model/input/trace_error.h"
+#include "format/file_header.h"
+
+namespace gmt::analyzer::allocator {
+namespace {
+
+using format::BlockAction;
+using gmt::analyzer::BlockExtents;
+
+// Where the segments the model places itself start: above any address CUDA gives a process.
+constexpr uint64_t kFirstSyntheticAddress = 1ull << 60;
+constexpr uint64_t kSyntheticAlignment = 2ull << 20;
+// A recorded block whose free was requested and has not completed.
+constexpr uint64_t kFreeRequestedBit = 1ull << 63;
+// The id of a request the recording failed (it has no block, hence no address).
+constexpr uint64_t kFailedRequestId = UINT64_MAX;
+
+bool is_pytorch(uint32_t allocator) {
+  return allocator == static_cast<uint32_t>(format::BlockAllocator::kPytorch);
+}
+
+BlockExtents::Settings extents_settings(const AllocatorSettings& s) {
+  BlockExtents::Settings e;
+  e.max_split_size = s.max_split_size;
+  std::copy_n(s.roundup_divisions.begin(), std::min(e.divisions.size(), s.roundup_divisions.size()),
+              e.divisions.begin());
+  return e;
+}
+
+}  // namespace
+
+struct TraceReplay::Device {
+  explicit Device(ModelOptions options) : model(std::move(options)) {}
+
+  int ordinal = -1;
+  CachingAllocatorModel model;
+  SegmentMatch match;
+  // The recording's figures.
+  BlockExtents extents;
+  FlatHashMap<uint64_t, uint64_t, MixedHash> blocks;  // address: size | kFreeRequestedBit
+  uint64_t allocated = 0;
+  uint64_t max_allocated = 0;
+  uint64_t reserved = 0;
+  uint64_t max_reserved = 0;
+  uint64_t ooms = 0;
+  uint64_t capacity_bound = UINT64_MAX;
+  // Segment frees not yet decided on (TraceReplay::settle); the segments taken since the last
+  // request.
+  uint64_t pending_released = 0;
+  uint64_t pending_count = 0;
+  uint64_t taken_since_request = 0;
+  bool failure_pending = false;  // a cudaMalloc failed since the last request
+  // The last block whose free was requested, while nothing else happened on the device.
+  std::optional<uint64_t> last_free_requested;
+  // Requests the model failed: their frees are not the model's.
+  std::unordered_set<uint64_t> failed;
+  uint64_t next_synthetic = kFirstSyntheticAddress;
+
+  DeviceReplayResult result;
+};
+
+bool DeviceReplayResult::exact() const {
+  if (divergence.has_value() || history_dropped) return false;
+  if (recorded_max_reserved != stats.max_reserved_bytes) return false;
+  if (recorded_max_allocated != stats.max_allocated_bytes) return false;
+  for (const auto& [gap, count] : gaps) {
+    if (gap == Gap::kUnknownFree && count > 0) return false;
+  }
+  return true;
+}
+
+TraceReplay::TraceReplay(ReplayOptions options)
+    : options_(std::move(options)),
+      unchanged_(!options_.alloc_conf.has_value() && !options_.what_if) {}
+
+TraceReplay::~TraceReplay() = default;
+
+AllocatorSettings TraceReplay::effective_settings() const {
+  AllocatorSettings recorded = recorded_settings_;
+  if (expandable_seen_) recorded.expandable_segments = true;
+  if (!options_.alloc_conf) return recorded;
+  return parse_alloc_conf(*options_.alloc_conf, recorded).settings;
+}
+
+void TraceReplay::settings_changed() {
+  const AllocatorSettings s = effective_settings();
+  for (auto& [ordinal, d] : devices_) {
+    d->model.set_settings(s);
+    d->extents.set(extents_settings(recorded_settings_));
+  }
+}
+
+TraceReplay::Device& TraceReplay::device(int ordinal) {
+  if (last_ != nullptr && last_->ordinal == ordinal) return *last_;
+  auto it = devices_.find(ordinal);
+  if (it == devices_.end()) {
+    ModelOptions mo;
+    mo.settings = effective_settings();
+    if (const auto t = totals_.find(ordinal); t != totals_.end()) mo.device_total = t->second;
+    if (!unchanged_) {
+      if (const auto c = options_.capacity.find(ordinal); c != options_.capacity.end())
+        mo.capacity = c->second;
+    }
+    auto d = std::make_unique<Device>(ModelOptions{});
+    Device* raw = d.get();
+    const bool unchanged = unchanged_;
+    mo.segment_address = [raw, unchanged](uint64_t size, bool expandable) {
+      if (unchanged) {
+        if (const auto a = raw->match.claim_address(expandable, size)) return *a;
+      }
+      ++raw->result.synthetic_addresses;
+      const uint64_t address = raw->next_synthetic;
+      raw->next_synthetic +=
+          (size + kSyntheticAlignment - 1) / kSyntheticAlignment * kSyntheticAlignment;
+      return address;
+    };
+    raw->model = CachingAllocatorModel(std::move(mo));
+    raw->ordinal = ordinal;
+    raw->extents.set(extents_settings(recorded_settings_));
+    raw->result.device = ordinal;
+    it = devices_.emplace(ordinal, std::move(d)).first;
+  }
+  last_ = it->second.get();
+  return *last_;
+}
+
+void TraceReplay::apply(const format::Record& record) {
+  if (const auto* b = std::get_if<format::BlockRecord>(&record)) {
+    if (is_pytorch(b->allocator)) on(*b);
+  } else if (const auto* s = std::get_if<format::AllocatorSettingsRecord>(&record)) {
+    if (is_pytorch(s->allocator)) on_settings(*s);
+  } else if (const auto* f = std::get_if<format::AllocFailedRecord>(&record)) {
+    on_alloc_failed(*f);
+  } else if (const auto* dr = std::get_if<format::DeviceRecord>(&record)) {
+    if (dr->total_bytes != 0) totals_[dr->device] = dr->total_bytes;
+  } else if (const auto* sr = std::get_if<format::SampleRecord>(&record)) {
+    if (!totals_.contains(sr->device)) {
+      if ((sr->present & format::SampleField::kDriverTotal) != 0 && sr->driver_total != 0) {
+        totals_[sr->device] = sr->driver_total;
+      } else if ((sr->present & format::SampleField::kNvmlDeviceTotal) != 0 &&
+                 sr->nvml_device_total != 0) {
+        totals_[sr->device] = sr->nvml_device_total;
+      }
+    }
+  } else if (const auto* sc = std::get_if<format::ScopeRecord>(&record)) {
+    if (sc->kind == static_cast<uint32_t>(format::ScopeKind::kCudaGraph) &&
+        sc->action == static_cast<uint32_t>(format::ScopeAction::kEnter))
+      ++cuda_graph_captures_;
+  }
+}
+
+void TraceReplay::on_settings(const format::AllocatorSettingsRecord& r) {
+  recorded_settings_ = AllocatorSettings::of(r);
+  settings_changed();
+}
+
+// A cudaMalloc that failed: the allocator could not hold what it held and that much more.
+void TraceReplay::on_alloc_failed(const format::AllocFailedRecord& r) {
+  if (r.kind != format::MemoryKind::kDevice) return;
+  const auto it = devices_.find(r.device);
+  if (it == devices_.end()) return;  // no PyTorch segment yet
+  Device& d = *it->second;
+  d.failure_pending = true;
+  if (r.size > 0) d.capacity_bound = std::min(d.capacity_bound, d.reserved + r.size - 1);
+}
+
+void TraceReplay::on(const format::BlockRecord& r) {
+  ++block_events_;
+  Device& d = device(r.device);
+  const auto action = static_cast<BlockAction>(r.action);
+  if (action != BlockAction::kFreeCompleted) d.last_free_requested.reset();
+  switch (action) {
+    case BlockAction::kAlloc:
+      return request(d, r, false);
+    case BlockAction::kOom:
+      ++d.ooms;
+      return request(d, r, true);
+    case BlockAction::kFreeRequested:
+      return free_requested(d, r);
+    case BlockAction::kFreeCompleted:
+      return free_completed(d, r);
+    case BlockAction::kSegmentAlloc:
+    case BlockAction::kSegmentMap: {
+      const bool map = action == BlockAction::kSegmentMap;
+      if (map && !expandable_seen_) {
+        expandable_seen_ = true;
+        for (auto& [ordinal, other] : devices_) other->result.expandable_inferred = true;
+        settings_changed();
+      }
+      d.extents.follow(r);
+      d.reserved += r.size;
+      d.max_reserved = std::max(d.max_reserved, d.reserved);
+      d.taken_since_request += r.size;
+      d.match.recorded({map, r.size, r.address});
+      return;
+    }
+    case BlockAction::kSegmentFree:
+    case BlockAction::kSegmentUnmap:
+      d.extents.follow(r);
+      d.reserved -= std::min(d.reserved, r.size);
+      d.pending_released += r.size;
+      ++d.pending_count;
+      return;
+  }
+}
+
+uint64_t TraceReplay::drain(Device& d) {
+  uint64_t released = 0;
+  for (const SegmentEvent& e : d.model.events()) {
+    switch (e.action) {
+      case SegmentAction::kAlloc:
+      case SegmentAction::kMap:
+        // The model counts a request before it takes its segment: the requests before it
+        // are one fewer.
+        if (unchanged_)
+          d.match.modelled({e.action == SegmentAction::kMap, e.size, e.address},
+                           e.request > 0 ? e.request - 1 : 0);
+        break;
+      case SegmentAction::kFree:
+      case SegmentAction::kUnmap:
+        released += e.size;
+        break;
+    }
+  }
+  d.model.clear_events();
+  return released;
+}
+
+// What a cudaMalloc for the request would ask: its segment, or with expandable segments the
+// pages that hold it.
+uint64_t TraceReplay::needed_bytes(const Device& d, uint64_t size) const {
+  const AllocatorSettings& s = d.model.settings();
+  const uint64_t rounded = round_size(size, s.roundup_divisions);
+  if (!s.expandable_segments) return allocation_size(rounded, s.large_segment_size);
+  const uint64_t page = is_small(rounded) ? kSmallBuffer : s.large_segment_size;
+  return (rounded + page - 1) / page * page;
+}
+
+void TraceReplay::settle(Device& d, bool next_is_request, bool next_is_oom) {
+  if (d.pending_count == 0) return;
+  if (next_is_request && (d.failure_pending || next_is_oom)) return;  // the request's own
+  // The program's torch.cuda.empty_cache().
+  ++d.result.empty_cache_mirrored;
+  d.model.empty_cache();
+  const uint64_t released = drain(d);
+  if (unchanged_ && released != d.pending_released) {
+    Divergence v;
+    v.kind = Divergence::Kind::kRelease;
+    v.segment = d.match.matched();
+    v.request = d.result.requests;
+    v.recorded_bytes = d.pending_released;
+    v.modelled_bytes = released;
+    d.match.diverge(v);
+  }
+  d.pending_released = 0;
+  d.pending_count = 0;
+}
+
+void TraceReplay::request(Device& d, const format::BlockRecord& r, bool failed_in_recording) {
+  settle(d, true, failed_in_recording);
+  const bool allocator_release = d.failure_pending || failed_in_recording;
+  const uint64_t id = failed_in_recording ? kFailedRequestId : r.address;
+  const uint64_t requests_before = d.result.requests;
+  ++d.result.requests;
+  // The recording's allocated bytes (the block as PyTorch counts it).
+  if (!failed_in_recording) {
+    const uint64_t size =
+        d.extents.allocate(r.address, r.size, [&](uint64_t address, uint64_t resized) {
+          if (auto* e = d.blocks.find(address);
+              e != nullptr && (e->value & kFreeRequestedBit) == 0) {
+            d.allocated = d.allocated - e->value + resized;
+            e->value = resized;
+          }
+        });
+    if (auto* old = d.blocks.find(r.address); old != nullptr) {  // its free was not recorded
+      if ((old->value & kFreeRequestedBit) == 0) d.allocated -= old->value;
+      d.blocks.erase(old);
+    }
+    d.blocks.insert(r.address, size);
+    d.allocated += size;
+    d.max_allocated = std::max(d.max_allocated, d.allocated);
+  }
+
+  AllocOutcome out;
+  if (unchanged_ && allocator_release) {
+    // The capacity the recording shows for this one request (see the header).
+    const uint64_t held = d.model.stats().reserved_bytes;
+    const uint64_t left = held - std::min(held, d.pending_released);
+    const uint64_t capacity =
+        failed_in_recording ? left + needed_bytes(d, r.size) - 1 : left + d.taken_since_request;
+    d.model.set_capacity(capacity);
+    out = d.model.malloc(id, r.size, r.stream);
+    d.model.set_capacity(UINT64_MAX);
+    ++d.result.allocator_releases;
+    const uint64_t released = drain(d);
+    if (released != d.pending_released) {
+      Divergence v;
+      v.kind = Divergence::Kind::kRelease;
+      v.segment = d.match.matched();
+      v.request = requests_before;
+      v.recorded_bytes = d.pending_released;
+      v.modelled_bytes = released;
+      d.match.diverge(v);
+    }
+  } else {
+    out = d.model.malloc(id, r.size, r.stream);
+    drain(d);
+  }
+  d.pending_released = 0;
+  d.pending_count = 0;
+  d.taken_since_request = 0;
+  d.failure_pending = false;
+
+  if (!out.ok) {
+    ++d.result.failed_requests;
+    if (!d.result.first_failed_size) {
+      d.result.first_failed_size = r.size;
+      d.result.first_failed_request = requests_before;
+    }
+    if (!failed_in_recording) d.failed.insert(id);
+    if (unchanged_ && !failed_in_recording) {
+      Divergence v;
+      v.kind = Divergence::Kind::kRequestFailed;
+      v.segment = d.match.matched();
+      v.request = requests_before;
+      v.recorded_bytes = r.size;
+      d.match.diverge(v);
+    }
+  } else if (failed_in_recording) {
+    d.model.free(id);
+    drain(d);
+    if (unchanged_) {
+      Divergence v;
+      v.kind = Divergence::Kind::kRequestServed;
+      v.segment = d.match.matched();
+      v.request = requests_before;
+      v.recorded_bytes = r.size;
+      d.match.diverge(v);
+    } else {
+      ++d.result.recorded_failures_served;
+    }
+  }
+}
+
+void TraceReplay::free_requested(Device& d, const format::BlockRecord& r) {
+  settle(d, false, false);
+  if (auto* e = d.blocks.find(r.address); e != nullptr && (e->value & kFreeRequestedBit) == 0) {
+    d.allocated -= e->value;
+    e->value |= kFreeRequestedBit;
+  }
+  if (!d.failed.contains(r.address)) d.model.free_requested(r.address);
+  d.last_free_requested = r.address;
+}
+
+void TraceReplay::free_completed(Device& d, const format::BlockRecord& r) {
+  settle(d, false, false);
+  if (d.last_free_requested != r.address) ++d.result.deferred_frees;
+  d.last_free_requested.reset();
+  d.extents.release(r.address);
+  if (auto* e = d.blocks.find(r.address); e != nullptr) {
+    if ((e->value & kFreeRequestedBit) == 0) d.allocated -= e->value;
+    d.blocks.erase(e);
+  }
+  if (d.failed.erase(r.address) > 0) return;
+  d.model.free(r.address);
+  drain(d);
+}
+
+TraceReplayResult TraceReplay::finish() {
+  TraceReplayResult out;
+  out.block_events = block_events_;
+  out.cuda_graph_captures = cuda_graph_captures_;
+  for (auto& [ordinal, dp] : devices_) {
+    Device& d = *dp;
+    settle(d, false, false);
+    d.match.finish(d.result.requests);
+    DeviceReplayResult r = d.result;
+    if (const auto t = totals_.find(ordinal); t != totals_.end()) r.total_bytes = t->second;
+    r.recorded_max_allocated = d.max_allocated;
+    r.recorded_max_reserved = d.max_reserved;
+    r.recorded_ooms = d.ooms;
+    r.recorded_capacity_bound = d.capacity_bound;
+    r.stats = d.model.stats();
+    r.recorded_segments = d.match.recorded_count();
+    r.modelled_segments = d.match.modelled_count();
+    r.matched_segments = d.match.matched();
+    r.divergence = d.match.divergence();
+    const Gaps& gaps = d.model.gaps();
+    for (std::size_t g = 0; g < kGapCount; ++g) {
+      const auto gap = static_cast<Gap>(g);
+      uint64_t count = gaps.count(gap);
+      if (gap == Gap::kSyntheticAddresses) count += r.synthetic_addresses;
+      if (count > 0 || always_present(gap)) r.gaps.emplace_back(gap, count);
+    }
+    out.devices.push_back(std::move(r));
+  }
+  return out;
+}
+
+TraceReplayResult replay_trace(std::span<const uint8_t> bytes, const std::string& name,
+                               const ReplayOptions& options, format::PageAccess pages) {
+  const format::HeaderCheck header = format::check_header(bytes);
+  if (!header.ok) throw TraceError(name + ": " + header.error);
+  format::TraceReader reader(bytes, header.header, std::move(pages));
+  TraceReplay replay(options);
+  while (const format::Record* record = reader.next_record()) replay.apply(*record);
+  TraceReplayResult result = replay.finish();
+  result.history_dropped = reader.window().dropped;
+  for (DeviceReplayResult& d : result.devices) d.history_dropped = result.history_dropped;
+  for (const format::ReadProblem& p : reader.problems())
+    result.problems.push_back("byte " + std::to_string(p.offset) + ": " + p.reason);
+  return result;
+}
+
+TraceReplayResult replay_trace_file(const std::string& path, const ReplayOptions& options) {
+  MappedFile file(path);
+  return replay_trace(file.bytes(), path, options, file.page_access());
+}
+
+}  // namespace gmt::analyzer::allocator

@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: Apache-2.0
+// A trace's PyTorch block events (format's BlockRecord, allocator kPytorch) replayed through the
+// caching allocator model, one model per device, in trace order, as they stream by: memory grows
+// with the live blocks and segments, not with the events.
+//
+// What the trace gives and how it feeds the model (PyTorch's c10/cuda/CUDACachingAllocator.cpp,
+// DeviceCachingAllocator):
+//   - kAlloc is malloc's ALLOC trace entry, recorded with `orig_size`: the size the caller asked
+//     for, not the block's (the block is that rounded, or the whole free block it came from;
+//     blocks/block_extents.h rebuilds it). So it is fed as malloc(size, stream) as it stands, the
+//     block's address standing for the request's id.
+//   - kFreeRequested is free()'s FREE_REQUESTED: the allocated bytes drop then; kFreeCompleted is
+//     free_block()'s FREE_COMPLETED: only then is the block back in the cache and reusable (a
+//     block used on other streams completes later, when their events do). The model is given
+//     both (free_requested(), free()), so a deferred free is replayed where it completed.
+//   - The settings are AllocatorSettingsRecord's (max_split_size, roundup_power2_divisions).
+//     Expandable segments are not in that record: a device's first kSegmentMap shows them on,
+//     and the model follows from then (a mapping precedes the request that needed it).
+//   - Segment frees and unmaps the trace shows come from three places in PyTorch: the
+//     program's torch.cuda.empty_cache(); the allocator's own release when cudaMalloc failed
+//     (release_available_cached_blocks, release_cached_blocks, then a retry or the OOM); and
+//     garbage collection (its threshold is not recorded). A run of them is decided at the next
+//     block event of its device: when a cudaMalloc failed on the device since the last request
+//     (the trace's AllocFailed record) or the next event is the OOM, they are the allocator's
+//     own release; otherwise they are the program's empty_cache(), and the model's empty_cache()
+//     mirrors them, in every replay. The allocator's own release is the model's to make: in the
+//     unchanged replay the model is given, for that one request, the capacity the recording
+//     shows (what it held less what it released, plus what it then took, or one byte short of
+//     the request at an OOM), so that it fails, releases and retries by its own rules; a what-if
+//     replay runs with a fixed capacity and does what the model does.
+//   - The unchanged replay hands the model the recorded segments' addresses while the two
+//     agree (PyTorch orders equal-size free blocks by address), later ones above every
+//     recorded address; a what-if replay makes up its own.
+// A CUDA graph capture's private pool is not followed (its requests go to the default pools).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "analyzer/model/allocator/allocator_settings.h"
+#include "analyzer/model/allocator/caching_allocator_model.h"
+#include "analyzer/model/allocator/model_gaps.h"
+#include "analyzer/model/allocator/segment_match.h"
+#include "format/records.h"
+#include "format/trace_reader.h"
+
+namespace gmt::analyzer::allocator {
+
+struct ReplayOptions {
+  // Unset: the unchanged replay, the recorded settings and the recorded run's failures, checked
+  // against the recording (fidelity). Set: a what-if, these settings as PyTorch reads
+  // PYTORCH_CUDA_ALLOC_CONF (parse_alloc_conf over the recorded ones, which it must parse).
+  std::optional<std::string> alloc_conf;
+  // A what-if's bytes the allocator may hold per device (cudaMalloc fails past them); a device
+  // not named: no limit. The unchanged replay ignores it.
+  std::map<int, uint64_t> capacity;
+  // A what-if with the recorded settings: the same as the unchanged replay's but its capacity.
+  bool what_if = false;
+};
+
+// One device's replay.
+struct DeviceReplayResult {
+  int device = -1;
+  uint64_t total_bytes = 0;  // the device's memory as the trace recorded it; 0: not known
+
+  // The recording, from its block events: the highest reserved (segments and mapped pages) and
+  // allocated (the blocks as PyTorch counts them, rebuilt by BlockExtents).
+  uint64_t recorded_max_allocated = 0;
+  uint64_t recorded_max_reserved = 0;
+  uint64_t recorded_ooms = 0;
+  // The most the allocator could hold as the recording shows it: one byte short of what it held
+  // plus a cudaMalloc that failed (the lowest such); UINT64_MAX when none failed.
+  uint64_t recorded_capacity_bound = UINT64_MAX;
+
+  // The model's.
+  ModelStats stats;
+  uint64_t requests = 0;
+  uint64_t failed_requests = 0;                  // OOMs: the model could not serve them
+  std::optional<uint64_t> first_failed_size;     // the first one's size
+  std::optional<uint64_t> first_failed_request;  // and how many requests came before it
+  // A what-if: requests the recording failed that the model served (then freed at once).
+  uint64_t recorded_failures_served = 0;
+
+  // How the recording was followed.
+  uint64_t empty_cache_mirrored = 0;  // runs of segment frees taken as empty_cache()
+  uint64_t allocator_releases = 0;    // failed cudaMallocs the allocator released cache after
+  uint64_t deferred_frees = 0;        // frees completed later than requested (record_stream)
+  bool expandable_inferred = false;   // kSegmentMap seen: expandable segments on
+  uint64_t synthetic_addresses = 0;   // segments the model placed itself
+
+  // The unchanged replay against the recording: segments in order, and where they first
+  // differed, if they did.
+  uint64_t recorded_segments = 0;
+  uint64_t modelled_segments = 0;
+  uint64_t matched_segments = 0;
+  std::optional<Divergence> divergence;
+
+  // A bounded trace: the run's start is not in it, so neither is the state the replay needs.
+  bool history_dropped = false;
+
+  // What the model does not reproduce: met (counted) or always there.
+  std::vector<std::pair<Gap, uint64_t>> gaps;
+
+  // The unchanged replay reproduced the recording: every segment, the highest reserved and
+  // allocated, nothing it could not replay.
+  bool exact() const;
+};
+
+struct TraceReplayResult {
+  std::vector<DeviceReplayResult> devices;  // by device
+  uint64_t block_events = 0;                // PyTorch's
+  uint64_t cuda_graph_captures = 0;         // captures seen (their private pools not followed)
+  bool history_dropped = false;             // a bounded trace: the run's start is not in it
+  std::vector<std::string> problems;        // what the reader left out
+};
+
+class TraceReplay {
+ public:
+  explicit TraceReplay(ReplayOptions options = {});
+  TraceReplay(const TraceReplay&) = delete;
+  TraceReplay& operator=(const TraceReplay&) = delete;
+  ~TraceReplay();
+
+  void apply(const format::Record& record);
+  // After the last record: segment frees left pending are the program's, the last segments
+  // compared.
+  TraceReplayResult finish();
+
+ private:
+  struct Device;
+
+  Device& device(int ordinal);
+  AllocatorSettings effective_settings() const;
+  void settings_changed();
+  void on(const format::BlockRecord& r);
+  void on_settings(const format::AllocatorSettingsRecord& r);
+  void on_alloc_failed(const format::AllocFailedRecord& r);
+  void request(Device& d, const format::BlockRecord& r, bool failed_in_recording);
+  void free_requested(Device& d, const format::BlockRecord& r);
+  void free_completed(Device& d, const format::BlockRecord& r);
+  // Decides on the segment frees pending before an event that is not the request they belong
+  // to: the program's empty_cache().
+  void settle(Device& d, bool next_is_request, bool next_is_oom);
+  // The model's segment events since the last call: its new segments to the match, the bytes
+  // it gave back returned.
+  uint64_t drain(Device& d);
+  uint64_t needed_bytes(const Device& d, uint64_t size) const;
+
+  ReplayOptions options_;
+  bool unchanged_ = true;
+  AllocatorSettings recorded_settings_;
+  bool expandable_seen_ = false;
+  std::map<int, uint64_t> totals_;  // by device: DeviceRecord's, else a sample's
+  std::map<int, std::unique_ptr<Device>> devices_;
+  Device* last_ = nullptr;
+  uint64_t block_events_ = 0;
+  uint64_t cuda_graph_captures_ = 0;
+};
+
+// Reads a whole trace (`bytes`, its file's contents; `name` in errors) through a TraceReplay.
+// Throws TraceError when it is not a readable trace at all.
+TraceReplayResult replay_trace(std::span<const uint8_t> bytes, const std::string& name,
+                               const ReplayOptions& options = {}, format::PageAccess pages = {});
+TraceReplayResult replay_trace_file(const std::string& path, const ReplayOptions& options = {});
+
+}  // namespace gmt::analyzer::allocator

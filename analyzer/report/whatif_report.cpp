@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "analyzer/report/whatif_report.h"
+
+#include <iomanip>
+#include <vector>
+
+#include "analyzer/report/byte_size.h"
+#include "analyzer/report/json/json_fields.h"
+
+namespace gmt::analyzer {
+namespace {
+
+using allocator::DevicePrediction;
+using allocator::DeviceReplayResult;
+using allocator::Divergence;
+using allocator::Gap;
+using allocator::SegmentStep;
+using allocator::WhatIfResult;
+using json = nlohmann::ordered_json;
+
+std::string step_text(const SegmentStep& s) {
+  return (s.map ? "a mapping of " : "a cudaMalloc of ") + human_bytes(s.size);
+}
+
+// Why the unchanged replay is not exact, beyond its first divergence: one phrase each.
+std::vector<std::string> inexact_reasons(const DeviceReplayResult& d) {
+  std::vector<std::string> why;
+  if (d.history_dropped)
+    why.emplace_back(
+        "the trace kept only the end of the run (a bounded trace): the replay "
+        "starts from a state it does not have");
+  if (d.divergence) why.push_back(divergence_text(*d.divergence));
+  if (d.recorded_max_reserved != d.stats.max_reserved_bytes)
+    why.push_back("highest reserved: recorded " + human_bytes(d.recorded_max_reserved) +
+                  ", model " + human_bytes(d.stats.max_reserved_bytes));
+  if (d.recorded_max_allocated != d.stats.max_allocated_bytes)
+    why.push_back("highest allocated: recorded " + human_bytes(d.recorded_max_allocated) +
+                  ", model " + human_bytes(d.stats.max_allocated_bytes));
+  for (const auto& [gap, count] : d.gaps) {
+    if (gap == Gap::kUnknownFree && count > 0)
+      why.push_back(std::to_string(count) + " frees of blocks the trace never showed allocated");
+  }
+  return why;
+}
+
+json gaps_json(const std::vector<std::pair<Gap, uint64_t>>& gaps) {
+  json out = json::array();
+  for (const auto& [gap, count] : gaps) {
+    out.push_back({{"gap", gap_name(gap)},
+                   {"count", count},
+                   {"always", allocator::always_present(gap)},
+                   {"text", std::string(allocator::describe(gap))}});
+  }
+  return out;
+}
+
+json divergence_json(const Divergence& d) {
+  static constexpr const char* kKinds[] = {"segment", "release", "request_failed",
+                                           "request_served"};
+  json out = {{"kind", kKinds[static_cast<int>(d.kind)]},
+              {"matched_segments", d.segment},
+              {"request", d.request}};
+  const auto step = [](const std::optional<SegmentStep>& s) {
+    if (!s) return json(nullptr);
+    return json{{"action", s->map ? "map" : "cudaMalloc"}, {"size", s->size}};
+  };
+  if (d.kind == Divergence::Kind::kSegment) {
+    out["recorded"] = step(d.recorded);
+    out["predicted"] = step(d.modelled);
+  } else {
+    out["recorded_bytes"] = d.recorded_bytes;
+    out["predicted_bytes"] = d.modelled_bytes;
+  }
+  out["text"] = divergence_text(d);
+  return out;
+}
+
+json fidelity_json(const DeviceReplayResult& d) {
+  return {{"device", d.device},
+          {"exact", d.exact()},
+          {"segments",
+           {{"recorded", d.recorded_segments},
+            {"predicted", d.modelled_segments},
+            {"matched", d.matched_segments}}},
+          {"max_reserved_bytes",
+           {{"recorded", d.recorded_max_reserved}, {"predicted", d.stats.max_reserved_bytes}}},
+          {"max_allocated_bytes",
+           {{"recorded", d.recorded_max_allocated}, {"predicted", d.stats.max_allocated_bytes}}},
+          {"divergence", d.divergence ? divergence_json(*d.divergence) : json(nullptr)},
+          {"diverged", inexact_reasons(d)},
+          {"requests", d.requests},
+          {"recorded_ooms", d.recorded_ooms},
+          {"empty_cache_mirrored", d.empty_cache_mirrored},
+          {"allocator_releases", d.allocator_releases},
+          {"deferred_frees", d.deferred_frees},
+          {"expandable_segments_inferred", d.expandable_inferred},
+          {"history_dropped", d.history_dropped},
+          {"gaps", gaps_json(d.gaps)}};
+}
+
+json bytes_or_null(uint64_t v, uint64_t none) {
+  return v == none ? json(nullptr) : json(v);
+}
+
+}  // namespace
+
+const char* gap_name(Gap gap) {
+  switch (gap) {
+    case Gap::kCrossStreamUse:
+      return "cross_stream_use";
+    case Gap::kUnknownFree:
+      return "unknown_free";
+    case Gap::kUserMemPool:
+      return "user_mem_pool";
+    case Gap::kSyntheticAddresses:
+      return "synthetic_addresses";
+    case Gap::kCapacityIsOneNumber:
+      return "capacity_is_one_number";
+    case Gap::kFreeMemoryCallbacks:
+      return "free_memory_callbacks";
+    case Gap::kFreeablePoolOrder:
+      return "freeable_pool_order";
+    case Gap::kCaptureFilter:
+      return "capture_filter";
+  }
+  return "unknown";
+}
+
+std::string divergence_text(const Divergence& d) {
+  const std::string at = " (after " + std::to_string(d.segment) + " segments matched, at request " +
+                         std::to_string(d.request + 1) + ")";
+  switch (d.kind) {
+    case Divergence::Kind::kSegment:
+      if (d.recorded && d.modelled)
+        return "segment " + std::to_string(d.segment + 1) + ": the recording took " +
+               step_text(*d.recorded) + ", the model " + step_text(*d.modelled) + at;
+      if (d.recorded)
+        return "segment " + std::to_string(d.segment + 1) + ": the recording took " +
+               step_text(*d.recorded) + ", the model none" + at;
+      if (d.modelled)
+        return "segment " + std::to_string(d.segment + 1) + ": the model took " +
+               step_text(*d.modelled) + ", the recording none" + at;
+      return "segments differ" + at;
+    case Divergence::Kind::kRelease:
+      return "a release of cached segments: the recording gave back " +
+             human_bytes(d.recorded_bytes) + ", the model " + human_bytes(d.modelled_bytes) + at;
+    case Divergence::Kind::kRequestFailed:
+      return "the model failed a request of " + human_bytes(d.recorded_bytes) +
+             " that the recording served" + at;
+    case Divergence::Kind::kRequestServed:
+      return "the model served a request of " + human_bytes(d.recorded_bytes) +
+             " that the recording failed (OOM)" + at;
+  }
+  return "unknown" + at;
+}
+
+json whatif_json(const WhatIfRequest& request, const WhatIfResult& result) {
+  json devices = json::array();
+  json fidelity_devices = json::array();
+  bool all_exact = !result.devices.empty();
+  for (const DevicePrediction& p : result.devices) {
+    const bool exact = p.fidelity.exact();
+    all_exact = all_exact && exact;
+    devices.push_back({{"device", p.device},
+                       {"total_bytes", bytes_or_null(p.total_bytes, 0)},
+                       {"capacity_bytes", bytes_or_null(p.capacity, UINT64_MAX)},
+                       {"outside_bytes", p.outside_bytes},
+                       {"recorded",
+                        {{"max_allocated_bytes", p.recorded_max_allocated},
+                         {"max_reserved_bytes", p.recorded_max_reserved},
+                         {"ooms", p.fidelity.recorded_ooms}}},
+                       {"predicted",
+                        {{"max_allocated_bytes", p.predicted_max_allocated},
+                         {"max_reserved_bytes", p.predicted_max_reserved},
+                         {"fits", p.fits},
+                         {"exact", exact},
+                         {"first_failed_request_bytes", or_null(p.first_failed_size)},
+                         {"recorded_failures_served", p.recorded_failures_served}}},
+                       {"gaps", gaps_json(p.gaps)}});
+    fidelity_devices.push_back(fidelity_json(p.fidelity));
+  }
+  json notes = json::array();
+  for (const std::string& k : result.conf.not_modelled)
+    notes.push_back("not modelled: " + k + " (PyTorch would follow it; the prediction does not)");
+  for (const std::string& k : result.conf.no_effect)
+    notes.push_back(k + ": changes nothing the model replays");
+  if (result.cuda_graph_captures > 0)
+    notes.push_back("CUDA graph captures (" + std::to_string(result.cuda_graph_captures) +
+                    "): their private pools are not followed");
+  return {{"trace", request.path},
+          {"alloc_conf", or_null(request.alloc_conf)},
+          {"device_memory_bytes", or_null(request.device_memory)},
+          {"changed", result.changed},
+          {"block_events", result.block_events},
+          {"devices", devices},
+          {"fidelity", {{"exact", all_exact}, {"devices", fidelity_devices}}},
+          {"notes", notes},
+          {"problems", result.problems}};
+}
+
+void write_whatif_text(const WhatIfRequest& request, const WhatIfResult& result,
+                       std::ostream& out) {
+  out << "whatif: " << request.path << "\n";
+  if (!result.changed) {
+    out << "change: none (the recorded run replayed through the allocator's model)\n";
+  } else {
+    out << "change:";
+    if (request.alloc_conf) out << " PYTORCH_CUDA_ALLOC_CONF='" << *request.alloc_conf << "'";
+    if (request.device_memory) out << " device memory " << human_bytes(*request.device_memory);
+    out << "\n";
+  }
+  for (const std::string& k : result.conf.not_modelled)
+    out << "note: not modelled: " << k << " (PyTorch would follow it; the prediction does not)\n";
+  for (const std::string& k : result.conf.no_effect)
+    out << "note: " << k << " changes nothing the model replays\n";
+  if (result.cuda_graph_captures > 0)
+    out << "note: " << result.cuda_graph_captures
+        << " CUDA graph captures: their private pools are not followed\n";
+  for (const std::string& p : result.problems) out << "note: left out of the trace: " << p << "\n";
+
+  for (const DevicePrediction& p : result.devices) {
+    const DeviceReplayResult& f = p.fidelity;
+    const bool exact = f.exact();
+    out << "\ndevice " << p.device;
+    if (p.total_bytes != 0) out << " (" << human_bytes(p.total_bytes) << ")";
+    out << "\n";
+    if (p.outside_bytes > 0)
+      out << "  held outside PyTorch's allocator, as the recording's failed cudaMalloc shows: "
+          << human_bytes(p.outside_bytes) << "; the allocator may hold " << human_bytes(p.capacity)
+          << "\n";
+    out << "  " << std::left << std::setw(16) << "" << std::setw(14) << "recorded"
+        << (exact ? "predicted" : "predicted (not exact)") << "\n";
+    out << "  " << std::setw(16) << "max allocated" << std::setw(14)
+        << human_bytes(p.recorded_max_allocated) << human_bytes(p.predicted_max_allocated) << "\n";
+    out << "  " << std::setw(16) << "max reserved" << std::setw(14)
+        << human_bytes(p.recorded_max_reserved) << human_bytes(p.predicted_max_reserved) << "\n";
+    out << std::right;
+    out << "  verdict: ";
+    if (p.fits) {
+      out << "fits";
+      if (p.total_bytes == 0 && p.capacity == UINT64_MAX)
+        out << " (the device's memory is not in the trace: give --device-memory)";
+      else
+        out << " in " << human_bytes(p.total_bytes != 0 ? p.total_bytes : p.capacity);
+    } else {
+      out << "does not fit: a request of " << human_bytes(p.first_failed_size.value_or(0))
+          << " fails";
+    }
+    if (p.recorded_failures_served > 0)
+      out << "; " << p.recorded_failures_served
+          << " request(s) that failed in the recording are served (what the program did "
+             "after its failure is not in the trace)";
+    out << "\n";
+    if (exact) {
+      out << "  fidelity: exact: the unchanged replay reproduced the recording ("
+          << f.matched_segments
+          << " segments in order, the highest reserved and allocated to the byte)\n";
+    } else {
+      out << "  fidelity: the model did NOT reproduce the recorded run, so no prediction here is "
+             "exact:\n";
+      for (const std::string& why : inexact_reasons(f)) out << "    " << why << "\n";
+    }
+    for (const auto& [gap, count] : p.gaps) {
+      if (allocator::always_present(gap)) continue;
+      out << "  " << allocator::describe(gap) << " (" << count << ")\n";
+    }
+  }
+}
+
+}  // namespace gmt::analyzer

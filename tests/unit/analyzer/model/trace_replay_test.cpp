@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: Apache-2.0
+// The allocator model fed a trace's PyTorch block events (allocator/trace_replay.h): records
+// written as PyTorch's allocator writes them are reproduced exactly (every segment in order,
+// the highest reserved and allocated); a recording the rules would not give is said to diverge,
+// and where; a what-if with expandable segments predicts less reserved.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "analyzer/model/allocator/trace_replay.h"
+#include "analyzer/model/allocator/whatif_prediction.h"
+#include "tests/unit/chunked_file.h"
+#include "tests/unit/trace_bytes.h"
+
+namespace gmt::analyzer::allocator {
+namespace {
+
+using format::BlockAction;
+constexpr uint64_t kMiB = 1ull << 20;
+constexpr uint64_t kSmallSeg = 0x7f1000000000;
+constexpr uint64_t kSegA = 0x7f2000000000;
+constexpr uint64_t kSegB = 0x7f3000000000;
+constexpr uint64_t kSegC = 0x7f4000000000;
+
+class Records {
+ public:
+  Records& block(BlockAction action, uint64_t address, uint64_t size, int device = 0) {
+    format::BlockRecord r;
+    r.time_ns = ++time_;
+    r.thread = 100;
+    r.allocator = static_cast<uint32_t>(format::BlockAllocator::kPytorch);
+    r.action = static_cast<uint32_t>(action);
+    r.device = device;
+    r.address = address;
+    r.size = size;
+    records_.emplace_back(r);
+    return *this;
+  }
+  Records& segment(uint64_t address, uint64_t size) {
+    return block(BlockAction::kSegmentAlloc, address, size);
+  }
+  Records& alloc(uint64_t address, uint64_t size) {
+    return block(BlockAction::kAlloc, address, size);
+  }
+  Records& free(uint64_t address, uint64_t size) {
+    block(BlockAction::kFreeRequested, address, size);
+    return block(BlockAction::kFreeCompleted, address, size);
+  }
+  Records& failed_cuda_malloc(uint64_t size) {
+    format::AllocFailedRecord r;
+    r.time_ns = ++time_;
+    r.thread = 100;
+    r.device = 0;
+    r.size = size;
+    r.error = 2;
+    records_.emplace_back(r);
+    return *this;
+  }
+  Records& device(uint64_t total) {
+    format::DeviceRecord r;
+    r.time_ns = ++time_;
+    r.device = 0;
+    r.total_bytes = total;
+    records_.emplace_back(r);
+    return *this;
+  }
+
+  TraceReplayResult replay(const ReplayOptions& options = {}) const {
+    TraceReplay replay(options);
+    for (const format::Record& r : records_) replay.apply(r);
+    return replay.finish();
+  }
+  std::vector<uint8_t> file() const {
+    test::ChunkedFile file(1 << 16);
+    std::vector<format::Record> all{test::process_record()};
+    all.insert(all.end(), records_.begin(), records_.end());
+    file.add_chunk_of(0, 0, 100, all);
+    return file.bytes();
+  }
+
+ private:
+  std::vector<format::Record> records_;
+  uint64_t time_ = 0;
+};
+
+// A run as PyTorch's allocator makes it with the default settings:
+//   1000 B -> 1 KiB block of a new 2 MiB small segment; 3000 B -> 3 KiB, split off its rest;
+//   5 MiB -> a new 20 MiB segment (requests below 10 MiB); 12 MiB -> the 15 MiB left of it,
+//   split (3 MiB left is more than 1 MiB); 30 MiB -> a segment of its own;
+//   the 5 MiB and 30 MiB blocks freed; empty_cache() gives back the 30 MiB segment (the only
+//   one wholly free); 30 MiB again -> a new segment.
+Records pytorch_run(uint64_t last_segment = 30 * kMiB) {
+  Records r;
+  r.segment(kSmallSeg, 2 * kMiB).alloc(kSmallSeg, 1000);
+  r.alloc(kSmallSeg + 1024, 3000);
+  r.segment(kSegA, 20 * kMiB).alloc(kSegA, 5 * kMiB);
+  r.alloc(kSegA + 5 * kMiB, 12 * kMiB);
+  r.segment(kSegB, 30 * kMiB).alloc(kSegB, 30 * kMiB);
+  r.free(kSegA, 5 * kMiB).free(kSegB, 30 * kMiB);
+  r.block(BlockAction::kSegmentFree, kSegB, 30 * kMiB);
+  r.segment(kSegC, last_segment).alloc(kSegC, 30 * kMiB);
+  return r;
+}
+
+TEST(TraceReplay, ARunByPytorchsRulesIsReproducedExactly) {
+  const TraceReplayResult result = pytorch_run().replay();
+  ASSERT_EQ(result.devices.size(), 1u);
+  const DeviceReplayResult& d = result.devices[0];
+  EXPECT_EQ(result.block_events, 15u);
+  EXPECT_TRUE(d.exact());
+  EXPECT_FALSE(d.divergence.has_value());
+  EXPECT_EQ(d.recorded_segments, 4u);
+  EXPECT_EQ(d.modelled_segments, 4u);
+  EXPECT_EQ(d.matched_segments, 4u);
+  EXPECT_EQ(d.requests, 6u);
+  EXPECT_EQ(d.empty_cache_mirrored, 1u);
+  EXPECT_EQ(d.allocator_releases, 0u);
+  EXPECT_EQ(d.synthetic_addresses, 0u);  // the recorded addresses, all along
+  // 2 + 20 + 30 MiB, and again after the 30 MiB segment went and came back.
+  EXPECT_EQ(d.recorded_max_reserved, 52 * kMiB);
+  EXPECT_EQ(d.stats.max_reserved_bytes, 52 * kMiB);
+  // 1 KiB + 3 KiB + 5 MiB + 12 MiB + 30 MiB held at once.
+  EXPECT_EQ(d.recorded_max_allocated, 4096 + 47 * kMiB);
+  EXPECT_EQ(d.stats.max_allocated_bytes, 4096 + 47 * kMiB);
+  EXPECT_EQ(d.stats.reserved_bytes, 52 * kMiB);
+}
+
+TEST(TraceReplay, ASegmentTheRulesWouldNotGiveIsWhereItDiverges) {
+  // The last cudaMalloc recorded as 32 MiB, where PyTorch asks 30 MiB for a 30 MiB request.
+  const TraceReplayResult result = pytorch_run(32 * kMiB).replay();
+  const DeviceReplayResult& d = result.devices[0];
+  EXPECT_FALSE(d.exact());
+  ASSERT_TRUE(d.divergence.has_value());
+  EXPECT_EQ(d.divergence->kind, Divergence::Kind::kSegment);
+  EXPECT_EQ(d.divergence->segment, 3u);  // three matched before it
+  EXPECT_EQ(d.divergence->request, 5u);  // at the sixth request
+  ASSERT_TRUE(d.divergence->recorded && d.divergence->modelled);
+  EXPECT_EQ(d.divergence->recorded->size, 32 * kMiB);
+  EXPECT_EQ(d.divergence->modelled->size, 30 * kMiB);
+  EXPECT_EQ(d.matched_segments, 3u);
+  EXPECT_EQ(d.recorded_max_reserved, 54 * kMiB);
+  EXPECT_EQ(d.stats.max_reserved_bytes, 52 * kMiB);
+}
+
+TEST(TraceReplay, AReleaseTheModelWouldNotMakeDiverges) {
+  // empty_cache() recorded giving back the 20 MiB segment whose 12 MiB block is still held.
+  Records r;
+  r.segment(kSegA, 20 * kMiB).alloc(kSegA, 5 * kMiB).alloc(kSegA + 5 * kMiB, 12 * kMiB);
+  r.free(kSegA, 5 * kMiB);
+  r.block(BlockAction::kSegmentFree, kSegA, 20 * kMiB);
+  r.alloc(kSegA, kMiB * 2);
+  const DeviceReplayResult d = r.replay().devices[0];
+  EXPECT_FALSE(d.exact());
+  ASSERT_TRUE(d.divergence.has_value());
+  EXPECT_EQ(d.divergence->kind, Divergence::Kind::kRelease);
+  EXPECT_EQ(d.divergence->recorded_bytes, 20 * kMiB);
+  EXPECT_EQ(d.divergence->modelled_bytes, 0u);
+  EXPECT_EQ(d.divergence->request, 2u);  // at the third request
+}
+
+// A failed cudaMalloc: PyTorch gives back its wholly free segments and retries; the unchanged
+// replay reproduces it with the capacity the recording shows, and learns that capacity.
+TEST(TraceReplay, TheAllocatorsReleaseAfterAFailedCudaMallocIsReproduced) {
+  Records r;
+  r.device(1024 * kMiB);
+  r.segment(kSegA, 100 * kMiB).alloc(kSegA, 100 * kMiB).free(kSegA, 100 * kMiB);
+  r.failed_cuda_malloc(200 * kMiB);
+  r.block(BlockAction::kSegmentFree, kSegA, 100 * kMiB);
+  r.segment(kSegB, 200 * kMiB).alloc(kSegB, 200 * kMiB);
+  const DeviceReplayResult d = r.replay().devices[0];
+  EXPECT_TRUE(d.exact());
+  EXPECT_EQ(d.allocator_releases, 1u);
+  EXPECT_EQ(d.empty_cache_mirrored, 0u);
+  EXPECT_EQ(d.matched_segments, 2u);
+  EXPECT_EQ(d.stats.max_reserved_bytes, 200 * kMiB);
+  EXPECT_EQ(d.recorded_capacity_bound, 300 * kMiB - 1);
+  EXPECT_EQ(d.total_bytes, 1024 * kMiB);
+}
+
+TEST(TraceReplay, ARecordedOomIsReproduced) {
+  Records r;
+  r.segment(kSegA, 100 * kMiB).alloc(kSegA, 100 * kMiB);
+  r.failed_cuda_malloc(200 * kMiB);
+  r.block(BlockAction::kOom, 0, 200 * kMiB);
+  const DeviceReplayResult d = r.replay().devices[0];
+  EXPECT_TRUE(d.exact());
+  EXPECT_EQ(d.recorded_ooms, 1u);
+  EXPECT_EQ(d.failed_requests, 1u);
+  EXPECT_EQ(d.first_failed_size, 200 * kMiB);
+  EXPECT_EQ(d.stats.max_reserved_bytes, 100 * kMiB);
+}
+
+// A free requested, then other work, then completed (record_stream): the block is reused only
+// once the free completed; the allocated bytes dropped at the request.
+TEST(TraceReplay, AFreeIsReusableOnlyOnceItCompleted) {
+  Records r;
+  r.segment(kSegA, 20 * kMiB).alloc(kSegA, 8 * kMiB);
+  r.block(BlockAction::kFreeRequested, kSegA, 8 * kMiB);
+  // Served from the 12 MiB left, not the 8 MiB block whose free has not completed.
+  r.alloc(kSegA + 8 * kMiB, 8 * kMiB);
+  r.block(BlockAction::kFreeCompleted, kSegA, 8 * kMiB);
+  r.alloc(kSegA, 8 * kMiB);
+  const DeviceReplayResult d = r.replay().devices[0];
+  EXPECT_TRUE(d.exact()) << (d.divergence ? static_cast<int>(d.divergence->kind) : -1);
+  EXPECT_EQ(d.deferred_frees, 1u);
+  EXPECT_EQ(d.stats.max_allocated_bytes, 16 * kMiB);
+  EXPECT_EQ(d.recorded_max_allocated, 16 * kMiB);
+  EXPECT_EQ(d.modelled_segments, 1u);
+}
+
+// Expandable segments: no AllocatorSettings key, but the mappings show them.
+TEST(TraceReplay, MappingsShowExpandableSegments) {
+  Records r;
+  r.block(BlockAction::kSegmentMap, kSegA, 100 * kMiB).alloc(kSegA, 100 * kMiB);
+  r.free(kSegA, 100 * kMiB);
+  r.alloc(kSegA, 60 * kMiB);
+  const DeviceReplayResult d = r.replay().devices[0];
+  EXPECT_TRUE(d.expandable_inferred);
+  EXPECT_TRUE(d.exact());
+  EXPECT_EQ(d.matched_segments, 1u);
+  EXPECT_EQ(d.stats.max_reserved_bytes, 100 * kMiB);
+}
+
+// Two 100 MiB tensors in segments of their own, freed, then 150 MiB: PyTorch's default takes a
+// third segment (350 MiB reserved); with expandable segments the freed pages serve it.
+Records fragmenting_run() {
+  Records r;
+  r.device(1024 * kMiB);
+  r.segment(kSegA, 100 * kMiB).alloc(kSegA, 100 * kMiB);
+  r.segment(kSegB, 100 * kMiB).alloc(kSegB, 100 * kMiB);
+  r.free(kSegA, 100 * kMiB).free(kSegB, 100 * kMiB);
+  r.segment(kSegC, 150 * kMiB).alloc(kSegC, 150 * kMiB);
+  return r;
+}
+
+TEST(WhatIf, ExpandableSegmentsLowerThePredictedReserved) {
+  const std::vector<uint8_t> trace = fragmenting_run().file();
+  WhatIfOptions options;
+  options.alloc_conf = "expandable_segments:True";
+  const WhatIfResult w = predict_whatif(trace, "frag.gmt", options);
+  ASSERT_EQ(w.devices.size(), 1u);
+  const DevicePrediction& p = w.devices[0];
+  EXPECT_TRUE(w.changed);
+  EXPECT_TRUE(p.fidelity.exact());
+  EXPECT_EQ(p.recorded_max_reserved, 350 * kMiB);
+  EXPECT_EQ(p.fidelity.stats.max_reserved_bytes, 350 * kMiB);
+  EXPECT_EQ(p.predicted_max_reserved, 200 * kMiB);
+  EXPECT_EQ(p.predicted_max_allocated, 200 * kMiB);
+  EXPECT_EQ(p.total_bytes, 1024 * kMiB);
+  EXPECT_EQ(p.capacity, 1024 * kMiB);
+  EXPECT_TRUE(p.fits);
+}
+
+TEST(WhatIf, ASmallerDeviceReleasesTheCacheOrDoesNotFit) {
+  const std::vector<uint8_t> trace = fragmenting_run().file();
+  WhatIfOptions options;
+  // 300 MiB: the 150 MiB request fails, the two free segments go back, the retry fits.
+  options.device_memory = 300 * kMiB;
+  WhatIfResult w = predict_whatif(trace, "frag.gmt", options);
+  EXPECT_TRUE(w.devices[0].fits);
+  EXPECT_EQ(w.devices[0].predicted_max_reserved, 200 * kMiB);
+  // 120 MiB: the second tensor does not fit.
+  options.device_memory = 120 * kMiB;
+  w = predict_whatif(trace, "frag.gmt", options);
+  EXPECT_FALSE(w.devices[0].fits);
+  EXPECT_EQ(w.devices[0].first_failed_size, 100 * kMiB);
+  EXPECT_EQ(w.devices[0].predicted_max_reserved, 100 * kMiB);
+}
+
+TEST(WhatIf, WithoutAChangeThePredictionIsTheUnchangedReplay) {
+  const WhatIfResult w = predict_whatif(fragmenting_run().file(), "frag.gmt", {});
+  EXPECT_FALSE(w.changed);
+  EXPECT_EQ(w.devices[0].predicted_max_reserved, 350 * kMiB);
+  EXPECT_EQ(w.block_events, 10u);
+}
+
+}  // namespace
+}  // namespace gmt::analyzer::allocator
