@@ -201,7 +201,7 @@ void TraceReplay::on(const format::BlockRecord& r) {
       d.reserved += r.size;
       d.max_reserved = std::max(d.max_reserved, d.reserved);
       d.taken_since_request += r.size;
-      d.match.recorded({map, r.size, r.address});
+      if (unchanged_) d.match.recorded({map, r.size, r.address});
       return;
     }
     case BlockAction::kSegmentFree:
@@ -358,7 +358,7 @@ void TraceReplay::free_requested(Device& d, const format::BlockRecord& r) {
     d.allocated -= e->value;
     e->value |= kFreeRequestedBit;
   }
-  if (!d.failed.contains(r.address)) d.model.free_requested(r.address);
+  if (d.failed.empty() || !d.failed.contains(r.address)) d.model.free_requested(r.address);
   d.last_free_requested = r.address;
 }
 
@@ -371,7 +371,7 @@ void TraceReplay::free_completed(Device& d, const format::BlockRecord& r) {
     if ((e->value & kFreeRequestedBit) == 0) d.allocated -= e->value;
     d.blocks.erase(e);
   }
-  if (d.failed.erase(r.address) > 0) return;
+  if (!d.failed.empty() && d.failed.erase(r.address) > 0) return;
   d.model.free(r.address);
   drain(d);
 }
