@@ -262,7 +262,7 @@ void write_whatif_text(const WhatIfRequest& request, const WhatIfResult& result,
     }
     for (const auto& [gap, count] : p.gaps) {
       if (allocator::always_present(gap)) continue;
-      out << "  " << allocator::describe(gap) << " (" << count << ")\n";
+      out << "  " << allocator::describe(gap) << " (met " << count << " times)\n";
     }
   }
 }

@@ -197,7 +197,7 @@ void TraceReplay::on(const format::BlockRecord& r) {
         for (auto& [ordinal, other] : devices_) other->result.expandable_inferred = true;
         settings_changed();
       }
-      d.extents.follow(r);
+      if (unchanged_) d.extents.follow(r);
       d.reserved += r.size;
       d.max_reserved = std::max(d.max_reserved, d.reserved);
       d.taken_since_request += r.size;
@@ -206,7 +206,7 @@ void TraceReplay::on(const format::BlockRecord& r) {
     }
     case BlockAction::kSegmentFree:
     case BlockAction::kSegmentUnmap:
-      d.extents.follow(r);
+      if (unchanged_) d.extents.follow(r);
       d.reserved -= std::min(d.reserved, r.size);
       d.pending_released += r.size;
       ++d.pending_count;
@@ -272,8 +272,8 @@ void TraceReplay::request(Device& d, const format::BlockRecord& r, bool failed_i
   const uint64_t id = failed_in_recording ? kFailedRequestId : r.address;
   const uint64_t requests_before = d.result.requests;
   ++d.result.requests;
-  // The recording's allocated bytes (the block as PyTorch counts it).
-  if (!failed_in_recording) {
+  // The recording's allocated bytes (the block as PyTorch counts it), for the fidelity.
+  if (unchanged_ && !failed_in_recording) {
     const uint64_t size =
         d.extents.allocate(r.address, r.size, [&](uint64_t address, uint64_t resized) {
           if (auto* e = d.blocks.find(address);
@@ -354,7 +354,8 @@ void TraceReplay::request(Device& d, const format::BlockRecord& r, bool failed_i
 
 void TraceReplay::free_requested(Device& d, const format::BlockRecord& r) {
   settle(d, false, false);
-  if (auto* e = d.blocks.find(r.address); e != nullptr && (e->value & kFreeRequestedBit) == 0) {
+  if (auto* e = unchanged_ ? d.blocks.find(r.address) : nullptr;
+      e != nullptr && (e->value & kFreeRequestedBit) == 0) {
     d.allocated -= e->value;
     e->value |= kFreeRequestedBit;
   }
@@ -366,8 +367,8 @@ void TraceReplay::free_completed(Device& d, const format::BlockRecord& r) {
   settle(d, false, false);
   if (d.last_free_requested != r.address) ++d.result.deferred_frees;
   d.last_free_requested.reset();
-  d.extents.release(r.address);
-  if (auto* e = d.blocks.find(r.address); e != nullptr) {
+  if (unchanged_) d.extents.release(r.address);
+  if (auto* e = unchanged_ ? d.blocks.find(r.address) : nullptr; e != nullptr) {
     if ((e->value & kFreeRequestedBit) == 0) d.allocated -= e->value;
     d.blocks.erase(e);
   }

@@ -70,7 +70,8 @@ struct DeviceReplayResult {
   uint64_t total_bytes = 0;  // the device's memory as the trace recorded it; 0: not known
 
   // The recording, from its block events: the highest reserved (segments and mapped pages) and
-  // allocated (the blocks as PyTorch counts them, rebuilt by BlockExtents).
+  // allocated (the blocks as PyTorch counts them, rebuilt by BlockExtents; the unchanged replay
+  // only: a what-if leaves it 0).
   uint64_t recorded_max_allocated = 0;
   uint64_t recorded_max_reserved = 0;
   uint64_t recorded_ooms = 0;
