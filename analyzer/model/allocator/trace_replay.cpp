@@ -248,7 +248,11 @@ uint64_t TraceReplay::needed_bytes(const Device& d, uint64_t size) const {
 
 void TraceReplay::settle(Device& d, bool next_is_request, bool next_is_oom) {
   if (d.pending_count == 0) return;
-  if (next_is_request && (d.failure_pending || next_is_oom)) return;  // the request's own
+  // After a failed cudaMalloc the frees belong to the request still under way, whatever comes
+  // between them (release_cached_blocks completes deferred frees first: FREE_COMPLETED entries
+  // may sit between its segment frees and release_available_cached_blocks').
+  if (d.failure_pending) return;
+  if (next_is_request && next_is_oom) return;  // the OOM's own release
   // The program's torch.cuda.empty_cache().
   ++d.result.empty_cache_mirrored;
   d.model.empty_cache();

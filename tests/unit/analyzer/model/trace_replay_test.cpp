@@ -56,6 +56,14 @@ class Records {
     records_.emplace_back(r);
     return *this;
   }
+  Records& max_split_size(uint64_t bytes) {
+    format::AllocatorSettingsRecord r;
+    r.time_ns = ++time_;
+    r.allocator = static_cast<uint32_t>(format::BlockAllocator::kPytorch);
+    r.max_split_size = bytes;
+    records_.emplace_back(r);
+    return *this;
+  }
   Records& device(uint64_t total) {
     format::DeviceRecord r;
     r.time_ns = ++time_;
@@ -175,6 +183,31 @@ TEST(TraceReplay, TheAllocatorsReleaseAfterAFailedCudaMallocIsReproduced) {
   EXPECT_EQ(d.stats.max_reserved_bytes, 200 * kMiB);
   EXPECT_EQ(d.recorded_capacity_bound, 300 * kMiB - 1);
   EXPECT_EQ(d.total_bytes, 1024 * kMiB);
+}
+
+// With max_split_size_mb, PyTorch first gives back cached oversize blocks
+// (release_available_cached_blocks), then completes deferred frees and gives back every free
+// segment (release_cached_blocks): a free completed between the two is still the request's own
+// release, not an empty_cache().
+TEST(TraceReplay, AFreeCompletedInsideTheReleaseBelongsToIt) {
+  Records r;
+  r.max_split_size(50 * kMiB);
+  r.segment(kSegA, 60 * kMiB).alloc(kSegA, 60 * kMiB).free(kSegA, 60 * kMiB);
+  r.segment(kSegB, 100 * kMiB).alloc(kSegB, 100 * kMiB);
+  r.block(BlockAction::kFreeRequested, kSegB, 100 * kMiB);  // used on another stream
+  r.failed_cuda_malloc(150 * kMiB);
+  r.block(BlockAction::kSegmentFree, kSegA, 60 * kMiB);
+  r.block(BlockAction::kFreeCompleted, kSegB, 100 * kMiB);
+  r.block(BlockAction::kSegmentFree, kSegB, 100 * kMiB);
+  r.segment(kSegC, 150 * kMiB).alloc(kSegC, 150 * kMiB);
+  const DeviceReplayResult d = r.replay().devices[0];
+  EXPECT_TRUE(d.exact());
+  EXPECT_EQ(d.empty_cache_mirrored, 0u);
+  EXPECT_EQ(d.allocator_releases, 1u);
+  EXPECT_EQ(d.deferred_frees, 1u);
+  EXPECT_EQ(d.matched_segments, 3u);
+  EXPECT_EQ(d.stats.max_reserved_bytes, 160 * kMiB);
+  EXPECT_EQ(d.stats.reserved_bytes, 150 * kMiB);
 }
 
 TEST(TraceReplay, ARecordedOomIsReproduced) {
