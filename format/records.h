@@ -116,6 +116,9 @@ constexpr std::size_t max_record_bytes() {
 // Written once, first, when the process starts being traced.
 struct ProcessInfoRecord {
   static constexpr RecordType kType = RecordType::kProcessInfo;
+  // The most bytes of the command line it holds: a record must fit one chunk, and a longer
+  // command line is shortened (its last argument says by how much), never the trace lost.
+  static constexpr std::size_t kArgvBytes = 16384;
   uint64_t pid = 0;
   uint64_t ppid = 0;
   uint64_t wall_start_ns = 0;  // Unix time when tracing started.

@@ -33,6 +33,31 @@ std::vector<std::string> read_cmdline() {
   return argv;
 }
 
+// The command line as the record holds it: the arguments whole while they fit
+// ProcessInfoRecord::kArgvBytes, then the one that crosses it cut short, then one more that says
+// what was left out.
+std::vector<std::string> bounded_argv(std::vector<std::string> argv) {
+  std::size_t total = 0;
+  for (const std::string& a : argv) total += a.size();
+  if (total <= format::ProcessInfoRecord::kArgvBytes) return argv;
+  std::size_t kept = 0;
+  std::size_t i = 0;
+  for (; i < argv.size(); ++i) {
+    const std::size_t room = format::ProcessInfoRecord::kArgvBytes - kept;
+    if (argv[i].size() > room) {
+      argv[i].resize(room);
+      kept += room;
+      ++i;
+      break;
+    }
+    kept += argv[i].size();
+  }
+  argv.resize(i);
+  argv.push_back("[gpumemtrace: the command line is " + std::to_string(total) + " bytes; " +
+                 std::to_string(total - kept) + " of them are not recorded]");
+  return argv;
+}
+
 // The variables that say where the process sits in a multi-process job: launchers (torchrun,
 // MPI, SLURM) set these, and the analyzer groups and names traces by them. Then the frameworks'
 // allocator settings: whether XLA pools JAX's arrays out of sight (hidden_pool.h) is one.
@@ -74,7 +99,7 @@ format::ProcessInfoRecord capture_process_info(uint64_t mono_start_ns) {
   info.wall_start_ns = clock_ns(CLOCK_REALTIME);
   char host[HOST_NAME_MAX + 1] = {};
   if (gethostname(host, sizeof host - 1) == 0) info.host = host;
-  info.argv = read_cmdline();
+  info.argv = bounded_argv(read_cmdline());
   info.env = job_environment();
   return info;
 }

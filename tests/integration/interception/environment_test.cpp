@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "tests/integration/traced_run_fixture.h"
 
@@ -47,6 +48,30 @@ TEST_F(Environment, OutputNamingADirectoryWritesTheDefaultNameInside) {
     EXPECT_FALSE(std::filesystem::exists(out + "." + pid)) << "written beside the directory";
     EXPECT_EQ(std::to_string(number(report({out + "/" + names[0]}), "traces.0.pid")), pid);
   }
+}
+
+// A command line of ~65,500 bytes: the process description holds what fits (16 KiB), marked as
+// shortened, and every command reads the trace and its allocations. It made the whole trace
+// unreadable ("no process description in the trace").
+TEST_F(Environment, AHugeCommandLineIsShortenedNotTheTraceLost) {
+  const std::string payload(65'500, 'x');
+  const ProcessResult r =
+      run_traced("workload_runtime_shared", {"device:0:" + payload, "alloc:a:" + mib(3)});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string trace = only_trace();
+  const ProcessResult info = cli({"info", "--json", trace});
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  const nlohmann::json rep = report({trace});
+  const auto& argv = rep["traces"][0]["argv"];
+  ASSERT_EQ(argv.size(), 3u) << argv.dump().substr(0, 200);
+  std::size_t recorded = 0;
+  for (std::size_t i = 0; i + 1 < argv.size(); ++i) recorded += argv[i].get<std::string>().size();
+  EXPECT_EQ(recorded, 16384u);
+  const std::size_t total = workload("workload_runtime_shared").size() + 9 + payload.size() +
+                            ("alloc:a:" + mib(3)).size();
+  EXPECT_EQ(argv[2], "[gpumemtrace: the command line is " + std::to_string(total) + " bytes; " +
+                         std::to_string(total - 16384) + " of them are not recorded]");
+  EXPECT_EQ(rep["devices"][0]["live_at_exit_bytes"], 3 * 1024 * 1024);
 }
 
 }  // namespace
