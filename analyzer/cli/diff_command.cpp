@@ -23,6 +23,7 @@ struct SiteFigures {
 };
 
 struct SiteChange {
+  int device = -1;
   std::vector<SiteFrame> frames;
   SiteFigures before;
   SiteFigures after;
@@ -53,16 +54,18 @@ void add_sites(TraceSummary& trace, bool after, std::map<std::string, SiteChange
   }
   for (const LeakGroup& g : trace.leaks) stacks.push_back(g.stack);
   ResolvedStacks frames = resolve_stacks(trace, stacks, trace.symbolization_warnings);
-  auto figures = [&](uint32_t stack) -> SiteFigures& {
-    SiteChange& change = changes[frames_key(frames[stack])];
+  // A site is its frames on one device: the same line on two devices is two rows.
+  auto figures = [&](int device, uint32_t stack) -> SiteFigures& {
+    SiteChange& change = changes[std::to_string(device) + '\x1d' + frames_key(frames[stack])];
+    change.device = device;
     change.frames = frames[stack];
     return after ? change.after : change.before;
   };
   for (const auto& [ordinal, d] : trace.devices) {
-    for (const PeakSite& s : d.peak_sites) figures(s.stack).peak += s.bytes;
+    for (const PeakSite& s : d.peak_sites) figures(ordinal, s.stack).peak += s.bytes;
   }
   for (const LeakGroup& g : trace.leaks) {
-    if (unintended(g.leak_class)) figures(g.stack).leaked += g.bytes;
+    if (unintended(g.leak_class)) figures(g.device, g.stack).leaked += g.bytes;
   }
 }
 
@@ -100,7 +103,10 @@ nlohmann::ordered_json diff_json(const TraceSummary& a, const TraceSummary& b,
   for (int o : ordinals) {
     const uint64_t before = a.devices.count(o) ? a.devices.at(o).peak_bytes : 0;
     const uint64_t after = b.devices.count(o) ? b.devices.at(o).peak_bytes : 0;
+    // A device one run did not use is absent there, not a peak of 0 B.
     ordered_json device = {{"device", o},
+                           {"in_before", a.devices.count(o) > 0},
+                           {"in_after", b.devices.count(o) > 0},
                            {"peak_before", before},
                            {"peak_after", after},
                            {"peak_change", change_of(before, after)}};
@@ -130,7 +136,8 @@ nlohmann::ordered_json diff_json(const TraceSummary& a, const TraceSummary& b,
   }
   ordered_json sites = ordered_json::array();
   for (const SiteChange& c : changes) {
-    sites.push_back({{"peak_before", c.before.peak},
+    sites.push_back({{"device", c.device},
+                     {"peak_before", c.before.peak},
                      {"peak_after", c.after.peak},
                      {"peak_change", change_of(c.before.peak, c.after.peak)},
                      {"leak_before", c.before.leaked},
@@ -147,9 +154,11 @@ void write_diff_text(const nlohmann::ordered_json& diff, const std::vector<SiteC
   out << "before " << diff["before"].get<std::string>() << "\nafter  "
       << diff["after"].get<std::string>() << "\n";
   for (const auto& d : diff["devices"]) {
+    const auto peak = [&d](const char* side, const char* in) {
+      return d[in].get<bool>() ? human_bytes(d[side].get<uint64_t>()) : std::string("absent");
+    };
     out << "  " << device_name(d["device"].get<int>()) << " peak "
-        << human_bytes(d["peak_before"].get<uint64_t>()) << " -> "
-        << human_bytes(d["peak_after"].get<uint64_t>()) << " ("
+        << peak("peak_before", "in_before") << " -> " << peak("peak_after", "in_after") << " ("
         << signed_bytes(d["peak_change"].get<int64_t>()) << ")\n";
     if (!d.contains("by_role")) continue;
     for (const auto& r : d["by_role"]) {
@@ -163,7 +172,8 @@ void write_diff_text(const nlohmann::ordered_json& diff, const std::vector<SiteC
   if (changes.empty()) out << "  no site changed\n";
   for (std::size_t i = 0; i < changes.size() && i < kShown; ++i) {
     const SiteChange& c = changes[i];
-    out << "  at peak " << signed_bytes(change_of(c.before.peak, c.after.peak)) << ", never freed "
+    out << "  " << device_name(c.device) << ": at peak "
+        << signed_bytes(change_of(c.before.peak, c.after.peak)) << ", never freed "
         << signed_bytes(change_of(c.before.leaked, c.after.leaked)) << "\n";
     write_frames(c.frames, 4, "      ", out, mode);
   }

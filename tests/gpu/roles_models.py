@@ -142,13 +142,14 @@ def capture(model, shape):
 
 
 def out_of_memory(no_grad):
-    """ResNet-50 AMP at a batch far too large for the device (4096 per 80 GiB: its first forward
-    fails, as users' most common OOM does): the error caught, as a notebook or a batch-size search
-    catches it. What torch said of the failure goes to EXPECTED."""
+    """ResNet-50 AMP at a batch far too large for the device (4096 per 80 GiB with grad, 32768
+    under no_grad, which keeps only a few layers' outputs at a time: its first forward fails, as
+    users' most common OOM does): the error caught, as a notebook or a batch-size search catches
+    it. What torch said of the failure goes to EXPECTED."""
     import torchvision
 
     total = torch.cuda.get_device_properties(0).total_memory
-    batch = 4096 * -(-total // (80 << 30))
+    batch = (32768 if no_grad else 4096) * -(-total // (80 << 30))
     model = torchvision.models.resnet50().cuda()
     kept.append(model)
     x = torch.randn(batch, 3, 224, 224, device="cuda", dtype=torch.float16)

@@ -95,8 +95,13 @@ ResolvedStacks resolve_stacks(const TraceSummary& trace, const std::vector<uint3
     }
     if (!resolved.count(id)) resolved[id] = resolve_stack(trace, id, symbolizer);
   }
-  const std::vector<std::string>& found = symbolizer.warnings();
-  warnings.insert(warnings.end(), found.begin(), found.end());
+  // Each said once: every pass over a trace's stacks (the peak's, then a command's own) finds
+  // the same modules' problems again.
+  for (const std::string& found : symbolizer.warnings()) {
+    if (std::find(warnings.begin(), warnings.end(), found) == warnings.end()) {
+      warnings.push_back(found);
+    }
+  }
   return resolved;
 }
 

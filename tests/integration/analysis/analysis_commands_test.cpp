@@ -169,9 +169,42 @@ TEST_F(AnalysisCommands, DiffMatchesSitesByFramesAcrossTraces) {
   const int64_t sign =
       diff["devices"][0]["peak_after"] > diff["devices"][0]["peak_before"] ? 1 : -1;
   EXPECT_EQ(change, sign * 3 * static_cast<int64_t>(kMiB));
-  // The same call site in both: one site, changed by the same amount.
+  // The same call site in both: one site, changed by the same amount, on its device.
   ASSERT_EQ(diff["sites"].size(), 1u);
   EXPECT_EQ(diff["sites"][0]["peak_change"], change);
+  EXPECT_EQ(diff["sites"][0]["device"], 0);
+  EXPECT_TRUE(diff["devices"][0]["in_before"].get<bool>());
+  EXPECT_TRUE(diff["devices"][0]["in_after"].get<bool>());
+}
+
+// A device one run did not use is absent there, not a peak of 0 B; each site row names its
+// device.
+TEST_F(AnalysisCommands, DiffSaysADeviceOneRunDidNotUseIsAbsent) {
+  ASSERT_EQ(run_traced("workload_runtime_shared", {"alloc:a:" + mib(2)}).exit_code, 0);
+  const auto first = traces();
+  ASSERT_EQ(
+      run_traced("workload_runtime_shared", {"alloc:a:" + mib(2), "device:1", "alloc:b:" + mib(8)},
+                 {{"FAKECUDA_DEVICE_COUNT", "2"}})
+          .exit_code,
+      0);
+  std::string second;
+  for (const std::string& t : traces()) {
+    if (t != first[0]) second = t;
+  }
+  const json diff = command_json({"diff", first[0], second, "--json"});
+  ASSERT_EQ(diff["devices"].size(), 2u) << diff.dump();
+  EXPECT_EQ(diff["devices"][1]["device"], 1);
+  EXPECT_FALSE(diff["devices"][1]["in_before"].get<bool>());
+  EXPECT_TRUE(diff["devices"][1]["in_after"].get<bool>());
+  ASSERT_EQ(diff["sites"].size(), 1u) << diff.dump();
+  EXPECT_EQ(diff["sites"][0]["device"], 1);
+  EXPECT_EQ(diff["sites"][0]["peak_change"], 8 * static_cast<int64_t>(kMiB));
+  const ProcessResult text = cli({"diff", first[0], second});
+  EXPECT_NE(text.out.find("  device 1 peak absent -> 8.00 MiB (+8.00 MiB)\n"), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("  device 1: at peak +8.00 MiB, never freed +8.00 MiB\n"),
+            std::string::npos)
+      << text.out;
 }
 
 // The fuzzer's seed corpus keeps one trace as format 3 wrote it (zlib's CRC-32 per chunk) and

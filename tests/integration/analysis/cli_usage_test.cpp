@@ -11,6 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "tests/integration/analysis/html_report_fixture.h"
@@ -371,6 +372,27 @@ TEST_F(CliUsage, AnOutputThatIsAnInputIsRefusedAndTheTraceKept) {
   EXPECT_EQ(cli({"info", dir_ + "/job/rank0.gmt"}).exit_code, 0);
   // Another output beside the inputs is written as before.
   EXPECT_EQ(cli({"summarize", "-o", "s.json", "t.gmt"}).exit_code, 0);
+}
+
+// A program removed since its run: its module cannot be read, and the report says so once, however
+// many passes resolve stacks (the peak's sites, then the report's own). It said it once a pass.
+TEST_F(CliUsage, ASymbolizationWarningIsSaidOnce) {
+  const std::string program = dir_ + "/gone_program";
+  fs::copy_file(workload("workload_runtime_shared"), program);
+  ProcessSpec spec;
+  spec.argv = {program, "alloc:a:" + mib(1)};
+  spec.set_env = base_env();
+  spec.set_env["LD_PRELOAD"] = preload();
+  spec.cwd = dir_;
+  ASSERT_EQ(run_process(spec).exit_code, 0);
+  fs::remove(program);
+  const nlohmann::json rep = report({only_trace()});
+  ASSERT_TRUE(rep["traces"][0].contains("symbolization_warnings")) << rep["traces"][0].dump();
+  const auto warnings = rep["traces"][0]["symbolization_warnings"].get<std::vector<std::string>>();
+  ASSERT_FALSE(warnings.empty());
+  const std::set<std::string> distinct(warnings.begin(), warnings.end());
+  EXPECT_EQ(distinct.size(), warnings.size()) << rep["traces"][0]["symbolization_warnings"].dump();
+  EXPECT_NE(warnings[0].find(program), std::string::npos) << warnings[0];
 }
 
 // A previous run's trace of the same pattern, however recent, is not listed as this run's.

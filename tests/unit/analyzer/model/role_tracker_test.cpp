@@ -243,7 +243,8 @@ TEST(Roles, WorkRunningAtTheEndPlacesWhatItMade) {
 
   std::vector<format::Record> no_grad = cut_before(training_step(true), 15);
   no_grad.insert(no_grad.end() - 2, scope(12, kMain, ScopeAction::kEnter, ScopeKind::kNoGrad));
-  const RoleBreakdown& inference = *replayed(no_grad).devices.at(0).roles_at_exit;
+  const TraceSummary under_no_grad = replayed(no_grad);
+  const RoleBreakdown& inference = *under_no_grad.devices.at(0).roles_at_exit;
   EXPECT_EQ(inference[Role::kActivation].bytes, 0u);
   EXPECT_EQ(inference[Role::kTemporary].bytes, 16 * kMiB);
   EXPECT_EQ(inference[Role::kTemporary].running_bytes, 16 * kMiB);
