@@ -54,6 +54,16 @@ class CliUsage : public HtmlReportRun {
     return "";
   }
 
+  // `program` run by hand under the preload, as a user would, in dir_.
+  ProcessResult run_program_traced(const std::string& program) const {
+    ProcessSpec spec;
+    spec.argv = {program, "alloc:a:" + mib(1)};
+    spec.set_env = base_env();
+    spec.set_env["LD_PRELOAD"] = preload();
+    spec.cwd = dir_;
+    return run_process(spec);
+  }
+
   std::map<std::string, std::string> run_env() const {
     std::map<std::string, std::string> env = base_env();
     env.erase("GPUMEMTRACE_OUTPUT");
@@ -379,12 +389,7 @@ TEST_F(CliUsage, AnOutputThatIsAnInputIsRefusedAndTheTraceKept) {
 TEST_F(CliUsage, ASymbolizationWarningIsSaidOnce) {
   const std::string program = dir_ + "/gone_program";
   fs::copy_file(workload("workload_runtime_shared"), program);
-  ProcessSpec spec;
-  spec.argv = {program, "alloc:a:" + mib(1)};
-  spec.set_env = base_env();
-  spec.set_env["LD_PRELOAD"] = preload();
-  spec.cwd = dir_;
-  ASSERT_EQ(run_process(spec).exit_code, 0);
+  ASSERT_EQ(run_program_traced(program).exit_code, 0);
   fs::remove(program);
   const nlohmann::json rep = report({only_trace()});
   ASSERT_TRUE(rep["traces"][0].contains("symbolization_warnings")) << rep["traces"][0].dump();
@@ -431,12 +436,7 @@ TEST_F(CliUsage, RunIntoADirectoryUsesTheDefaultNameThere) {
 TEST_F(CliUsage, ControlCharactersInTheTraceArePrintedEscaped) {
   const std::string odd = dir_ + "/run\x1b[2Jme";
   fs::create_symlink(workload("workload_runtime_shared"), odd);
-  ProcessSpec spec;
-  spec.argv = {odd, "alloc:a:" + mib(1)};
-  spec.set_env = base_env();
-  spec.set_env["LD_PRELOAD"] = preload();
-  spec.cwd = dir_;
-  const ProcessResult run = run_process(spec);
+  const ProcessResult run = run_program_traced(odd);
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const std::string t = only_trace();
   for (const std::string command : {"report", "info"}) {
