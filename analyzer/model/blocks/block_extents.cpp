@@ -2,32 +2,20 @@
 #include "analyzer/model/blocks/block_extents.h"
 
 #include <algorithm>
-#include <bit>
 #include <iterator>
+#include <type_traits>
+
+#include "analyzer/model/allocator/request_size.h"
 
 namespace gmt::analyzer {
 namespace {
 
-constexpr uint64_t kMinBlock = 512;          // PyTorch's kMinBlockSize
-constexpr uint64_t kSmallSize = 1ull << 20;  // its kSmallSize: the small pool's largest request
-
-// Which of the settings' intervals a request falls in: by its highest bit, from 1 MiB (2^20) on.
-std::size_t interval_of(uint64_t bytes) {
-  const int log2 = std::bit_width(bytes) - 1;
-  const int last = static_cast<int>(format::AllocatorSettingsRecord::kIntervals) - 1;
-  return static_cast<std::size_t>(std::clamp(log2 - 20, 0, last));
-}
-
-// The next multiple of its interval's (power-of-two) size divided by `divisions` (a power of two,
-// as the allocator checks), at or above `bytes`; a power of two stays as it is.
-uint64_t next_division(uint64_t bytes, uint64_t divisions) {
-  if (std::has_single_bit(bytes)) return bytes;
-  const uint64_t floor = std::bit_floor(bytes);
-  const uint64_t step = floor >> (std::bit_width(divisions) - 1);
-  if (step == 0) return floor << 1;
-  const uint64_t below = bytes & ~(step - 1);
-  return below == bytes ? bytes : below + step;
-}
+// PyTorch's request rounding is the allocator model's (allocator/request_size.h): one reading
+// of its rules.
+using allocator::kMinBlockSize;
+using allocator::kSmallSize;
+static_assert(
+    std::is_same_v<allocator::RoundupDivisions, decltype(BlockExtents::Settings{}.divisions)>);
 
 // The range of `ranges` (by address: size) holding `address`, or ranges.end().
 std::map<uint64_t, uint64_t>::const_iterator holding(const std::map<uint64_t, uint64_t>& ranges,
@@ -49,11 +37,7 @@ BlockExtents::Settings BlockExtents::Settings::of(const format::AllocatorSetting
 }
 
 uint64_t BlockExtents::rounded(uint64_t requested) const {
-  if (requested < kMinBlock) return kMinBlock;
-  const uint64_t divisions = settings_.divisions[interval_of(requested)];
-  if (divisions > 1 && requested > kMinBlock * divisions)
-    return next_division(requested, divisions);
-  return (requested + kMinBlock - 1) / kMinBlock * kMinBlock;
+  return allocator::round_size(requested, settings_.divisions);
 }
 
 // A free block of `free_bytes` given out for `u`'s request: all of it, or the request with the
@@ -63,7 +47,7 @@ uint64_t BlockExtents::size_in(uint64_t free_bytes, const Used& u) const {
   // story; the request is the best figure left.
   if (free_bytes <= u.rounded) return u.rounded;
   const uint64_t rest = free_bytes - u.rounded;
-  const bool split = u.fine_split ? rest >= kMinBlock : !u.never_split && rest > kSmallSize;
+  const bool split = u.fine_split ? rest >= kMinBlockSize : !u.never_split && rest > kSmallSize;
   return split ? u.rounded : free_bytes;
 }
 
