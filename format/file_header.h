@@ -16,7 +16,7 @@ inline constexpr std::size_t kFirstChunkOffset = 4096;
 // What this build writes. It reads every minor of the majors from kOldestReadableMajor on:
 // format 3 differs only in its chunk checksum (format/chunk.h).
 inline constexpr uint16_t kVersionMajor = 4;
-inline constexpr uint16_t kVersionMinor = 9;
+inline constexpr uint16_t kVersionMinor = 10;
 inline constexpr uint16_t kOldestReadableMajor = 3;
 inline constexpr uint32_t kMinChunkSize = 4096;
 inline constexpr uint32_t kMaxChunkSize = 16u << 20;
@@ -57,7 +57,7 @@ inline bool chunks_count_records(const FileHeader& header) {
 }
 
 // Fills `out` (kHeaderSize bytes; kFirstChunkOffset for a bounded trace) with the header of this
-// build's format version (4.9), with the limit when `max_size` is set.
+// build's format version (4.10), with the limit when `max_size` is set.
 void write_header(uint8_t* out, uint32_t chunk_size, uint64_t max_size = 0);
 
 struct HeaderCheck {

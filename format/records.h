@@ -49,6 +49,7 @@ enum class RecordType : uint8_t {
   kBlockFreedAtOnce = 28,
   kScope = 29,
   kTag = 30,
+  kSignal = 31,
 };
 
 // The most payload bytes a record of integer fields can take: every field as a 10-byte varint.
@@ -893,6 +894,29 @@ struct TagRecord {
   }
 };
 
+// A signal whose default action ends the process reached it, and nothing else handled it
+// (4.10): the preload's handler writes this record on the thread the signal came to, then lets
+// the signal take its course. A trace without an End record and with one of these tells why the
+// process died; SIGKILL cannot be caught, and leaves none.
+struct SignalRecord {
+  static constexpr RecordType kType = RecordType::kSignal;
+  uint64_t time_ns = 0;
+  uint64_t thread = 0;   // from the chunk: the thread the signal was delivered to
+  uint32_t signal = 0;   // its number (SIGSEGV is 11 on Linux)
+  int32_t code = 0;      // siginfo's si_code: how it came (SI_USER from kill(), SEGV_MAPERR...)
+  uint64_t address = 0;  // siginfo's si_addr for SIGSEGV, SIGBUS, SIGILL and SIGFPE; else 0
+  uint64_t sender = 0;   // the pid that sent it (kill, sigqueue, tgkill); 0 when none did
+
+  template <class Self, class V>
+  static constexpr void fields(Self& r, V& v) {
+    v.time("time_ns", r.time_ns);
+    v.u32("signal", r.signal);
+    v.i32("code", r.code);
+    v.u64("address", r.address);
+    v.u64("sender", r.sender);
+  }
+};
+
 using Record =
     std::variant<ProcessInfoRecord, AllocRecord, FreeRecord, AllocFailedRecord, EndRecord,
                  ContextRecord, ContextDestroyedRecord, MapRecord, UnmapRecord, RetainHandleRecord,
@@ -900,7 +924,7 @@ using Record =
                  SampleRecord, NameRecord, PhaseRecord, NoteRecord, PoolRecord, BlockRecord,
                  CheckpointRecord, CarriedRecord, CarriedBlockRecord, CarriedVmmRecord,
                  CarriedPhaseRecord, AllocatorSettingsRecord, BlockFreedAtOncePlaceholder,
-                 ScopeRecord, TagRecord>;
+                 ScopeRecord, TagRecord, SignalRecord>;
 
 // Records that define an id or describe the process rather than tell an event: a bounded trace
 // keeps them whatever their age (the writer puts them in chunks it never reuses).

@@ -49,6 +49,29 @@ std::string expand_output_pattern(std::string_view pattern, const OutputPathVars
   return out;
 }
 
+bool pattern_names_pid(std::string_view pattern) {
+  for (std::size_t i = 0; i + 1 < pattern.size(); ++i) {
+    if (pattern[i] != '%') continue;
+    if (pattern[i + 1] == 'p') return true;
+    ++i;  // %% and any other %x
+  }
+  return false;
+}
+
+std::string taken_name_candidate(std::string_view name, long pid, bool names_pid, int attempt) {
+  constexpr std::string_view kExtension = ".gmt";
+  const bool extension = name.size() > kExtension.size() && name.ends_with(kExtension);
+  std::string out(extension ? name.substr(0, name.size() - kExtension.size()) : name);
+  int counter = attempt;
+  if (!names_pid) {
+    out += "." + std::to_string(pid);
+    --counter;
+  }
+  if (counter > 0) out += "." + std::to_string(counter);
+  if (extension) out += kExtension;
+  return out;
+}
+
 std::string rank_from_environment() {
   for (const char* name :
        {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"}) {

@@ -7,6 +7,7 @@
 
 #include "interpose/common/diagnostic.h"
 #include "interpose/common/thread_id.h"
+#include "interpose/hooks/fatal_signals.h"
 
 namespace gmt::interpose {
 
@@ -55,10 +56,12 @@ void after_fork_in_child() {
   rt.events().after_fork_in_child();
 }
 
-// Only registers fork handlers: loading the library must start no thread and open no file.
+// Only registers fork handlers and the handlers of the signals that end the process (their
+// record says why a trace ends): loading the library must start no thread and open no file.
 __attribute__((constructor)) void on_load() {
   Runtime::get();
   pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
+  install_fatal_signal_handlers();
 }
 
 __attribute__((destructor)) void on_unload() {

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -64,6 +65,8 @@ std::string incomplete_text(const TraceSummary& t) {
       return "ended in exec (" + printable(t.exec_program) + ")";
     case TraceEnd::kFailed:
       return "holds no record (recording failed: " + printable(t.end_reason) + ")";
+    case TraceEnd::kRunning:
+      return "is still being written: still running (pid " + std::to_string(t.pid) + ")";
   }
   return "ended in an unknown way";
 }
@@ -103,23 +106,66 @@ std::string ratio_text(double ratio) {
   return text;
 }
 
+// The peaks --max-imbalance compares: one per process (its highest device's), or one per device
+// of every process (the job view's rows), with the highest and the median of them.
+struct Imbalance {
+  std::vector<JobRow> rows;
+  std::optional<std::size_t> highest;  // the first row of the highest peak
+  uint64_t median_bytes = 0;           // of the rows (the mean of the two middle ones if even)
+  double ratio = 1.0;                  // highest / median; infinite for a median of 0
+};
+
+Imbalance imbalance(const ReportInput& input, bool per_device) {
+  Imbalance out;
+  const JobView view = job_view(input);
+  for (const JobRow& row : view.rows) {
+    if (!per_device && !out.rows.empty() && out.rows.back().trace == row.trace) {
+      if (row.peak_bytes > out.rows.back().peak_bytes) out.rows.back() = row;
+      continue;
+    }
+    out.rows.push_back(row);
+  }
+  if (out.rows.empty()) return out;
+  std::vector<uint64_t> peaks;
+  for (std::size_t i = 0; i < out.rows.size(); ++i) {
+    peaks.push_back(out.rows[i].peak_bytes);
+    if (!out.highest || out.rows[i].peak_bytes > out.rows[*out.highest].peak_bytes) out.highest = i;
+  }
+  std::sort(peaks.begin(), peaks.end());
+  const std::size_t mid = peaks.size() / 2;
+  out.median_bytes =
+      peaks.size() % 2 == 1 ? peaks[mid] : peaks[mid - 1] + (peaks[mid] - peaks[mid - 1]) / 2;
+  const uint64_t top = out.rows[*out.highest].peak_bytes;
+  // A median of nothing against a highest peak of something: no ratio is high enough.
+  out.ratio = out.median_bytes > 0
+                  ? static_cast<double>(top) / static_cast<double>(out.median_bytes)
+              : top > 0 ? std::numeric_limits<double>::infinity()
+                        : 1.0;
+  return out;
+}
+
+// What the imbalance compared, after "the median ... of N": "4 processes (each by its highest
+// device's peak)" or "6 devices (of every process)".
+std::string compared_text(const Imbalance& imbalance, bool per_device) {
+  const std::size_t n = imbalance.rows.size();
+  if (per_device)
+    return std::to_string(n) + (n == 1 ? " device" : " devices") +
+           " (--imbalance-per device: every device of every process)";
+  return std::to_string(n) + (n == 1 ? " process" : " processes") +
+         " (each by its highest device's peak)";
+}
+
 // --max-imbalance's FAIL line; "" when the spread is within it.
 std::string imbalance_failure(const CheckOptions& options, const ReportInput& input) {
-  const JobView view = job_view(input);
-  if (!view.highest) return "";
-  const JobRow& top = view.rows[*view.highest];
-  // A median of nothing against a highest peak of something: no ratio is high enough.
-  const double ratio = view.spread          ? *view.spread
-                       : top.peak_bytes > 0 ? std::numeric_limits<double>::infinity()
-                                            : 1.0;
-  if (ratio <= *options.max_imbalance) return "";
+  const Imbalance found = imbalance(input, options.imbalance_per_device);
+  if (!found.highest || found.ratio <= *options.max_imbalance) return "";
+  const JobRow& top = found.rows[*found.highest];
   std::ostringstream line;
   line << "FAIL: highest peak " << human_bytes(top.peak_bytes) << " (" << top.peak_bytes
        << " bytes) on " << who(input.traces[top.trace]) << " " << device_name(top.device) << " is "
-       << ratio_text(ratio) << "x the median " << human_bytes(view.median_peak_bytes) << " of "
-       << view.rows.size()
-       << (view.rows.size() == 1 ? " process and device" : " processes and devices")
-       << ", exceeds --max-imbalance " << options.imbalance_text << "\n";
+       << ratio_text(found.ratio) << "x the median " << human_bytes(found.median_bytes) << " of "
+       << compared_text(found, options.imbalance_per_device) << ", exceeds --max-imbalance "
+       << options.imbalance_text << "\n";
   return line.str();
 }
 
@@ -259,7 +305,7 @@ std::vector<std::string> failures(const CheckOptions& options, const ReportInput
   return lines;
 }
 
-std::string ok_line(const ReportInput& input) {
+std::string ok_line(const CheckOptions& options, const ReportInput& input) {
   uint64_t peak_bytes = 0, leaked = 0, failed = 0;
   for (const TraceSummary& t : input.traces) {
     for (const auto& [ordinal, d] : t.devices) peak_bytes = std::max(peak_bytes, d.peak_bytes);
@@ -271,9 +317,11 @@ std::string ok_line(const ReportInput& input) {
   if (input.traces.size() > 1) line << input.traces.size() << " processes, highest ";
   line << "peak " << human_bytes(peak_bytes) << ", never freed " << human_bytes(leaked) << ", "
        << failed << (failed == 1 ? " failed allocation" : " failed allocations");
-  if (input.traces.size() > 1) {
-    const JobView view = job_view(input);
-    if (view.spread) line << ", spread " << ratio_text(*view.spread) << "x";
+  if (input.traces.size() > 1 || options.imbalance_per_device) {
+    const Imbalance found = imbalance(input, options.imbalance_per_device);
+    if (found.highest && found.median_bytes > 0)
+      line << ", spread " << ratio_text(found.ratio) << "x "
+           << (options.imbalance_per_device ? "between devices" : "between processes");
   }
   line << "\n";
   return line.str();
@@ -284,6 +332,7 @@ std::string ok_line(const ReportInput& input) {
 int check_command(const CheckOptions& options, std::ostream& out, std::ostream& err) {
   const ReportInput input = load_traces(options.paths, options.jobs);
   for (const UnreadableTrace& u : input.unreadable) err << "gpumemtrace: " << u.error << "\n";
+  for (const std::string& same : input.same_process) err << "gpumemtrace: " << same << "\n";
   for (const TraceSummary& t : input.traces) {
     for (const std::string& problem : t.problems)
       err << "gpumemtrace: " << t.path << ": left out at " << problem << "\n";
@@ -298,7 +347,7 @@ int check_command(const CheckOptions& options, std::ostream& out, std::ostream& 
       out << "note: " << printable(t.path)
           << " has no roles (no PyTorch roles hooks recorded): --max-role gates nothing there\n";
   }
-  if (failed.empty()) out << ok_line(input);
+  if (failed.empty()) out << ok_line(options, input);
   for (const std::string& line : failed) out << line;
   return failed.empty() ? 0 : 1;
 }
@@ -371,6 +420,18 @@ Command add_check_command(CLI::App& app) {
           },
           "Most the highest peak may be over the median of the processes' peaks (max/median)")
       ->type_name("RATIO");
+  check
+      ->add_option_function<std::string>(
+          "--imbalance-per",
+          [options](const std::string& text) {
+            if (text != "process" && text != "device")
+              throw CLI::ValidationError("--imbalance-per",
+                                         "expected process or device, got '" + text + "'");
+            options->imbalance_per_device = text == "device";
+          },
+          "What --max-imbalance compares: process (default: each process by its highest "
+          "device's peak, the ranks of a job) or device (every device of every process)")
+      ->type_name("process|device");
   check
       ->add_option("-j,--jobs", options->jobs,
                    "Traces read at once (default: $GPUMEMTRACE_JOBS, else one per CPU)")

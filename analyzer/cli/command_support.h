@@ -21,6 +21,13 @@ namespace gmt::analyzer {
 TraceSummary load_trace(const std::string& path, std::ostream& err,
                         const SummaryOptions& options = {}, bool history_said = false);
 
+// A usage error CLI11 raised while parsing `command`'s arguments, as our one line names it: the
+// option or argument first, then what was wrong, in the words of every other usage error
+// ("--pid: expected a whole number, got 'live/'", "--device: given 2 times; give it once",
+// "missing AFTER (Trace after the change)", "unexpected argument 'x'"). main() prints it after
+// "gpumemtrace: ", the one place CLI11's own messages are translated.
+std::string usage_error_text(const CLI::ParseError& error, const CLI::App& command);
+
 // Validators for option values, whose messages say what was expected and what was given; CLI11
 // puts the option's name first ("--top: expected a positive whole number, got '-1'") and main()
 // exits 2 on them, as on every usage error.

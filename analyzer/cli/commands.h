@@ -93,6 +93,9 @@ struct CheckOptions {
   // --max-role ROLE=SIZE: the most bytes of a role (RoleBreakdown) at any device's peak.
   std::vector<std::pair<Role, uint64_t>> max_roles;
   std::string imbalance_text;  // as given, for the FAIL line
+  // --imbalance-per: compare the processes (ranks), each by its highest device's peak, or every
+  // device of every process.
+  bool imbalance_per_device = false;
   unsigned jobs = 0;
 };
 int check_command(const CheckOptions& options, std::ostream& out, std::ostream& err);

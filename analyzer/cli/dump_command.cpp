@@ -70,7 +70,8 @@ const char* record_type_name(std::size_t index) {
                                        "allocator_settings",
                                        "block_freed_at_once",
                                        "scope",
-                                       "tag"};
+                                       "tag",
+                                       "signal"};
   static_assert(std::size(kNames) == std::variant_size_v<format::Record>);
   return index < std::size(kNames) ? kNames[index] : "unknown";
 }

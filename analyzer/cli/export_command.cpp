@@ -33,6 +33,7 @@ void write_format(const ExportOptions& options, TraceSummary& trace, std::ostrea
 int export_jsonl(const ExportOptions& options, std::ostream& out, std::ostream& err) {
   const ReportInput input = load_traces(options.paths, options.jobs);
   for (const UnreadableTrace& u : input.unreadable) err << "gpumemtrace: " << u.error << "\n";
+  for (const std::string& same : input.same_process) err << "gpumemtrace: " << same << "\n";
   for (const TraceSummary& t : input.traces) {
     for (const std::string& problem : t.problems)
       err << "gpumemtrace: " << t.path << ": left out at " << problem << "\n";

@@ -18,6 +18,7 @@ int html_command(const std::vector<std::string>& paths, const std::string& outpu
   if (const int refused = refuse_output_over_input(output, paths, err)) return refused;
   ReportInput input = load_traces(paths, jobs);
   for (const UnreadableTrace& u : input.unreadable) err << "gpumemtrace: " << u.error << "\n";
+  for (const std::string& same : input.same_process) err << "gpumemtrace: " << same << "\n";
   for (const TraceSummary& t : input.traces) {
     for (const std::string& problem : t.problems)
       err << "gpumemtrace: " << t.path << ": left out at " << problem << "\n";

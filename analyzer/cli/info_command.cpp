@@ -7,6 +7,7 @@
 #include "analyzer/model/input/trace_error.h"
 #include "analyzer/report/byte_size.h"
 #include "analyzer/report/history_text.h"
+#include "analyzer/report/trace_end_text.h"
 
 namespace gmt::analyzer {
 namespace {
@@ -21,6 +22,9 @@ std::string integrity_text(const TraceSummary& t) {
     case TraceEnd::kExited:
       return "complete (the process exited normally)";
     case TraceEnd::kCut:
+      if (died_of_signal(t))
+        return "cut (the process was ended by " + signal_text(*t.signal, t.pid) +
+               "; every record up to then is here)";
       return "cut (the process did not exit normally; every record up to then is here)";
     case TraceEnd::kTruncated:
     case TraceEnd::kCorrupt:
@@ -34,6 +38,9 @@ std::string integrity_text(const TraceSummary& t) {
              std::to_string(t.exec_time_ns) + " ns; every record up to then is here)";
     case TraceEnd::kFailed:
       return "recording failed: " + t.end_reason;
+    case TraceEnd::kRunning:
+      return "still running (pid " + std::to_string(t.pid) +
+             "): every record written so far is here";
   }
   return "";
 }
@@ -70,28 +77,31 @@ std::string format_version(const TraceSummary& t) {
 }
 
 nlohmann::ordered_json info_json(const TraceSummary& t) {
-  nlohmann::ordered_json info = {{"path", t.path},
-                                 {"format", format_version(t)},
-                                 {"pid", t.pid},
-                                 {"ppid", t.ppid},
-                                 {"host", t.host},
-                                 {"argv", t.argv},
-                                 {"wall_start_ns", t.wall_start_ns},
-                                 {"duration_ns", t.duration_ns},
-                                 {"integrity", integrity_name(t.end)},
-                                 {"truncated", t.truncated()},
-                                 {"history", history_json(t)},
-                                 {"events", t.events},
-                                 {"records", record_counts_json(t)},
-                                 {"allocations_by_kind", kind_counts_json(t.allocs_by_kind)},
-                                 {"failures_by_kind", kind_counts_json(t.failures_by_kind)},
-                                 {"allocations_by_api", api_counts_json(t.allocs_by_api)},
-                                 {"frees_by_api", api_counts_json(t.frees_by_api)},
-                                 {"stacks", t.stacks.size()},
-                                 {"modules", t.modules.size()},
-                                 {"threads", t.threads.size()},
-                                 {"unmatched_frees", t.unmatched_frees},
-                                 {"problems", t.problems}};
+  nlohmann::ordered_json info = {
+      {"path", t.path},
+      {"format", format_version(t)},
+      {"pid", t.pid},
+      {"ppid", t.ppid},
+      {"host", t.host},
+      {"argv", t.argv},
+      {"wall_start_ns", t.wall_start_ns},
+      {"duration_ns", t.duration_ns},
+      {"integrity", integrity_name(t.end)},
+      {"signal", signal_json(died_of_signal(t) ? t.signal : std::nullopt)},
+      {"open_at_end", open_at_end_json(t.open_at_end)},
+      {"truncated", t.truncated()},
+      {"history", history_json(t)},
+      {"events", t.events},
+      {"records", record_counts_json(t)},
+      {"allocations_by_kind", kind_counts_json(t.allocs_by_kind)},
+      {"failures_by_kind", kind_counts_json(t.failures_by_kind)},
+      {"allocations_by_api", api_counts_json(t.allocs_by_api)},
+      {"frees_by_api", api_counts_json(t.frees_by_api)},
+      {"stacks", t.stacks.size()},
+      {"modules", t.modules.size()},
+      {"threads", t.threads.size()},
+      {"unmatched_frees", t.unmatched_frees},
+      {"problems", t.problems}};
   if (t.truncated()) {
     info["end_offset"] = t.end_offset;
     info["end_reason"] = t.end_reason;
@@ -119,6 +129,11 @@ void write_info_text(const TraceSummary& t, std::ostream& out) {
       << ": " << command << "\n";
   out << "duration     " << human_duration(t.duration_ns) << "\n";
   out << "integrity    " << integrity_text(t) << "\n";
+  if (died_of_signal(t))
+    out << "signal       " << signal_text(*t.signal, t.pid) << " on thread " << t.signal->thread
+        << " at " << human_duration(t.signal->time_ns) << "\n";
+  if (t.end != TraceEnd::kExited && !t.open_at_end.empty())
+    out << "open at end  " << open_at_end_text(t) << "\n";
   if (const std::string history = history_text(t); !history.empty())
     out << "history      " << history << "\n";
   out << "records      ";

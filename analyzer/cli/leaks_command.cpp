@@ -105,6 +105,7 @@ nlohmann::ordered_json leaks_json(const TraceSummary& trace, ResolvedStacks& fra
     }
     groups.push_back(std::move(row));
   }
+  add_site_labels(groups);
   ordered_json by_class = ordered_json::object();
   for (const auto& [c, total] : totals_by_class(trace)) {
     by_class[leak_class_name(c)] = {{"bytes", total.bytes}, {"count", total.count}};
@@ -125,8 +126,14 @@ void write_leaks_text(const TraceSummary& trace, ResolvedStacks& frames, FrameMo
     write_reservations_text(trace, out);
     return;
   }
-  out << "never freed in " << trace.path << " (" << human_bytes(resident_live_at_exit(trace))
-      << " device-resident live at exit)\n";
+  if (trace.end == TraceEnd::kRunning) {
+    // The process goes on: what it holds now may yet be freed.
+    out << "not freed yet in " << trace.path << ", still running (pid " << trace.pid << ") ("
+        << human_bytes(resident_live_at_exit(trace)) << " device-resident live now)\n";
+  } else {
+    out << "never freed in " << trace.path << " (" << human_bytes(resident_live_at_exit(trace))
+        << " device-resident live at exit)\n";
+  }
   for (const auto& [c, total] : totals_by_class(trace)) {
     out << "  " << std::left << std::setw(15) << leak_class_name(c) << std::right << std::setw(10)
         << human_bytes(total.bytes) << " in " << total.count << "\n";

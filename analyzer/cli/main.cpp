@@ -11,6 +11,7 @@
 #include <streambuf>
 #include <string_view>
 
+#include "analyzer/cli/command_support.h"
 #include "analyzer/cli/commands.h"
 
 #ifndef GMT_VERSION
@@ -130,9 +131,12 @@ int run_cli(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
-    std::cerr << "gpumemtrace: " << e.what() << "\n";
+    const std::vector<CLI::App*> parsed = app.get_subcommands();
+    std::cerr << "gpumemtrace: "
+              << gmt::analyzer::usage_error_text(e, parsed.empty() ? app : *parsed.back())
+              << "\n";
     std::string command = "gpumemtrace";
-    for (const CLI::App* sub : app.get_subcommands()) command += " " + sub->get_name();
+    for (const CLI::App* sub : parsed) command += " " + sub->get_name();
     std::cerr << "Run '" << command << " --help' for the usage.\n";
     return kUsageError;
   }

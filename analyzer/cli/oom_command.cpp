@@ -44,6 +44,7 @@ nlohmann::ordered_json oom_json(const TraceSummary& trace, ResolvedStacks& frame
       }
       holders.push_back(std::move(holder));
     }
+    add_site_labels(holders);
     ordered_json row = failure_json(f);
     row["kind"] = format::memory_kind_name(f.kind);
     row["error"] = f.error;
@@ -61,6 +62,7 @@ nlohmann::ordered_json oom_json(const TraceSummary& trace, ResolvedStacks& frame
     if (f.roles) row.update(roles_json(*f.roles, 10));
     failures.push_back(std::move(row));
   }
+  add_site_labels(failures);
   return {{"trace", trace.path},
           {"failed_allocations", trace.failures.size() + trace.failures_not_kept},
           {"not_listed", trace.failures_not_kept},

@@ -134,6 +134,7 @@ nlohmann::ordered_json peak_json(const TraceSummary& trace, const std::vector<De
     if (const auto pool = hidden_pool(trace, *p.device))
       device["hidden_pool"] = hidden_pool_json(*pool, p.device->device);
     if (p.device->roles_at_peak) device.update(roles_json(*p.device->roles_at_peak, kModulesShown));
+    add_site_labels(groups);
     device["groups"] = groups;
     devices.push_back(std::move(device));
   }

@@ -17,6 +17,7 @@ int report_command(const std::vector<std::string>& paths, bool json, FrameMode f
     write_report_text(input, frames, std::cout);
   }
   for (const auto& u : input.unreadable) std::cerr << "gpumemtrace: " << u.error << "\n";
+  for (const std::string& same : input.same_process) std::cerr << "gpumemtrace: " << same << "\n";
   for (const auto& t : input.traces) {
     for (const std::string& problem : t.problems) {
       std::cerr << "gpumemtrace: " << t.path << ": left out at " << problem << "\n";

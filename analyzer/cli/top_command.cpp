@@ -106,7 +106,7 @@ class Top {
   Json frame() {
     devices_ = top_devices(watch_);
     TopMoment moment{host_, clock_ns(CLOCK_MONOTONIC), clock_ns(CLOCK_REALTIME),
-                     [](uint64_t pid) { return process_gone(pid); }};
+                     [](const ProcessIdentity& p) { return !still_running(p); }};
     return frames_.frame(watch_, choice_, moment);
   }
 
@@ -294,7 +294,12 @@ Command add_top_command(CLI::App& app) {
   auto options = std::make_shared<TopOptions>();
   CLI::App* top = app.add_subcommand("top", "Watch running processes through their traces");
   top->add_option("traces", options->paths, kTracesHelp);
-  top->add_option("--pid", options->pids, "A traced process to watch (its open trace)");
+  // One pid per --pid (repeatable): `--pid 12 live/` watches process 12 and the directory.
+  top->add_option("--pid", options->pids, "A traced process to watch (its open trace); repeatable")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->type_name("PID")
+      ->check(positive_whole_number());
   top->add_option("--interval", options->interval, "Seconds between refreshes (default 1)")
       ->check(seconds_interval());
   top->add_flag("--once", options->once, "Print one frame and exit");

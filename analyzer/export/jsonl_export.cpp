@@ -4,9 +4,12 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include "analyzer/export/export_formats.h"
 #include "analyzer/model/leak_classes.h"
+#include "analyzer/report/frames/frame_text.h"
 #include "analyzer/report/job_view.h"
 #include "analyzer/report/json/json_fields.h"
 #include "analyzer/report/roles_report.h"
@@ -50,12 +53,28 @@ struct Row {
   std::string module;                        // a module's row: its qualified name
 };
 
+// A trace's rows, written at once by flush(): a site's label tells it apart from the trace's
+// other sites (site_labels, frame_text.h), which it needs all of them to do.
 class RowWriter {
  public:
   RowWriter(const TraceSummary& t, std::size_t index, std::ostream& out)
       : trace_(t), index_(index), out_(out) {}
 
-  void row(int device, const Row& r) {
+  void row(int device, const Row& r) { rows_.emplace_back(device, r); }
+
+  void flush() {
+    std::vector<const std::vector<SiteFrame>*> stacks;
+    for (const auto& [device, r] : rows_) {
+      if (r.frames != nullptr) stacks.push_back(r.frames);
+    }
+    const std::vector<std::string> labels = site_labels(stacks);
+    std::size_t site = 0;
+    for (const auto& [device, r] : rows_) write(device, r, r.frames ? &labels[site++] : nullptr);
+    rows_.clear();
+  }
+
+ private:
+  void write(int device, const Row& r, const std::string* label) {
     const auto d = trace_.devices.find(device);
     const bool site = r.frames != nullptr;
     const ordered_json row = {
@@ -70,7 +89,7 @@ class RowWriter {
         {"bytes", r.bytes},
         {"count", r.count},
         {"allocator", r.allocator >= 0 ? ordered_json(allocator_name(r.allocator)) : nullptr},
-        {"site", site ? ordered_json(site_name(*r.frames)) : nullptr},
+        {"site", site ? ordered_json(label->empty() ? "(no stack)" : *label) : nullptr},
         {"site_id", site ? ordered_json(site_id(*r.frames)) : nullptr},
         {"frames", site ? frames_json(*r.frames) : nullptr},
         {"role", r.role ? ordered_json(*r.role) : nullptr},
@@ -79,10 +98,10 @@ class RowWriter {
     out_ << row.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
   }
 
- private:
   const TraceSummary& trace_;
   std::size_t index_;
   std::ostream& out_;
+  std::vector<std::pair<int, Row>> rows_;
 };
 
 // A moment's roles (`peak_role`, `exit_role`: a row per role that holds bytes) and, at the peak,
@@ -160,6 +179,7 @@ void write_trace_rows(const TraceSummary& t, std::size_t index, const ResolvedSt
       rows.row(device, Row{"failed", f.bytes, f.count, f.allocator, f.frames});
     }
   }
+  rows.flush();
 }
 
 }  // namespace

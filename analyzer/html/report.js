@@ -53,7 +53,8 @@ gmt.Report = class {
       gmt.el("h2", null, title),
       gmt.el("p", { class: "command" }, t.argv.join(" ") || "(unknown command)"),
       gmt.el("p", null, t.events + " events over " + gmt.duration(t.duration_ns) + " \u00b7 " +
-             (t.end === "exited" ? "complete" : t.end) + (t.end_reason ? ": " + t.end_reason : "") +
+             (t.end === "exited" ? "complete"
+              : t.end === "running" ? "still running (pid " + t.pid + ")" : t.end) + (t.end_reason ? ": " + t.end_reason : "") +
              " \u00b7 " + t.path));
     // A bounded trace's kept history: from when it is complete, what was carried from before.
     if (t.history_text) section.append(gmt.el("p", { class: "note history" }, t.history_text));

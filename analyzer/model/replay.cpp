@@ -505,6 +505,7 @@ void Replay::on(const format::ProcessInfoRecord& r) {
   summary_.env = r.env;
   summary_.rank = rank_of(r.env);
   summary_.wall_start_ns = r.wall_start_ns;
+  summary_.mono_start_ns = r.mono_start_ns;
 }
 
 // Inline (with on_free()): into apply_events(), for every event, 1 % fewer instructions.

@@ -211,6 +211,7 @@ class Replay {
   // The framework's scopes and tags: roles and modules (roles/role_tracker.h).
   void on(const format::ScopeRecord& r);
   void on(const format::TagRecord& r) { roles_.on(r); }
+  void on(const format::SignalRecord& r);
   // The block rows at the moment (the peak's, or the end's), and the roles' snapshot beside.
   void take_block_rows(int ordinal, int role_slot);
   void take_role_snapshot(int ordinal, int role_slot, const std::vector<PeakSite>& rows);

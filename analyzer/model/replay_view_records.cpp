@@ -110,6 +110,11 @@ void Replay::on(const format::NoteRecord& r) {
   }
 }
 
+// The last one is why the process died, when nothing came after it (an End record).
+void Replay::on(const format::SignalRecord& r) {
+  summary_.signal = FatalSignal{r.signal, r.code, r.address, r.sender, r.time_ns, r.thread};
+}
+
 void Replay::finish_views() {
   for (auto& [ordinal, d] : summary_.devices) {
     if (auto it = views_.identities().find(ordinal); it != views_.identities().end())
@@ -119,6 +124,7 @@ void Replay::finish_views() {
     d.peak_phase = views_.peak_phase(ordinal);
   }
   summary_.phases = views_.phases(summary_.duration_ns);
+  summary_.open_at_end = views_.open_phases();
   summary_.marks = views_.marks();
 }
 

@@ -5,6 +5,7 @@
 #include <span>
 
 #include "analyzer/model/input/mapped_file.h"
+#include "analyzer/model/input/process_liveness.h"
 #include "analyzer/model/input/progress_bar.h"
 #include "analyzer/model/input/record_pipeline.h"
 #include "analyzer/model/input/trace_error.h"
@@ -40,7 +41,11 @@ bool replay_all(RecordPipeline& records, Replay& replay, ProgressBar& progress) 
 
 TraceSummary summarize_trace(const std::string& path, const SummaryOptions& options) {
   MappedFile file(path);
-  return summarize_trace_bytes(file.bytes(), path, options, file.page_access());
+  TraceSummary summary = summarize_trace_bytes(file.bytes(), path, options, file.page_access());
+  // No End record: the process died, or it still runs and writes the trace.
+  if (summary.end == TraceEnd::kCut && still_running(process_identity(summary)))
+    summary.end = TraceEnd::kRunning;
+  return summary;
 }
 
 TraceSummary summarize_trace_bytes(std::span<const uint8_t> bytes, const std::string& path,

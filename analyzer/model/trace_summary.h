@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "analyzer/model/input/process_liveness.h"
 #include "analyzer/model/roles/role.h"
 #include "analyzer/model/views/views_model.h"
 #include "format/api.h"
@@ -296,10 +297,13 @@ enum class TraceEnd {
                // record up to then is here; stop_reason says why, stop_time_ns when
   kExec,       // the process replaced itself with exec (exec_program): every record is here
   kFailed,     // recording failed before its first record: the file holds only its header
+  kRunning,    // no End record yet, and the process that writes it still runs (pid and start:
+               // process_liveness.h): every record up to now is here. Never stored: a summary
+               // says kCut, and whether it still runs is asked again when it is read
 };
 
 // How the JSON outputs name a trace's end: "exited", "cut", "truncated", "corrupt", "stopped",
-// "exec", "failed".
+// "exec", "failed", "running".
 inline const char* end_name(TraceEnd end) {
   switch (end) {
     case TraceEnd::kExited:
@@ -316,6 +320,8 @@ inline const char* end_name(TraceEnd end) {
       return "exec";
     case TraceEnd::kFailed:
       return "failed";
+    case TraceEnd::kRunning:
+      return "running";
   }
   return "unknown";
 }
@@ -333,6 +339,16 @@ struct PhaseWindow {
   }
 };
 
+// The signal that ended the process, as the preload's handler recorded it (format 4.10).
+struct FatalSignal {
+  uint32_t number = 0;
+  int32_t code = 0;      // si_code
+  uint64_t address = 0;  // the faulting address (SIGSEGV, SIGBUS, SIGILL, SIGFPE)
+  uint64_t sender = 0;   // the pid that sent it; 0 when none did (a fault)
+  uint64_t time_ns = 0;
+  uint64_t thread = 0;
+};
+
 struct TraceSummary {
   std::string path;
   uint16_t format_major = 0;  // the trace format version its header names
@@ -342,6 +358,7 @@ struct TraceSummary {
   std::string host;
   std::vector<std::string> argv;
   uint64_t wall_start_ns = 0;
+  uint64_t mono_start_ns = 0;    // CLOCK_MONOTONIC when tracing began (0: not known)
   uint64_t duration_ns = 0;      // time of the last record
   uint64_t events = 0;           // allocation, free, failed-allocation, map and unmap records
   uint64_t unmatched_frees = 0;  // frees of addresses this trace never saw allocated
@@ -390,6 +407,14 @@ struct TraceSummary {
   uint64_t view_samples = 0;       // the sampler's samples (framework reports not counted)
   bool from_summary = false;       // read from `summarize`'s file, which keeps no views
   std::vector<PhaseStats> phases;  // in order of first start
+  // The last signal the preload's handler recorded (a signal that ends the process: it died of
+  // it unless an End record came after), and the phases open at the trace's end.
+  std::optional<FatalSignal> signal;
+  std::vector<OpenAtEnd> open_at_end;
+  // Among the traces read together (load_traces): how many execs of its process came before this
+  // image, whose trace then began anew with the same pid (0: the process's first image, or one
+  // whose earlier image was not read).
+  uint32_t exec_image = 0;
   // The phase whose peak the devices' peaks are (Replay::peaks_in_phase()), once it was seen.
   std::optional<PhaseWindow> phase_window;
   // Whether the framework's hooks recorded scopes or tags (format 4.8): without them, roles are
@@ -427,5 +452,10 @@ struct TraceSummary {
 
   bool truncated() const { return end == TraceEnd::kTruncated || end == TraceEnd::kCorrupt; }
 };
+
+// The process that wrote the trace, as process_liveness.h tells it.
+inline ProcessIdentity process_identity(const TraceSummary& t) {
+  return {t.host, t.pid, t.mono_start_ns, t.wall_start_ns};
+}
 
 }  // namespace gmt::analyzer

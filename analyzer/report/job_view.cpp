@@ -34,38 +34,46 @@ std::string site_key(const std::vector<SiteFrame>& frames) {
   return key;
 }
 
-std::string basename(const std::string& path) {
-  return path.substr(path.find_last_of('/') + 1);
-}
-
-// The frame that names a site: the first one in the user's code (frame_policy.h), else the leaf.
-const SiteFrame* naming_frame(const std::vector<SiteFrame>& frames) {
-  if (frames.empty()) return nullptr;
-  return &frames[first_user_frame(frames).value_or(0)];
-}
-
 }  // namespace
 
 std::string site_identity(const std::vector<SiteFrame>& frames) {
   return site_key(frames);
 }
 
-std::string site_name(const std::vector<SiteFrame>& frames) {
-  const SiteFrame* f = naming_frame(frames);
-  if (f == nullptr) return "(no stack)";
-  std::string name = printable(f->function);
-  if (f->file) {
-    name += " " + printable(basename(*f->file));
-    if (f->line) name += ":" + std::to_string(*f->line);
-  } else if (f->module) {
-    name += " (" + printable(basename(*f->module)) + ")";
+std::vector<std::string> leak_site_names(const JobView& view) {
+  std::vector<const std::vector<SiteFrame>*> stacks;
+  for (const JobLeakSite& site : view.leak_sites) stacks.push_back(&site.frames);
+  std::vector<std::string> names = site_labels(stacks);
+  for (std::string& name : names) {
+    if (name.empty()) name = "(no stack)";
   }
-  return name;
+  return names;
 }
 
+namespace {
+
+// A site named alone (the job's first failed allocation).
+std::string site_name(const std::vector<SiteFrame>& frames) {
+  const std::string label = site_label(frames);
+  return label.empty() ? "(no stack)" : label;
+}
+
+}  // namespace
+
 std::string who(const TraceSummary& t) {
-  return (t.rank ? "rank " + std::to_string(*t.rank) + " (pid " + std::to_string(t.pid) + ")"
-                 : "pid " + std::to_string(t.pid));
+  std::string image;
+  if (t.exec_image == 1) image = "after exec";
+  if (t.exec_image > 1) image = "after exec " + std::to_string(t.exec_image);
+  const std::string pid = "pid " + std::to_string(t.pid);
+  if (t.rank)
+    return "rank " + std::to_string(*t.rank) + " (" + pid + (image.empty() ? "" : ", " + image) +
+           ")";
+  return pid + (image.empty() ? "" : " (" + image + ")");
+}
+
+std::size_t process_count(const std::vector<TraceSummary>& traces) {
+  return static_cast<std::size_t>(std::count_if(
+      traces.begin(), traces.end(), [](const TraceSummary& t) { return t.exec_image == 0; }));
 }
 
 namespace {
@@ -172,10 +180,11 @@ void write_job_text(const ReportInput& input, std::ostream& out) {
         << site_name(frames_of(input, view.first_oom->trace, f.stack)) << "\n";
   }
   if (!view.leak_sites.empty()) out << "  never freed, by site across the processes\n";
+  const std::vector<std::string> names = leak_site_names(view);
   for (std::size_t s = 0; s < view.leak_sites.size() && s < kJobLeakSitesText; ++s) {
     const JobLeakSite& site = view.leak_sites[s];
-    out << "    " << site_name(site.frames) << " \u2014 " << site.traces.size() << " of "
-        << input.traces.size() << (input.traces.size() == 1 ? " process" : " processes") << ", ";
+    out << "    " << names[s] << " \u2014 " << site.traces.size() << " of " << input.traces.size()
+        << (input.traces.size() == 1 ? " process" : " processes") << ", ";
     if (site.min_bytes == site.max_bytes) {
       out << human_bytes(site.min_bytes) << " each\n";
     } else {
@@ -194,7 +203,7 @@ ordered_json job_json(const ReportInput& input) {
     const TraceSummary& t = input.traces[trace];
     return ordered_json{{"trace", trace}, {"pid", t.pid}, {"rank", rank_json(t)}};
   };
-  ordered_json job = {{"processes", input.traces.size()}};
+  ordered_json job = {{"processes", process_count(input.traces)}, {"traces", input.traces.size()}};
   ordered_json rows = ordered_json::array();
   for (const JobRow& r : view.rows) {
     ordered_json row = process(r.trace);
@@ -218,9 +227,10 @@ ordered_json job_json(const ReportInput& input) {
   }
   job["spread"] = or_null(view.spread);
   ordered_json sites = ordered_json::array();
+  const std::vector<std::string> names = leak_site_names(view);
   for (std::size_t s = 0; s < view.leak_sites.size() && s < kJobLeakSitesJson; ++s) {
     const JobLeakSite& site = view.leak_sites[s];
-    sites.push_back({{"site", site_name(site.frames)},
+    sites.push_back({{"site", names[s]},
                      {"bytes", site.bytes},
                      {"processes", site.traces.size()},
                      {"min_bytes", site.min_bytes},

@@ -54,16 +54,21 @@ inline constexpr std::size_t kJobLeakSitesJson = 100;
 
 JobView job_view(const ReportInput& input);
 
-// "rank 2 (pid 1234)", or "pid 1234" for a process with no rank.
+// "rank 2 (pid 1234)", or "pid 1234" for a process with no rank; "pid 1234 (after exec)" for the
+// image a process exec'd (TraceSummary::exec_image).
 std::string who(const TraceSummary& trace);
+
+// The processes of `traces`: each trace but the images a process exec'd after another one read.
+std::size_t process_count(const std::vector<TraceSummary>& traces);
 
 // What makes two processes' sites the same site: the function, file and line of every frame
 // (not the module's load address, which differs from process to process), as one string.
 std::string site_identity(const std::vector<SiteFrame>& frames);
 
-// The name of a site as the job view prints it: its first frame outside the CUDA libraries,
-// "record_history() train.cpp:9" (or "function (libfoo.so)"); "(no stack)" for no frames.
-std::string site_name(const std::vector<SiteFrame>& frames);
+// The one-line names of the job's leak sites (site_labels, frame_text.h: "train.cpp:9", told
+// apart by their callers where two share it), in the order of `view.leak_sites`; "(no stack)" for
+// a site without frames.
+std::vector<std::string> leak_site_names(const JobView& view);
 
 // The lines that follow the table of processes in the text report.
 void write_job_text(const ReportInput& input, std::ostream& out);

@@ -31,13 +31,19 @@ struct ReportInput {
   // trace: only what a summary holds is there, and no records can be read again.
   std::vector<std::string> summary_files;
   std::vector<UnreadableTrace> unreadable;
+  // One line for each input left out as the same process as another (a trace and its own
+  // summary, or two copies of one trace): "s.json is the summary of t.gmt (pid 12): counted
+  // once". The commands print them on stderr.
+  std::vector<std::string> same_process;
 };
 
 // `paths` are trace files or summaries (`gpumemtrace summarize`, told by their content), or
 // directories whose traces (*.gmt and *.gmt.<pid> files that start with the trace magic) and
 // summaries (files that start as one, starts_like_a_summary) are all read, in name order; a file
-// named twice is read once. A directory without either is in `unreadable` ("no traces in
-// DIR").
+// named twice is read once, and so is a process given twice (a trace and its summary, in a
+// directory or on the command line; two copies of a trace): told by its host, pid and the start
+// of its trace, the trace kept over the summary, each one left out named in `same_process`. A
+// directory without either is in `unreadable` ("no traces in DIR").
 // Traces are read by `jobs` workers, one trace each (0: worker_count(), $GPUMEMTRACE_JOBS or one
 // per CPU); the result is the same, in the same order, whatever the number.
 ReportInput load_traces(const std::vector<std::string>& paths, unsigned jobs = 0);

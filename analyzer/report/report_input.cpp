@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "analyzer/model/input/progress_bar.h"
@@ -97,6 +98,65 @@ TraceFiles trace_files(const std::vector<std::string>& paths) {
   return out;
 }
 
+// The inputs that are a process already given (host, pid and the start of its trace: a trace
+// and the summary of it, two copies of a trace) are left out, the trace kept over a summary, and
+// each said in `same_process`. A trace that records no start (0) is nobody's copy.
+void count_each_process_once(ReportInput& input) {
+  std::map<std::tuple<std::string, uint64_t, uint64_t>, std::size_t> first;  // -> kept index
+  std::vector<bool> dropped(input.traces.size(), false);
+  const auto what = [&](std::size_t i) {
+    return input.summary_files[i].empty() ? "the trace " + input.traces[i].path
+                                          : "the summary " + input.summary_files[i];
+  };
+  for (std::size_t i = 0; i < input.traces.size(); ++i) {
+    const TraceSummary& t = input.traces[i];
+    if (t.wall_start_ns == 0) continue;
+    const auto [at, added] = first.try_emplace({t.host, t.pid, t.wall_start_ns}, i);
+    if (added) continue;
+    std::size_t keep = at->second, drop = i;
+    // The trace holds everything a summary of it does, and its records.
+    if (!input.summary_files[keep].empty() && input.summary_files[drop].empty())
+      std::swap(keep, drop);
+    at->second = keep;
+    dropped[drop] = true;
+    input.same_process.push_back(what(drop) + " is the same process as " + what(keep) + " (pid " +
+                                 std::to_string(t.pid) +
+                                 ", started at the same moment): counted once, from " +
+                                 (input.summary_files[keep].empty() ? "the trace" : "the first"));
+  }
+  ReportInput kept;
+  for (std::size_t i = 0; i < input.traces.size(); ++i) {
+    if (dropped[i]) continue;
+    kept.traces.push_back(std::move(input.traces[i]));
+    kept.frames.push_back(std::move(input.frames[i]));
+    kept.summary_files.push_back(std::move(input.summary_files[i]));
+  }
+  input.traces = std::move(kept.traces);
+  input.frames = std::move(kept.frames);
+  input.summary_files = std::move(kept.summary_files);
+}
+
+// The images of one process: a trace that ended in exec, and the trace of the same host and pid
+// that began after that exec, are one process (its second image), and so on along the chain.
+void link_exec_images(ReportInput& input) {
+  std::map<std::pair<std::string, uint64_t>, std::vector<std::size_t>> by_process;
+  for (std::size_t i = 0; i < input.traces.size(); ++i)
+    by_process[{input.traces[i].host, input.traces[i].pid}].push_back(i);
+  for (auto& [process, traces] : by_process) {
+    if (traces.size() < 2) continue;
+    std::sort(traces.begin(), traces.end(), [&](std::size_t a, std::size_t b) {
+      return input.traces[a].wall_start_ns < input.traces[b].wall_start_ns;
+    });
+    for (std::size_t k = 1; k < traces.size(); ++k) {
+      const TraceSummary& before = input.traces[traces[k - 1]];
+      TraceSummary& after = input.traces[traces[k]];
+      if (before.end == TraceEnd::kExec &&
+          after.wall_start_ns >= before.wall_start_ns + before.exec_time_ns)
+        after.exec_image = before.exec_image + 1;
+    }
+  }
+}
+
 ResolvedStacks leak_and_failure_frames(TraceSummary& trace) {
   std::vector<uint32_t> stacks;
   for (std::size_t i = 0; i < trace.leaks.size() && i < kReportLeakGroups; ++i) {
@@ -173,6 +233,8 @@ ReportInput load_traces(const std::vector<std::string>& paths, unsigned jobs) {
       input.unreadable.push_back({files.files[i], std::move(loaded[i].error)});
     }
   }
+  count_each_process_once(input);
+  link_exec_images(input);
   return input;
 }
 

@@ -10,6 +10,7 @@
 #include "analyzer/report/json/json_fields.h"
 #include "analyzer/report/report.h"
 #include "analyzer/report/roles_report.h"
+#include "analyzer/report/trace_end_text.h"
 #include "analyzer/report/views_report.h"
 
 namespace gmt::analyzer {
@@ -30,6 +31,7 @@ nlohmann::ordered_json sites_json(const std::vector<ResolvedSite>& sites) {
     }
     out.push_back(std::move(row));
   }
+  add_site_labels(out);
   return out;
 }
 
@@ -75,6 +77,7 @@ nlohmann::ordered_json leaks_json(const ReportInput& input) {
       leaks.push_back(std::move(row));
     }
   }
+  add_site_labels(leaks);
   return leaks;
 }
 
@@ -92,6 +95,7 @@ nlohmann::ordered_json ooms_json(const ReportInput& input) {
       ooms.push_back(std::move(row));
     }
   }
+  add_site_labels(ooms);
   return ooms;
 }
 
@@ -133,6 +137,8 @@ void write_report_json(const ReportInput& input, std::ostream& out) {
       trace["exec"] = t.exec_program;
       trace["end_time_ns"] = t.exec_time_ns;
     }
+    trace["signal"] = signal_json(died_of_signal(t) ? t.signal : std::nullopt);
+    trace["open_at_end"] = open_at_end_json(t.open_at_end);
     if (t.dropped_records > 0) trace["dropped_records"] = t.dropped_records;
     if (t.history.max_size != 0) trace["history"] = history_json(t);
     if (!t.symbolization_warnings.empty())

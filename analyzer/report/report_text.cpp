@@ -10,6 +10,7 @@
 #include "analyzer/report/job_view.h"
 #include "analyzer/report/report.h"
 #include "analyzer/report/roles_report.h"
+#include "analyzer/report/trace_end_text.h"
 #include "analyzer/report/views_report.h"
 
 namespace gmt::analyzer {
@@ -29,6 +30,9 @@ std::string ending(const TraceSummary& t) {
     case TraceEnd::kExited:
       return "complete: the process exited normally";
     case TraceEnd::kCut:
+      if (died_of_signal(t))
+        return "the process was ended by " + signal_text(*t.signal, t.pid) + " at " +
+               human_duration(t.signal->time_ns) + "; every record up to then is here";
       return "the process did not exit normally (killed, crashed or _exit); every record up to "
              "then is here";
     case TraceEnd::kTruncated:
@@ -45,6 +49,9 @@ std::string ending(const TraceSummary& t) {
              std::to_string(t.exec_time_ns) + " ns; every record up to then is here";
     case TraceEnd::kFailed:
       return "recording failed: " + t.end_reason;
+    case TraceEnd::kRunning:
+      return "still running (pid " + std::to_string(t.pid) +
+             "): every record written so far is here; what is live is what it holds now";
   }
   return "";
 }
@@ -116,7 +123,8 @@ void write_device(const TraceSummary& t, const DeviceSummary& d, FrameMode frame
   out << "\n";
   if (const auto pool = hidden_pool(t, d))
     out << "    note          " << hidden_pool_note(*pool, d.device) << "\n";
-  out << "    live at exit  " << human_bytes(d.live_bytes) << " in " << d.live_count
+  out << (t.end == TraceEnd::kRunning ? "    live now      " : "    live at exit  ")
+      << human_bytes(d.live_bytes) << " in " << d.live_count
       << (d.live_count == 1 ? " allocation" : " allocations") << "\n";
   out << "    allocations   " << d.alloc_count << ", frees " << d.free_count << ", failed "
       << d.failed_alloc_count;
@@ -162,7 +170,13 @@ void write_run_table(const std::vector<TraceSummary>& traces, std::ostream& out)
       if (highest == nullptr || d.peak_bytes > highest->peak_bytes) highest = &d;
     }
   }
-  out << "run of " << traces.size() << " processes\n";
+  const std::size_t processes = process_count(traces);
+  out << "run of " << processes << (processes == 1 ? " process" : " processes");
+  if (processes != traces.size())
+    out << " (" << traces.size() << " traces: " << traces.size() - processes
+        << (traces.size() - processes == 1 ? " image" : " images")
+        << " a process exec'd after another)";
+  out << "\n";
   out << std::left << "  " << std::setw(9) << "pid" << std::setw(6) << "rank" << std::setw(8)
       << "device" << std::setw(12) << "peak" << std::setw(12) << "leaks"
       << "OOMs\n";
@@ -176,7 +190,8 @@ void write_run_table(const std::vector<TraceSummary>& traces, std::ostream& out)
           << (t.rank ? std::to_string(*t.rank) : std::string("-")) << std::setw(8)
           << (ordinal >= 0 ? std::to_string(ordinal) : std::string("?")) << std::setw(12)
           << human_bytes(d.peak_bytes) << std::setw(12) << human_bytes(leaked)
-          << d.failed_alloc_count << (&d == highest ? "   <- highest peak" : "") << "\n";
+          << d.failed_alloc_count << (&d == highest ? "   <- highest peak" : "")
+          << (t.exec_image > 0 ? "   (after exec)" : "") << "\n";
       peaks += d.peak_bytes;
       leaks += leaked;
       ooms += d.failed_alloc_count;
@@ -202,6 +217,8 @@ void write_report_text(const ReportInput& input, FrameMode frames, std::ostream&
     out << " over " << human_duration(t.duration_ns) << " (" << ending(t) << ")\n";
     if (const std::string history = history_text(t); !history.empty())
       out << "  history       " << history << "\n";
+    if (t.end != TraceEnd::kExited && !t.open_at_end.empty())
+      out << "  open at end   " << open_at_end_text(t) << "\n";
     if (t.unmatched_frees > 0) {
       out << "  note          " << t.unmatched_frees
           << " frees of addresses allocated before tracing started or by an API not tracked\n";

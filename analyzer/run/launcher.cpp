@@ -75,20 +75,26 @@ std::string pattern_to_glob(const std::string& pattern) {
   return out;
 }
 
-// The files the output pattern names (and their `.<pid>` variants, written when a name was
-// taken), by their identity on disk.
+// The files the output pattern names (and those written when a name was taken: `x.12.1.gmt`,
+// `trace.12.gmt` by interpose/output_path.h's rule, `x.gmt.12` by older versions), by their
+// identity on disk.
 using FileIds = std::set<std::pair<dev_t, ino_t>>;
 
 std::vector<std::pair<std::string, std::pair<dev_t, ino_t>>> matching_files(
     const std::string& pattern) {
   std::vector<std::pair<std::string, std::pair<dev_t, ino_t>>> found;
   const std::string base = pattern_to_glob(pattern);
-  for (const std::string& g : {base, base + ".*"}) {
+  std::vector<std::string> globs = {base, base + ".*"};
+  if (base.size() > 4 && base.ends_with(".gmt"))
+    globs.push_back(base.substr(0, base.size() - 4) + ".*.gmt");
+  std::set<std::string> seen;
+  for (const std::string& g : globs) {
     glob_t matches{};
     if (glob(g.c_str(), 0, nullptr, &matches) == 0) {
       for (std::size_t i = 0; i < matches.gl_pathc; ++i) {
         struct stat st {};
-        if (stat(matches.gl_pathv[i], &st) == 0 && S_ISREG(st.st_mode))
+        if (stat(matches.gl_pathv[i], &st) == 0 && S_ISREG(st.st_mode) &&
+            seen.insert(matches.gl_pathv[i]).second)
           found.push_back({matches.gl_pathv[i], {st.st_dev, st.st_ino}});
       }
     }
@@ -194,6 +200,29 @@ bool prepare_directory(const std::string& pattern) {
   return true;
 }
 
+// Whether the pattern names one file, the same for every process (no %p, %h or %r), that exists
+// and is no regular file: /dev/null, a FIFO. The library never writes over a file: it would
+// create its trace beside it (/dev/null.<pid>). Said, with what to do instead; false then.
+bool output_usable(const std::string& pattern, const std::string& given, const char* from) {
+  for (std::size_t i = 0; i + 1 < pattern.size(); ++i) {
+    if (pattern[i] != '%') continue;
+    const char c = pattern[i + 1];
+    if (c == 'p' || c == 'h' || c == 'r') return true;
+    ++i;
+  }
+  struct stat st {};
+  if (::stat(pattern.c_str(), &st) != 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) return true;
+  std::cerr << "gpumemtrace run: " << from << " '" << given
+            << "' is not a file a trace can be written to ("
+            << (S_ISCHR(st.st_mode)    ? "a character device"
+                : S_ISFIFO(st.st_mode) ? "a FIFO"
+                : S_ISSOCK(st.st_mode) ? "a socket"
+                                       : "not a regular file")
+            << "): name a file pattern or a directory; to run the program untraced, run it without "
+               "gpumemtrace\n";
+  return false;
+}
+
 std::string absolute_pattern(const std::string& pattern) {
   // Absolute, so that a program that changes directory still writes where we look.
   return std::filesystem::absolute(pattern).string();
@@ -242,6 +271,15 @@ std::string max_size(std::string_view size) {
       "--max-size takes a size of at least 1MiB (such as 1GiB, 1.5GiB, 64MiB or a number of "
       "bytes), not '" +
       std::string(size) + "'");
+}
+
+// An output pattern as given: an empty one names nothing (it is not the default).
+std::string output_value(std::string_view option, std::string_view pattern) {
+  if (pattern.empty())
+    throw std::invalid_argument(std::string(option) +
+                                " needs a path pattern, not an empty one (leave it out for the "
+                                "default, gpumemtrace.%p.gmt in the current directory)");
+  return std::string(pattern);
 }
 
 // XLA's allocators, as XLA_PYTHON_CLIENT_ALLOCATOR names them.
@@ -309,9 +347,9 @@ RunOptions parse_run_arguments(int argc, const char* const* argv) {
     }
     if (arg == "-o") {
       if (i + 1 >= argc) throw std::invalid_argument("-o needs a path pattern");
-      options.output_pattern = argv[++i];
+      options.output_pattern = output_value("-o", argv[++i]);
     } else if (const auto output = option_value("--output", "a path pattern", argc, argv, i)) {
-      options.output_pattern = *output;
+      options.output_pattern = output_value("--output", *output);
     } else if (const auto stacks =
                    option_value("--stacks", "none, native, python or all", argc, argv, i)) {
       options.stacks = stack_mode(*stacks);
@@ -375,11 +413,15 @@ int run_traced(const RunOptions& options) {
   const std::string* library = &*found.path;
 
   std::string pattern = options.output_pattern;
+  const char* from = "-o";
   if (pattern.empty()) {
     const char* inherited = std::getenv("GPUMEMTRACE_OUTPUT");
     pattern = inherited && *inherited ? inherited : "gpumemtrace.%p.gmt";
+    from = "GPUMEMTRACE_OUTPUT";
   }
+  const std::string given = pattern;
   pattern = absolute_pattern(output_pattern(pattern));
+  if (!output_usable(pattern, given, from)) return 2;
   if (!prepare_directory(pattern)) return 2;
 
   // Ours goes last: a sanitizer runtime already in LD_PRELOAD must stay first.

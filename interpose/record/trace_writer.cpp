@@ -339,14 +339,13 @@ void TraceWriter::note_dropped(ThreadChunk& chunk) {
 }
 
 // O_EXCL and O_NOFOLLOW: never overwrite a trace, never write through a planted symlink. A
-// name already taken (a reused pid, or a pattern without %p) gets the pid appended, then a
-// counter, rather than losing either file.
+// name already taken (the image before an exec, a reused pid, a pattern without %p) gets the
+// pid and a counter, by output_path.h's one rule, rather than losing either file.
 bool TraceWriter::create_file_locked(const std::string& base) {
-  const std::string pid = std::to_string(getpid());
+  const bool names_pid = pattern_names_pid(config_.output_pattern);
   for (int attempt = 0; attempt < 100; ++attempt) {
-    std::string candidate = base;
-    if (attempt == 1) candidate += "." + pid;
-    if (attempt > 1) candidate += "." + pid + "." + std::to_string(attempt - 1);
+    const std::string candidate =
+        attempt == 0 ? base : taken_name_candidate(base, getpid(), names_pid, attempt);
     const int fd =
         open(candidate.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd >= 0) {

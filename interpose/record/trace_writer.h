@@ -104,6 +104,22 @@ class TraceWriter {
       note_dropped(chunk);
   }
 
+  // From a signal handler that ends the process (a SignalRecord): the record goes into the
+  // calling thread's chunk, the room kept for the stop note included, when the thread holds one;
+  // else nothing is written. No lock, no allocation, no new chunk: the signal may have come
+  // inside malloc or under the writer's lock. True when written.
+  template <class R>
+  bool record_from_handler(R& rec) {
+    ThreadChunk& chunk = thread_chunk();
+    if (chunk.busy || !started() || sharing(chunk) || chunk.base == nullptr ||
+        chunk.generation != generation_.load(std::memory_order_acquire) ||
+        chunk.used + format::max_record_bytes<R>() > kChunkSize - kChunkHeader) {
+      return false;
+    }
+    Busy busy(chunk);
+    return write_at(chunk, rec);
+  }
+
   // Marks a normal exit. Only if a trace was started: exiting creates no file.
   void finish();
 

@@ -85,7 +85,7 @@ class Measurement:
             growth = group["bytes"] - self.before.get(_site_key(group), (0, 0, None))[0]
             if growth > best_growth:
                 best, best_growth = group, growth
-        figures["peak_site"] = self._name(best["frames"]) if best else ""
+        figures["peak_site"] = self._name(best) if best else ""
 
     def _left_live(self, figures):
         after = _live_by_site(figures["trace"])
@@ -93,7 +93,7 @@ class Measurement:
         for key, (size, count, group) in after.items():
             old_size, old_count, _ = self.before.get(key, (0, 0, None))
             if size > old_size:
-                rows.append({"site": self._name(group.get("frames")), "device": group["device"],
+                rows.append({"site": self._name(group), "device": group["device"],
                              "bytes": size - old_size, "count": max(count - old_count, 0),
                              "class": group["class"]})
         rows.sort(key=lambda row: -row["bytes"])
@@ -101,7 +101,8 @@ class Measurement:
         figures["leaked_bytes"] = sum(row["bytes"] for row in rows)
         figures["leaked_count"] = sum(row["count"] for row in rows)
 
-    def _name(self, frames):
+    def _name(self, group):
+        """The group's site: the analyzer's label, or seen from the test's function."""
         if self.file is None:
-            return site_name(frames)
-        return site_in(frames, self.file, self.function)
+            return site_name(group)
+        return site_in(group, self.file, self.function)

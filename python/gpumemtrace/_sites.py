@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""A call stack's name for people: `file.py:LINE`, from the analyzer's frames (leaf first)."""
+"""A site's name for people, from the analyzer's JSON: its `site` (the analyzer's one-line label,
+`file.py:LINE`, or `train.py:12 > train.py:6` where rows listed together share their first user
+line: the rule is the analyzer's alone), and for a test, the site seen from the test's function."""
 import os
 
 
@@ -9,30 +11,24 @@ def frame_name(frame):
     return f"{where}:{line}" if line is not None else where
 
 
-def user_frame(frames):
-    """The first frame in the user's code (the analyzer marks it `user`), else the leaf."""
-    for frame in frames or []:
-        if frame.get("user"):
-            return frame
-    return frames[0] if frames else None
+def site_name(row):
+    """The analyzer's label of a row that has frames (peak's, leaks' and oom's JSON); "" for
+    none."""
+    return row.get("site") or ""
 
 
-def site_name(frames):
-    """`file.py:LINE`: where the user's code made the call; "" for no stack."""
-    frame = user_frame(frames)
-    return frame_name(frame) if frame else ""
-
-
-def site_in(frames, path, function):
+def site_in(row, path, function):
     """The site seen from `function` in the file `path` (a test): its frame's `file.py:LINE`,
     then the user's frame below it when that is another (`test_x.py:30 > helpers.py:8`); the
-    plain site when the stack does not pass through that function."""
+    analyzer's label when the stack does not pass through that function."""
+    frames = row.get("frames") or []
     path = os.path.realpath(path)
-    for frame in frames or []:
+    user = next((frame for frame in frames if frame.get("user")), frames[0] if frames else None)
+    inner = frame_name(user) if user else None
+    for frame in frames:
         file = frame.get("file")
         if (frame.get("kind") == "python" and file and os.path.realpath(file) == path
                 and frame.get("function", "").split(".")[-1] == function):
-            inner = site_name(frames)
             outer = frame_name(frame)
-            return outer if inner in ("", outer) else f"{outer} > {inner}"
-    return site_name(frames)
+            return outer if inner in (None, outer) else f"{outer} > {inner}"
+    return site_name(row)

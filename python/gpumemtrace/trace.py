@@ -23,10 +23,10 @@ class Trace:
 
     @property
     def integrity(self):
-        """How the trace ends, as `report --json`'s `end`: `exited` (complete), `exec`, `cut`
-        (the process did not exit normally), `stopped` (recording stopped), `truncated`,
-        `corrupt` or `failed`. The figures of a trace that is not complete are of what was
-        recorded."""
+        """How the trace ends, as `report --json`'s `end`: `exited` (complete), `exec`, `running`
+        (its process still runs and writes it: the figures are of now), `cut` (the process did
+        not exit normally), `stopped` (recording stopped), `truncated`, `corrupt` or `failed`.
+        The figures of a trace that is not complete are of what was recorded."""
         return self.report["traces"][0]["end"]
 
     @property
@@ -42,11 +42,12 @@ class Trace:
     @functools.cached_property
     def peak(self):
         """What was live at each device's peak, one row per group by call stack (`peak --json`
-        with every group): device, peak_bytes, bytes, count, site, frames..."""
+        with every group): device, peak_bytes, bytes, count, site, frames... `site` is the
+        analyzer's one-line name: `file.py:LINE` of the first user frame, with the caller that
+        tells rows apart where several share that line (`train.py:12 > train.py:6`)."""
         answer = run_json("peak", "--json", "--top", "1000000", self.path)
         return table([{"device": d["device"], "peak_bytes": d["peak_bytes"],
-                       "peak_time_ns": d["peak_time_ns"], **group,
-                       "site": site_name(group.get("frames"))}
+                       "peak_time_ns": d["peak_time_ns"], **group, "site": site_name(group)}
                       for d in answer["devices"] for group in d["groups"]])
 
     @functools.cached_property
@@ -54,15 +55,14 @@ class Trace:
         """Allocations never freed, one row per group (`leaks --json`): bytes, count, class,
         device, site, frames..."""
         answer = run_json("leaks", "--json", self.path)
-        return table([{**group, "site": site_name(group.get("frames"))}
-                      for group in answer["leaks"]])
+        return table([{**group, "site": site_name(group)} for group in answer["leaks"]])
 
     @functools.cached_property
     def failures(self):
         """Every failed allocation listed by `oom --json`: time_ns, device, requested_bytes,
         live_bytes, error_name, site, frames, holders..."""
         answer = run_json("oom", "--json", self.path)
-        return table([{**oom, "site": site_name(oom.get("frames"))} for oom in answer["ooms"]])
+        return table([{**oom, "site": site_name(oom)} for oom in answer["ooms"]])
 
     @functools.cached_property
     def timeline(self):

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """A program for the Python API's test (wheel_test.sh): through the simulated cudart, 1 MiB kept
-to the end, 8 MiB freed (the peak is 9 MiB), and one request the device cannot satisfy."""
+to the end, 8 MiB freed (the peak is 9 MiB), and one request the device cannot satisfy, all from
+one helper (its line is every row's first user frame: its callers tell the peak's rows apart)."""
 import ctypes
 
 cudart = ctypes.CDLL("libcudart.so.13")
@@ -13,7 +14,7 @@ def allocate(size):
     return pointer if rc == 0 else None
 
 
-kept = allocate(1 * MiB)
-temporary = allocate(8 * MiB)
+kept = allocate(1 * MiB)  # site: kept
+temporary = allocate(8 * MiB)  # site: temporary
 cudart.cudaFree(temporary)
 assert allocate(1 << 50) is None  # 1 PiB: out of memory

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The notebook kernel of `python -m gpumemtrace install-kernel`, started by jupyter_client from
 the spec under PREFIX (wheel_test.sh): `%load_ext gpumemtrace`, then a `%%gpumemtrace` cell that
-keeps 3 MiB and frees 5 MiB on the simulated GPU, and `%gpumemtrace top`. Prints each cell's
+keeps 3 MiB and frees 5 MiB on the simulated GPU through one helper (line 5 makes both: their
+callers, lines 7 and 8, tell them apart), and `%gpumemtrace top`. Prints each cell's
 output, for the test to compare. With `untraced`, in a plain kernel of this Python instead (a spec
 it writes under PREFIX): a `%%gpumemtrace` cell runs all the same, and defines what it defines.
 Usage: python kernel_cells.py PREFIX [untraced]"""
@@ -17,9 +18,12 @@ CELLS = [
     "%%gpumemtrace\n"
     "import ctypes\n"
     "cudart = ctypes.CDLL('libcudart.so.13')\n"
-    "kept, temporary = ctypes.c_void_p(), ctypes.c_void_p()\n"
-    "assert cudart.cudaMalloc(ctypes.byref(kept), ctypes.c_size_t(3 << 20)) == 0\n"
-    "assert cudart.cudaMalloc(ctypes.byref(temporary), ctypes.c_size_t(5 << 20)) == 0\n"
+    "def allocate(size):\n"
+    "    pointer = ctypes.c_void_p()\n"
+    "    assert cudart.cudaMalloc(ctypes.byref(pointer), ctypes.c_size_t(size)) == 0\n"
+    "    return pointer\n"
+    "kept = allocate(3 << 20)\n"
+    "temporary = allocate(5 << 20)\n"
     "assert cudart.cudaFree(temporary) == 0\n",
     "%gpumemtrace top",
 ]

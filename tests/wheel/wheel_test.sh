@@ -52,14 +52,15 @@ grep -q "\"$out/venv/lib/python3[^/]*/site-packages/gpumemtrace/_native/lib/gpum
 
 # The API: the figures of api_program.py, as the CLI's JSON gives them.
 allocate_line=$(line_of api_program.py allocate)
-"$python" - "$out/api.gmt" "api_program.py:$allocate_line" <<'PY' || fail "the API's figures"
+"$python" - "$out/api.gmt" "api_program.py:$allocate_line" "api_program.py:$(line_of api_program.py kept)" \
+  "api_program.py:$(line_of api_program.py temporary)" <<'PY' || fail "the API's figures"
 import sys
 
 import pandas
 
 import gpumemtrace
 
-path, site = sys.argv[1], sys.argv[2]
+path, site, kept, temporary = sys.argv[1:5]
 MiB = 1 << 20
 trace = gpumemtrace.load(path)
 assert trace.peak_bytes == {0: 9 * MiB}, trace.peak_bytes
@@ -67,7 +68,8 @@ assert trace.live_at_exit_bytes == {0: 1 * MiB}, trace.live_at_exit_bytes
 assert isinstance(trace.peak, pandas.DataFrame)
 peak = trace.peak.sort_values("bytes", ascending=False)
 assert list(peak["bytes"]) == [8 * MiB, 1 * MiB], peak
-assert list(peak["site"]) == [site, site], list(peak["site"])
+# Both rows are made at the helper's line: each is named by its caller, which tells them apart.
+assert list(peak["site"]) == [f"{temporary} > {site}", f"{kept} > {site}"], list(peak["site"])
 assert list(trace.leaks["bytes"]) == [1 * MiB] and list(trace.leaks["class"]) == ["unfreed"]
 assert list(trace.leaks["site"]) == [site], list(trace.leaks["site"])
 assert list(trace.failures["requested_bytes"]) == [1 << 50], trace.failures
@@ -93,6 +95,31 @@ else:
 assert trace.integrity == "exited", trace.integrity
 assert gpumemtrace.__version__ == "0.1.0", gpumemtrace.__version__
 PY
+# A trace whose process still runs is `running`, not cut; `exited` once it has exited.
+mkfifo "$out/live.in"
+"$python" -m gpumemtrace run -o "$out/live.gmt" -- "$python" -c '
+import ctypes, sys
+pointer = ctypes.c_void_p()
+assert ctypes.CDLL("libcudart.so.13").cudaMalloc(ctypes.byref(pointer), ctypes.c_size_t(1 << 20)) == 0
+print("allocated", flush=True)
+sys.stdin.readline()
+' <"$out/live.in" >"$out/live.out" 2>&1 &
+live=$!
+exec 3>"$out/live.in"
+for _ in $(seq 600); do grep -q allocated "$out/live.out" && break; sleep 0.1; done
+"$python" -c '
+import sys, gpumemtrace
+trace = gpumemtrace.load(sys.argv[1])
+assert trace.integrity == "running", trace.integrity
+' "$out/live.gmt" || { cat "$out/live.out"; fail "a running process's trace is not running"; }
+echo >&3
+exec 3>&-
+wait "$live" || { cat "$out/live.out"; fail "the running program"; }
+"$python" -c '
+import sys, gpumemtrace
+assert gpumemtrace.load(sys.argv[1]).integrity == "exited"
+' "$out/live.gmt" || fail "an exited process's trace is not exited"
+
 # Without pandas, the same rows as lists of dicts.
 "$python" -c '
 import sys
@@ -157,15 +184,17 @@ status=0
 expect_failures two.log "$out/two" 2
 [ "$(ls "$out"/two/pytest.*.gmt | wc -l)" = 2 ] || { ls "$out/two"; fail "not one trace per worker"; }
 # The notebook kernel: its spec starts it under the preload; %%gpumemtrace gives the cell's figures
-# from the kernel's own trace (the cell's lines 4 and 5: what it kept, and the peak's top site).
+# from the kernel's own trace (the cell's helper at line 5 makes what it kept, called at line 7,
+# and the peak's top site, called at line 8: the caller tells the peak's two rows apart).
 "$python" -m gpumemtrace install-kernel --prefix "$out/jupyter" --trace-dir "$out/kernels" >/dev/null
 "$python" "$here/kernel_cells.py" "$out/jupyter" >kernel.log 2>&1 || { cat kernel.log; fail "the kernel's cells"; }
 grep -A3 -- "^--- %%gpumemtrace (ok)$" kernel.log >kernel.cell
 grep -qx "gpumemtrace: peak 8.0 MiB above what was live before the cell; left live 3.0 MiB in 1 allocation(s)" kernel.cell &&
-  grep -qE "^ +3.0 MiB +1  [0-9]+\.py:4$" kernel.cell && grep -qE "^  peak's top site: [0-9]+\.py:5$" kernel.cell ||
+  grep -qE "^ +3.0 MiB +1  [0-9]+\.py:5$" kernel.cell &&
+  grep -qE "^  peak's top site: ([0-9]+)\.py:8 > \1\.py:5$" kernel.cell ||
   { cat kernel.log; fail "%%gpumemtrace's figures"; }
 grep -A20 -- "^--- %gpumemtrace top (ok)$" kernel.log >kernel.top
-grep -qE "^ +3.00 MiB +1x  <module>  [0-9]+\.py:4" kernel.top ||
+grep -qE "^ +3.00 MiB +1x  [0-9]+\.py:5 " kernel.top ||
   { cat kernel.log; fail "%gpumemtrace top"; }
 [ "$(ls "$out"/kernels/kernel.*.gmt | wc -l)" = 1 ] || fail "not one trace for the kernel"
 # In a kernel that is not traced, a %%gpumemtrace cell still runs (what it defines is defined),

@@ -15,7 +15,9 @@
 //   threads:T:N:BYTES   T threads each allocate and free BYTES N times, concurrently
 //   fork:BYTES          a child process allocates and frees BYTES, then exits; we wait for it
 //   trace_maps          print how many mappings of a trace file the process holds
-//   exit:normal|_exit|abort|kill|segv   how the process ends (default: return from main)
+//   phase:NAME          open a phase (gpumemtrace_phase_push; NAME is the rest of the argument)
+//   exit:normal|_exit|abort|kill|segv|fault   how the process ends (default: return from main);
+//                       segv raises SIGSEGV, fault writes through a null pointer
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
@@ -166,6 +168,10 @@ void finish(const std::string& how) {
   if (how == "abort") std::abort();
   if (how == "kill") raise(SIGKILL);
   if (how == "segv") raise(SIGSEGV);
+  if (how == "fault") {
+    volatile int* nowhere = nullptr;
+    *nowhere = 1;
+  }
   die("unknown exit mode " + how);
 }
 
@@ -228,6 +234,11 @@ int main(int argc, char** argv) {
       if (maps != nullptr) std::fclose(maps);
       std::printf("trace_maps=%d\n", count);
       std::fflush(stdout);
+    } else if (name == "phase") {
+      // Found at run time, as include/gpumemtrace.h finds it: absent without the preload.
+      using Push = int (*)(const char*);
+      if (auto push = reinterpret_cast<Push>(dlsym(RTLD_DEFAULT, "gpumemtrace_phase_push")))
+        push(argv[i] + 6);
     } else if (name == "exit") {
       finish(arg(1));
     } else {

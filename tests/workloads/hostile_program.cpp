@@ -19,6 +19,8 @@
 //     fork-exec OUTFILE               an allocation, fork; the child allocates and execs
 //                                     `hostile_program exec-target OUTFILE`, which appends a line
 //     exec-fail OUTFILE               an allocation, execv of a missing file, another allocation
+//     exec-alloc OUTFILE              an allocation, then execs `hostile_program exec-target
+//                                     OUTFILE alloc`, which allocates too (one pid, two traces)
 //     signals OUTFILE PAIRS           SIGALRM every 100 us, whose handler allocates and frees
 //                                     4 KiB (when the main thread is not in a CUDA call), while
 //                                     the main thread makes PAIRS pairs of 1 MiB
@@ -214,13 +216,23 @@ int fork_exec(char** argv) {
   return 0;
 }
 
-int exec_target(char** argv) {
+int exec_target(int argc, char** argv) {
+  if (argc > 3 && std::string(argv[3]) == "alloc" && !one_allocation()) return fail("allocation");
   const int fd = open_output(argv[2]);
   if (fd < 0) return fail("open");
   const char line[] = "exec target ran\n";
   if (write(fd, line, sizeof line - 1) != sizeof line - 1) return fail("write");
   std::printf("exec_target=ok\n");
   return 0;
+}
+
+int exec_alloc(char** argv) {
+  if (!one_allocation()) return fail("first allocation");
+  std::fflush(stdout);
+  char* args[] = {argv[0], const_cast<char*>("exec-target"), argv[2], const_cast<char*>("alloc"),
+                  nullptr};
+  execv("/proc/self/exe", args);
+  return fail("exec");
 }
 
 int exec_fail(char** argv) {
@@ -267,7 +279,8 @@ int main(int argc, char** argv) {
   if (mode == "fsize") return file_size_limit(argc, argv);
   if (mode == "loop") return loop(argc, argv);
   if (mode == "fork-exec") return fork_exec(argv);
-  if (mode == "exec-target") return exec_target(argv);
+  if (mode == "exec-target") return exec_target(argc, argv);
+  if (mode == "exec-alloc") return exec_alloc(argv);
   if (mode == "exec-fail") return exec_fail(argv);
   if (mode == "signals") return signal_storm(argc, argv);
   return fail("unknown mode");

@@ -68,6 +68,13 @@ struct PhaseStats {
   uint64_t first_start_ns = 0;
 };
 
+// A phase still open at the trace's end (a test of the pytest plugin is one, "pytest NODEID #N").
+struct OpenAtEnd {
+  std::string name;
+  uint64_t thread = 0;
+  uint64_t start_ns = 0;
+};
+
 struct PhaseMark {
   uint64_t time_ns = 0;
   uint64_t thread = 0;

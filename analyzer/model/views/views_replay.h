@@ -69,6 +69,13 @@ class ViewsReplay {
     return std::any_of(phases_.open_runs().begin(), phases_.open_runs().end(),
                        [&](const auto& run) { return run.value.name == name; });
   }
+  // The phases open now, oldest first.
+  std::vector<OpenAtEnd> open_phases() const {
+    std::vector<OpenAtEnd> open;
+    for (const auto& run : phases_.open_runs())
+      open.push_back({run.value.name, run.thread, run.value.start_ns});
+    return open;
+  }
   // The innermost phase open when the device first reached its peak ("" when none).
   std::string peak_phase(int device) const;
   // Every phase, closing at `end_ns` those still open.

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "analyzer/report/frames/frame_text.h"
 
+#include <algorithm>
 #include <sstream>
+#include <utility>
 
 namespace gmt::analyzer {
 
@@ -52,6 +54,89 @@ std::string frame_text(const SiteFrame& f) {
     text << "  (" << printable(basename_of(*f.module)) << ')';
   }
   return text.str();
+}
+
+std::string site_frame_label(const SiteFrame& f) {
+  if (f.file && f.line) return printable(basename_of(*f.file)) + ":" + std::to_string(*f.line);
+  if (f.file) return printable(f.function) + " (" + printable(basename_of(*f.file)) + ")";
+  if (f.module && !unsymbolized(f))
+    return printable(f.function) + " (" + printable(basename_of(*f.module)) + ")";
+  return printable(f.function);
+}
+
+namespace {
+
+// A row's frames from its first user frame outward, as labels: the site, then its callers.
+std::vector<std::string> caller_chain(const std::vector<SiteFrame>* frames) {
+  std::vector<std::string> chain;
+  if (frames == nullptr || frames->empty()) return chain;
+  for (std::size_t i = first_user_frame(*frames).value_or(0); i < frames->size(); ++i) {
+    if ((*frames)[i].kind == "attribution") continue;  // a mark, not a caller
+    chain.push_back(site_frame_label((*frames)[i]));
+  }
+  return chain;
+}
+
+// Tells apart `rows` (indices into `chains`), which share their labels below `depth`: at the
+// first depth where they part, each row gets its caller there, and those still alike go on.
+void tell_apart(const std::vector<std::vector<std::string>>& chains, std::vector<std::size_t> rows,
+                std::size_t depth, std::vector<std::vector<std::string>>& callers) {
+  static const std::string kNone;
+  if (rows.size() < 2) return;
+  const auto at = [&](std::size_t r) -> const std::string& {
+    return depth < chains[r].size() ? chains[r][depth] : kNone;
+  };
+  std::size_t longest = 0;
+  for (std::size_t r : rows) longest = std::max(longest, chains[r].size());
+  for (; depth < longest; ++depth) {
+    if (std::any_of(rows.begin(), rows.end(), [&](std::size_t r) { return at(r) != at(rows[0]); }))
+      break;
+  }
+  if (depth >= longest) return;                                         // alike all the way out
+  std::vector<std::pair<std::string, std::vector<std::size_t>>> parts;  // in first-seen order
+  for (std::size_t r : rows) {
+    auto part =
+        std::find_if(parts.begin(), parts.end(), [&](const auto& p) { return p.first == at(r); });
+    if (part == parts.end()) part = parts.insert(parts.end(), {at(r), {}});
+    part->second.push_back(r);
+  }
+  for (auto& [label, members] : parts) {
+    if (!label.empty()) {
+      for (std::size_t r : members) callers[r].push_back(label);
+    }
+    tell_apart(chains, std::move(members), depth + 1, callers);
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> site_labels(const std::vector<const std::vector<SiteFrame>*>& rows) {
+  std::vector<std::vector<std::string>> chains;
+  chains.reserve(rows.size());
+  for (const std::vector<SiteFrame>* frames : rows) chains.push_back(caller_chain(frames));
+  // Rows that share their site, in first-seen order.
+  std::vector<std::pair<std::string, std::vector<std::size_t>>> by_site;
+  for (std::size_t r = 0; r < chains.size(); ++r) {
+    if (chains[r].empty()) continue;
+    auto site = std::find_if(by_site.begin(), by_site.end(),
+                             [&](const auto& s) { return s.first == chains[r][0]; });
+    if (site == by_site.end()) site = by_site.insert(by_site.end(), {chains[r][0], {}});
+    site->second.push_back(r);
+  }
+  std::vector<std::vector<std::string>> callers(rows.size());
+  for (auto& [site, members] : by_site) tell_apart(chains, std::move(members), 1, callers);
+  std::vector<std::string> labels(rows.size());
+  for (std::size_t r = 0; r < chains.size(); ++r) {
+    if (chains[r].empty()) continue;
+    for (auto caller = callers[r].rbegin(); caller != callers[r].rend(); ++caller)
+      labels[r] += *caller + " > ";
+    labels[r] += chains[r][0];
+  }
+  return labels;
+}
+
+std::string site_label(const std::vector<SiteFrame>& frames) {
+  return site_labels({&frames})[0];
 }
 
 void write_frames(const std::vector<SiteFrame>& frames, std::size_t shown,

@@ -2,6 +2,7 @@
 #include "analyzer/report/json/json_fields.h"
 
 #include "analyzer/report/frames/frame_policy.h"
+#include "analyzer/report/frames/frame_text.h"
 #include "format/api.h"
 
 namespace gmt::analyzer {
@@ -54,6 +55,31 @@ nlohmann::ordered_json frames_json(const std::vector<SiteFrame>& frames) {
                    {"user", user == i}});
   }
   return out;
+}
+
+void add_site_labels(nlohmann::ordered_json& rows) {
+  std::vector<std::vector<SiteFrame>> frames;
+  std::vector<nlohmann::ordered_json*> labelled;
+  for (nlohmann::ordered_json& row : rows) {
+    const auto it = row.find("frames");
+    if (it == row.end() || !it->is_array()) continue;
+    std::vector<SiteFrame>& stack = frames.emplace_back();
+    for (const nlohmann::ordered_json& f : *it) {
+      SiteFrame frame;
+      frame.function = f.value("function", "");
+      if (f.contains("file") && f["file"].is_string()) frame.file = f["file"].get<std::string>();
+      if (f.contains("line") && f["line"].is_number_integer()) frame.line = f["line"].get<int>();
+      if (f.contains("module") && f["module"].is_string())
+        frame.module = f["module"].get<std::string>();
+      frame.kind = f.value("kind", "native");
+      stack.push_back(std::move(frame));
+    }
+    labelled.push_back(&row);
+  }
+  std::vector<const std::vector<SiteFrame>*> stacks;
+  for (const std::vector<SiteFrame>& stack : frames) stacks.push_back(&stack);
+  const std::vector<std::string> labels = site_labels(stacks);
+  for (std::size_t i = 0; i < labelled.size(); ++i) (*labelled[i])["site"] = labels[i];
 }
 
 nlohmann::ordered_json site_stats_json(const SiteStats& site) {

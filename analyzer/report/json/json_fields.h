@@ -33,6 +33,11 @@ nlohmann::ordered_json device_counts_json(const DeviceSummary& device);
 // (true on the first frame in the user's code, the one the text reports start from).
 nlohmann::ordered_json frames_json(const std::vector<SiteFrame>& frames);
 
+// Gives each row of `rows` (a JSON array) that has `frames` (as frames_json writes them) its
+// `site`: its one-line label, told apart from the other rows' (site_labels, frame_text.h); "" for
+// a row without frames (an allocator's free cache). Rows without `frames` are left as they are.
+void add_site_labels(nlohmann::ordered_json& rows);
+
 // A site's lifetime statistics: allocations made there, temporaries, sizes by power of two.
 nlohmann::ordered_json site_stats_json(const SiteStats& site);
 

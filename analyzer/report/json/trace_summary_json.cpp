@@ -18,6 +18,7 @@
 #include "analyzer/report/json/json_fields.h"
 #include "analyzer/report/report.h"
 #include "analyzer/report/roles_report.h"
+#include "analyzer/report/trace_end_text.h"
 
 namespace gmt::analyzer {
 namespace {
@@ -397,6 +398,9 @@ void read_identity(const Reader& r, const json& root, TraceSummary& t) {
   t.env = r.get<std::vector<std::string>>(trace, "env");
   if (!r.at(trace, "rank").is_null()) t.rank = r.get<int>(trace, "rank");
   t.wall_start_ns = r.get<uint64_t>(trace, "wall_start_ns");
+  // Written since the process's liveness is asked of a summary too (process_liveness.h); a
+  // summary without it is told by its pid and wall-clock start alone.
+  if (trace.contains("mono_start_ns")) t.mono_start_ns = r.get<uint64_t>(trace, "mono_start_ns");
   t.duration_ns = r.get<uint64_t>(trace, "duration_ns");
   t.events = r.get<uint64_t>(trace, "events");
   t.unmatched_frees = r.get<uint64_t>(trace, "unmatched_frees");
@@ -411,6 +415,8 @@ void read_identity(const Reader& r, const json& root, TraceSummary& t) {
     }
   }
   if (!known) r.fail("unknown end \"" + end + "\"");
+  // Whether the process still runs is of now, not of when the summary was written.
+  if (t.end == TraceEnd::kCut && still_running(process_identity(t))) t.end = TraceEnd::kRunning;
   t.end_offset = r.get<uint64_t>(trace, "end_offset");
   t.end_reason = r.get<std::string>(trace, "end_reason");
   t.stop_time_ns = r.get<uint64_t>(trace, "stop_time_ns");
@@ -422,6 +428,25 @@ void read_identity(const Reader& r, const json& root, TraceSummary& t) {
   t.problems = r.get<std::vector<std::string>>(trace, "problems");
   t.symbolization_warnings = r.get<std::vector<std::string>>(trace, "symbolization_warnings");
   read_history(r, trace, t);
+  // Written since traces record the signal that ends them (format 4.10): the signal and the
+  // phases open at the end, read when there.
+  if (const auto it = trace.find("signal"); it != trace.end() && !it->is_null()) {
+    FatalSignal s;
+    s.number = r.get<uint32_t>(*it, "number");
+    s.code = r.get<int32_t>(*it, "code");
+    s.address = r.get<uint64_t>(*it, "address");
+    s.sender = r.get<uint64_t>(*it, "sender");
+    s.time_ns = r.get<uint64_t>(*it, "time_ns");
+    s.thread = r.get<uint64_t>(*it, "thread");
+    t.signal = s;
+  }
+  if (const auto it = trace.find("open_at_end"); it != trace.end()) {
+    if (!it->is_array()) r.fail("\"open_at_end\": expected an array");
+    for (const json& open : *it) {
+      t.open_at_end.push_back({r.get<std::string>(open, "name"), r.get<uint64_t>(open, "thread"),
+                               r.get<uint64_t>(open, "start_ns")});
+    }
+  }
   // Summary 1.2: whether the framework recorded scopes and tags.
   if (trace.contains("roles_recorded")) {
     t.roles_recorded = r.get<bool>(trace, "roles_recorded");
@@ -483,11 +508,14 @@ ordered_json trace_summary_json(const TraceSummary& t, const ResolvedStacks& fra
                   {"env", t.env},
                   {"rank", t.rank ? ordered_json(*t.rank) : nullptr},
                   {"wall_start_ns", t.wall_start_ns},
+                  {"mono_start_ns", t.mono_start_ns},
                   {"duration_ns", t.duration_ns},
                   {"events", t.events},
                   {"unmatched_frees", t.unmatched_frees},
                   {"failed_host_alloc_count", t.failed_host_alloc_count},
-                  {"end", end_name(t.end)},
+                  // A process running then may not be now: its summary says what its trace
+                  // holds (no End record), and the reader asks again.
+                  {"end", end_name(t.end == TraceEnd::kRunning ? TraceEnd::kCut : t.end)},
                   {"end_offset", t.end_offset},
                   {"end_reason", t.end_reason},
                   {"stop_time_ns", t.stop_time_ns},
@@ -500,7 +528,9 @@ ordered_json trace_summary_json(const TraceSummary& t, const ResolvedStacks& fra
                   {"symbolization_warnings", t.symbolization_warnings},
                   {"history", history_json(t)},
                   {"roles_recorded", t.roles_recorded},
-                  {"role_tags_unmatched", t.role_tags_unmatched}};
+                  {"role_tags_unmatched", t.role_tags_unmatched},
+                  {"signal", signal_json(t.signal)},
+                  {"open_at_end", open_at_end_json(t.open_at_end)}};
   out["devices"] = devices_json(t, stacks);
   add_leaks(t, frames, stacks, out);
   out["failures"] = failures_json(t, frames, stacks);

@@ -18,26 +18,25 @@ using Json = nlohmann::ordered_json;
 
 constexpr std::size_t kSitesShown = 5;
 
-// The frame to name a site by: the first frame in the user's code (frame_policy.h), else the
-// leaf.
-const SiteFrame* telling_frame(const std::vector<SiteFrame>& frames) {
-  if (frames.empty()) return nullptr;
-  return &frames[first_user_frame(frames).value_or(0)];
-}
-
-Json site_json(const LiveSite& site, const ResolvedStacks& stacks, OwnerLibraryCache& owners) {
+// The frames of a site's stack; none for a cache row or a stack not symbolized.
+const std::vector<SiteFrame>& site_frames(const LiveSite& site, const ResolvedStacks& stacks) {
   static const std::vector<SiteFrame> kNone;
   auto it = stacks.find(site.stack);
-  const std::vector<SiteFrame>& frames = it != stacks.end() ? it->second : kNone;
-  const SiteFrame* shown = telling_frame(frames);
-  std::string frame = shown ? frame_text(*shown) : std::string("(no stack)");
+  return site.cache || it == stacks.end() ? kNone : it->second;
+}
+
+// `label`: the site's one-line name among the rows shown (site_labels, frame_text.h).
+Json site_json(const LiveSite& site, const ResolvedStacks& stacks, OwnerLibraryCache& owners,
+               const std::string& label) {
+  const std::vector<SiteFrame>& frames = site_frames(site, stacks);
+  std::string frame = label.empty() ? std::string("(no stack)") : label;
   if (site.cache) frame = std::string("(") + allocator_name(site.allocator) + " cache: free)";
   Json row = {{"bytes", site.bytes},
               {"count", site.count},
               {"library", site.allocator >= 0 ? std::string(allocator_name(site.allocator))
                                               : owners.of(site.stack)},
               {"frame", std::move(frame)},
-              {"frames", frames_json(site.cache ? kNone : frames)}};
+              {"frames", frames_json(frames)}};
   if (site.allocator >= 0) {
     row["allocator"] = allocator_name(site.allocator);
     row["level"] = site.cache ? "cache" : "block";
@@ -54,8 +53,12 @@ Json device_json(const LiveTrace& t, const ResolvedStacks& stacks, OwnerLibraryC
   for (const auto& [name, bytes] : live.by_library) by_library[name] = bytes;
   Json top_sites = Json::array();
   const std::vector<LiveSite> sites = live_sites(t.summary(), ordinal);
-  for (std::size_t i = 0; i < sites.size() && i < kSitesShown; ++i)
-    top_sites.push_back(site_json(sites[i], stacks, owners));
+  const std::size_t shown = std::min(sites.size(), kSitesShown);
+  std::vector<const std::vector<SiteFrame>*> shown_frames;
+  for (std::size_t i = 0; i < shown; ++i) shown_frames.push_back(&site_frames(sites[i], stacks));
+  const std::vector<std::string> labels = site_labels(shown_frames);
+  for (std::size_t i = 0; i < shown; ++i)
+    top_sites.push_back(site_json(sites[i], stacks, owners, labels[i]));
   const std::optional<ViewValues>& v = d.views_at_exit;
   return {{"device", ordinal},
           {"live_bytes", d.live_bytes},
@@ -143,7 +146,7 @@ Json TopFrames::frame(const LiveWatch& watch, const TopChoice& choice, const Top
     const TraceSummary& s = t.summary();
     const bool local = s.host == moment.host;
     const std::string state =
-        live_state(t, local && moment.process_gone && moment.process_gone(s.pid));
+        live_state(t, local && moment.process_gone && moment.process_gone(process_identity(s)));
     if (state == "running" || state == "starting") ++running;
     const uint64_t now_ns =
         state == "running" && local && t.mono_start_ns() > 0

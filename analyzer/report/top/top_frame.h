@@ -27,12 +27,13 @@ struct TopChoice {
 };
 
 // Where and when the frame is made: this host's name (a process of another host is never
-// called cut), the clocks now, and whether a process of this host has ended.
+// called cut), the clocks now, and whether a process of this host has ended (by its pid and its
+// start, process_liveness.h: a pid reused since is another process).
 struct TopMoment {
   std::string host;
   uint64_t monotonic_ns = 0;
   uint64_t unix_ns = 0;
-  std::function<bool(uint64_t pid)> process_gone;
+  std::function<bool(const ProcessIdentity& process)> process_gone;
 };
 
 class TopFrames {

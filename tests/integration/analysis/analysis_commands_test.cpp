@@ -145,7 +145,7 @@ TEST_F(AnalysisCommands, EveryFigureReconcilesWithTheRecords) {
   EXPECT_EQ(info["records"]["alloc"], expected.allocs);
   EXPECT_EQ(info["records"]["alloc_failed"], expected.failed);
   EXPECT_EQ(info["integrity"], "complete");
-  EXPECT_EQ(info["format"], "4.9");
+  EXPECT_EQ(info["format"], "4.10");
 
   // check: the limits are exact, one line either way.
   const std::string at_peak = std::to_string(expected.peak);

@@ -71,8 +71,8 @@ TEST_F(BoundedTrace, StaysWithinItsLimitAndExplainsEveryLiveByte) {
   EXPECT_GT(info["history"]["kept_from_ns"].get<uint64_t>(), 0u);
   const json whole_info = command_json({"info", whole, "--json"});
   EXPECT_TRUE(whole_info["history"].is_null());
-  EXPECT_EQ(whole_info["format"], "4.9");
-  EXPECT_EQ(info["format"], "4.9");
+  EXPECT_EQ(whole_info["format"], "4.10");
+  EXPECT_EQ(info["format"], "4.10");
 
   // Live at exit: the 8 held MiB and one 64 KiB leak per 10000 iterations, exactly, as the
   // unbounded trace says too.
@@ -283,7 +283,7 @@ TEST_F(BoundedTrace, WithoutTheVariableTheTraceHasNoLimitAndNoCheckpoint) {
   const std::string file = read_file(only_trace());
   const std::string header = file.substr(0, 64);
   ASSERT_EQ(header.size(), 64u);
-  EXPECT_EQ(header[10], 9);  // minor version, as a bounded trace's
+  EXPECT_EQ(header[10], 10);  // minor version, as a bounded trace's
   EXPECT_EQ(header.substr(16, 24), std::string(24, '\0'));
   // Where the chunks end (4.9): the whole file, which a normal exit leaves with no reserve.
   uint64_t chunks_end = 0;
@@ -323,7 +323,7 @@ TEST_F(BoundedTrace, RunMaxSizeBoundsTheTraceAndRefusesABadSize) {
                               env);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json info = command_json({"info", only_trace(), "--json"});
-  EXPECT_EQ(info["format"], "4.9");
+  EXPECT_EQ(info["format"], "4.10");
   EXPECT_EQ(info["history"]["max_size"], 2 * kMiB);
   EXPECT_EQ(info["history"]["dropped_events"], 0);
 

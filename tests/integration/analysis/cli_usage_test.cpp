@@ -24,7 +24,8 @@ namespace {
 
 class CliUsage : public HtmlReportRun {
  protected:
-  // Every trace under dir_, in folders too, renamed ones (NAME.gmt.<pid>) included; sorted.
+  // Every trace under dir_, in folders too, renamed ones (NAME.<pid>.gmt, and NAME.gmt.<pid> of
+  // older versions) included; sorted.
   std::vector<std::string> all_traces() const {
     std::vector<std::string> found;
     for (const auto& entry : fs::recursive_directory_iterator(dir_)) {
@@ -100,10 +101,24 @@ TEST_F(CliUsage, EveryUsageErrorExitsTwoAndSaysWhatWasExpected) {
        "gpumemtrace: --what applies to --format folded only, not pprof"},
       {{"export", t, "--format", "perfetto", "-o", "-", "--what", "peak"},
        "gpumemtrace: --what applies to --format folded only, not perfetto"},
+      // What CLI11 finds wrong, in our words, naming the option or argument.
+      {{"diff", t}, "gpumemtrace: missing AFTER (Trace after the change)"},
+      {{"export", t, "-o", "-"}, "gpumemtrace: missing --format (Output format)"},
+      {{"peak", t, "--device", "0", "--device", "1"},
+       "gpumemtrace: --device: given 2 times; give it once"},
+      {{"peak", t, "extra"}, "gpumemtrace: unexpected argument: extra"},
+      {{"top", "--once", "--pid", "live/"},
+       "gpumemtrace: --pid: expected a positive whole number, got 'live/'"},
+      {{"top", "--once", "--pid", "-5"},
+       "gpumemtrace: --pid: expected a positive whole number, got '-5'"},
+      {{"top", "--once", "--pid", "0"},
+       "gpumemtrace: --pid: expected a positive whole number, got '0'"},
   };
   for (const auto& [args, message] : cases) {
     const ProcessResult r = cli(args);
-    EXPECT_EQ(r.exit_code, 2) << args[2] << " " << args[3] << ": " << r.err;
+    std::string command;
+    for (const std::string& arg : args) command += arg + " ";
+    EXPECT_EQ(r.exit_code, 2) << command << ": " << r.err;
     EXPECT_EQ(r.err.substr(0, r.err.find('\n')), message);
     EXPECT_EQ(r.out, "");
   }
@@ -159,14 +174,16 @@ TEST_F(CliUsage, HelpAndVersionExitZero) {
   }
 }
 
-// A directory holds traces under their own names and renamed ones (`.<pid>`, written when the
-// name was taken); a file that only has a trace's name is not one of them.
+// A directory holds traces under their own names and renamed ones (`NAME.<pid>.gmt`, written when
+// the name was taken); a file that only has a trace's name is not one of them.
 TEST_F(CliUsage, DirectoriesReadRenamedTracesAndSkipFilesThatAreNotTraces) {
   const std::string dir = dir_ + "/traces";
   fs::create_directory(dir);
   write(dir + "/blocker.gmt", "not a trace\n");
   const std::string renamed = trace_named("traces/blocker.gmt");
-  EXPECT_EQ(fs::path(renamed).filename().string().rfind("blocker.gmt.", 0), 0u) << renamed;
+  EXPECT_TRUE(
+      std::regex_match(fs::path(renamed).filename().string(), std::regex("blocker\\.[0-9]+\\.gmt")))
+      << renamed;
   const std::string plain = trace_named("traces/plain.gmt");
   write(dir + "/notes.txt", "hello\n");
 
@@ -412,11 +429,73 @@ TEST_F(CliUsage, RunListsOnlyTheTracesItsProgramWrote) {
   const ProcessResult second = cli(args, run_env());
   ASSERT_EQ(second.exit_code, 0) << second.err;
   ASSERT_EQ(all_traces().size(), 2u);
-  const std::string renamed = all_traces()[1];
-  EXPECT_EQ(renamed.rfind(dir_ + "/same.gmt.", 0), 0u) << renamed;
+  const std::string renamed =
+      all_traces()[0] == dir_ + "/same.gmt" ? all_traces()[1] : all_traces()[0];
+  EXPECT_TRUE(std::regex_match(renamed, std::regex(dir_ + "/same\\.[0-9]+\\.gmt"))) << renamed;
   EXPECT_NE(second.err.find("gpumemtrace: 1 trace written:\n  " + renamed + "\nnext: "),
             std::string::npos)
       << second.err;
+}
+
+// `run -o` names where traces go: an empty pattern is no pattern (not the default, silently), and
+// a file that no trace can be written over (/dev/null) is refused, as is the same through
+// GPUMEMTRACE_OUTPUT, before the program starts: nothing is made beside it.
+TEST_F(CliUsage, RunRefusesAnEmptyOrSpecialOutput) {
+  const std::string program = workload("workload_runtime_shared");
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"run", "-o", "", "--", program, "alloc:a:" + mib(1)},
+        {"run", "--output=", "--", program, "alloc:a:" + mib(1)}}) {
+    const ProcessResult r = cli(args, run_env());
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err, "gpumemtrace run: " + std::string(args[1] == "-o" ? "-o" : "--output") +
+                         " needs a path pattern, not an empty one (leave it out for the default, "
+                         "gpumemtrace.%p.gmt in the current directory)\n");
+  }
+  const std::string refused =
+      "gpumemtrace run: -o '/dev/null' is not a file a trace can be written to (a character "
+      "device): name a file pattern or a directory; to run the program untraced, run it without "
+      "gpumemtrace\n";
+  ProcessResult r = cli({"run", "-o", "/dev/null", "--", program, "alloc:a:" + mib(1)}, run_env());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, refused);
+  EXPECT_EQ(r.out, "");  // the program did not run
+  auto env = run_env();
+  env["GPUMEMTRACE_OUTPUT"] = "/dev/null";
+  r = cli({"run", "--", program, "alloc:a:" + mib(1)}, env);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "gpumemtrace run: GPUMEMTRACE_OUTPUT '/dev/null' is not a file a trace can be "
+            "written to (a character device): name a file pattern or a directory; to run "
+            "the program untraced, run it without gpumemtrace\n");
+  EXPECT_TRUE(all_traces().empty());
+}
+
+// The image a process execs writes its own trace under the one name rule (x.<pid>.1.gmt beside
+// x.<pid>.gmt: its pid is the same), never x.<pid>.gmt.<pid>; a job of the two is one process,
+// in two traces, the second named as the image after the exec.
+TEST_F(CliUsage, AnExecdImageIsNamedByTheOneRule) {
+  const ProcessResult r = cli({"run", "-o", "x.%p.gmt", "--", workload("workload_hostile_program"),
+                               "exec-alloc", dir_ + "/exec.out"},
+                              run_env());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto found = all_traces();
+  ASSERT_EQ(found.size(), 2u) << r.err;
+  std::smatch first;
+  ASSERT_TRUE(std::regex_match(found[0], first, std::regex(dir_ + "/x\\.([0-9]+)\\.1\\.gmt")))
+      << found[0];
+  EXPECT_EQ(found[1], dir_ + "/x." + first[1].str() + ".gmt");
+  EXPECT_NE(r.err.find("gpumemtrace: 2 traces written:\n"), std::string::npos) << r.err;
+  // The first ends by exec, the second is the exec'd image's.
+  const json rep = report({found[1], found[0]});
+  EXPECT_EQ(rep["traces"][0]["end"], "exec");
+  EXPECT_EQ(rep["traces"][1]["end"], "exited");
+  EXPECT_EQ(rep["job"]["processes"], 1);
+  EXPECT_EQ(rep["job"]["traces"], 2);
+  const ProcessResult text = cli({"report", dir_});
+  EXPECT_NE(text.out.find("run of 1 process (2 traces: 1 image a process exec'd after another)\n"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("   (after exec)\n"), std::string::npos) << text.out;
 }
 
 TEST_F(CliUsage, RunIntoADirectoryUsesTheDefaultNameThere) {

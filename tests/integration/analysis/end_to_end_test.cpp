@@ -128,6 +128,95 @@ TEST_P(AbruptEnd, EverythingRecordedBeforeTheEndIsKept) {
 INSTANTIATE_TEST_SUITE_P(Endings, AbruptEnd,
                          ::testing::Values("normal", "_exit", "abort", "kill", "segv"));
 
+// A process that dies of a signal leaves it in its trace (the preload's handler, format 4.10),
+// with the phases and the pytest plugin's test open then: `info` and `report` say them, in text
+// and JSON, and a summary keeps them. The process dies as it would have, of the same signal.
+TEST_F(EndToEnd, ACrashTraceSaysTheSignalAndWhatWasOpen) {
+  const ProcessResult r =
+      run_traced("workload_runtime_shared",
+                 {"alloc:a:" + mib(1), "phase:pytest tests/test_x.py::test_y #1", "phase:step 3",
+                  "alloc:b:" + mib(2), "exit:fault"},
+                 {{"ASAN_OPTIONS", "detect_leaks=0:handle_segv=0"}});
+  EXPECT_EQ(r.signal, SIGSEGV) << r.exit_code << " " << r.err;
+  const std::string trace = only_trace();
+  const std::string segv = "SIGSEGV (segmentation fault at address 0x0)";
+
+  ProcessResult info = cli({"info", trace});
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_NE(info.out.find("integrity    cut (the process was ended by " + segv +
+                          "; every record up to then is here)\n"),
+            std::string::npos)
+      << info.out;
+  EXPECT_NE(info.out.find("\nsignal       " + segv + " on thread "), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("\nopen at end  test tests/test_x.py::test_y, phase 'step 3'\n"),
+            std::string::npos)
+      << info.out;
+  const json info_json = json::parse(cli({"info", "--json", trace}).out);
+  EXPECT_EQ(info_json["integrity"], "cut");
+  EXPECT_EQ(info_json["signal"]["name"], "SIGSEGV");
+  EXPECT_EQ(info_json["signal"]["number"], SIGSEGV);
+  EXPECT_EQ(info_json["signal"]["address"], 0);
+  ASSERT_EQ(info_json["open_at_end"].size(), 2u) << info_json.dump(1);
+  EXPECT_EQ(info_json["open_at_end"][0]["test"], "tests/test_x.py::test_y");
+  EXPECT_EQ(info_json["open_at_end"][1]["name"], "step 3");
+  EXPECT_EQ(info_json["open_at_end"][1]["test"], nullptr);
+
+  const ProcessResult text = cli({"report", trace});
+  EXPECT_NE(text.out.find("(the process was ended by " + segv + " at "), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("\n  open at end   test tests/test_x.py::test_y, phase 'step 3'\n"),
+            std::string::npos)
+      << text.out;
+  const json rep = report({trace});
+  EXPECT_EQ(rep["traces"][0]["end"], "cut");
+  EXPECT_EQ(rep["traces"][0]["signal"]["name"], "SIGSEGV");
+  EXPECT_EQ(rep["traces"][0]["open_at_end"], info_json["open_at_end"]);
+
+  // A summary keeps them.
+  const std::string summary = dir_ + "/s.json";
+  ASSERT_EQ(cli({"summarize", trace, "-o", summary}).exit_code, 0);
+  const json from_summary = report({summary});
+  EXPECT_EQ(from_summary["traces"][0]["signal"], rep["traces"][0]["signal"]);
+  EXPECT_EQ(from_summary["traces"][0]["open_at_end"], rep["traces"][0]["open_at_end"]);
+}
+
+// abort() is the process's own signal; SIGKILL leaves no record (no handler sees it), and the
+// trace says only that the process did not exit normally; a normal exit names no signal.
+TEST_F(EndToEnd, TheSignalSaysWhoSentIt) {
+  ASSERT_EQ(run_traced("workload_runtime_shared", {"alloc:a:" + mib(1), "exit:abort"},
+                       {{"GPUMEMTRACE_OUTPUT", dir_ + "/abort.gmt"}})
+                .signal,
+            SIGABRT);
+  json rep = report({dir_ + "/abort.gmt"});
+  EXPECT_EQ(rep["traces"][0]["signal"]["name"], "SIGABRT");
+  EXPECT_EQ(rep["traces"][0]["signal"]["sender"], rep["traces"][0]["pid"]);
+  EXPECT_NE(cli({"info", dir_ + "/abort.gmt"})
+                .out.find("cut (the process was ended by SIGABRT (aborted, raised by the process "
+                          "itself); every record up to then is here)"),
+            std::string::npos);
+
+  ASSERT_EQ(run_traced("workload_runtime_shared", {"alloc:a:" + mib(1), "exit:kill"},
+                       {{"GPUMEMTRACE_OUTPUT", dir_ + "/kill.gmt"}})
+                .signal,
+            SIGKILL);
+  rep = report({dir_ + "/kill.gmt"});
+  EXPECT_EQ(rep["traces"][0]["end"], "cut");
+  EXPECT_EQ(rep["traces"][0]["signal"], nullptr);
+  EXPECT_NE(cli({"info", dir_ + "/kill.gmt"})
+                .out.find("integrity    cut (the process did not exit normally; every record up "
+                          "to then is here)\n"),
+            std::string::npos);
+
+  ASSERT_EQ(run_traced("workload_runtime_shared", {"alloc:a:" + mib(1), "phase:open"},
+                       {{"GPUMEMTRACE_OUTPUT", dir_ + "/normal.gmt"}})
+                .exit_code,
+            0);
+  rep = report({dir_ + "/normal.gmt"});
+  EXPECT_EQ(rep["traces"][0]["end"], "exited");
+  EXPECT_EQ(rep["traces"][0]["signal"], nullptr);
+  EXPECT_EQ(cli({"info", dir_ + "/normal.gmt"}).out.find("open at end"), std::string::npos);
+}
+
 TEST_F(EndToEnd, ForkedChildWritesItsOwnTrace) {
   const ProcessResult r =
       run_traced("workload_runtime_shared", {"alloc:a:" + mib(1), "fork:" + mib(8), "free:a"});
@@ -387,7 +476,9 @@ TEST_F(EndToEnd, ASymlinkInPlaceOfTheTraceIsNotFollowed) {
             "keep me");
   bool found = false;
   for (const auto& entry : fs::directory_iterator(dir_)) {
-    if (entry.path().filename().string().rfind("planted.gmt.", 0) == 0) {
+    // The name taken, the pid goes before the extension: planted.<pid>.gmt.
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("planted.", 0) == 0 && name != "planted.gmt" && name.ends_with(".gmt")) {
       found = true;
       expect_sequence_numbers(report({entry.path().string()}));
     }
@@ -402,13 +493,15 @@ TEST_F(EndToEnd, ExistingFileIsNeverOverwritten) {
   std::ifstream in(dir_ + "/fixed.gmt");
   std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(content, "precious");
-  // The new trace got the pid appended instead.
+  // The new trace got the pid before its extension instead: fixed.<pid>.gmt.
   bool found_new = false;
   for (const auto& entry : fs::directory_iterator(dir_)) {
     const std::string name = entry.path().filename().string();
-    if (name.rfind("fixed.gmt.", 0) == 0) {
+    if (name.rfind("fixed.", 0) == 0 && name != "fixed.gmt" && name.ends_with(".gmt")) {
       found_new = true;
-      expect_sequence_numbers(report({entry.path().string()}));
+      const json rep = report({entry.path().string()});
+      EXPECT_EQ(name, "fixed." + std::to_string(rep["traces"][0]["pid"].get<int>()) + ".gmt");
+      expect_sequence_numbers(rep);
     }
   }
   EXPECT_TRUE(found_new);

@@ -4,7 +4,9 @@
 // native frames are the runtime's, ctypes' and the interpreter's). `--frames all` shows them all.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "tests/integration/process_runner.h"
@@ -118,6 +120,73 @@ TEST_F(FramePolicy, PythonLeakStartsAtThePythonLine) {
   const std::vector<std::string> frames = lines_after(all, "192 MiB in 3  ");
   ASSERT_FALSE(frames.empty()) << all;
   EXPECT_EQ(frames[0].rfind("        cudaMalloc  runtime_memory.cpp:", 0), 0u) << all;
+}
+
+// Issue 50's train.py: one helper (line 6) makes three allocations live at the peak, called from
+// lines 12, 15 and 16. Every command that names sites in one line tells them apart by their
+// callers: peak's, leaks' and oom's JSON, report's, export's jsonl rows and top's.
+TEST_F(FramePolicy, RowsMadeByOneHelperAreNamedByTheirCallers) {
+  if (system("python3 -c pass") != 0) GTEST_SKIP() << "python3 is not installed";
+  // The lines as the test names them: the helper's call at 6, its callers at 12, 15 and 16, a
+  // plain call at 10, and a request the device cannot satisfy at 17.
+  std::ofstream(dir_ + "/train.py")
+      << "import ctypes, sys\n"
+         "cudart = ctypes.CDLL(sys.argv[1])\n"
+         "\n"
+         "def alloc(n):\n"
+         "    p = ctypes.c_void_p()\n"
+         "    assert cudart.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(n)) == 0\n"
+         "    return p\n"
+         "\n"
+         "MiB = 1 << 20\n"
+         "plain = ctypes.c_void_p(); assert cudart.cudaMalloc(ctypes.byref(plain), "
+         "ctypes.c_size_t(MiB)) == 0\n"
+         "\n"
+         "weights = alloc(8 * MiB)\n"
+         "\n"
+         "\n"
+         "grads = alloc(4 * MiB)\n"
+         "state = alloc(2 * MiB)\n"
+         "assert cudart.cudaMalloc(ctypes.byref(ctypes.c_void_p()), ctypes.c_size_t(1 << 50)) != "
+         "0\n";
+  ProcessSpec spec;
+  spec.argv = {"/usr/bin/env", "python3", "train.py",
+               std::string(GMT_FAKECUDA_LIB_DIR) + "/libcudart.so.13"};
+  spec.set_env = base_env();
+  spec.set_env["LD_PRELOAD"] = preload();
+  spec.cwd = dir_;
+  const ProcessResult r = run_process(spec);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string trace = only_trace();
+  const std::vector<std::string> expected = {"train.py:12 > train.py:6", "train.py:15 > train.py:6",
+                                             "train.py:16 > train.py:6", "train.py:10"};
+  const auto sites = [](const json& rows) {
+    std::vector<std::string> names;
+    for (const json& row : rows) names.push_back(row["site"]);
+    return names;
+  };
+  const json peak = json::parse(cli({"peak", "--json", trace}).out);
+  EXPECT_EQ(sites(peak["devices"][0]["groups"]), expected) << peak.dump(1);
+  const json leaks = json::parse(cli({"leaks", "--json", trace}).out);
+  EXPECT_EQ(sites(leaks["leaks"]), expected) << leaks.dump(1);
+  const json rep = report({trace});
+  EXPECT_EQ(sites(rep["leaks"]), expected);
+  EXPECT_EQ(sites(rep["devices"][0]["peak_sites"]), expected);
+  const json oom = json::parse(cli({"oom", "--json", trace}).out);
+  ASSERT_EQ(oom["ooms"].size(), 1u);
+  EXPECT_EQ(oom["ooms"][0]["site"], "train.py:17");
+  EXPECT_EQ(sites(oom["ooms"][0]["holders"]), expected);
+  // jsonl: the trace's rows, named alike where they are the same site.
+  const ProcessResult jsonl = cli({"export", trace, "--format", "jsonl", "-o", "-"});
+  std::istringstream lines(jsonl.out);
+  std::set<std::string> named;
+  for (std::string line; std::getline(lines, line);) {
+    const json row = json::parse(line);
+    if (!row["site"].is_null()) named.insert(row["site"].get<std::string>());
+  }
+  std::set<std::string> all(expected.begin(), expected.end());
+  all.insert("train.py:17");
+  EXPECT_EQ(named, all);
 }
 
 // Gradients allocated on a native thread of the autograd engine's (no Python frames of its own)

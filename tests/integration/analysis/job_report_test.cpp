@@ -62,6 +62,18 @@ std::vector<std::string> functions(const json& frames) {
   return names;
 }
 
+// A site's one-line name by the rule every command names sites by (commands.md, "Site names"),
+// for a site alone among its rows: its first user frame's `file:line`.
+std::string user_line(const json& frames) {
+  for (const json& f : frames) {
+    if (f["user"] == true) {
+      const std::string file = f["file"];
+      return file.substr(file.rfind('/') + 1) + ":" + std::to_string(f["line"].get<int>());
+    }
+  }
+  return "";
+}
+
 // Whether a frame of `frames` is `function` (demangled: "record_history()").
 bool names(const json& frames, const std::string& function) {
   for (const std::string& name : functions(frames))
@@ -140,11 +152,20 @@ TEST_F(JobReport, TextJobView) {
       << r.out;
   EXPECT_NE(r.out.find("  first OOM     "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(" on rank 3 (pid "), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find(" device 0: 1.00 TiB asked in oversized_batch() job_rank.cpp:"),
-            std::string::npos)
+  // Sites named in one line, as everywhere: `job_rank.cpp:41`.
+  const json job = report({dir_})["job"];
+  const std::string oom_site = user_line(job["first_oom"]["frames"]);
+  EXPECT_EQ(job["first_oom"]["site"], oom_site);
+  EXPECT_NE(r.out.find(" device 0: 1.00 TiB asked in " + oom_site + "\n"), std::string::npos)
       << r.out;
-  const std::size_t one = r.out.find("    leak_on_one_rank() job_rank.cpp:");
-  const std::size_t all = r.out.find("    record_history() job_rank.cpp:");
+  const std::string one_site = user_line(job["leak_sites"][0]["frames"]);
+  const std::string all_site = user_line(job["leak_sites"][1]["frames"]);
+  EXPECT_EQ(one_site.rfind("job_rank.cpp:", 0), 0u) << one_site;
+  EXPECT_NE(one_site, all_site);
+  EXPECT_EQ(job["leak_sites"][0]["site"], one_site);
+  EXPECT_EQ(job["leak_sites"][1]["site"], all_site);
+  const std::size_t one = r.out.find("    " + one_site + " \u2014 ");
+  const std::size_t all = r.out.find("    " + all_site + " \u2014 ");
   ASSERT_NE(one, std::string::npos) << r.out;
   ASSERT_NE(all, std::string::npos) << r.out;
   EXPECT_LT(one, all);
@@ -399,9 +420,10 @@ TEST_F(JobReport, JsonlRowsPerRankDeviceAndSite) {
     EXPECT_EQ(row["bytes"], e.bytes) << i;
     EXPECT_EQ(row["count"], 1) << i;
     EXPECT_EQ(row["allocator"], nullptr) << i;
+    // Each site alone on its line: named by its first user frame, `job_rank.cpp:N`.
     const std::string site = row["site"];
-    EXPECT_NE(site.find(std::string(e.site) + "("), std::string::npos) << i << ": " << site;
-    EXPECT_NE(site.find(" job_rank.cpp:"), std::string::npos) << i << ": " << site;
+    EXPECT_EQ(site, user_line(row["frames"])) << i;
+    EXPECT_EQ(site.rfind("job_rank.cpp:", 0), 0u) << i << ": " << site;
     EXPECT_EQ(row["site_id"].get<std::string>().size(), 16u);
     EXPECT_TRUE(names(row["frames"], std::string(e.site) + "()") ||
                 std::string(e.site) == "allocate")
@@ -453,12 +475,12 @@ TEST_F(JobReport, CheckMaxImbalance) {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.out,
               "OK: 4 processes, highest peak 84.0 MiB, never freed 48.0 MiB, 2 failed "
-              "allocations, spread 1.62x\n");
+              "allocations, spread 1.62x between processes\n");
     r = cli({"check", job, "--max-imbalance", "1.6"});
     EXPECT_EQ(r.exit_code, 1) << r.err;
     EXPECT_EQ(r.out, "FAIL: highest peak 84.0 MiB (88080384 bytes) on " + rank2 +
-                         " device 0 is 1.62x the median 52.0 MiB of 4 processes and devices, "
-                         "exceeds --max-imbalance 1.6\n");
+                         " device 0 is 1.62x the median 52.0 MiB of 4 processes (each by its "
+                         "highest device's peak), exceeds --max-imbalance 1.6\n");
     // --max-peak on every rank: the one over it named.
     r = cli({"check", job, "--max-peak", "80MiB"});
     EXPECT_EQ(r.exit_code, 1);
@@ -484,6 +506,74 @@ TEST_F(JobReport, CheckMaxImbalance) {
         "gpumemtrace: --max-imbalance: expected a ratio of 1 or more (1.5), got '" + bad + "'")
         << r.err;
     EXPECT_EQ(r.out, "");
+  }
+}
+
+// --max-imbalance compares the processes (the ranks), each by its highest device's peak, unless
+// asked to compare every device, and says which: one process whose two devices differ is one
+// rank, balanced with itself.
+TEST_F(JobReport, CheckMaxImbalanceComparesProcessesUnlessAskedPerDevice) {
+  ASSERT_EQ(run_traced("workload_runtime_shared",
+                       {"alloc:a:" + mib(64), "device:1", "alloc:b:" + mib(4), "free:b", "device:0",
+                        "free:a"},
+                       {{"FAKECUDA_DEVICE_COUNT", "2"}})
+                .exit_code,
+            0);
+  const std::string trace = only_trace();
+  const std::string pid = std::to_string(report({trace})["traces"][0]["pid"].get<uint64_t>());
+  ProcessResult r = cli({"check", trace, "--max-imbalance", "1.5"});
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out, "OK: peak 64.0 MiB, never freed 0 B, 0 failed allocations\n");
+  r = cli({"check", trace, "--max-imbalance", "1.5", "--imbalance-per", "process"});
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  // Per device: 64 MiB against the median of 64 and 4 MiB, 34 MiB.
+  r = cli({"check", trace, "--max-imbalance", "1.5", "--imbalance-per", "device"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.out, "FAIL: highest peak 64.0 MiB (67108864 bytes) on pid " + pid +
+                       " device 0 is 1.88x the median 34.0 MiB of 2 devices (--imbalance-per "
+                       "device: every device of every process), exceeds --max-imbalance 1.5\n");
+  r = cli({"check", trace, "--max-imbalance", "2", "--imbalance-per", "device"});
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out,
+            "OK: peak 64.0 MiB, never freed 0 B, 0 failed allocations, spread 1.88x "
+            "between devices\n");
+  r = cli({"check", trace, "--max-imbalance", "2", "--imbalance-per", "rank"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.substr(0, r.err.find('\n')),
+            "gpumemtrace: --imbalance-per: expected process or device, got 'rank'");
+}
+
+// A trace and its own summary, given together or in one directory, are one process: counted
+// once (the trace kept), and said so.
+TEST_F(JobReport, ATraceAndItsSummaryCountOnce) {
+  ASSERT_EQ(run_traced("job_rank", {}, {{"RANK", "0"}}).exit_code, 0);
+  const std::string trace = only_trace();
+  const std::string summary = dir_ + "/s.json";
+  ASSERT_EQ(cli({"summarize", trace, "-o", summary}).exit_code, 0);
+  const json alone = report({trace});
+  const std::string pid = std::to_string(alone["traces"][0]["pid"].get<uint64_t>());
+  const std::string said = "gpumemtrace: the summary " + summary +
+                           " is the same process as the trace " + trace + " (pid " + pid +
+                           ", started at the same moment): counted once, from the trace\n";
+  for (const std::vector<std::string>& inputs :
+       {std::vector<std::string>{summary, trace}, {trace, summary}, {dir_}}) {
+    std::vector<std::string> args = {"report", "--json"};
+    args.insert(args.end(), inputs.begin(), inputs.end());
+    ProcessResult r = cli(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.err, said);
+    const json both = json::parse(r.out);
+    ASSERT_EQ(both["traces"].size(), 1u) << both["traces"].dump(1);
+    EXPECT_EQ(both["traces"][0]["path"], trace);
+    EXPECT_EQ(both["devices"], alone["devices"]);
+    EXPECT_FALSE(both.contains("job"));
+    // check's totals are one process's too.
+    args[1] = "--max-leak";
+    args.insert(args.begin() + 2, "1GiB");
+    args[0] = "check";
+    r = cli(args);
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_EQ(r.out.rfind("OK: peak 20.0 MiB, never freed 4.00 MiB", 0), 0u) << r.out;
   }
 }
 

@@ -271,6 +271,84 @@ TEST_F(Top, AProcessKilledWhileWatchedShowsAsCut) {
   EXPECT_TRUE(WIFEXITED(top_status) && WEXITSTATUS(top_status) == 0) << top_status;
 }
 
+// A trace whose process still runs is being written, not cut: every command says "still running
+// (pid N)" (info, report, leaks, check, a summary read while it runs), and, once the process has
+// exited, that it is complete.
+TEST_F(Top, ATraceStillBeingWrittenIsStillRunningEverywhere) {
+  auto child = start_waiting({"alloc:a:" + mib(24), "wait"});
+  const std::string trace = only_trace();
+  const std::string running = "still running (pid " + std::to_string(child->pid()) + ")";
+
+  ProcessResult r = cli({"info", trace});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\nintegrity    " + running + ": every record written so far is here\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(json::parse(cli({"info", "--json", trace}).out)["integrity"], "running");
+  EXPECT_EQ(report({trace})["traces"][0]["end"], "running");
+  r = cli({"report", trace});
+  EXPECT_NE(r.out.find("(" + running +
+                       ": every record written so far is here; what is live is "
+                       "what it holds now)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("    live now      24.0 MiB in 1 allocation\n"), std::string::npos) << r.out;
+  for (const char* crashed : {"did not exit normally", "live at exit"})
+    EXPECT_EQ(r.out.find(crashed), std::string::npos) << crashed << "\n" << r.out;
+  r = cli({"leaks", trace});
+  EXPECT_EQ(r.out.rfind("not freed yet in " + trace + ", " + running +
+                            " (24.0 MiB device-resident live now)\n",
+                        0),
+            0u)
+      << r.out;
+  r = cli({"check", trace, "--require-complete"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "note: " + trace + " is still being written: " + running +
+                       ": gated on what was recorded; 24.0 MiB (25165824 bytes) live at its end "
+                       "not counted as never freed (not proven leaks)\nFAIL: " +
+                       trace + " is still being written: " + running + " (--require-complete)\n");
+  // A summary holds what the trace held; read while the process runs, it runs.
+  const std::string summary = dir_ + "/s.json";
+  ASSERT_EQ(cli({"summarize", trace, "-o", summary}).exit_code, 0);
+  EXPECT_EQ(report({summary})["traces"][0]["end"], "running");
+
+  child->send("\n");
+  ASSERT_EQ(child->wait(), 0);
+  EXPECT_EQ(report({trace})["traces"][0]["end"], "exited");
+  // The summary written while it ran holds no End record: its process is gone without one.
+  EXPECT_EQ(report({summary})["traces"][0]["end"], "cut");
+}
+
+// The process is its pid and its start: a live process with the trace's pid that began after the
+// trace did (the pid reused) is not the traced one, whose trace is cut; one that began before it
+// is.
+TEST_F(Top, AReusedPidIsNotTheTracedProcess) {
+  auto child = start_waiting({"alloc:a:" + mib(8), "wait"});
+  const std::string trace = only_trace();
+  kill(child->pid(), SIGKILL);
+  child->wait();
+  const std::string summary = dir_ + "/s.json";
+  ASSERT_EQ(cli({"summarize", trace, "-o", summary}).exit_code, 0);
+  const json original = json::parse(read_file(summary));
+  ASSERT_EQ(original["trace"]["end"], "cut");
+
+  // A process that began after the trace did, given the trace's pid.
+  Child later({"/bin/sleep", "60"}, {}, dir_);
+  json reused = original;
+  reused["trace"]["pid"] = later.pid();
+  std::ofstream(summary, std::ios::trunc) << reused.dump();
+  EXPECT_EQ(report({summary})["traces"][0]["end"], "cut");
+  // This test's own process began before the trace did: as the traced process would have.
+  json alive = original;
+  alive["trace"]["pid"] = getpid();
+  std::ofstream(summary, std::ios::trunc) << alive.dump();
+  EXPECT_EQ(report({summary})["traces"][0]["end"], "running");
+  // Of another host: not this host's to tell.
+  alive["trace"]["host"] = "elsewhere.invalid";
+  std::ofstream(summary, std::ios::trunc) << alive.dump();
+  EXPECT_EQ(report({summary})["traces"][0]["end"], "cut");
+}
+
 // The interactive view in a real terminal: drawn, re-sorted by a key, left by another, and the
 // terminal given back as it was.
 TEST_F(Top, InteractiveInATerminal) {

@@ -30,8 +30,9 @@ TEST(BlockRecord, IsTypeTwentyOneOfFormatFourAndEncodedInPlace) {
   EXPECT_EQ(static_cast<int>(AllocatorSettingsRecord::kType), 27);
   EXPECT_EQ(static_cast<int>(ScopeRecord::kType), 29);
   EXPECT_EQ(static_cast<int>(TagRecord::kType), 30);
+  EXPECT_EQ(static_cast<int>(SignalRecord::kType), 31);
   EXPECT_EQ(kVersionMajor, 4);
-  EXPECT_EQ(kVersionMinor, 9);  // what every trace, with its blocks, is written as
+  EXPECT_EQ(kVersionMinor, 10);  // what every trace, with its blocks, is written as
   static_assert(encodes_in_place<BlockRecord>());
   // Eight varint fields of at most 10 bytes, behind a 2 x 10-byte frame bound.
   EXPECT_EQ(max_record_bytes<BlockRecord>(), 100u);

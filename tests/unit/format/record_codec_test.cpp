@@ -285,6 +285,30 @@ TEST(RecordCodec, AllocatorSettingsRoundTrip) {
   EXPECT_EQ(decoder.status().end, StreamEnd::kClean);
 }
 
+// 4.10: the signal that ended the process, field for field (a negative si_code included).
+TEST(RecordCodec, SignalRecordRoundTrips) {
+  TraceBytes trace;
+  SignalRecord s;
+  s.time_ns = 123456789;
+  s.signal = 11;
+  s.code = -6;  // SI_TKILL
+  s.address = 0xdeadbeef000;
+  s.sender = 4242;
+  trace.add(sample_process()).add(s);
+  RecordDecoder decoder(trace.bytes(), 0, 77);
+  ASSERT_TRUE(decoder.next());
+  auto r = decoder.next();
+  ASSERT_TRUE(r && std::holds_alternative<SignalRecord>(*r));
+  const auto& got = std::get<SignalRecord>(*r);
+  EXPECT_EQ(got.time_ns, 123456789u);
+  EXPECT_EQ(got.signal, 11u);
+  EXPECT_EQ(got.code, -6);
+  EXPECT_EQ(got.address, 0xdeadbeef000u);
+  EXPECT_EQ(got.sender, 4242u);
+  EXPECT_EQ(got.thread, 77u);
+  EXPECT_FALSE(decoder.next());
+}
+
 TEST(RecordCodec, UnknownRecordTypesAreSkipped) {
   TraceBytes trace;
   trace.add(sample_process());

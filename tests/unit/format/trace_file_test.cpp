@@ -12,12 +12,12 @@ TEST(FileHeader, AcceptsWhatItWrites) {
   const HeaderCheck check = check_header(header);
   EXPECT_TRUE(check.ok) << check.error;
   EXPECT_EQ(check.header.major, kVersionMajor);
-  EXPECT_EQ(check.header.minor, 9);
+  EXPECT_EQ(check.header.minor, 10);
   EXPECT_EQ(check.header.chunk_size, 65536u);
   EXPECT_EQ(check.header.max_size, 0u);
 }
 
-// A bounded trace's header (4.3 on, written as 4.9): the limit at bytes 16-23, the reader's
+// A bounded trace's header (4.3 on, written as 4.10): the limit at bytes 16-23, the reader's
 // starting checkpoint and the records dropped after it, updated in place by the writer; where
 // the chunks end at bytes 40-47 (4.9), as in every trace.
 TEST(FileHeader, ABoundedTraceIsFormat49WithItsLimit) {
@@ -28,7 +28,7 @@ TEST(FileHeader, ABoundedTraceIsFormat49WithItsLimit) {
   page[kChunksEndOffset + 2] = 2;
   const HeaderCheck check = check_header(page);
   ASSERT_TRUE(check.ok) << check.error;
-  EXPECT_EQ(check.header.minor, 9);
+  EXPECT_EQ(check.header.minor, 10);
   EXPECT_EQ(check.header.chunks_end, 2u << 16);
   EXPECT_EQ(check.header.max_size, 64u << 20);
   EXPECT_EQ(check.header.valid_from, 3u);

@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "analyzer/report/frames/frame_text.h"
 #include "tests/unit/analyzer/report/frames/site_frames.h"
@@ -56,6 +59,67 @@ TEST(FrameText, OtherStacksAreShownFromTheLeaf) {
   EXPECT_EQ(written(only_runtime, 1), "  libcudart.so.12+0x1\n  ... 1 more frames\n");
   EXPECT_EQ(written(only_runtime, 2), "  libcudart.so.12+0x1\n  cudaMalloc  (libcudart.so.12)\n");
   EXPECT_EQ(written({}, 3), "  (no stack recorded)\n");
+}
+
+// A Python stack through the simulated runtime: cudaMalloc, then the user's frames, innermost
+// first (`helper` at train.py:6, called from `caller_lines`, outermost last).
+std::vector<SiteFrame> python_stack(std::vector<std::pair<std::string, int>> user) {
+  std::vector<SiteFrame> frames = {in("cudaMalloc", "/x/libcudart.so.13")};
+  for (const auto& [function, line] : user)
+    frames.push_back(python(function, "/src/train.py", line));
+  return frames;
+}
+
+std::vector<std::string> labels(const std::vector<std::vector<SiteFrame>>& rows) {
+  std::vector<const std::vector<SiteFrame>*> pointers;
+  for (const auto& row : rows) pointers.push_back(&row);
+  return site_labels(pointers);
+}
+
+// Issue 50's case: three rows made by one helper (train.py:6), called from lines 12, 15 and 16:
+// each is named by the caller that tells it apart, before the helper's line.
+TEST(SiteLabels, RowsThatShareTheirLineAreToldApartByTheirCallers) {
+  const std::vector<std::vector<SiteFrame>> rows = {python_stack({{"alloc", 6}, {"<module>", 12}}),
+                                                    python_stack({{"alloc", 6}, {"<module>", 15}}),
+                                                    python_stack({{"alloc", 6}, {"<module>", 16}}),
+                                                    python_stack({{"<module>", 20}})};
+  EXPECT_EQ(labels(rows),
+            (std::vector<std::string>{"train.py:12 > train.py:6", "train.py:15 > train.py:6",
+                                      "train.py:16 > train.py:6", "train.py:20"}));
+  // Alone, a row is its line.
+  EXPECT_EQ(site_label(rows[0]), "train.py:6");
+}
+
+// The callers shown are those where the stacks part, however deep: frames alike in every row
+// (a wrapper) are left out.
+TEST(SiteLabels, OnlyTheCallersWhereStacksPartAreShown) {
+  const std::vector<std::vector<SiteFrame>> rows = {
+      python_stack({{"alloc", 6}, {"wrapper", 9}, {"<module>", 12}}),
+      python_stack({{"alloc", 6}, {"wrapper", 9}, {"<module>", 15}}),
+      python_stack({{"alloc", 6}, {"other", 30}, {"<module>", 12}}),
+      python_stack({{"alloc", 6}, {"other", 30}, {"<module>", 40}})};
+  EXPECT_EQ(labels(rows), (std::vector<std::string>{"train.py:12 > train.py:9 > train.py:6",
+                                                    "train.py:15 > train.py:9 > train.py:6",
+                                                    "train.py:12 > train.py:30 > train.py:6",
+                                                    "train.py:40 > train.py:30 > train.py:6"}));
+  const std::vector<std::vector<SiteFrame>> two = {
+      python_stack({{"alloc", 6}, {"wrapper", 9}, {"<module>", 12}}),
+      python_stack({{"alloc", 6}, {"wrapper", 9}, {"<module>", 15}})};
+  EXPECT_EQ(labels(two),
+            (std::vector<std::string>{"train.py:12 > train.py:6", "train.py:15 > train.py:6"}));
+}
+
+// Rows whose user frames are all alike keep one label; a row without a stack has none; a native
+// frame without a line is named by its function and module.
+TEST(SiteLabels, RowsAlikeShareTheirLabel) {
+  const std::vector<std::vector<SiteFrame>> rows = {
+      python_stack({{"alloc", 6}, {"<module>", 12}}),
+      python_stack({{"alloc", 6}, {"<module>", 12}}),
+      {},
+      {in("libcudart.so.13+0x1", "/x/libcudart.so.13"), in("cudaMalloc", "/x/libcudart.so.13"),
+       in("run_model", "/opt/app/libmodel.so")}};
+  EXPECT_EQ(labels(rows),
+            (std::vector<std::string>{"train.py:6", "train.py:6", "", "run_model (libmodel.so)"}));
 }
 
 // Text from the trace cannot drive the terminal: control characters are spelled out.
