@@ -155,7 +155,8 @@ void write_leak_line(const TraceSummary& t, std::ostream& out) {
   std::map<LeakClass, uint64_t> by_class;
   for (const LeakGroup& g : t.leaks) by_class[g.leak_class] += g.bytes;
   if (by_class.empty()) return;
-  out << "  never freed  ";
+  // A process that still runs may yet free what it holds.
+  out << (t.end == TraceEnd::kRunning ? "  not freed yet" : "  never freed  ");
   for (const auto& [c, bytes] : by_class)
     out << " " << leak_class_name(c) << " " << human_bytes(bytes);
   out << "  (gpumemtrace leaks)\n";

@@ -293,7 +293,10 @@ TEST_F(Top, ATraceStillBeingWrittenIsStillRunningEverywhere) {
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("    live now      24.0 MiB in 1 allocation\n"), std::string::npos) << r.out;
-  for (const char* crashed : {"did not exit normally", "live at exit"})
+  EXPECT_NE(r.out.find("\n  not freed yet unfreed 24.0 MiB  (gpumemtrace leaks)\n"),
+            std::string::npos)
+      << r.out;
+  for (const char* crashed : {"did not exit normally", "live at exit", "never freed"})
     EXPECT_EQ(r.out.find(crashed), std::string::npos) << crashed << "\n" << r.out;
   r = cli({"leaks", trace});
   EXPECT_EQ(r.out.rfind("not freed yet in " + trace + ", " + running +
