@@ -17,7 +17,7 @@
 //   trace_maps          print how many mappings of a trace file the process holds
 //   phase:NAME          open a phase (gpumemtrace_phase_push; NAME is the rest of the argument)
 //   exit:normal|_exit|abort|kill|segv|fault   how the process ends (default: return from main);
-//                       segv raises SIGSEGV, fault writes through a null pointer
+//                       segv raises SIGSEGV, fault writes to address 8
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
@@ -169,8 +169,10 @@ void finish(const std::string& how) {
   if (how == "kill") raise(SIGKILL);
   if (how == "segv") raise(SIGSEGV);
   if (how == "fault") {
-    volatile int* nowhere = nullptr;
-    *nowhere = 1;
+    // Address 8, in the page that is never mapped: a fault there, not a null pointer (which
+    // UBSan would stop first, with SIGABRT).
+    volatile uintptr_t where = 8;  // read back: no compiler reasons about the store
+    *reinterpret_cast<volatile int*>(where) = 1;
   }
   die("unknown exit mode " + how);
 }

@@ -139,7 +139,7 @@ TEST_F(EndToEnd, ACrashTraceSaysTheSignalAndWhatWasOpen) {
                  {{"ASAN_OPTIONS", "detect_leaks=0:handle_segv=0"}});
   EXPECT_EQ(r.signal, SIGSEGV) << r.exit_code << " " << r.err;
   const std::string trace = only_trace();
-  const std::string segv = "SIGSEGV (segmentation fault at address 0x0)";
+  const std::string segv = "SIGSEGV (segmentation fault at address 0x8)";
 
   ProcessResult info = cli({"info", trace});
   ASSERT_EQ(info.exit_code, 0) << info.err;
@@ -155,7 +155,7 @@ TEST_F(EndToEnd, ACrashTraceSaysTheSignalAndWhatWasOpen) {
   EXPECT_EQ(info_json["integrity"], "cut");
   EXPECT_EQ(info_json["signal"]["name"], "SIGSEGV");
   EXPECT_EQ(info_json["signal"]["number"], SIGSEGV);
-  EXPECT_EQ(info_json["signal"]["address"], 0);
+  EXPECT_EQ(info_json["signal"]["address"], 8);
   ASSERT_EQ(info_json["open_at_end"].size(), 2u) << info_json.dump(1);
   EXPECT_EQ(info_json["open_at_end"][0]["test"], "tests/test_x.py::test_y");
   EXPECT_EQ(info_json["open_at_end"][1]["name"], "step 3");
