@@ -133,8 +133,7 @@ int run_cli(int argc, char** argv) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
     const std::vector<CLI::App*> parsed = app.get_subcommands();
     std::cerr << "gpumemtrace: "
-              << gmt::analyzer::usage_error_text(e, parsed.empty() ? app : *parsed.back())
-              << "\n";
+              << gmt::analyzer::usage_error_text(e, parsed.empty() ? app : *parsed.back()) << "\n";
     std::string command = "gpumemtrace";
     for (const CLI::App* sub : parsed) command += " " + sub->get_name();
     std::cerr << "Run '" << command << " --help' for the usage.\n";
