@@ -72,6 +72,8 @@ struct PeakOptions {
   bool json = false;
   FrameMode frames = FrameMode::kUser;
   std::string phase;  // --phase: the peak while it was open; "" for the trace's
+  // --device-memory: remedies for a device of this size (default: the trace's)
+  std::optional<uint64_t> device_memory;
 };
 int peak_command(const PeakOptions& options, std::ostream& out, std::ostream& err);
 
@@ -107,6 +109,10 @@ struct WhatIfCommandOptions {
   std::string path;
   std::optional<std::string> alloc_conf;  // PYTORCH_CUDA_ALLOC_CONF, already parsed once
   std::optional<uint64_t> device_memory;
+  std::optional<double> batch_scale;
+  std::optional<std::string> shard;  // N[:zero1|zero2|zero3|fsdp], already parsed once
+  std::vector<std::string> dtype;    // ROLE=DTYPE, each already parsed once
+  bool largest_batch = false;        // the largest batch scale that fits (also with batch_scale)
   bool json = false;
 };
 int whatif_command(const WhatIfCommandOptions& options, std::ostream& out, std::ostream& err);

@@ -8,6 +8,7 @@
 #include "analyzer/report/cuda_error_name.h"
 #include "analyzer/report/frames/frame_policy.h"
 #include "analyzer/report/frames/stack_frames.h"
+#include "analyzer/report/remedies_report.h"
 #include "analyzer/report/roles_report.h"
 
 namespace gmt::analyzer {
@@ -140,6 +141,7 @@ void write_oom_text(const TraceSummary& trace, ResolvedStacks& frames, FrameMode
 
 int oom_command(const std::string& path, bool json, FrameMode mode, std::ostream& out,
                 std::ostream& err) {
+  auto remedies = start_remedies(path, std::nullopt);
   TraceSummary trace;
   try {
     trace = load_trace(path, err);
@@ -153,10 +155,16 @@ int oom_command(const std::string& path, bool json, FrameMode mode, std::ostream
     for (const PeakSite& h : f.holders) stacks.push_back(h.stack);
   }
   ResolvedStacks frames = resolve_stacks(trace, stacks, trace.symbolization_warnings);
+  // What would make it fit, at the end, where the user looks after the failures.
+  const bool failed = !trace.failures.empty() || trace.failures_not_kept > 0;
+  const auto found = failed ? remedies.get() : std::nullopt;
   if (json) {
-    out << oom_json(trace, frames).dump(2) << "\n";
+    nlohmann::ordered_json answer = oom_json(trace, frames);
+    if (found) add_remedies_json(*found, answer);
+    out << answer.dump(2) << "\n";
   } else {
     write_oom_text(trace, frames, mode, out);
+    if (found) write_remedies_text(*found, out);
   }
   return 0;
 }

@@ -15,7 +15,9 @@
 #include "analyzer/report/byte_size.h"
 #include "analyzer/report/frames/stack_frames.h"
 #include "analyzer/report/hidden_pool_note.h"
+#include "analyzer/report/remedies_report.h"
 #include "analyzer/report/roles_report.h"
+#include "format/size_text.h"
 
 namespace gmt::analyzer {
 namespace {
@@ -196,6 +198,7 @@ void write_peak_text(const TraceSummary& trace, const std::vector<DevicePeak>& p
 }  // namespace
 
 int peak_command(const PeakOptions& options, std::ostream& out, std::ostream& err) {
+  auto remedies = start_remedies(options.path, options.device_memory);
   TraceSummary trace;
   SummaryOptions summary;
   summary.peak_phase = options.phase;
@@ -226,12 +229,17 @@ int peak_command(const PeakOptions& options, std::ostream& out, std::ostream& er
   }
   ResolvedStacks frames;
   if (options.by == "stack") frames = resolve_stacks(trace, stacks, trace.symbolization_warnings);
+  // Remedies where the run does not fit the device (the recorded one, or --device-memory).
+  const auto found = remedies.get();
   if (options.json) {
-    out << peak_json(trace, peaks, options.by, frames).dump(2) << "\n";
+    nlohmann::ordered_json answer = peak_json(trace, peaks, options.by, frames);
+    if (found) add_remedies_json(*found, answer);
+    out << answer.dump(2) << "\n";
   } else if (peaks.empty()) {
     out << options.path << ": no device memory was allocated\n";
   } else {
     write_peak_text(trace, peaks, options.by, frames, options.frames, owners, out);
+    if (found && !found->list.empty()) write_remedies_text(*found, out);
   }
   return 0;
 }
@@ -256,6 +264,17 @@ Command add_peak_command(CLI::App& app) {
             return name.empty() ? std::string("expected a phase's name, got ''") : std::string();
           },
           "NAME"));
+  peak->add_option_function<std::string>(
+          "--device-memory",
+          [options](const std::string& text) {
+            options->device_memory = format::parse_byte_size(text);
+            if (!options->device_memory || *options->device_memory == 0)
+              throw CLI::ValidationError(
+                  "--device-memory",
+                  "expected a size above 0 (40GiB, 80 GB, 81559MiB), got '" + text + "'");
+          },
+          "Remedies for a device of this size (default: the trace's)")
+      ->type_name("SIZE");
   peak->add_flag("--json", options->json, "Machine-readable output (contract in docs/commands.md)");
   add_frames_option(*peak, options->frames);
   return {peak, [options] { return peak_command(*options, std::cout, std::cerr); }};

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// `gpumemtrace whatif TRACE [--alloc-conf CONF] [--device-memory SIZE] [--json]`: PyTorch's block
+// `gpumemtrace whatif TRACE [CHANGE]... [--device-memory SIZE] [--json]`: PyTorch's block
 // requests replayed through the caching allocator's model, unchanged first (does the model
-// reproduce the recording?), then under the change: the highest allocated and reserved bytes
-// predicted, and whether the run would fit.
+// reproduce the recording?), then under the changes (allocator settings, batch scale, sharding,
+// dtypes): the highest allocated and reserved bytes predicted, by role, whether the run would
+// fit, and the largest batch that would.
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -20,11 +22,27 @@ int whatif_command(const WhatIfCommandOptions& options, std::ostream& out, std::
   allocator::WhatIfOptions w;
   w.alloc_conf = options.alloc_conf;
   w.device_memory = options.device_memory;
+  w.batch_scale = options.batch_scale;
+  if (options.shard) {
+    allocator::Shard shard;
+    allocator::parse_shard(*options.shard, shard);
+    w.shard = shard;
+  }
+  for (const std::string& text : options.dtype) {
+    Role role = Role::kUnknown;
+    double factor = 1;
+    allocator::parse_dtype(text, role, factor);
+    w.dtype.emplace_back(role, factor);
+  }
+  w.largest_batch = options.largest_batch || options.batch_scale.has_value();
   allocator::WhatIfResult result;
   try {
     result = allocator::predict_whatif_file(options.path, w);
   } catch (const TraceError& e) {
     err << "gpumemtrace: " << e.what() << "\n";
+    return 1;
+  } catch (const allocator::WhatIfError& e) {
+    err << "gpumemtrace: " << options.path << ": " << e.what() << "\n";
     return 1;
   }
   if (result.block_events == 0) {
@@ -33,7 +51,7 @@ int whatif_command(const WhatIfCommandOptions& options, std::ostream& out, std::
            "trace a PyTorch program with its block events on)\n";
     return 1;
   }
-  const WhatIfRequest request{options.path, options.alloc_conf, options.device_memory};
+  const WhatIfRequest request{options.path, w};
   if (options.json) {
     out << whatif_json(request, result).dump(2) << "\n";
   } else {
@@ -46,7 +64,8 @@ Command add_whatif_command(CLI::App& app) {
   auto options = std::make_shared<WhatIfCommandOptions>();
   CLI::App* command = app.add_subcommand(
       "whatif",
-      "Replay PyTorch's allocator under other settings or another device size: predicted peaks");
+      "Replay PyTorch's allocator under other settings, batch, sharding, dtypes or device size: "
+      "predicted peaks by role, and the largest batch that fits");
   command->add_option("trace", options->path, "Trace file")->required();
   command
       ->add_option_function<std::string>(
@@ -71,6 +90,50 @@ Command add_whatif_command(CLI::App& app) {
           },
           "Each device's memory (default: the trace's)")
       ->type_name("SIZE");
+  command
+      ->add_option_function<std::string>(
+          "--batch-scale",
+          [options](const std::string& text) {
+            char* end = nullptr;
+            const double k = std::strtod(text.c_str(), &end);
+            if (text.empty() || *end != '\0' || !(k > 0) || k > allocator::kLargestBatchSearched)
+              throw CLI::ValidationError("--batch-scale",
+                                         "expected a factor above 0 (0.5, 2), got '" + text + "'");
+            options->batch_scale = k;
+          },
+          "Activations, temporaries and inputs K times larger (the batch); also the largest "
+          "batch scale that fits")
+      ->type_name("K");
+  command->add_flag("--largest-batch", options->largest_batch,
+                    "Search the largest batch scale that fits the device");
+  command
+      ->add_option_function<std::string>(
+          "--shard",
+          [options](const std::string& text) {
+            allocator::Shard shard;
+            const std::string error = allocator::parse_shard(text, shard);
+            if (!error.empty())
+              throw CLI::ValidationError("--shard", error + ", got '" + text + "'");
+            options->shard = text;
+          },
+          "Optimizer state (zero1), gradients (zero2), parameters (zero3, fsdp) divided over N "
+          "ranks")
+      ->type_name("N[:STAGE]");
+  command
+      ->add_option_function<std::vector<std::string>>(
+          "--dtype",
+          [options](const std::vector<std::string>& texts) {
+            for (const std::string& text : texts) {
+              Role role = Role::kUnknown;
+              double factor = 1;
+              const std::string error = allocator::parse_dtype(text, role, factor);
+              if (!error.empty())
+                throw CLI::ValidationError("--dtype", error + ", in '" + text + "'");
+              options->dtype.push_back(text);
+            }
+          },
+          "A role's tensors in another dtype than float32 (activation=bf16); repeatable")
+      ->type_name("ROLE=DTYPE");
   command->add_flag("--json", options->json,
                     "Machine-readable output (contract in docs/commands.md)");
   return {command, [options] { return whatif_command(*options, std::cout, std::cerr); }};

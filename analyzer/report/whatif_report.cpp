@@ -2,6 +2,7 @@
 #include "analyzer/report/whatif_report.h"
 
 #include <iomanip>
+#include <sstream>
 #include <vector>
 
 #include "analyzer/report/byte_size.h"
@@ -102,6 +103,60 @@ json bytes_or_null(uint64_t v, uint64_t none) {
   return v == none ? json(nullptr) : json(v);
 }
 
+const char* stage_name(allocator::ShardStage stage) {
+  switch (stage) {
+    case allocator::ShardStage::kZero1:
+      return "zero1";
+    case allocator::ShardStage::kZero2:
+      return "zero2";
+    case allocator::ShardStage::kZero3:
+      return "zero3";
+  }
+  return "zero1";
+}
+
+std::string factor_text(double k) {
+  std::ostringstream s;
+  s << k;
+  return s.str();
+}
+
+// Every role, recorded and predicted bytes at the highest allocated.
+json by_role_json(const DevicePrediction& p) {
+  json out = json::object();
+  for (std::size_t r = 0; r < kRoleCount; ++r) {
+    out[role_name(static_cast<Role>(r))] = {{"recorded_bytes", p.recorded_roles[r]},
+                                            {"predicted_bytes", p.predicted_roles[r]}};
+  }
+  return out;
+}
+
+json batch_json(const allocator::BatchSearch& b) {
+  if (!b.ran && b.not_run.empty()) return nullptr;
+  return {{"largest_fitting", or_null(b.largest)},
+          {"step", allocator::kBatchStep},
+          {"searched_up_to", allocator::kLargestBatchSearched},
+          {"capped", b.capped},
+          {"replays", b.replays},
+          {"not_run", b.not_run.empty() ? json(nullptr) : json(b.not_run)}};
+}
+
+// What the changes by role do not model, one note each.
+std::vector<std::string> role_change_notes(const allocator::WhatIfOptions& o) {
+  std::vector<std::string> notes;
+  if (o.batch_scale || o.largest_batch)
+    notes.emplace_back(
+        "batch scale: activations, temporaries and inputs scale with the batch, each request "
+        "by the same factor (a library's workspace that does not is not known apart)");
+  if (o.shard)
+    notes.emplace_back(
+        "shard: by formula, the sharded roles' requests divided over the ranks; not modelled: "
+        "communication buffers, ZeRO-3's gathered parameters, flat buffers' padding");
+  if (!o.dtype.empty())
+    notes.emplace_back("dtype: the role's tensors taken to be float32 in the recording");
+  return notes;
+}
+
 }  // namespace
 
 const char* gap_name(Gap gap) {
@@ -124,6 +179,21 @@ const char* gap_name(Gap gap) {
       return "capture_filter";
   }
   return "unknown";
+}
+
+std::string changes_text(const allocator::WhatIfOptions& o) {
+  std::vector<std::string> parts;
+  if (o.alloc_conf) parts.push_back("PYTORCH_CUDA_ALLOC_CONF='" + *o.alloc_conf + "'");
+  if (o.batch_scale) parts.push_back("batch x" + factor_text(*o.batch_scale));
+  if (o.shard)
+    parts.push_back("shard over " + std::to_string(o.shard->ranks) + " ranks (" +
+                    stage_name(o.shard->stage) + ")");
+  for (const auto& [role, factor] : o.dtype)
+    parts.push_back(std::string(role_name(role)) + " x" + factor_text(factor) + " (dtype)");
+  if (o.device_memory) parts.push_back("device memory " + human_bytes(*o.device_memory));
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : ", ") + p;
+  return out;
 }
 
 std::string divergence_text(const Divergence& d) {
@@ -176,6 +246,7 @@ json whatif_json(const WhatIfRequest& request, const WhatIfResult& result) {
                          {"exact", exact},
                          {"first_failed_request_bytes", or_null(p.first_failed_size)},
                          {"recorded_failures_served", p.recorded_failures_served}}},
+                       {"by_role", by_role_json(p)},
                        {"gaps", gaps_json(p.gaps)}});
     fidelity_devices.push_back(fidelity_json(p.fidelity));
   }
@@ -187,12 +258,23 @@ json whatif_json(const WhatIfRequest& request, const WhatIfResult& result) {
   if (result.cuda_graph_captures > 0)
     notes.push_back("CUDA graph captures (" + std::to_string(result.cuda_graph_captures) +
                     "): their private pools are not followed");
+  for (std::string& n : role_change_notes(request.options)) notes.push_back(std::move(n));
+  const allocator::WhatIfOptions& o = request.options;
+  json dtype = json::object();
+  for (const auto& [role, factor] : o.dtype) dtype[role_name(role)] = factor;
+  json shard = nullptr;
+  if (o.shard) shard = {{"ranks", o.shard->ranks}, {"stage", stage_name(o.shard->stage)}};
   return {{"trace", request.path},
-          {"alloc_conf", or_null(request.alloc_conf)},
-          {"device_memory_bytes", or_null(request.device_memory)},
+          {"alloc_conf", or_null(o.alloc_conf)},
+          {"device_memory_bytes", or_null(o.device_memory)},
+          {"batch_scale", or_null(o.batch_scale)},
+          {"shard", shard},
+          {"dtype", dtype},
           {"changed", result.changed},
+          {"roles_recorded", result.roles_recorded},
           {"block_events", result.block_events},
           {"devices", devices},
+          {"largest_batch_scale", batch_json(result.batch)},
           {"fidelity", {{"exact", all_exact}, {"devices", fidelity_devices}}},
           {"notes", notes},
           {"problems", result.problems}};
@@ -204,11 +286,9 @@ void write_whatif_text(const WhatIfRequest& request, const WhatIfResult& result,
   if (!result.changed) {
     out << "change: none (the recorded run replayed through the allocator's model)\n";
   } else {
-    out << "change:";
-    if (request.alloc_conf) out << " PYTORCH_CUDA_ALLOC_CONF='" << *request.alloc_conf << "'";
-    if (request.device_memory) out << " device memory " << human_bytes(*request.device_memory);
-    out << "\n";
+    out << "change: " << changes_text(request.options) << "\n";
   }
+  for (const std::string& n : role_change_notes(request.options)) out << "note: " << n << "\n";
   for (const std::string& k : result.conf.not_modelled)
     out << "note: not modelled: " << k << " (PyTorch would follow it; the prediction does not)\n";
   for (const std::string& k : result.conf.no_effect)
@@ -228,12 +308,20 @@ void write_whatif_text(const WhatIfRequest& request, const WhatIfResult& result,
       out << "  held outside PyTorch's allocator, as the recording's failed cudaMalloc shows: "
           << human_bytes(p.outside_bytes) << "; the allocator may hold " << human_bytes(p.capacity)
           << "\n";
-    out << "  " << std::left << std::setw(16) << "" << std::setw(14) << "recorded"
+    out << "  " << std::left << std::setw(21) << "" << std::setw(14) << "recorded"
         << (exact ? "predicted" : "predicted (not exact)") << "\n";
-    out << "  " << std::setw(16) << "max allocated" << std::setw(14)
+    out << "  " << std::setw(21) << "max allocated" << std::setw(14)
         << human_bytes(p.recorded_max_allocated) << human_bytes(p.predicted_max_allocated) << "\n";
-    out << "  " << std::setw(16) << "max reserved" << std::setw(14)
+    out << "  " << std::setw(21) << "max reserved" << std::setw(14)
         << human_bytes(p.recorded_max_reserved) << human_bytes(p.predicted_max_reserved) << "\n";
+    if (result.roles_recorded) {
+      out << "  at the highest allocated, by role:\n";
+      for (std::size_t r = 0; r < kRoleCount; ++r) {
+        if (p.recorded_roles[r] == 0 && p.predicted_roles[r] == 0) continue;
+        out << "    " << std::setw(17) << role_name(static_cast<Role>(r)) << std::setw(14)
+            << human_bytes(p.recorded_roles[r]) << human_bytes(p.predicted_roles[r]) << "\n";
+      }
+    }
     out << std::right;
     out << "  verdict: ";
     if (p.fits) {
@@ -264,6 +352,23 @@ void write_whatif_text(const WhatIfRequest& request, const WhatIfResult& result,
       if (allocator::always_present(gap)) continue;
       out << "  " << allocator::describe(gap) << " (met " << count << " times)\n";
     }
+  }
+  const allocator::BatchSearch& b = result.batch;
+  if (!b.not_run.empty()) {
+    out << "\nlargest batch that fits: not searched: " << b.not_run << "\n";
+  } else if (b.ran) {
+    out << "\nlargest batch that fits: ";
+    if (!b.largest) {
+      out << "none: even x" << factor_text(allocator::kBatchStep) << " of the recorded batch fails";
+    } else if (b.capped) {
+      out << "x" << factor_text(*b.largest) << " of the recorded batch fits, the most searched";
+    } else {
+      out << "x" << factor_text(*b.largest) << " of the recorded batch";
+    }
+    out << " (searched in steps of x" << factor_text(allocator::kBatchStep) << ", " << b.replays
+        << " replays";
+    if (!request.options.device_memory) out << ", on the recorded device";
+    out << ")\n";
   }
 }
 

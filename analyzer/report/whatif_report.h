@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // `whatif`'s answer for people (text) and scripts (JSON, keys in docs/commands.md): per device,
-// the recorded and predicted highest allocated and reserved bytes side by side and whether the
-// run would fit; and the fidelity, whether the unchanged replay reproduced the recording and,
+// the recorded and predicted highest allocated and reserved bytes side by side, the bytes by
+// role at the highest allocated, and whether the run would fit; the largest batch that fits;
+// and the fidelity, whether the unchanged replay reproduced the recording and,
 // where it did not, what first differed. No prediction is called exact unless it did.
 #pragma once
 
@@ -16,9 +17,10 @@ namespace gmt::analyzer {
 
 struct WhatIfRequest {
   std::string path;
-  std::optional<std::string> alloc_conf;
-  std::optional<uint64_t> device_memory;
+  allocator::WhatIfOptions options;
 };
+// The changes asked for, in words ("batch x2", "shard 8:zero2"); empty: none.
+std::string changes_text(const allocator::WhatIfOptions& options);
 
 nlohmann::ordered_json whatif_json(const WhatIfRequest& request,
                                    const allocator::WhatIfResult& result);

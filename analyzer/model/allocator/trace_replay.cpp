@@ -2,6 +2,7 @@
 #include "analyzer/model/allocator/trace_replay.h"
 
 #include <algorithm>
+#include <cmath>
 #include <unordered_set>
 #include <variant>
 
@@ -22,6 +23,12 @@ constexpr uint64_t kFirstSyntheticAddress = 1ull << 60;
 constexpr uint64_t kSyntheticAlignment = 2ull << 20;
 // A recorded block whose free was requested and has not completed.
 constexpr uint64_t kFreeRequestedBit = 1ull << 63;
+// A recorded block's value: its size, its role above it.
+constexpr int kRoleShift = 56;
+constexpr uint64_t kSizeMask = (1ull << kRoleShift) - 1;
+std::size_t role_in(uint64_t value) {
+  return static_cast<std::size_t>(value >> kRoleShift & 0x7F);
+}
 // The id of a request the recording failed (it has no block, hence no address).
 constexpr uint64_t kFailedRequestId = UINT64_MAX;
 
@@ -65,9 +72,21 @@ struct TraceReplay::Device {
   // Requests the model failed: their frees are not the model's.
   std::unordered_set<uint64_t> failed;
   uint64_t next_synthetic = kFirstSyntheticAddress;
+  // The allocated bytes by role: the recording's (the unchanged replay) and the model's, whose
+  // live blocks are kept by request id as block size | role << kRoleShift.
+  std::array<uint64_t, kRoleCount> recorded_roles{};
+  std::array<uint64_t, kRoleCount> model_roles{};
+  FlatHashMap<uint64_t, uint64_t, MixedHash> model_blocks;
+  uint64_t model_peak = 0;
 
   DeviceReplayResult result;
 };
+
+uint64_t scaled_request(uint64_t size, double scale) {
+  if (scale == 1.0) return size;
+  return std::max<uint64_t>(1,
+                            static_cast<uint64_t>(std::llround(static_cast<double>(size) * scale)));
+}
 
 bool DeviceReplayResult::exact() const {
   if (divergence.has_value() || history_dropped) return false;
@@ -181,10 +200,13 @@ void TraceReplay::on(const format::BlockRecord& r) {
   if (action != BlockAction::kFreeCompleted) d.last_free_requested.reset();
   switch (action) {
     case BlockAction::kAlloc:
-      return request(d, r, false);
-    case BlockAction::kOom:
-      ++d.ooms;
-      return request(d, r, true);
+    case BlockAction::kOom: {
+      const Role role =
+          options_.roles != nullptr ? options_.roles->of(request_ordinal_) : Role::kUnknown;
+      ++request_ordinal_;
+      if (action == BlockAction::kOom) ++d.ooms;
+      return request(d, r, action == BlockAction::kOom, role);
+    }
     case BlockAction::kFreeRequested:
       return free_requested(d, r);
     case BlockAction::kFreeCompleted:
@@ -270,7 +292,10 @@ void TraceReplay::settle(Device& d, bool next_is_request, bool next_is_oom) {
   d.pending_count = 0;
 }
 
-void TraceReplay::request(Device& d, const format::BlockRecord& r, bool failed_in_recording) {
+void TraceReplay::request(Device& d, const format::BlockRecord& r, bool failed_in_recording,
+                          Role role) {
+  const std::size_t role_index = static_cast<std::size_t>(role);
+  const uint64_t size = scaled_request(r.size, options_.scale[role_index]);
   settle(d, true, failed_in_recording);
   const bool allocator_release = d.failure_pending || failed_in_recording;
   const uint64_t id = failed_in_recording ? kFailedRequestId : r.address;
@@ -282,17 +307,29 @@ void TraceReplay::request(Device& d, const format::BlockRecord& r, bool failed_i
         d.extents.allocate(r.address, r.size, [&](uint64_t address, uint64_t resized) {
           if (auto* e = d.blocks.find(address);
               e != nullptr && (e->value & kFreeRequestedBit) == 0) {
-            d.allocated = d.allocated - e->value + resized;
-            e->value = resized;
+            const uint64_t old = e->value & kSizeMask;
+            const std::size_t old_role = role_in(e->value);
+            d.allocated = d.allocated - old + resized;
+            d.recorded_roles[old_role] = d.recorded_roles[old_role] - old + resized;
+            e->value = resized | (e->value & ~kSizeMask);
           }
         });
     if (auto* old = d.blocks.find(r.address); old != nullptr) {  // its free was not recorded
-      if ((old->value & kFreeRequestedBit) == 0) d.allocated -= old->value;
+      if ((old->value & kFreeRequestedBit) == 0) {
+        d.allocated -= old->value & kSizeMask;
+        d.recorded_roles[role_in(old->value)] -= old->value & kSizeMask;
+      }
       d.blocks.erase(old);
     }
-    d.blocks.insert(r.address, size);
+    d.blocks.insert(r.address, size | static_cast<uint64_t>(role_index) << kRoleShift);
     d.allocated += size;
-    d.max_allocated = std::max(d.max_allocated, d.allocated);
+    d.recorded_roles[role_index] += size;
+    if (d.allocated > d.max_allocated) {
+      d.max_allocated = d.allocated;
+      d.result.recorded_roles_at_peak = d.recorded_roles;
+      d.result.recorded_roles_at_peak[static_cast<std::size_t>(Role::kAllocatorCache)] =
+          d.reserved - std::min(d.reserved, d.allocated);
+    }
   }
 
   AllocOutcome out;
@@ -303,7 +340,7 @@ void TraceReplay::request(Device& d, const format::BlockRecord& r, bool failed_i
     const uint64_t capacity =
         failed_in_recording ? left + needed_bytes(d, r.size) - 1 : left + d.taken_since_request;
     d.model.set_capacity(capacity);
-    out = d.model.malloc(id, r.size, r.stream);
+    out = d.model.malloc(id, size, r.stream);
     d.model.set_capacity(UINT64_MAX);
     ++d.result.allocator_releases;
     const uint64_t released = drain(d);
@@ -317,9 +354,10 @@ void TraceReplay::request(Device& d, const format::BlockRecord& r, bool failed_i
       d.match.diverge(v);
     }
   } else {
-    out = d.model.malloc(id, r.size, r.stream);
+    out = d.model.malloc(id, size, r.stream);
     drain(d);
   }
+  if (out.ok) model_allocated(d, id, out.block_size, role_index);
   d.pending_released = 0;
   d.pending_count = 0;
   d.taken_since_request = 0;
@@ -327,8 +365,9 @@ void TraceReplay::request(Device& d, const format::BlockRecord& r, bool failed_i
 
   if (!out.ok) {
     ++d.result.failed_requests;
+    if (!failed_in_recording) failed_ = true;
     if (!d.result.first_failed_size) {
-      d.result.first_failed_size = r.size;
+      d.result.first_failed_size = size;
       d.result.first_failed_request = requests_before;
     }
     if (!failed_in_recording) d.failed.insert(id);
@@ -341,6 +380,7 @@ void TraceReplay::request(Device& d, const format::BlockRecord& r, bool failed_i
       d.match.diverge(v);
     }
   } else if (failed_in_recording) {
+    model_freed(d, id);
     d.model.free(id);
     drain(d);
     if (unchanged_) {
@@ -360,10 +400,14 @@ void TraceReplay::free_requested(Device& d, const format::BlockRecord& r) {
   settle(d, false, false);
   if (auto* e = unchanged_ ? d.blocks.find(r.address) : nullptr;
       e != nullptr && (e->value & kFreeRequestedBit) == 0) {
-    d.allocated -= e->value;
+    d.allocated -= e->value & kSizeMask;
+    d.recorded_roles[role_in(e->value)] -= e->value & kSizeMask;
     e->value |= kFreeRequestedBit;
   }
-  if (d.failed.empty() || !d.failed.contains(r.address)) d.model.free_requested(r.address);
+  if (d.failed.empty() || !d.failed.contains(r.address)) {
+    model_freed(d, r.address);
+    d.model.free_requested(r.address);
+  }
   d.last_free_requested = r.address;
 }
 
@@ -373,12 +417,41 @@ void TraceReplay::free_completed(Device& d, const format::BlockRecord& r) {
   d.last_free_requested.reset();
   if (unchanged_) d.extents.release(r.address);
   if (auto* e = unchanged_ ? d.blocks.find(r.address) : nullptr; e != nullptr) {
-    if ((e->value & kFreeRequestedBit) == 0) d.allocated -= e->value;
+    if ((e->value & kFreeRequestedBit) == 0) {
+      d.allocated -= e->value & kSizeMask;
+      d.recorded_roles[role_in(e->value)] -= e->value & kSizeMask;
+    }
     d.blocks.erase(e);
   }
   if (!d.failed.empty() && d.failed.erase(r.address) > 0) return;
+  model_freed(d, r.address);  // a free whose request the trace did not show
   d.model.free(r.address);
   drain(d);
+}
+
+// The model handed out a block of `bytes` to request `id`: the highest allocated by role.
+void TraceReplay::model_allocated(Device& d, uint64_t id, uint64_t bytes, std::size_t role) {
+  if (auto* old = d.model_blocks.find(id); old != nullptr) {  // its free was not recorded
+    d.model_roles[role_in(old->value)] -= old->value & kSizeMask;
+    d.model_blocks.erase(old);
+  }
+  d.model_blocks.insert(id, bytes | static_cast<uint64_t>(role) << kRoleShift);
+  d.model_roles[role] += bytes;
+  const ModelStats& stats = d.model.stats();
+  if (stats.allocated_bytes > d.model_peak) {
+    d.model_peak = stats.allocated_bytes;
+    d.result.roles_at_peak = d.model_roles;
+    d.result.roles_at_peak[static_cast<std::size_t>(Role::kAllocatorCache)] =
+        stats.reserved_bytes - std::min(stats.reserved_bytes, stats.allocated_bytes);
+  }
+}
+
+// Its free was requested: PyTorch's allocated bytes drop now.
+void TraceReplay::model_freed(Device& d, uint64_t id) {
+  if (auto* e = d.model_blocks.find(id); e != nullptr) {
+    d.model_roles[role_in(e->value)] -= e->value & kSizeMask;
+    d.model_blocks.erase(e);
+  }
 }
 
 TraceReplayResult TraceReplay::finish() {
@@ -418,7 +491,10 @@ TraceReplayResult replay_trace(std::span<const uint8_t> bytes, const std::string
   if (!header.ok) throw TraceError(name + ": " + header.error);
   format::TraceReader reader(bytes, header.header, std::move(pages));
   TraceReplay replay(options);
-  while (const format::Record* record = reader.next_record()) replay.apply(*record);
+  while (const format::Record* record = reader.next_record()) {
+    replay.apply(*record);
+    if (options.stop_at_failure && replay.failed()) break;
+  }
   TraceReplayResult result = replay.finish();
   result.history_dropped = reader.window().dropped;
   for (DeviceReplayResult& d : result.devices) d.history_dropped = result.history_dropped;

@@ -34,6 +34,7 @@
 // A CUDA graph capture's private pool is not followed (its requests go to the default pools).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -44,6 +45,7 @@
 #include <vector>
 
 #include "analyzer/model/allocator/allocator_settings.h"
+#include "analyzer/model/allocator/block_roles.h"
 #include "analyzer/model/allocator/caching_allocator_model.h"
 #include "analyzer/model/allocator/model_gaps.h"
 #include "analyzer/model/allocator/segment_match.h"
@@ -62,7 +64,25 @@ struct ReplayOptions {
   std::map<int, uint64_t> capacity;
   // A what-if with the recorded settings: the same as the unchanged replay's but its capacity.
   bool what_if = false;
+  // Each request's role (read_block_roles over the same trace): the figures at the peak by role
+  // and the scales below. None: every request's role is unknown.
+  const BlockRoles* roles = nullptr;
+  // A what-if: each request of a role asks for its size times the role's scale (rounded to the
+  // byte, at least one; the model then rounds it as PyTorch does). 1: unchanged.
+  std::array<double, kRoleCount> scale = unit_scale();
+  // A what-if that only asks whether the run fits: the replay stops at the first request the
+  // model fails (the figures are then those up to it).
+  bool stop_at_failure = false;
+
+  static std::array<double, kRoleCount> unit_scale() {
+    std::array<double, kRoleCount> s{};
+    s.fill(1.0);
+    return s;
+  }
 };
+
+// The size a request of `size` asks under `scale` (ReplayOptions::scale's rule).
+uint64_t scaled_request(uint64_t size, double scale);
 
 // One device's replay.
 struct DeviceReplayResult {
@@ -105,6 +125,12 @@ struct DeviceReplayResult {
   // A bounded trace: the run's start is not in it, so neither is the state the replay needs.
   bool history_dropped = false;
 
+  // The allocated bytes by role at the highest allocated, the reserved bytes not handed out
+  // then as kAllocatorCache (they add up to the reserved bytes of that moment): the recording's
+  // (the unchanged replay only) and the model's.
+  std::array<uint64_t, kRoleCount> recorded_roles_at_peak{};
+  std::array<uint64_t, kRoleCount> roles_at_peak{};
+
   // What the model does not reproduce: met (counted) or always there.
   std::vector<std::pair<Gap, uint64_t>> gaps;
 
@@ -129,6 +155,8 @@ class TraceReplay {
   ~TraceReplay();
 
   void apply(const format::Record& record);
+  // Whether the model has failed a request the recording served (a what-if's OOM).
+  bool failed() const { return failed_; }
   // After the last record: segment frees left pending are the program's, the last segments
   // compared.
   TraceReplayResult finish();
@@ -142,8 +170,10 @@ class TraceReplay {
   void on(const format::BlockRecord& r);
   void on_settings(const format::AllocatorSettingsRecord& r);
   void on_alloc_failed(const format::AllocFailedRecord& r);
-  void request(Device& d, const format::BlockRecord& r, bool failed_in_recording);
+  void request(Device& d, const format::BlockRecord& r, bool failed_in_recording, Role role);
   void free_requested(Device& d, const format::BlockRecord& r);
+  void model_allocated(Device& d, uint64_t id, uint64_t bytes, std::size_t role);
+  void model_freed(Device& d, uint64_t id);
   void free_completed(Device& d, const format::BlockRecord& r);
   // Decides on the segment frees pending before an event that is not the request they belong
   // to: the program's empty_cache().
@@ -162,6 +192,8 @@ class TraceReplay {
   Device* last_ = nullptr;
   uint64_t block_events_ = 0;
   uint64_t cuda_graph_captures_ = 0;
+  uint64_t request_ordinal_ = 0;  // PyTorch's requests so far, every device (BlockRoles')
+  bool failed_ = false;
 };
 
 // Reads a whole trace (`bytes`, its file's contents; `name` in errors) through a TraceReplay.

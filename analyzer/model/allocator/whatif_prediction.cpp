@@ -2,49 +2,235 @@
 #include "analyzer/model/allocator/whatif_prediction.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "analyzer/model/input/mapped_file.h"
 
 namespace gmt::analyzer::allocator {
 namespace {
 
-// What the allocator on `d` may hold in the prediction, and what is held outside it.
-void place_capacity(const DeviceReplayResult& d, const WhatIfOptions& options,
-                    DevicePrediction& p) {
-  p.total_bytes = options.device_memory.value_or(d.total_bytes);
-  const uint64_t bound = d.recorded_capacity_bound;
-  if (bound != UINT64_MAX && d.total_bytes != 0 && bound < d.total_bytes)
-    p.outside_bytes = d.total_bytes - bound;
-  if (p.total_bytes != 0) {
-    p.capacity = p.total_bytes - std::min(p.total_bytes, p.outside_bytes);
-  } else if (bound != UINT64_MAX) {
-    p.capacity = bound;  // the device's size not recorded: the failures are all there is
+bool batch_roles_present(const BlockRoles& roles) {
+  return roles.any(Role::kActivation) || roles.any(Role::kTemporary) || roles.any(Role::kInput);
+}
+
+// The changes by role need the roles, and blocks of the roles they change.
+void check_roles(const WhatIfOptions& options, const BlockRoles& roles) {
+  if (!changes_roles(options)) return;
+  if (!roles.recorded)
+    throw WhatIfError(
+        "--batch-scale, --shard and --dtype need each block's role, and this trace has none "
+        "(PyTorch's roles hooks did not run: GPUMEMTRACE_ROLES=0, or not a Python program)");
+  if (options.batch_scale && !batch_roles_present(roles))
+    throw WhatIfError(
+        "--batch-scale: no block of the trace is an activation, temporary or input: nothing "
+        "scales with the batch");
+  if (options.shard) {
+    const ShardStage stage = options.shard->stage;
+    const bool any = roles.any(Role::kOptimizerState) ||
+                     (stage >= ShardStage::kZero2 && roles.any(Role::kGradient)) ||
+                     (stage >= ShardStage::kZero3 && roles.any(Role::kParameter));
+    if (!any)
+      throw WhatIfError(
+          "--shard: no block of the trace is of a role this stage divides (optimizer state; "
+          "gradients from zero2; parameters from zero3)");
+  }
+  for (const auto& [role, factor] : options.dtype) {
+    if (!roles.any(role))
+      throw WhatIfError(std::string("--dtype: no block of the trace is ") + role_name(role));
   }
 }
 
+// Whether every device fits at `n` batch steps, the other changes as they are.
+class BatchProbe {
+ public:
+  BatchProbe(std::span<const uint8_t> bytes, const std::string& name, format::PageAccess pages,
+             const ReplayOptions& changed, const WhatIfOptions& options, BatchSearch& search)
+      : bytes_(bytes),
+        name_(name),
+        pages_(std::move(pages)),
+        changed_(changed),
+        options_(options),
+        search_(search) {}
+
+  bool fits(uint64_t n) {
+    WhatIfOptions o = options_;
+    o.batch_scale = static_cast<double>(n) * kBatchStep;
+    ReplayOptions r = changed_;
+    r.scale = role_scales(o);
+    r.stop_at_failure = true;
+    ++search_.replays;
+    const TraceReplayResult result = replay_trace(bytes_, name_, r, pages_);
+    return std::all_of(result.devices.begin(), result.devices.end(),
+                       [](const DeviceReplayResult& d) { return d.failed_requests == 0; });
+  }
+
+ private:
+  std::span<const uint8_t> bytes_;
+  const std::string& name_;
+  format::PageAccess pages_;
+  const ReplayOptions& changed_;
+  const WhatIfOptions& options_;
+  BatchSearch& search_;
+};
+
+// Doubling (or halving) from the recorded batch to a scale that fits and one that does not,
+// then bisection between them on the grid of kBatchStep.
+void search_batch(BatchProbe& probe, BatchSearch& search) {
+  search.ran = true;
+  const uint64_t one = static_cast<uint64_t>(1 / kBatchStep);
+  const uint64_t most = static_cast<uint64_t>(kLargestBatchSearched / kBatchStep);
+  uint64_t lo = 0;  // fits (0: none known)
+  uint64_t hi = 0;  // does not (0: none known)
+  if (probe.fits(one)) {
+    lo = one;
+    for (uint64_t n = 2 * one; n <= most; n *= 2) {
+      if (!probe.fits(n)) {
+        hi = n;
+        break;
+      }
+      lo = n;
+    }
+    if (hi == 0) {
+      search.capped = true;
+      search.largest = static_cast<double>(lo) * kBatchStep;
+      return;
+    }
+  } else {
+    hi = one;
+    for (uint64_t n = one / 2; n >= 1; n /= 2) {
+      if (probe.fits(n)) {
+        lo = n;
+        break;
+      }
+      hi = n;
+    }
+    if (lo == 0) return;  // not even one step fits
+  }
+  while (hi - lo > 1) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    (probe.fits(mid) ? lo : hi) = mid;
+  }
+  search.largest = static_cast<double>(lo) * kBatchStep;
+}
+
 }  // namespace
+
+Capacity whatif_capacity(const DeviceReplayResult& d, std::optional<uint64_t> device_memory) {
+  Capacity c;
+  c.total_bytes = device_memory.value_or(d.total_bytes);
+  const uint64_t bound = d.recorded_capacity_bound;
+  if (bound != UINT64_MAX && d.total_bytes != 0 && bound < d.total_bytes)
+    c.outside_bytes = d.total_bytes - bound;
+  if (c.total_bytes != 0) {
+    c.capacity = c.total_bytes - std::min(c.total_bytes, c.outside_bytes);
+  } else if (bound != UINT64_MAX) {
+    c.capacity = bound;  // the device's size not recorded: the failures are all there is
+  }
+  return c;
+}
+
+BatchSearch search_largest_batch(std::span<const uint8_t> bytes, const std::string& name,
+                                 format::PageAccess pages, const ReplayOptions& changed,
+                                 const WhatIfOptions& options) {
+  BatchSearch search;
+  BatchProbe probe(bytes, name, std::move(pages), changed, options, search);
+  search_batch(probe, search);
+  return search;
+}
+
+std::string parse_shard(const std::string& text, Shard& out) {
+  const auto colon = text.find(':');
+  const std::string ranks = text.substr(0, colon);
+  const std::string stage = colon == std::string::npos ? "zero1" : text.substr(colon + 1);
+  char* end = nullptr;
+  const unsigned long n = ranks.empty() ? 0 : std::strtoul(ranks.c_str(), &end, 10);
+  if (ranks.empty() || *end != '\0' || n < 2 || n > 1u << 20)
+    return "expected N:STAGE, N ranks from 2 (8, 8:zero2, 64:zero3)";
+  if (stage == "zero1") {
+    out.stage = ShardStage::kZero1;
+  } else if (stage == "zero2") {
+    out.stage = ShardStage::kZero2;
+  } else if (stage == "zero3" || stage == "fsdp") {
+    out.stage = ShardStage::kZero3;
+  } else {
+    return "expected a stage zero1, zero2, zero3 or fsdp after the ranks";
+  }
+  out.ranks = static_cast<uint32_t>(n);
+  return {};
+}
+
+std::string parse_dtype(const std::string& text, Role& role, double& factor) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos) return "expected ROLE=DTYPE (activation=bf16)";
+  const auto r = role_of_name(text.substr(0, eq));
+  if (!r) return "unknown role '" + text.substr(0, eq) + "'";
+  const std::string dtype = text.substr(eq + 1);
+  if (dtype == "bf16" || dtype == "fp16" || dtype == "bfloat16" || dtype == "float16") {
+    factor = 0.5;
+  } else if (dtype == "fp8") {
+    factor = 0.25;
+  } else if (dtype == "fp32" || dtype == "float32") {
+    factor = 1.0;
+  } else {
+    return "expected a dtype bf16, fp16, fp8 or fp32, got '" + dtype + "'";
+  }
+  role = *r;
+  return {};
+}
+
+std::array<double, kRoleCount> role_scales(const WhatIfOptions& options) {
+  std::array<double, kRoleCount> s = ReplayOptions::unit_scale();
+  const auto at = [&](Role r) -> double& { return s[static_cast<std::size_t>(r)]; };
+  if (options.batch_scale) {
+    for (const Role r : {Role::kActivation, Role::kTemporary, Role::kInput})
+      at(r) *= *options.batch_scale;
+  }
+  if (options.shard) {
+    const double part = 1.0 / options.shard->ranks;
+    at(Role::kOptimizerState) *= part;
+    if (options.shard->stage >= ShardStage::kZero2) at(Role::kGradient) *= part;
+    if (options.shard->stage >= ShardStage::kZero3) at(Role::kParameter) *= part;
+  }
+  for (const auto& [role, factor] : options.dtype) at(role) *= factor;
+  return s;
+}
+
+bool changes_roles(const WhatIfOptions& options) {
+  return options.batch_scale.has_value() || options.shard.has_value() || !options.dtype.empty();
+}
 
 WhatIfResult predict_whatif(std::span<const uint8_t> bytes, const std::string& name,
                             const WhatIfOptions& options, format::PageAccess pages) {
   WhatIfResult out;
   if (options.alloc_conf) out.conf = parse_alloc_conf(*options.alloc_conf);
-  TraceReplayResult unchanged = replay_trace(bytes, name, {}, pages);
+  const BlockRoles roles = read_block_roles(bytes, name, pages);
+  out.roles_recorded = roles.recorded;
+  check_roles(options, roles);
+  ReplayOptions base;
+  base.roles = &roles;
+  TraceReplayResult unchanged = replay_trace(bytes, name, base, pages);
   out.block_events = unchanged.block_events;
   out.cuda_graph_captures = unchanged.cuda_graph_captures;
   out.history_dropped = unchanged.history_dropped;
   out.problems = unchanged.problems;
-  out.changed = options.alloc_conf.has_value() || options.device_memory.has_value();
+  out.changed =
+      options.alloc_conf.has_value() || options.device_memory.has_value() || changes_roles(options);
 
   ReplayOptions changed;
   changed.alloc_conf = options.alloc_conf;
   changed.what_if = true;
+  changed.roles = &roles;
+  changed.scale = role_scales(options);
   for (const DeviceReplayResult& d : unchanged.devices) {
     DevicePrediction p;
     p.device = d.device;
     p.recorded_max_allocated = d.recorded_max_allocated;
     p.recorded_max_reserved = d.recorded_max_reserved;
     p.fidelity = d;
-    place_capacity(d, options, p);
+    const Capacity c = whatif_capacity(d, options.device_memory);
+    p.total_bytes = c.total_bytes;
+    p.outside_bytes = c.outside_bytes;
+    p.capacity = c.capacity;
     if (p.capacity != UINT64_MAX) changed.capacity[d.device] = p.capacity;
     // Without a change, the prediction is the unchanged replay's.
     p.predicted_max_allocated = d.stats.max_allocated_bytes;
@@ -52,7 +238,21 @@ WhatIfResult predict_whatif(std::span<const uint8_t> bytes, const std::string& n
     p.fits = d.failed_requests == 0;
     p.first_failed_size = d.first_failed_size;
     p.gaps = d.gaps;
+    p.recorded_roles = d.recorded_roles_at_peak;
+    p.predicted_roles = d.roles_at_peak;
     out.devices.push_back(std::move(p));
+  }
+  if (options.largest_batch) {
+    const bool capacity_known = !changed.capacity.empty();
+    if (!roles.recorded) {
+      out.batch.not_run = "the trace has no roles (PyTorch's roles hooks did not run)";
+    } else if (!batch_roles_present(roles)) {
+      out.batch.not_run = "no block of the trace is an activation, temporary or input";
+    } else if (!capacity_known) {
+      out.batch.not_run = "the device's memory is not in the trace: give --device-memory";
+    } else {
+      out.batch = search_largest_batch(bytes, name, pages, changed, options);
+    }
   }
   if (!out.changed) return out;
 
@@ -67,6 +267,7 @@ WhatIfResult predict_whatif(std::span<const uint8_t> bytes, const std::string& n
     p.first_failed_size = it->first_failed_size;
     p.recorded_failures_served = it->recorded_failures_served;
     p.gaps = it->gaps;
+    p.predicted_roles = it->roles_at_peak;
   }
   return out;
 }

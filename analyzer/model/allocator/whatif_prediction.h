@@ -10,9 +10,11 @@
 // without such a failure shows nothing outside: the whole device is the capacity.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,9 +23,48 @@
 
 namespace gmt::analyzer::allocator {
 
+// The changes by role (--batch-scale, --shard, --dtype) need each block's role (block_roles.h):
+// a request of a role asks for its size times the product of the scales its role is given.
+//   - a batch scale K: activations, temporaries and inputs are K times larger; parameters,
+//     gradients, optimizer state, buffers are not; other roles (unknown...) stay as they are.
+//   - a shard over N ranks (ZeRO's stages; FSDP's full sharding is ZeRO-3): stage 1 divides
+//     the optimizer's state by N, stage 2 the gradients too, stage 3 the parameters too. What
+//     sharding adds is not modelled: communication buffers, ZeRO-3's gathered parameters of the
+//     layer being run, padding of flat buffers.
+//   - a dtype: a role's bytes times the new element's size over the recorded one's, which is
+//     taken to be float32 (the trace does not say the tensors' dtypes).
+enum class ShardStage : uint8_t { kZero1 = 1, kZero2 = 2, kZero3 = 3 };
+struct Shard {
+  uint32_t ranks = 1;
+  ShardStage stage = ShardStage::kZero1;
+};
+// "N" (ZeRO-1) or "N:zero1|zero2|zero3|fsdp"; an error text, empty when it parsed.
+std::string parse_shard(const std::string& text, Shard& out);
+// "ROLE=bf16|fp16|fp8|fp32"; an error text, empty when it parsed. The factor is the new
+// element's bytes over float32's.
+std::string parse_dtype(const std::string& text, Role& role, double& factor);
+
 struct WhatIfOptions {
   std::optional<std::string> alloc_conf;  // PYTORCH_CUDA_ALLOC_CONF as a rerun would set it
   std::optional<uint64_t> device_memory;  // each device's memory; unset: the trace's
+  std::optional<double> batch_scale;
+  std::optional<Shard> shard;
+  std::vector<std::pair<Role, double>> dtype;  // role, factor
+  // Also the largest batch scale that fits (a search of replays, kBatchStep apart).
+  bool largest_batch = false;
+};
+inline constexpr double kBatchStep = 1.0 / 32;
+inline constexpr double kLargestBatchSearched = 1024;
+
+// Each role's scale under the changes by role.
+std::array<double, kRoleCount> role_scales(const WhatIfOptions& options);
+bool changes_roles(const WhatIfOptions& options);
+
+// A change the trace cannot predict (no roles recorded, no block of the roles it changes): one
+// line, for the user.
+class WhatIfError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 struct DevicePrediction {
@@ -37,14 +78,30 @@ struct DevicePrediction {
   uint64_t predicted_max_reserved = 0;
   bool fits = true;  // no request failed in the prediction
   std::optional<uint64_t> first_failed_size;
-  uint64_t recorded_failures_served = 0;       // requests the recording failed, served
-  DeviceReplayResult fidelity;                 // the unchanged replay
+  uint64_t recorded_failures_served = 0;  // requests the recording failed, served
+  DeviceReplayResult fidelity;            // the unchanged replay
+  // By role at the highest allocated (DeviceReplayResult's): the recording's and the
+  // prediction's.
+  std::array<uint64_t, kRoleCount> recorded_roles{};
+  std::array<uint64_t, kRoleCount> predicted_roles{};
   std::vector<std::pair<Gap, uint64_t>> gaps;  // the prediction's replay's
+};
+
+// The largest batch scale that fits every device: multiples of kBatchStep, bisected between
+// one that fits and one that does not (fits is taken to grow no worse as the batch shrinks).
+struct BatchSearch {
+  bool ran = false;
+  std::optional<double> largest;  // none: not even kBatchStep fits
+  bool capped = false;            // it fits at kLargestBatchSearched, the most searched
+  uint32_t replays = 0;
+  std::string not_run;  // why it did not run, when asked
 };
 
 struct WhatIfResult {
   bool changed = false;  // a what-if replay ran (else the prediction is the unchanged replay)
-  AllocConf conf;        // --alloc-conf as parsed over the defaults (keys without effect...)
+  bool roles_recorded = false;  // the trace carried roles: by_role is more than unknown
+  BatchSearch batch;
+  AllocConf conf;  // --alloc-conf as parsed over the defaults (keys without effect...)
   std::vector<DevicePrediction> devices;
   uint64_t block_events = 0;
   uint64_t cuda_graph_captures = 0;
@@ -52,8 +109,23 @@ struct WhatIfResult {
   std::vector<std::string> problems;
 };
 
-// Throws TraceError when the trace is not readable at all; the alloc conf must parse
-// (parse_alloc_conf's error empty).
+// What the allocator on the recorded device `d` may hold in a what-if on a device of
+// `device_memory` (unset: the recorded one's), and what the recording shows held outside it.
+struct Capacity {
+  uint64_t total_bytes = 0;
+  uint64_t outside_bytes = 0;
+  uint64_t capacity = UINT64_MAX;  // none known
+};
+Capacity whatif_capacity(const DeviceReplayResult& d, std::optional<uint64_t> device_memory);
+
+// The largest batch scale at which every device fits, the other changes (`changed`, its
+// capacities set; `options`' other changes by role) as they are.
+BatchSearch search_largest_batch(std::span<const uint8_t> bytes, const std::string& name,
+                                 format::PageAccess pages, const ReplayOptions& changed,
+                                 const WhatIfOptions& options);
+
+// Throws TraceError when the trace is not readable at all, WhatIfError when a change cannot be
+// predicted from it; the alloc conf must parse (parse_alloc_conf's error empty).
 WhatIfResult predict_whatif(std::span<const uint8_t> bytes, const std::string& name,
                             const WhatIfOptions& options, format::PageAccess pages = {});
 WhatIfResult predict_whatif_file(const std::string& path, const WhatIfOptions& options);

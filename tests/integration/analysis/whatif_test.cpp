@@ -5,6 +5,7 @@
 // changes the verdict, and bad input gets one line and its exit status.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -103,6 +104,135 @@ TEST_F(WhatIf, TheFragmentedOomIsReproducedAndALargerDeviceFits) {
   const ProcessResult small = cli({"whatif", trace});
   EXPECT_NE(small.out.find("verdict: does not fit: a request of 6.00 MiB fails"), std::string::npos)
       << small.out;
+}
+
+// The two-layer stand-in with roles (tests/workloads/roles_training.cpp): the most is held in
+// step 2 when fc2's gradient is made, parameters 8, optimizer state 16, input 2, activations 16,
+// gradient 4 MiB, in segments of 20 (weights, input, fc1's kept, then AdamW's state), 2 (the
+// 1 MiB temporaries), 20 (fc2's kept, then gradients and state) and 20 MiB (step 2's kept):
+// 62 MiB reserved, 16 of them cached.
+json role_bytes(const json& device, const char* which) {
+  json out = json::object();
+  for (const auto& [role, figures] : device["by_role"].items()) {
+    if (figures[which] != 0) out[role] = figures[which];
+  }
+  return out;
+}
+
+TEST_F(WhatIf, ByRoleAtTheHighestAllocated) {
+  const ProcessResult run = run_traced("workload_roles_training", {});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string trace = only_trace();
+  const json w = whatif_json({trace});
+  EXPECT_EQ(w["roles_recorded"], true);
+  EXPECT_EQ(w["fidelity"]["exact"], true) << w["fidelity"].dump(1);
+  const json& d = w["devices"][0];
+  EXPECT_EQ(d["recorded"]["max_allocated_bytes"], printed(run.out, "peak_allocated"));
+  const json expected = {
+      {"parameter", 8 * kMiB},   {"gradient", 4 * kMiB}, {"optimizer_state", 16 * kMiB},
+      {"activation", 16 * kMiB}, {"input", 2 * kMiB},    {"allocator_cache", 16 * kMiB}};
+  EXPECT_EQ(role_bytes(d, "recorded_bytes"), expected) << d["by_role"].dump(1);
+  EXPECT_EQ(role_bytes(d, "predicted_bytes"), expected) << d["by_role"].dump(1);
+  EXPECT_EQ(d["by_role"].size(), 11u);  // every role, for scripts
+
+  const ProcessResult text = cli({"whatif", trace});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("at the highest allocated, by role:\n"
+                          "    parameter        8.00 MiB      8.00 MiB\n"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("    allocator_cache  16.0 MiB      16.0 MiB\n"), std::string::npos)
+      << text.out;
+}
+
+// Twice the batch: the input 4 MiB, each layer's kept 16 MiB (a segment of its own: from
+// 10 MiB a segment fits its request), the temporaries 2 MiB (the large pool now). Step 2 holds
+// parameters 8, state 16, input 4, activations 32, gradient 4 = 64 MiB; its segments: 20 (the
+// weights, inputs, temporaries and gradients), 16 (step 1's fc1, then AdamW's state), 16 (step
+// 1's fc2, then step 2's fc1), 16 (step 2's fc2) = 68 MiB, 4 cached.
+TEST_F(WhatIf, TheBatchScalesActivationsTemporariesAndInputsOnly) {
+  ASSERT_EQ(run_traced("workload_roles_training", {}).exit_code, 0);
+  const std::string trace = only_trace();
+  const json w = whatif_json({trace, "--batch-scale", "2"});
+  EXPECT_EQ(w["changed"], true);
+  EXPECT_EQ(w["batch_scale"], 2.0);
+  const json& d = w["devices"][0];
+  EXPECT_EQ(d["predicted"]["max_allocated_bytes"], 64 * kMiB);
+  EXPECT_EQ(d["predicted"]["max_reserved_bytes"], 68 * kMiB);
+  const json expected = {
+      {"parameter", 8 * kMiB},   {"gradient", 4 * kMiB}, {"optimizer_state", 16 * kMiB},
+      {"activation", 32 * kMiB}, {"input", 4 * kMiB},    {"allocator_cache", 4 * kMiB}};
+  EXPECT_EQ(role_bytes(d, "predicted_bytes"), expected) << d["by_role"].dump(1);
+  // The simulated device is 16 GiB: 8 + 16 + 4 + 18K MiB within it, K < 909.
+  EXPECT_EQ(w["largest_batch_scale"]["capped"], false) << w["largest_batch_scale"].dump(1);
+  EXPECT_LT(w["largest_batch_scale"]["largest_fitting"].get<double>(), 909.0);
+
+  // On 100 MiB: the largest scale fits, one step more does not.
+  const json on100 = whatif_json({trace, "--batch-scale", "2", "--device-memory", "100MiB"});
+  const json& search = on100["largest_batch_scale"];
+  ASSERT_TRUE(search["largest_fitting"].is_number()) << search.dump(1);
+  const double largest = search["largest_fitting"];
+  EXPECT_EQ(search["step"], 1.0 / 32);
+  EXPECT_EQ(search["capped"], false);
+  EXPECT_GT(largest, 2.0);
+  EXPECT_LT(largest, 4.0);  // 8 + 16 + 4 + 18K MiB must fit 100 MiB: K < 4
+  const auto fits_at = [&](double k) {
+    const json a =
+        whatif_json({trace, "--batch-scale", std::to_string(k), "--device-memory", "100MiB"});
+    return a["devices"][0]["predicted"]["fits"].get<bool>();
+  };
+  EXPECT_TRUE(fits_at(largest));
+  EXPECT_FALSE(fits_at(largest + 1.0 / 32));
+
+  const ProcessResult text =
+      cli({"whatif", trace, "--batch-scale", "2", "--device-memory", "100MiB"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("change: batch x2, device memory 100 MiB\n"), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("largest batch that fits: x"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("(searched in steps of x0.03125, "), std::string::npos) << text.out;
+}
+
+// ZeRO-1 over 2 ranks halves AdamW's state (16 to 8 MiB at the peak), ZeRO-2 the gradient too,
+// ZeRO-3 the parameters too; bf16 activations halve the activations.
+TEST_F(WhatIf, ShardAndDtypeDivideTheirRoles) {
+  ASSERT_EQ(run_traced("workload_roles_training", {}).exit_code, 0);
+  const std::string trace = only_trace();
+  const auto peak = [&](const std::vector<std::string>& change) {
+    std::vector<std::string> args{trace};
+    args.insert(args.end(), change.begin(), change.end());
+    return whatif_json(args)["devices"][0]["predicted"]["max_allocated_bytes"].get<int64_t>();
+  };
+  EXPECT_EQ(peak({"--shard", "2"}), 38 * kMiB);
+  EXPECT_EQ(peak({"--shard", "2:zero2"}), 36 * kMiB);
+  EXPECT_EQ(peak({"--shard", "2:zero3"}), 32 * kMiB);
+  EXPECT_EQ(peak({"--dtype", "activation=bf16"}), 38 * kMiB);
+  EXPECT_EQ(peak({"--dtype", "activation=bf16", "--dtype", "optimizer_state=bf16"}), 30 * kMiB);
+
+  const ProcessResult bad_shard = cli({"whatif", trace, "--shard", "1"});
+  EXPECT_EQ(bad_shard.exit_code, 2);
+  EXPECT_NE(bad_shard.err.find("--shard: expected N:STAGE"), std::string::npos) << bad_shard.err;
+  const ProcessResult bad_dtype = cli({"whatif", trace, "--dtype", "weights=bf16"});
+  EXPECT_EQ(bad_dtype.exit_code, 2);
+  EXPECT_NE(bad_dtype.err.find("unknown role 'weights'"), std::string::npos) << bad_dtype.err;
+  const ProcessResult no_buffer = cli({"whatif", trace, "--dtype", "buffer=bf16"});
+  EXPECT_EQ(no_buffer.exit_code, 1);
+  EXPECT_NE(no_buffer.err.find("--dtype: no block of the trace is buffer"), std::string::npos)
+      << no_buffer.err;
+}
+
+// Without roles in the trace, a change by role cannot be predicted, and says so.
+TEST_F(WhatIf, AChangeByRoleNeedsRoles) {
+  ASSERT_EQ(run_traced("workload_cached_training", {"4"}, {{"SIM_ALLOCATOR", "pytorch"}}).exit_code,
+            0);
+  const std::string trace = only_trace();
+  const json w = whatif_json({trace});
+  EXPECT_EQ(w["roles_recorded"], false);
+  const ProcessResult batch = cli({"whatif", trace, "--batch-scale", "2"});
+  EXPECT_EQ(batch.exit_code, 1);
+  EXPECT_NE(batch.err.find("need each block's role, and this trace has none"), std::string::npos)
+      << batch.err;
+  EXPECT_EQ(std::count(batch.err.begin(), batch.err.end(), '\n'), 1) << batch.err;
 }
 
 TEST_F(WhatIf, BadInputGetsOneLine) {

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Section 5 of issue 48: whatif's predictions checked against PyTorch rerun for real. For the MLP
+# (AdamW), ResNet-50 AMP, a Transformer with AdamW and the fragmentation case: one traced run
+# at a batch sized to the device (tests/gpu/whatif_rerun.py), then for each change a prediction
+# (`whatif --json`) and a rerun untraced under the change, with PyTorch's max_memory_allocated,
+# max_memory_reserved and whether it ran out of memory. The changes: none (the model against an
+# untraced run), allocator settings (expandable_segments, max_split_size_mb), batch x0.5, x2,
+# x3, the largest batch whatif says fits and a batch 1/8 above it.
+# Targets (issue 48): allocator settings within 2 % of the highest reserved; batch scales within
+# 5 % of the highest allocated; every fits / does-not-fit verdict right.
+# Output: OUTPUT_DIR/whatif_table.md (also printed), each case's files as whatif_CASE_*.
+# Usage: scripts/gpu-validate-whatif.sh [OUTPUT_DIR]   (default: $OUT, else gpu-validate-output)
+# GMT_WHATIF_CASES picks the cases (default "mlp resnet transformer fragmented").
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out="${1:-${OUT:-gpu-validate-output}}"
+mkdir -p "$out"
+. scripts/lib/gpu_build.sh
+. scripts/lib/gpu_checks.sh
+rows="$out/whatif_rows.jsonl"
+: >"$rows"
+
+echo "--- whatif against the rerun"
+# predict_and_rerun CASE LABEL CONF BATCH "WHATIF ARGS" [RERUN ARG...]
+predict_and_rerun() {
+  local case=$1 label=$2 conf=$3 batch=$4 whatif_args=$5
+  shift 5
+  local stem="$out/whatif_${case}_${label}"
+  # shellcheck disable=SC2086  # the whatif arguments are words
+  "$gmt" whatif "$trace" $whatif_args --json >"$stem.predicted.json" 2>"$stem.whatif.err" ||
+    { echo "FAIL $case $label: whatif $whatif_args: $(head -1 "$stem.whatif.err")"; failures=$((failures + 1)); return; }
+  local batch_args=()
+  [ "$batch" != "-" ] && batch_args=(--batch "$batch")
+  PYTORCH_CUDA_ALLOC_CONF="$conf" python3 tests/gpu/whatif_rerun.py "$case" "$stem.rerun.json" \
+    "${batch_args[@]}" "$@" >"$stem.rerun.log" 2>&1 ||
+    { echo "FAIL $case $label: the rerun (see $(basename "$stem").rerun.log)"; tail -3 "$stem.rerun.log"; failures=$((failures + 1)); return; }
+  python3 -c 'import json,sys; print(json.dumps(dict(zip(["case","label","change","predicted","rerun"], sys.argv[1:]))))' \
+    "$case" "$label" "${whatif_args:-none}${conf:+ (PYTORCH_CUDA_ALLOC_CONF=$conf)}" \
+    "$stem.predicted.json" "$stem.rerun.json" >>"$rows"
+  echo "$case $label: predicted $(json_field "$stem.predicted.json" 'd["devices"][0]["predicted"]'), rerun $(json_field "$stem.rerun.json" '{k: d[k] for k in ("batch", "max_memory_allocated", "max_memory_reserved", "oom")}')"
+}
+
+for case in ${GMT_WHATIF_CASES-mlp resnet transformer fragmented}; do
+  rm -f "$out/whatif_$case".*.gmt
+  "$gmt" run -o "$out/whatif_$case.%p.gmt" -- python3 tests/gpu/whatif_rerun.py "$case" \
+    "$out/whatif_${case}_traced.json" >"$out/whatif_${case}_traced.log" 2>&1 ||
+    { echo "FAIL $case: the traced run (see whatif_${case}_traced.log)"; tail -5 "$out/whatif_${case}_traced.log"; failures=$((failures + 1)); continue; }
+  trace=$(ls "$out/whatif_$case".*.gmt | sed -n 1p)
+  if [ "$case" = fragmented ]; then
+    batch=-
+  else
+    batch=$(json_field "$out/whatif_${case}_traced.json" 'd["batch"]')
+  fi
+  echo "$case: traced at batch $batch on $(json_field "$out/whatif_${case}_traced.json" 'round(d["device_total_bytes"] / 2**30, 1)') GiB: $trace"
+  "$gmt" whatif "$trace" | tee "$out/whatif_${case}_unchanged.txt" | sed -n '/fidelity/p'
+
+  predict_and_rerun "$case" unchanged "" "$batch" ""
+  predict_and_rerun "$case" expandable "expandable_segments:True" "$batch" \
+    "--alloc-conf expandable_segments:True"
+  predict_and_rerun "$case" max_split "max_split_size_mb:128" "$batch" \
+    "--alloc-conf max_split_size_mb:128"
+  [ "$case" = fragmented ] && continue
+  for k in 0.5 2 3; do
+    b=$(python3 -c "print(max(1, round($batch * $k)))")
+    predict_and_rerun "$case" "batch_x$k" "" "$b" "--batch-scale $(python3 -c "print($b / $batch)")"
+  done
+  # The largest batch whatif says fits, and 1/8 above it: the verdict's edge.
+  "$gmt" whatif "$trace" --largest-batch --json >"$out/whatif_${case}_largest.json" ||
+    { echo "FAIL $case: whatif --largest-batch"; failures=$((failures + 1)); continue; }
+  largest=$(json_field "$out/whatif_${case}_largest.json" 'd["largest_batch_scale"]["largest_fitting"]')
+  echo "$case: the largest batch scale that fits, as predicted: $largest"
+  if [ "$largest" != None ]; then
+    for edge in 1 1.125; do
+      b=$(python3 -c "import math; print(max(1, math.floor($batch * $largest * $edge)))")
+      predict_and_rerun "$case" "batch_largest_x$edge" "" "$b" "--batch-scale $(python3 -c "print($b / $batch)")"
+    done
+  fi
+done
+
+python3 tests/gpu/whatif_table.py "$rows" "$out/whatif_table.md"
+cat "$out/whatif_table.md"
+echo "gpu-validate-whatif: $failures failure(s)"
+exit $((failures > 0))
