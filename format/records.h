@@ -837,6 +837,12 @@ enum class ScopeKind : uint8_t {
   // entered just inside it, left just before it ends. What such a forward makes is no activation.
   // Readers that do not know it ignore it.
   kNoGrad = 5,
+  // The length of a key-value cache the framework's model used in the root forward that just
+  // ended on this thread (a Hugging Face Cache): an enter with no exit, whose name reads
+  // "batch=B tokens=T capacity=C bytes_per_token=N layers=L" (capacity 0: the cache grows; N: the
+  // bytes one more token takes per sequence, every layer's keys and values; L: the layers). Readers
+  // that do not know it ignore it.
+  kKvCacheLength = 6,
 };
 enum class ScopeAction : uint8_t {
   kEnter = 0,
@@ -872,6 +878,13 @@ enum class TagRole : uint8_t {
   kBuffer = 1,
   kGradient = 2,        // a parameter's .grad
   kOptimizerState = 3,  // an optimizer's state tensor (Adam's exp_avg...)
+  // A layer's keys or values in a key-value cache (a Hugging Face Cache object the model was
+  // given or returned); named by the attention module that uses it (`layers.3.self_attn.keys`).
+  kKvCache = 4,
+  // A tensor a root forward returned: a hint, not a role. Whatever the block's life places it as
+  // comes first (an output backward released is an activation); a block nothing else places is a
+  // kept output. Readers that do not know these values place such blocks by their lives alone.
+  kOutput = 5,
 };
 
 // The framework's word on the block that holds `address` at `time_ns` (4.8): the role of that

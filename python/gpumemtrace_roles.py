@@ -60,8 +60,8 @@ def _install():
 
     # format/records.h: ScopeAction, ScopeKind, TagRole.
     ENTER, EXIT, ENTER_OUTLINE = 0, 1, 2
-    MODULE, BACKWARD, OPTIMIZER, PROGRAM_END, CUDA_GRAPH, NO_GRAD = 0, 1, 2, 3, 4, 5
-    PARAMETER, BUFFER, GRADIENT, OPTIMIZER_STATE = 0, 1, 2, 3
+    MODULE, BACKWARD, OPTIMIZER, PROGRAM_END, CUDA_GRAPH, NO_GRAD, KV_CACHE_LENGTH = range(7)
+    PARAMETER, BUFFER, GRADIENT, OPTIMIZER_STATE, KV_CACHE, OUTPUT = range(6)
 
     compiler = getattr(torch, "compiler", None)
     compiling = getattr(compiler, "is_compiling", None)
@@ -112,8 +112,105 @@ def _install():
     def address_of(t):
         return t.data_ptr() if t is not None and t.is_cuda else 0
 
+    def block_of(t):
+        """The address of the allocator's block that holds `t`: its storage's, which a view
+        (a slice of a returned tuple, a preallocated cache's row) shares."""
+        storage = getattr(t, "untyped_storage", None)
+        return storage().data_ptr() if storage is not None else t.data_ptr()
+
+    # A root forward's result: its CUDA tensors, tagged as outputs after each root forward (a
+    # hint: a block nothing else places is an output the program kept). Only the first levels of
+    # tuples, lists and dicts (a ModelOutput is one): a result is a few tensors, not a tree.
+    Tensor = getattr(torch, "Tensor", None)
+
+    def outputs_of(result, found, depth=0):
+        if Tensor is not None and isinstance(result, Tensor):
+            if result.is_cuda:
+                found.append((block_of(result), 0))
+        elif depth < 2 and isinstance(result, (tuple, list)):
+            for item in result[:64]:
+                outputs_of(item, found, depth + 1)
+        elif depth < 2 and isinstance(result, dict):
+            for item in list(result.values())[:64]:
+                if not is_cache(item):
+                    outputs_of(item, found, depth + 1)
+
+    # Hugging Face transformers' key-value caches (DynamicCache, StaticCache...): a Cache object
+    # the model was given (past_key_values) or returned. Its keys and values are tagged after
+    # each root forward that used it, each by the attention module of its layer.
+    def is_cache(obj):
+        if obj is None or isinstance(obj, (Tensor or (), tuple, list, dict)):
+            return False
+        return any(
+            c.__name__ == "Cache" and c.__module__.startswith("transformers")
+            for c in type(obj).__mro__
+        )
+
+    def cache_of(args, kwargs, result):
+        for candidate in (
+            kwargs.get("past_key_values"),
+            getattr(result, "past_key_values", None) if not isinstance(result, tuple) else None,
+        ):
+            if is_cache(candidate):
+                return candidate
+        return None
+
+    def cache_layers(cache):
+        """(keys, values) of each layer of a Cache, those it has made so far: transformers 5's
+        `layers` (each with .keys and .values), or the older key_cache and value_cache lists."""
+        layers = getattr(cache, "layers", None)
+        if layers is not None:
+            return [(getattr(l, "keys", None), getattr(l, "values", None)) for l in layers]
+        keys = getattr(cache, "key_cache", None) or []
+        values = getattr(cache, "value_cache", None) or []
+        return list(zip(keys, values))
+
+    def attention_modules(root):
+        """The module of each layer index (`layer_idx`, as transformers' attention modules keep
+        it), the innermost one where several have it."""
+        found = {}
+        for qualified, m in root.named_modules():
+            index = getattr(m, "layer_idx", None)
+            if isinstance(index, int) and qualified:
+                if index not in found or len(qualified) > len(found[index]):
+                    found[index] = qualified
+        return found
+
+    def tag_cache(root, cache):
+        """Tags a cache's keys and values with the module of their layer, and reports its length:
+        the sequences, the tokens each holds, the capacity of a preallocated one and the bytes one
+        more token takes per sequence."""
+        if root.layer_modules is None:
+            root.layer_modules = attention_modules(root.ref())
+        pairs = []
+        per_token = 0
+        first = None
+        for index, (keys, values) in enumerate(cache_layers(cache)):
+            module = root.layer_modules.get(index, "layers.%d" % index)
+            for kind, t in (("keys", keys), ("values", values)):
+                if Tensor is None or not isinstance(t, Tensor) or not t.is_cuda or t.dim() < 2:
+                    continue
+                if first is None:
+                    first = t
+                # (batch, heads, tokens, head dim): one token of one sequence is all but two
+                # of the dimensions.
+                per_token += t.element_size() * (t.numel() // max(1, t.shape[0] * t.shape[-2]))
+                pairs.append((block_of(t), name_id(module + "." + kind)))
+        if not pairs:
+            return
+        emit(KV_CACHE, pairs)
+        # A cache that grows holds as many tokens as its tensors are long. A preallocated one
+        # (StaticCache) is as long as its capacity; how much of it is filled only the GPU knows
+        # (get_seq_length() reads it back, a synchronisation per forward): its tokens go unsaid (0).
+        growing = not type(cache).__name__.startswith(("Static", "Offloaded", "Hybrid", "Sliding"))
+        tokens = first.shape[-2] if growing else 0
+        capacity = 0 if growing else first.shape[-2]
+        text = "batch=%d tokens=%d capacity=%d bytes_per_token=%d layers=%d" % (
+            first.shape[0], tokens, capacity, per_token, len(pairs) // 2)
+        scope(ENTER, KV_CACHE_LENGTH, name_id(text))
+
     class _Root:
-        __slots__ = ("ref", "tensors", "last", "forwards")
+        __slots__ = ("ref", "tensors", "last", "forwards", "layer_modules")
 
         def __init__(self, root):
             self.ref = weakref.ref(root)
@@ -126,6 +223,7 @@ def _install():
                     self.tensors.append((weakref.ref(t), role, name_id(known_name(t, qualified))))
             self.last = None
             self.forwards = 0
+            self.layer_modules = None  # layer index -> attention module, once a cache is seen
 
         def live(self, role):
             for ref, r, _ in self.tensors:
@@ -229,12 +327,22 @@ def _install():
         state["depth"] = 1
         state["whole"] = whole
         try:
-            return original_call(m, *args, **kwargs)
+            result = original_call(m, *args, **kwargs)
         finally:
             state["depth"] = 0
             if no_grad:
                 scope(EXIT, NO_GRAD, 0)
             scope(EXIT, MODULE, 0)
+        try:
+            kept = []
+            outputs_of(result, kept)
+            emit(OUTPUT, kept)
+            cache = cache_of(args, kwargs, result)
+            if cache is not None:
+                tag_cache(root, cache)
+        except Exception as error:
+            fail(error)
+        return result
 
     def tensor_name(p, suffix=""):
         known = recalled(tensor_names, p)

@@ -392,7 +392,8 @@ Command add_check_command(CLI::App& app) {
                     "--max-role",
                     "expected ROLE=SIZE (activation=20GiB; roles: parameter, buffer, "
                     "gradient, optimizer_state, activation, temporary, input, "
-                    "allocator_cache, library, cuda_graph, unknown), got '" +
+                    "allocator_cache, library, cuda_graph, kv_cache, state, output, unknown), "
+                    "got '" +
                         text + "'");
               }
               options->max_roles.emplace_back(*role, *size);

@@ -8,6 +8,7 @@
 #include "analyzer/report/cuda_error_name.h"
 #include "analyzer/report/frames/frame_policy.h"
 #include "analyzer/report/frames/stack_frames.h"
+#include "analyzer/report/inference_report.h"
 #include "analyzer/report/remedies_report.h"
 #include "analyzer/report/roles_report.h"
 
@@ -61,6 +62,7 @@ nlohmann::ordered_json oom_json(const TraceSummary& trace, ResolvedStacks& frame
       row["fragmentation"] = f.fragmented;
     }
     if (f.roles) row.update(roles_json(*f.roles, 10));
+    if (const auto inference = failure_inference(f)) row["inference"] = inference_json(*inference);
     failures.push_back(std::move(row));
   }
   add_site_labels(failures);
@@ -118,6 +120,8 @@ void write_oom_text(const TraceSummary& trace, ResolvedStacks& frames, FrameMode
     }
     // In the user's terms first: what the memory held then was for.
     if (f.roles) write_roles_text(*f.roles, trace.roles_recorded, 5, " then", "    ", out);
+    if (const auto inference = failure_inference(f))
+      write_inference_text(*inference, " then", "    ", out);
     out << "    failed call\n";
     write_frames(frames[f.stack], kFramesShown, "      ", out, mode);
     if (!f.holders.empty()) out << "    held then\n";

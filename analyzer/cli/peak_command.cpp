@@ -15,6 +15,7 @@
 #include "analyzer/report/byte_size.h"
 #include "analyzer/report/frames/stack_frames.h"
 #include "analyzer/report/hidden_pool_note.h"
+#include "analyzer/report/inference_report.h"
 #include "analyzer/report/remedies_report.h"
 #include "analyzer/report/roles_report.h"
 #include "format/size_text.h"
@@ -135,7 +136,11 @@ nlohmann::ordered_json peak_json(const TraceSummary& trace, const std::vector<De
       device["live_at_phase_start_bytes"] = trace.phase_window->live_at_start(p.device->device);
     if (const auto pool = hidden_pool(trace, *p.device))
       device["hidden_pool"] = hidden_pool_json(*pool, p.device->device);
-    if (p.device->roles_at_peak) device.update(roles_json(*p.device->roles_at_peak, kModulesShown));
+    if (p.device->roles_at_peak) {
+      device.update(roles_json(*p.device->roles_at_peak, kModulesShown));
+      if (const auto inference = peak_inference(*p.device))
+        device["inference"] = inference_json(*inference);
+    }
     add_site_labels(groups);
     device["groups"] = groups;
     devices.push_back(std::move(device));
@@ -172,6 +177,8 @@ void write_peak_text(const TraceSummary& trace, const std::vector<DevicePeak>& p
     if (p.device->roles_at_peak) {
       write_roles_text(*p.device->roles_at_peak, trace.roles_recorded, kModulesShown, "", "  ",
                        out);
+      if (const auto inference = peak_inference(*p.device))
+        write_inference_text(*inference, "", "  ", out);
       out << "  by " << (by == "library" ? "library" : "site") << "\n";
     }
     for (const Group& g : p.groups) {

@@ -60,11 +60,13 @@ gmt.libraryColour = function (name) {
 };
 
 // Each role's colour, the same in every chart and table: what the model keeps (parameters,
-// gradients, state) in blues and reds, what a step makes in greens, the rest in greys.
+// gradients, optimizer state) in blues and reds, what a step makes in greens, what inference
+// keeps across forwards (its key-value cache, a model's state) in cyan and olive, the rest in greys.
 gmt.roleColours = {
   parameter: "#1f77b4", buffer: "#9ecae1", gradient: "#ff7f0e", optimizer_state: "#d62728",
   activation: "#2ca02c", temporary: "#98df8a", input: "#9467bd", allocator_cache: "#c7c7c7",
-  library: "#8c564b", cuda_graph: "#e377c2", unknown: "#7f7f7f",
+  library: "#8c564b", cuda_graph: "#e377c2", kv_cache: "#17becf", state: "#bcbd22",
+  output: "#dbdb8d", unknown: "#7f7f7f",
 };
 gmt.roleColour = function (name) {
   return gmt.roleColours[name] || "#7f7f7f";

@@ -18,6 +18,7 @@
 #include "analyzer/report/frames/stack_frames.h"
 #include "analyzer/report/hidden_pool_note.h"
 #include "analyzer/report/history_text.h"
+#include "analyzer/report/inference_report.h"
 #include "analyzer/report/job_view.h"
 #include "analyzer/report/json/json_fields.h"
 #include "analyzer/report/roles_report.h"
@@ -300,6 +301,10 @@ class DataBuilder {
            {"roles_at_peak", t.roles_recorded && d.roles_at_peak
                                  ? roles_json(*d.roles_at_peak, limits_.modules)
                                  : nullptr}});
+      if (const auto inference = device_inference(d)) {
+        device["inference"] = inference_json(*inference);
+        device["inference"]["at_exit"] = d.roles_at_exit && d.roles_at_exit->kv_cache.has_value();
+      }
       devices.push_back(std::move(device));
     }
     return devices;

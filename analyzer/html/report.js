@@ -111,6 +111,7 @@ gmt.Report = class {
                gmt.el("h4", null, "by module at the peak (made in its forward or held by its tensors)"),
                gmt.moduleTable(d.roles_at_peak))));
     }
+    if (d.inference) section.append(gmt.inferenceLine(d.inference));
     return section;
   }
 
@@ -219,3 +220,19 @@ gmt.Report = class {
   window.gmtReport = report;
   document.body.dataset.ready = "1";
 })();
+
+// Inference's figures (report --json's "inference"): the key-value cache, its bytes per token, and
+// how many more tokens or sequences fit.
+gmt.inferenceLine = function (f) {
+  const parts = ["key-value cache " + gmt.bytes(f.kv_cache_bytes) + " (" + f.batch +
+                 (f.batch === 1 ? " sequence" : " sequences") +
+                 (f.tokens !== null ? " of " + f.tokens + " tokens" : "") + "), " +
+                 gmt.bytes(f.bytes_per_token) + " per token per sequence"];
+  if (f.capacity !== null) parts.push("preallocated for " + f.capacity + " tokens per sequence");
+  else if (f.tokens_that_fit !== null)
+    parts.push(f.tokens_that_fit + " more tokens per sequence fit, or " + f.sequences_that_fit +
+               " more sequences of this length");
+  return gmt.el("p", { class: "inference" },
+                gmt.el("b", null, "inference " + (f.at_exit ? "at exit" : "at the peak") + ": "),
+                parts.join("; "));
+};

@@ -6,6 +6,7 @@
 #include "analyzer/report/frames/frame_text.h"
 #include "analyzer/report/hidden_pool_note.h"
 #include "analyzer/report/history_text.h"
+#include "analyzer/report/inference_report.h"
 #include "analyzer/report/job_view.h"
 #include "analyzer/report/json/json_fields.h"
 #include "analyzer/report/report.h"
@@ -188,12 +189,15 @@ void write_report_json(const ReportInput& input, std::ostream& out) {
         }
         if (d.roles_at_exit) {
           by_role["at_exit"] = role_rows_json(*d.roles_at_exit);
+          by_module["at_exit"] = module_rows_json(*d.roles_at_exit, kReportModules);
           by_role["at_exit_time_ns"] = d.roles_at_exit->time_ns;
           by_role["at_exit_is_program_end"] = d.roles_at_exit->at_program_end;
         }
         device["roles_recorded"] = t.roles_recorded;
         device["by_role"] = by_role;
         device["by_module"] = by_module;
+        if (const auto inference = device_inference(d))
+          device["inference"] = inference_json(*inference);
       }
       devices.push_back(std::move(device));
     }

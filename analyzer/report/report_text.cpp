@@ -7,6 +7,7 @@
 #include "analyzer/report/frames/frame_text.h"
 #include "analyzer/report/hidden_pool_note.h"
 #include "analyzer/report/history_text.h"
+#include "analyzer/report/inference_report.h"
 #include "analyzer/report/job_view.h"
 #include "analyzer/report/report.h"
 #include "analyzer/report/roles_report.h"
@@ -141,6 +142,10 @@ void write_device(const TraceSummary& t, const DeviceSummary& d, FrameMode frame
                          ? " at exit (the program's end, " + human_duration(exit.time_ns) + ")"
                          : std::string(" at exit"),
                      "    ", out);
+  }
+  if (const auto inference = device_inference(d)) {
+    const bool at_exit = d.roles_at_exit && d.roles_at_exit->kv_cache;
+    write_inference_text(*inference, at_exit ? " at exit" : " at the peak", "    ", out);
   }
   write_sites(d, frames, out);
   const char* absent = t.from_summary ? kViewsNotInSummary : kNoViewSample;

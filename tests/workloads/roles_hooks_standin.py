@@ -76,10 +76,24 @@ allocator = Allocator(512 * MiB)
 class Tensor:
     is_cuda = True
 
-    def __init__(self, nbytes):
+    def __init__(self, nbytes, shape=None, element_size=1):
         self.nbytes = nbytes
         self.address = allocator.allocate(nbytes)
         self.grad = None
+        self.shape = shape or (nbytes,)
+        self._element_size = element_size
+
+    def dim(self):
+        return len(self.shape)
+
+    def numel(self):
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def element_size(self):
+        return self._element_size
 
     def data_ptr(self):
         return self.address
@@ -246,6 +260,96 @@ class Net(Module):
         return self.fc2(self.fc1(x))
 
 
+class Cache:
+    """transformers.cache_utils.Cache: the hooks know a key-value cache by this base class."""
+
+
+Cache.__module__ = "transformers.cache_utils"
+
+
+class DynamicLayer:
+    def __init__(self):
+        self.keys = None
+        self.values = None
+
+
+class DynamicCache(Cache):
+    """Grows by concatenation, as transformers' DynamicCache does: each update makes the
+    layer's keys and values anew, one token longer, and frees the old ones."""
+
+    def __init__(self, layers):
+        self.layers = [DynamicLayer() for _ in range(layers)]
+
+    def update(self, layer_idx, tokens):
+        layer = self.layers[layer_idx]
+        for kind in ("keys", "values"):
+            old = getattr(layer, kind)
+            length = (old.shape[2] if old is not None else 0) + tokens
+            setattr(layer, kind, kv_tensor(length))
+            del old
+
+
+KV_BATCH, KV_HEADS, KV_HEAD_DIM, KV_ELEMENT = 2, 2, 64, 2  # bf16: 2 bytes
+
+
+def kv_tensor(tokens):
+    shape = (KV_BATCH, KV_HEADS, tokens, KV_HEAD_DIM)
+    return Tensor(KV_BATCH * KV_HEADS * tokens * KV_HEAD_DIM * KV_ELEMENT, shape, KV_ELEMENT)
+
+
+class Output(dict):
+    """A ModelOutput: a dict whose items are attributes too."""
+
+    __getattr__ = dict.__getitem__
+
+
+class Attention(Module):
+    """An attention layer of a decoder: with a cache given, it appends its keys and values to
+    it; without, it keeps them itself (`kept` mode), as a hand-written decoder does."""
+
+    def __init__(self, layer_idx):
+        super().__init__()
+        self.layer_idx = layer_idx
+        self.weight = Parameter(4 * MiB)
+        self.keys = None
+
+    def forward(self, tokens, cache):
+        scratch = Tensor(1 * MiB)
+        del scratch
+        if cache is not None:
+            cache.update(self.layer_idx, tokens)
+        else:
+            length = (self.keys.shape[2] if self.keys is not None else 0) + tokens
+            self.keys = kv_tensor(length)
+
+
+class Decoder(Module):
+    def __init__(self):
+        super().__init__()
+        self.l0 = Attention(0)
+        self.l1 = Attention(1)
+
+    def forward(self, input_ids, tokens, past_key_values=None):
+        self.l0(tokens, past_key_values)
+        self.l1(tokens, past_key_values)
+        logits = Tensor(1 * MiB)
+        return Output(logits=logits, past_key_values=past_key_values)
+
+
+def generate(use_cache, prompt, new_tokens):
+    """A prompt, then one token at a time under no_grad, as generate() does; the last step's
+    logits kept at the end."""
+    decoder = Decoder()
+    cache = DynamicCache(2) if use_cache else None
+    input_ids = Tensor(1 * MiB)
+    out = None
+    with sys.modules["torch"].no_grad():
+        for step in range(new_tokens + 1):
+            out = None  # the last step's logits go before the next forward, as generate() does
+            out = decoder(input_ids, prompt if step == 0 else 1, past_key_values=cache)
+    return decoder, cache, input_ids, out
+
+
 stand_in_torch()
 with open(sys.argv[2]) as source:
     hooks = types.ModuleType("_gpumemtrace_roles")
@@ -281,6 +385,12 @@ def train(input_sizes):
 model = Net()
 optimizer = Optimizer(model.parameters())
 mode = sys.argv[3] if len(sys.argv) > 3 else ""
+if mode in ("decode", "decode-kept"):
+    # Inference instead of training: a two-layer decoder, a prompt of 1024 tokens then 3 more.
+    del model, optimizer
+    kept = generate(mode == "decode", 1024, 3)
+    print("decoded")
+    sys.exit(0)
 if mode.startswith("oom"):
     # The model's first forward fails, as a batch too large fails at once.
     failing["module"] = model.fc2

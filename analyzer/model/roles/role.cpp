@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "analyzer/model/roles/role.h"
 
+#include <charconv>
+#include <map>
+
 namespace gmt::analyzer {
 
 namespace {
 
 constexpr std::array<const char*, kRoleCount> kNames = {
-    "parameter", "buffer",          "gradient", "optimizer_state", "activation", "temporary",
-    "input",     "allocator_cache", "library",  "cuda_graph",      "unknown"};
+    "parameter", "buffer", "gradient",        "optimizer_state", "activation",
+    "temporary", "input",  "allocator_cache", "library",         "cuda_graph",
+    "kv_cache",  "state",  "output",          "unknown"};
 
 }  // namespace
 
@@ -43,13 +47,51 @@ const char* role_basis(Role role, bool tagged) {
     case Role::kCudaGraph:
       return "inferred: made while a CUDA graph was captured (torch.cuda.graph), its private "
              "pool's (the pool's free space is in allocator_cache)";
+    case Role::kKvCache:
+      return "inferred: made where the model's earlier forwards made its key-value cache's "
+             "tagged keys and values, not yet tagged (the last forward's, or one still running)";
+    case Role::kState:
+      return "inferred: made in a model's forward and kept into its next forward, no backward "
+             "between (a cache or state the model keeps), or made where its earlier forwards made "
+             "such";
+    case Role::kOutput:
+      return "inferred: a root forward's result (the hooks saw it returned), kept past that "
+             "forward and not released by backward";
     case Role::kUnknown:
       return "no scope or tag places it (no roles recorded; a block kept past the forward or "
-             "backward that made it, not by backward nor as a gradient: a library's workspace, a "
-             "kept graph; memory outside any framework)";
+             "backward that made it, not by backward, nor as a gradient, output or state: a "
+             "library's workspace, a kept graph; memory outside any framework)";
     default:
       return "tagged by the framework";
   }
+}
+
+std::optional<KvCacheLength> parse_kv_cache_length(std::string_view text) {
+  std::map<std::string_view, uint64_t> fields;
+  while (!text.empty()) {
+    const std::size_t end = std::min(text.find(' '), text.size());
+    const std::string_view field = text.substr(0, end);
+    text.remove_prefix(std::min(end + 1, text.size()));
+    const std::size_t eq = field.find('=');
+    if (eq == std::string_view::npos) return std::nullopt;
+    uint64_t value = 0;
+    const std::string_view digits = field.substr(eq + 1);
+    const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    if (ec != std::errc{} || ptr != digits.data() + digits.size()) return std::nullopt;
+    fields[field.substr(0, eq)] = value;
+  }
+  KvCacheLength length;
+  for (auto [key, slot] : {std::pair{"batch", &length.batch},
+                           {"tokens", &length.tokens},
+                           {"capacity", &length.capacity},
+                           {"bytes_per_token", &length.bytes_per_token}}) {
+    const auto it = fields.find(key);
+    if (it == fields.end()) return std::nullopt;
+    *slot = it->second;
+  }
+  if (const auto layers = fields.find("layers"); layers != fields.end())
+    length.layers = layers->second;
+  return length;
 }
 
 const char* running_basis(Role role) {

@@ -24,9 +24,12 @@ enum class Role : uint8_t {
   kAllocatorCache,  // a caching allocator's segments, not handed out
   kLibrary,    // driver allocations of a library (cuBLAS, cuDNN, NCCL...) outside the framework
   kCudaGraph,  // made while a CUDA graph was captured: its private pool's blocks
+  kKvCache,    // a key-value cache's keys and values, tagged by the framework
+  kState,      // made in a model's forward and kept into a later forward of it (a cache, a state)
+  kOutput,     // a root forward's result the program kept past its forward
   kUnknown,
 };
-inline constexpr std::size_t kRoleCount = 11;
+inline constexpr std::size_t kRoleCount = 14;
 
 const char* role_name(Role role);
 // The role of a JSON or command-line name ("optimizer_state"); none for another.
@@ -55,6 +58,19 @@ struct ModuleRoles {
   uint64_t total = 0;
 };
 
+// A key-value cache's length, as the framework's hooks last reported it before a moment
+// (format's ScopeKind::kKvCacheLength).
+struct KvCacheLength {
+  uint64_t batch = 0;            // sequences
+  uint64_t tokens = 0;           // held per sequence
+  uint64_t capacity = 0;         // tokens per sequence a preallocated cache holds; 0: it grows
+  uint64_t bytes_per_token = 0;  // one more token, per sequence, every layer's keys and values
+  uint64_t layers = 0;           // layers with keys and values; 0: not told
+};
+// Parses the scope's name ("batch=8 tokens=1536 capacity=0 bytes_per_token=32768"); none when a
+// field is missing or not a number.
+std::optional<KvCacheLength> parse_kv_cache_length(std::string_view text);
+
 // A device's bytes at a moment by role: they add up to the device's figure then. Driver
 // allocations outside any caching allocator are `outside` until their owners are known
 // (split_outside(): library or unknown).
@@ -78,6 +94,8 @@ struct RoleBreakdown {
     std::array<uint64_t, kRoleCount> bytes{};
   };
   std::vector<StackRoles> block_stacks;  // by stack, ascending
+  // The key-value cache's length then, where the framework's hooks reported one.
+  std::optional<KvCacheLength> kv_cache;
 
   RoleFigure& operator[](Role role) { return roles[static_cast<std::size_t>(role)]; }
   const RoleFigure& operator[](Role role) const { return roles[static_cast<std::size_t>(role)]; }

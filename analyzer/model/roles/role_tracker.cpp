@@ -41,6 +41,11 @@ void RoleTracker::on(const format::ScopeRecord& r) {
     case format::ScopeKind::kProgramEnd:
       program_ended_ = true;
       return;
+    case format::ScopeKind::kKvCacheLength:
+      if (const auto name = names_.find(r.name); name != names_.end()) {
+        if (auto length = parse_kv_cache_length(name->second)) kv_cache_ = length;
+      }
+      return;
     case format::ScopeKind::kNoGrad:
       if (static_cast<format::ScopeAction>(r.action) == format::ScopeAction::kEnter) {
         mark_no_grad(open);
@@ -63,12 +68,16 @@ void RoleTracker::on(const format::ScopeRecord& r) {
       if (where == Where::kForward) {
         // A root forward begun while backward runs recomputes what activation checkpointing
         // dropped: not the next step's forward, so what lives across it is no input.
-        if (open_backwards_.empty()) ++forward_epoch_;
+        if (open_backwards_.empty()) {
+          ++forward_epoch_;
+          root_forward_backwards_[r.name].push_back(backwards_);
+        }
         RootForward& root = root_forwards_[instance];
         root.root = r.name;
         root.outline = action == format::ScopeAction::kEnterOutline;
       }
       if (where == Where::kBackward) {
+        ++backwards_;
         const auto capture = std::find_if(
             open.rbegin(), open.rend(), [](const Open& o) { return o.where == Where::kCudaGraph; });
         open_backwards_.push_back({instance, capture == open.rend()
@@ -119,10 +128,15 @@ void RoleTracker::on(const format::TagRecord& r) {
   recorded_ = true;
   const auto* const live = live_.find(r.address);
   if (live == nullptr) {
-    ++unmatched_tags_;
+    // An output may be a view into a block, not its start: a hint lost, no tag missed.
+    if (r.role != static_cast<uint32_t>(format::TagRole::kOutput)) ++unmatched_tags_;
     return;
   }
   Facts& f = facts_[live->value];
+  if (r.role == static_cast<uint32_t>(format::TagRole::kOutput)) {
+    f.output = true;  // a hint: the block keeps its module and whatever else its life says
+    return;
+  }
   f.tag = static_cast<uint8_t>(r.role);
   f.module = r.name;
   if (r.role == static_cast<uint32_t>(format::TagRole::kGradient)) gradients_tagged_ = true;
@@ -165,6 +179,13 @@ void RoleTracker::on_block(const format::BlockRecord& r) {
         const auto root = root_forwards_.find(inner.instance);
         f.module = root != root_forwards_.end() ? module_in(root->second, r.stack, inner.name)
                                                 : inner.name;
+        if (root != root_forwards_.end()) {
+          f.root = root->second.root;
+          f.root_epoch = static_cast<uint32_t>(root_forward_backwards_[f.root].size());
+          f.backwards = backwards_;
+          // module_in() has counted this block: its order at the stack is one less.
+          f.site = static_cast<uint64_t>(r.stack) << 32 | (root->second.made[r.stack] - 1);
+        }
       }
     } else if (!open_backwards_.empty()) {
       // An autograd thread's block: its thread opened no scope, backward() runs on another.
@@ -191,6 +212,14 @@ void RoleTracker::on_block(const format::BlockRecord& r) {
   Facts& f = facts_[i];
   f.freed = true;
   f.forward_during = forward_epoch_ > f.forward_epoch;
+  f.root_forward_during = root_forward_during(f);
+  if (f.root != 0 && !f.output) {
+    if (f.tag == static_cast<uint8_t>(format::TagRole::kKvCache)) {
+      site_hints_[f.root][f.site] = SiteHint::kKvCache;
+    } else if (f.tag == kUntagged && f.root_forward_during) {
+      site_hints_[f.root].try_emplace(f.site, SiteHint::kState);
+    }
+  }
   if (f.where != Where::kNone && f.instance < instance_open_.size() && instance_open_[f.instance]) {
     f.end = End::kInside;
   } else if (!open_backwards_.empty()) {
@@ -217,6 +246,7 @@ void RoleTracker::snapshot(int device, int slot, const std::vector<Block>& block
     s.blocks.push_back({live->value, b.size, b.stack});
     s.running.push_back(running_now(facts_[live->value]));
   }
+  s.kv_cache = kv_cache_;
   for (const PeakSite& row : rows) {
     if (row.cache) {
       s.cache_bytes += row.bytes;
@@ -254,12 +284,32 @@ RoleTracker::Running RoleTracker::running_now(const Facts& f) const {
   }
 }
 
-// running (3 bits) | tag (8) | where (3) | end (2) | forward_during (1) | freed (1)
+bool RoleTracker::root_forward_during(const Facts& f) const {
+  if (f.where != Where::kForward || f.root == 0) return false;
+  const auto forwards = root_forward_backwards_.find(f.root);
+  // The root's forwards are numbered from 1: the one after the block's is at index root_epoch.
+  return forwards != root_forward_backwards_.end() && forwards->second.size() > f.root_epoch &&
+         forwards->second[f.root_epoch] == f.backwards;
+}
+
+RoleTracker::SiteHint RoleTracker::site_hint(const Facts& f) const {
+  if (f.root == 0 || f.tag != kUntagged || f.output) return SiteHint::kNone;
+  const auto root = site_hints_.find(f.root);
+  if (root == site_hints_.end()) return SiteHint::kNone;
+  const auto hint = root->second.find(f.site);
+  return hint == root->second.end() ? SiteHint::kNone : hint->second;
+}
+
+// site hint (2) | output (1) | root_forward_during (1) | running (3 bits) | tag (8) | where (3) |
+// end (2) | forward_during (1) | freed (1)
 RoleTracker::RoleClass RoleTracker::class_of(const Facts& f, Running running) const {
   const bool forward_during = f.freed ? f.forward_during : forward_epoch_ > f.forward_epoch;
-  return static_cast<RoleClass>(static_cast<unsigned>(running) << 15 | f.tag << 7 |
-                                static_cast<unsigned>(f.where) << 4 |
-                                static_cast<unsigned>(f.end) << 2 | forward_during << 1 | f.freed);
+  const bool kept_into_next = f.freed ? f.root_forward_during : root_forward_during(f);
+  return static_cast<RoleClass>(
+      static_cast<unsigned>(site_hint(f)) << 20 | static_cast<unsigned>(f.output) << 19 |
+      static_cast<unsigned>(kept_into_next) << 18 | static_cast<unsigned>(running) << 15 |
+      f.tag << 7 | static_cast<unsigned>(f.where) << 4 | static_cast<unsigned>(f.end) << 2 |
+      forward_during << 1 | f.freed);
 }
 
 Role RoleTracker::settled_role(RoleClass c) const {
@@ -269,6 +319,9 @@ Role RoleTracker::settled_role(RoleClass c) const {
   f.end = static_cast<End>(c >> 2 & 3);
   f.forward_during = (c >> 1 & 1) != 0;
   f.freed = (c & 1) != 0;
+  f.root_forward_during = (c >> 18 & 1) != 0;
+  f.output = (c >> 19 & 1) != 0;
+  const auto hint = static_cast<SiteHint>(c >> 20 & 3);
   if (!recorded_) return Role::kUnknown;
   switch (f.tag) {
     case static_cast<uint8_t>(format::TagRole::kParameter):
@@ -279,13 +332,23 @@ Role RoleTracker::settled_role(RoleClass c) const {
       return Role::kGradient;
     case static_cast<uint8_t>(format::TagRole::kOptimizerState):
       return Role::kOptimizerState;
+    case static_cast<uint8_t>(format::TagRole::kKvCache):
+      return Role::kKvCache;
     default:
       break;
   }
   switch (f.where) {
     case Where::kForward:
       if (f.end == End::kInside) return Role::kTemporary;
-      return f.end == End::kByBackward ? Role::kActivation : Role::kUnknown;
+      if (f.end == End::kByBackward) return Role::kActivation;
+      // Kept past its forward: what the program took from the model (it returned it), else
+      // what the model kept for itself once it ran again (a cache, a recurrent state).
+      if (f.output) return Role::kOutput;
+      if (f.root_forward_during) return Role::kState;
+      // Not (yet) kept into a later forward: the blocks its forward's earlier runs made at the
+      // same place say what it is (the last forward's cache, one still running at a failure).
+      if (hint == SiteHint::kKvCache) return Role::kKvCache;
+      return hint == SiteHint::kState ? Role::kState : Role::kUnknown;
     case Where::kBackward:
       if (f.end == End::kInside) return Role::kTemporary;
       return gradients_tagged_ ? Role::kUnknown : Role::kGradient;
@@ -297,7 +360,8 @@ Role RoleTracker::settled_role(RoleClass c) const {
       break;
   }
   if (f.forward_during) return Role::kInput;
-  return f.freed ? Role::kTemporary : Role::kUnknown;
+  if (f.freed) return Role::kTemporary;
+  return f.output ? Role::kOutput : Role::kUnknown;
 }
 
 Role RoleTracker::role_of_class(RoleClass c) const {
@@ -353,6 +417,7 @@ std::optional<RoleBreakdown> RoleTracker::resolve(int device, int slot) const {
   table[Role::kAllocatorCache].bytes += s.cache_bytes;
   table[Role::kAllocatorCache].count += s.cache_count;
   table.outside = s.outside;
+  table.kv_cache = s.kv_cache;
   for (const auto& [stack, bytes] : by_stack) table.block_stacks.push_back({stack, bytes});
   for (auto& [name, m] : modules) {
     m.module = name;

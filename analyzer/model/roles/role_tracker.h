@@ -89,7 +89,15 @@ class RoleTracker {
     uint32_t module = 0;          // Name id of the innermost module; for tags, the tensor's name
     uint64_t forward_epoch = 0;   // root forwards begun before it was made
     bool forward_during = false;  // a root forward began while it lived (set when it ended)
-    uint32_t pins = 0;            // snapshots holding it
+    // Made in a root forward: that root (Name id) and its forwards begun when it was made;
+    // whether another forward of the same root began while it lived (set when it ended).
+    uint32_t root = 0;
+    uint32_t root_epoch = 0;
+    uint32_t backwards = 0;  // backwards begun before it was made
+    bool root_forward_during = false;
+    bool output = false;  // a root forward returned it (TagRole::kOutput)
+    uint64_t site = 0;    // made in a root forward: its stack << 32 | its order at that stack
+    uint32_t pins = 0;    // snapshots holding it
     bool freed = false;
   };
   struct Open {
@@ -121,9 +129,13 @@ class RoleTracker {
     uint64_t cache_bytes = 0;
     uint64_t cache_count = 0;
     std::vector<RoleBreakdown::Outside> outside;
+    std::optional<KvCacheLength> kv_cache;
   };
 
   Running running_now(const Facts& f) const;
+  // Whether the next forward of the root that made it began while it lived, with no backward
+  // between.
+  bool root_forward_during(const Facts& f) const;
   RoleClass class_of(const Facts& f) const { return class_of(f, running_now(f)); }
   RoleClass class_of(const Facts& f, Running running) const;
   void mark_no_grad(const std::vector<Open>& open);
@@ -148,6 +160,18 @@ class RoleTracker {
   };
   std::vector<OpenBackward> open_backwards_;  // any thread
   uint64_t forward_epoch_ = 0;
+  // By root (Name id), each of its forwards' (in order) backwards begun before it: how many
+  // forwards it began, and whether a backward came between a block and the next forward (then
+  // what lives across is no state of an inference).
+  std::unordered_map<uint32_t, std::vector<uint32_t>> root_forward_backwards_;
+  uint32_t backwards_ = 0;  // backwards begun
+  // By root, the sites (Facts::site) of its forwards whose blocks its later forwards found kept
+  // (state) or tagged as a key-value cache: a block made there and not yet kept into a later
+  // forward (the last forward's, one still running) is the same, by where it was made.
+  enum class SiteHint : uint8_t { kNone, kState, kKvCache };
+  std::unordered_map<uint32_t, std::unordered_map<uint64_t, SiteHint>> site_hints_;
+  SiteHint site_hint(const Facts& f) const;
+  std::optional<KvCacheLength> kv_cache_;  // the hooks' latest report
   std::vector<Facts> facts_;
   std::vector<uint32_t> free_facts_;
   FlatHashMap<uint64_t, uint32_t, AddressHash> live_;  // address -> facts index

@@ -149,8 +149,12 @@ bool cupy_hook_file(std::string_view file) {
   return basename_of(file) == "gpumemtrace_cupy.py";
 }
 
+bool roles_hook_file(std::string_view file) {
+  return basename_of(file) == "gpumemtrace_roles.py";
+}
+
 bool profiler_hook_file(std::string_view file) {
-  return cupy_hook_file(file) || basename_of(file) == "gpumemtrace_roles.py";
+  return cupy_hook_file(file) || roles_hook_file(file);
 }
 
 FrameOrigin frame_origin(const SiteFrame& frame) {

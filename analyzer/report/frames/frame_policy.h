@@ -44,6 +44,10 @@ bool cupy_hook_file(std::string_view file);
 // Whether `file` is one of our Python hooks in a framework's path: CuPy's pool hook, or the roles
 // hooks (python/gpumemtrace_roles.py, whose wrapper of nn.Module.__call__ is in every module call).
 bool profiler_hook_file(std::string_view file);
+// Whether `file` is the roles hooks (python/gpumemtrace_roles.py): their wrapper of
+// nn.Module.__call__ stands between every module call and its caller, and is left out of every
+// stack, so that tracing changes no line the user sees.
+bool roles_hook_file(std::string_view file);
 
 // A native frame that nothing names: its function reads "module+0xOFFSET" (or "0xADDRESS" for
 // an address in no module).

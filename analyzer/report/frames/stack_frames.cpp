@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "analyzer/report/frames/frame_policy.h"
 #include "analyzer/symbolize/symbolizer.h"
 
 namespace gmt::analyzer {
@@ -24,6 +25,7 @@ void append_python_frames(const TraceSummary& trace, const std::vector<uint64_t>
     // The mark before frames taken from another thread (BackwardAttribution).
     frame.kind = id == TraceSummary::kAttributionCode ? "attribution" : "python";
     auto code = trace.python_code.find(id);
+    if (code != trace.python_code.end() && roles_hook_file(code->second.file)) continue;
     frame.function = code != trace.python_code.end() ? code->second.name : "<unknown>";
     if (code != trace.python_code.end() && !code->second.file.empty())
       frame.file = code->second.file;

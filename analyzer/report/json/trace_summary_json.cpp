@@ -81,11 +81,21 @@ ordered_json role_breakdown_json(const std::optional<RoleBreakdown>& roles, std:
   for (std::size_t m = 0; m < roles->modules.size() && m < modules; ++m)
     listed.push_back({{"module", roles->modules[m].module},
                       {"by_role", role_bytes_json(roles->modules[m].bytes)}});
-  return {{"time_ns", roles->time_ns},
-          {"at_program_end", roles->at_program_end},
-          {"roles", rows},
-          {"modules", listed},
-          {"modules_not_listed", roles->modules.size() - std::min(roles->modules.size(), modules)}};
+  ordered_json out = {
+      {"time_ns", roles->time_ns},
+      {"at_program_end", roles->at_program_end},
+      {"roles", rows},
+      {"modules", listed},
+      {"modules_not_listed", roles->modules.size() - std::min(roles->modules.size(), modules)}};
+  if (roles->kv_cache) {
+    const KvCacheLength& l = *roles->kv_cache;
+    out["kv_cache_length"] = {{"batch", l.batch},
+                              {"tokens", l.tokens},
+                              {"capacity", l.capacity},
+                              {"bytes_per_token", l.bytes_per_token},
+                              {"layers", l.layers}};
+  }
+  return out;
 }
 
 // The roles of a listed leak group's blocks at exit (what `leaks` names the group's role by).
@@ -328,6 +338,16 @@ class Reader {
       if (f.running_bytes > f.bytes - f.tagged_bytes) {
         fail("a role has more running bytes than untagged bytes");
       }
+    }
+    // Summaries written before inference's figures have none.
+    if (const auto length = it->find("kv_cache_length"); length != it->end()) {
+      KvCacheLength l;
+      l.batch = get<uint64_t>(*length, "batch");
+      l.tokens = get<uint64_t>(*length, "tokens");
+      l.capacity = get<uint64_t>(*length, "capacity");
+      l.bytes_per_token = get<uint64_t>(*length, "bytes_per_token");
+      l.layers = get<uint64_t>(*length, "layers");
+      out.kv_cache = l;
     }
     for (const json& row : at(*it, "modules")) {
       ModuleRoles m;

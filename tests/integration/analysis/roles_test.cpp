@@ -74,6 +74,14 @@ class Roles : public TracedRun {
     for (const json& r : roles) out[r["role"].get<std::string>()] = r[field].get<uint64_t>();
     return out;
   }
+  // The roles that hold bytes, the allocator's cache left out.
+  static std::map<std::string, uint64_t> nonzero_roles(const json& roles) {
+    std::map<std::string, uint64_t> out;
+    for (const auto& [role, bytes] : bytes_by_role(roles)) {
+      if (bytes > 0 && role != "allocator_cache") out[role] = bytes;
+    }
+    return out;
+  }
 };
 
 TEST_F(Roles, EveryByteAtThePeakAndAtExitHasItsRole) {
@@ -94,6 +102,9 @@ TEST_F(Roles, EveryByteAtThePeakAndAtExitHasItsRole) {
                                                          {"allocator_cache", cache},
                                                          {"library", 0},
                                                          {"cuda_graph", 0},
+                                                         {"kv_cache", 0},
+                                                         {"state", 0},
+                                                         {"output", 0},
                                                          {"unknown", 0}};
   EXPECT_EQ(at_peak, expected_peak);
   // The framework named the parameters, the gradient and the state; the rest is inferred.
@@ -379,6 +390,9 @@ TEST_F(Roles, TheHooksAgainstAStandInOfPyTorchGiveEachBlockItsRoleAndModule) {
                                                          {"allocator_cache", cache},
                                                          {"library", 0},
                                                          {"cuda_graph", 0},
+                                                         {"kv_cache", 0},
+                                                         {"state", 0},
+                                                         {"output", 0},
                                                          {"unknown", 0}};
   EXPECT_EQ(bytes_by_role(device["by_role"]["at_peak"]), expected_peak);
   const auto tagged = bytes_by_role(device["by_role"]["at_peak"], "tagged_bytes");
@@ -422,6 +436,9 @@ TEST_F(Roles, TheHooksKeepNothingOfAModelTheProgramLetsGo) {
                                                     {"allocator_cache", segment - 24 * kMiB},
                                                     {"library", 0},
                                                     {"cuda_graph", 0},
+                                                    {"kv_cache", 0},
+                                                    {"state", 0},
+                                                    {"output", 0},
                                                     {"unknown", 0}};
   EXPECT_EQ(bytes_by_role(device["by_role"]["at_exit"]), expected);
   EXPECT_EQ(modules_at_peak(device), stand_in_layers_at_peak("enc", "dec"));
@@ -444,7 +461,8 @@ TEST_F(Roles, TheHooksWrapACudaGraphsCapture) {
       {"activation", 0},       {"temporary", 0},
       {"input", 2 * kMiB},     {"allocator_cache", live - 42 * kMiB},
       {"library", 0},          {"cuda_graph", 16 * kMiB},
-      {"unknown", 0}};
+      {"kv_cache", 0},         {"state", 0},
+      {"output", 0},           {"unknown", 0}};
   EXPECT_EQ(at_exit, expected);
 }
 
@@ -499,6 +517,67 @@ TEST_F(Roles, AtAnOomInAForwardItsBlocksAreActivations) {
   EXPECT_NE(text.out.find(": cudaMalloc of 64.0 GiB (device, CUDA_ERROR_OUT_OF_MEMORY)"),
             std::string::npos)
       << text.out;
+}
+
+// Inference: the stand-in's decoder under no_grad, a prompt of 1024 tokens then 3 more, with a
+// transformers-like DynamicCache (`decode`) or with each attention module keeping its keys
+// itself (`decode-kept`). At the program's end: the weights (8 MiB), the prompt's ids (1 MiB, an
+// input), the last step's logits (1 MiB, an output the program kept) and the cache: 2 layers'
+// keys and values of 2 sequences x 2 heads x 1027 tokens x 64 x 2 bytes, tagged as the key-value
+// cache by layer module; kept by the modules themselves, their keys are their state.
+TEST_F(Roles, ADecodersCacheIsItsKvCacheByLayer) {
+  if (system("python3 -c pass") != 0) GTEST_SKIP() << "python3 is not installed";
+  const ProcessResult run = run_hooks_standin({"decode"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const json report = command_json({"report", "--json", only_trace()});
+  const json& device = report["devices"][0];
+  const uint64_t layer = 2 * 2 * 1027 * 64 * 2;  // one layer's keys (or values)
+  EXPECT_EQ(nonzero_roles(device["by_role"]["at_exit"]),
+            (std::map<std::string, uint64_t>{{"parameter", 8 * kMiB},
+                                             {"input", 1 * kMiB},
+                                             {"output", 1 * kMiB},
+                                             {"kv_cache", 4 * layer}}));
+  std::map<std::string, uint64_t> kv_by_module;
+  for (const json& m : device["by_module"]["at_exit"]) {
+    if (m["by_role"].contains("kv_cache")) kv_by_module[m["module"]] = m["by_role"]["kv_cache"];
+  }
+  EXPECT_EQ(kv_by_module, (std::map<std::string, uint64_t>{{"l0", 2 * layer}, {"l1", 2 * layer}}));
+  const json& inference = device["inference"];
+  EXPECT_EQ(inference["kv_cache_bytes"], 4 * layer) << inference;
+  EXPECT_EQ(inference["batch"], 2);
+  EXPECT_EQ(inference["tokens"], 1027);
+  EXPECT_EQ(inference["bytes_per_token"], 2 * 2 * 2 * 64 * 2);  // per sequence
+  // The hooks' wrapper of Module.__call__ stands between every module call and its caller, and
+  // shows in no stack: every frame shown, the stand-in's own are there, the hooks' are not.
+  const ProcessResult peak = cli({"peak", "--frames", "all", only_trace()});
+  EXPECT_NE(peak.out.find("roles_hooks_standin.py"), std::string::npos) << peak.out;
+  EXPECT_EQ(peak.out.find("gpumemtrace_roles"), std::string::npos) << peak.out;
+  const ProcessResult text = cli({"report", only_trace()});
+  EXPECT_NE(
+      text.out.find("inference at exit: key-value cache 2.01 MiB, 2 sequences of 1027 tokens, "
+                    "1.00 KiB per token per sequence"),
+      std::string::npos)
+      << text.out;
+}
+
+TEST_F(Roles, ADecoderKeepingItsOwnKeysHasThemAsStateByModule) {
+  if (system("python3 -c pass") != 0) GTEST_SKIP() << "python3 is not installed";
+  const ProcessResult run = run_hooks_standin({"decode-kept"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const json report = command_json({"report", "--json", only_trace()});
+  const json& device = report["devices"][0];
+  const uint64_t layer = 2 * 2 * 1027 * 64 * 2;
+  EXPECT_EQ(nonzero_roles(device["by_role"]["at_exit"]),
+            (std::map<std::string, uint64_t>{{"parameter", 8 * kMiB},
+                                             {"input", 1 * kMiB},
+                                             {"output", 1 * kMiB},
+                                             {"state", 2 * layer}}));
+  std::map<std::string, uint64_t> state_by_module;
+  for (const json& m : device["by_module"]["at_exit"]) {
+    if (m["by_role"].contains("state")) state_by_module[m["module"]] = m["by_role"]["state"];
+  }
+  EXPECT_EQ(state_by_module, (std::map<std::string, uint64_t>{{"l0", layer}, {"l1", layer}}));
+  EXPECT_FALSE(device.contains("inference")) << device["inference"];
 }
 
 TEST_F(Roles, AtAnOomInANoGradForwardItsBlocksAreTemporaries) {

@@ -473,5 +473,89 @@ TEST(Roles, NamesRoundTrip) {
   EXPECT_EQ(role_of_name("weights"), std::nullopt);
 }
 
+// A decode loop under no_grad: each forward of the decoder makes, in its attention module, the
+// layer's state (kept as an attribute), its key-value cache's keys (tagged), logits it returns,
+// and frees scratch inside. The second forward begins while the first's state, keys and logits
+// live. 100 MiB segment.
+std::vector<format::Record> decode_steps(int forwards) {
+  std::vector<format::Record> records = {
+      name(1, "Decoder"),
+      name(2, "attn"),
+      name(3, "attn.keys"),
+      name(4, "attn.weight"),
+      name(5, "batch=2 tokens=7 capacity=0 bytes_per_token=4096"),
+      test::alloc_at(1, 0, kSegment, 100 * kMiB)};
+  records.push_back(block(2, kMain, BlockAction::kSegmentAlloc, 0, 100 * kMiB));
+  records.push_back(block(3, kMain, BlockAction::kAlloc, 0, 8 * kMiB));  // the weight
+  records.push_back(tag(4, TagRole::kParameter, 0, 4));
+  records.push_back(block(5, kMain, BlockAction::kAlloc, 8 * kMiB, 1 * kMiB));  // the prompt
+  uint64_t t = 10;
+  for (int i = 0; i < forwards; ++i, t += 20) {
+    const uint64_t base = 16 * kMiB + static_cast<uint64_t>(i) * 16 * kMiB;
+    records.push_back(scope(t, kMain, ScopeAction::kEnter, ScopeKind::kModule, 1));
+    records.push_back(scope(t + 1, kMain, ScopeAction::kEnter, ScopeKind::kNoGrad));
+    records.push_back(scope(t + 2, kMain, ScopeAction::kEnter, ScopeKind::kModule, 2));
+    records.push_back(block(t + 3, kMain, BlockAction::kAlloc, base, 4 * kMiB));  // state
+    records.push_back(block(t + 4, kMain, BlockAction::kAlloc, base + 4 * kMiB, 2 * kMiB));
+    records.push_back(block(t + 5, kMain, BlockAction::kAlloc, base + 6 * kMiB, 1 * kMiB));
+    records.push_back(block(t + 6, kMain, BlockAction::kAlloc, base + 7 * kMiB, 3 * kMiB));
+    records.push_back(block(t + 7, kMain, BlockAction::kFreeRequested, base + 7 * kMiB, 0));
+    records.push_back(scope(t + 8, kMain, ScopeAction::kExit, ScopeKind::kModule));
+    records.push_back(scope(t + 9, kMain, ScopeAction::kExit, ScopeKind::kNoGrad));
+    records.push_back(scope(t + 10, kMain, ScopeAction::kExit, ScopeKind::kModule));
+    records.push_back(tag(t + 11, TagRole::kOutput, base + 6 * kMiB, 0));
+    records.push_back(tag(t + 11, TagRole::kKvCache, base + 4 * kMiB, 3));
+    records.push_back(scope(t + 12, kMain, ScopeAction::kEnter, ScopeKind::kKvCacheLength, 5));
+  }
+  return records;
+}
+
+TEST(Roles, WhatADecoderKeepsAcrossForwardsIsItsCacheStateAndOutputs) {
+  const TraceSummary two = replayed(decode_steps(2));
+  const RoleBreakdown& exit = *two.devices.at(0).roles_at_exit;
+  EXPECT_EQ(exit[Role::kParameter].bytes, 8 * kMiB);
+  EXPECT_EQ(exit[Role::kInput].bytes, 1 * kMiB);
+  EXPECT_EQ(exit[Role::kKvCache].bytes, 4 * kMiB);
+  EXPECT_EQ(exit[Role::kKvCache].tagged_bytes, 4 * kMiB);
+  EXPECT_EQ(exit[Role::kOutput].bytes, 2 * kMiB);
+  // The first forward's state was kept into the second; the second's, into none yet.
+  EXPECT_EQ(exit[Role::kState].bytes, 4 * kMiB);
+  EXPECT_EQ(exit[Role::kUnknown].bytes, 4 * kMiB);
+  EXPECT_EQ(exit[Role::kTemporary].bytes, 0u);
+  EXPECT_EQ(two.role_tags_unmatched, 0u);
+  ASSERT_EQ(exit.modules.size(), 1u);
+  EXPECT_EQ(exit.modules[0].module, "attn");
+  EXPECT_EQ(exit.modules[0].bytes[static_cast<std::size_t>(Role::kKvCache)], 4 * kMiB);
+  EXPECT_EQ(exit.modules[0].bytes[static_cast<std::size_t>(Role::kState)], 4 * kMiB);
+  EXPECT_EQ(exit.modules[0].bytes[static_cast<std::size_t>(Role::kOutput)], 2 * kMiB);
+  ASSERT_TRUE(exit.kv_cache.has_value());
+  EXPECT_EQ(exit.kv_cache->batch, 2u);
+  EXPECT_EQ(exit.kv_cache->tokens, 7u);
+  EXPECT_EQ(exit.kv_cache->capacity, 0u);
+  EXPECT_EQ(exit.kv_cache->bytes_per_token, 4096u);
+
+  // One forward: nothing has been kept into a later one yet, and the temporary is the scratch
+  // freed inside (all of it released before the end).
+  const TraceSummary one = replayed(decode_steps(1));
+  const RoleBreakdown& first = *one.devices.at(0).roles_at_exit;
+  EXPECT_EQ(first[Role::kState].bytes, 0u);
+  EXPECT_EQ(first[Role::kUnknown].bytes, 4 * kMiB);
+  EXPECT_EQ(first[Role::kKvCache].bytes, 2 * kMiB);
+  EXPECT_EQ(first[Role::kOutput].bytes, 1 * kMiB);
+}
+
+TEST(Roles, AKvCacheLengthParsesOnlyWhenWhole) {
+  const auto length =
+      parse_kv_cache_length("batch=8 tokens=1536 capacity=2048 bytes_per_token=32768");
+  ASSERT_TRUE(length.has_value());
+  EXPECT_EQ(length->batch, 8u);
+  EXPECT_EQ(length->tokens, 1536u);
+  EXPECT_EQ(length->capacity, 2048u);
+  EXPECT_EQ(length->bytes_per_token, 32768u);
+  EXPECT_FALSE(parse_kv_cache_length("batch=8 tokens=1536 capacity=0").has_value());
+  EXPECT_FALSE(parse_kv_cache_length("batch=8 tokens=x capacity=0 bytes_per_token=1").has_value());
+  EXPECT_FALSE(parse_kv_cache_length("").has_value());
+}
+
 }  // namespace
 }  // namespace gmt::analyzer

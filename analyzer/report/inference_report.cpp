@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "analyzer/report/inference_report.h"
+
+#include <algorithm>
+
+#include "analyzer/report/byte_size.h"
+
+namespace gmt::analyzer {
+
+namespace {
+
+// More tokens per sequence that `available` bytes hold for a cache that grows by
+// concatenation: n tokens take n x batch x per_token, and the last of them makes one layer's
+// keys anew at its full length (T + n tokens) while the old ones live.
+uint64_t more_tokens(const KvCacheLength& l, uint64_t available) {
+  const double per_step = static_cast<double>(l.batch) * static_cast<double>(l.bytes_per_token);
+  // Keys and values of every layer: the largest single tensor is at most a layer's keys, a
+  // 2 x layers-th of the cache; with the layers not told, the whole cache's worth is kept back.
+  const double copy = l.layers > 0 ? 1.0 / (2.0 * static_cast<double>(l.layers)) : 1.0;
+  const double held = static_cast<double>(l.tokens) * per_step * copy;
+  if (per_step <= 0 || static_cast<double>(available) <= held) return 0;
+  return static_cast<uint64_t>((static_cast<double>(available) - held) / (per_step * (1 + copy)));
+}
+
+}  // namespace
+
+std::optional<InferenceFigures> inference_figures(const RoleBreakdown& roles,
+                                                  std::optional<uint64_t> device_free_bytes) {
+  if (!roles.kv_cache) return std::nullopt;
+  InferenceFigures f;
+  f.kv_cache_bytes = roles[Role::kKvCache].bytes;
+  f.length = *roles.kv_cache;
+  f.device_free_bytes = device_free_bytes;
+  f.allocator_cache_bytes = roles[Role::kAllocatorCache].bytes;
+  if (f.length.capacity > 0) {
+    f.capacity_tokens = f.length.capacity;
+    return f;
+  }
+  if (!device_free_bytes) return f;
+  const uint64_t available = *device_free_bytes + f.allocator_cache_bytes;
+  f.tokens_that_fit = more_tokens(f.length, available);
+  const uint64_t per_sequence = f.length.tokens * f.length.bytes_per_token;
+  if (per_sequence > 0) f.sequences_that_fit = available / per_sequence;
+  return f;
+}
+
+namespace {
+
+std::optional<uint64_t> free_of(const std::optional<ViewValues>& views) {
+  if (!views || !views->driver_used_bytes || !views->driver_total_bytes) return std::nullopt;
+  return *views->driver_total_bytes -
+         std::min(*views->driver_total_bytes, *views->driver_used_bytes);
+}
+
+}  // namespace
+
+std::optional<InferenceFigures> device_inference(const DeviceSummary& device) {
+  if (device.roles_at_exit && device.roles_at_exit->kv_cache)
+    return inference_figures(*device.roles_at_exit, free_of(device.views_at_exit));
+  if (device.roles_at_peak && device.roles_at_peak->kv_cache)
+    return inference_figures(*device.roles_at_peak, free_of(device.views_at_peak));
+  return std::nullopt;
+}
+
+std::optional<InferenceFigures> peak_inference(const DeviceSummary& device) {
+  if (!device.roles_at_peak || !device.roles_at_peak->kv_cache) return std::nullopt;
+  return inference_figures(*device.roles_at_peak, free_of(device.views_at_peak));
+}
+
+std::optional<InferenceFigures> failure_inference(const FailedAllocation& failure) {
+  if (!failure.roles || !failure.roles->kv_cache) return std::nullopt;
+  return inference_figures(*failure.roles, failure.driver_free_bytes());
+}
+
+nlohmann::ordered_json inference_json(const InferenceFigures& f) {
+  const auto optional = [](const std::optional<uint64_t>& v) {
+    return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
+  };
+  return {{"kv_cache_bytes", f.kv_cache_bytes},
+          {"batch", f.length.batch},
+          {"tokens", f.length.capacity > 0 && f.length.tokens == 0
+                         ? nlohmann::ordered_json(nullptr)
+                         : nlohmann::ordered_json(f.length.tokens)},
+          {"capacity", optional(f.capacity_tokens)},
+          {"layers", f.length.layers},
+          {"bytes_per_token", f.length.bytes_per_token},
+          {"device_free_bytes", optional(f.device_free_bytes)},
+          {"allocator_cache_bytes", f.allocator_cache_bytes},
+          {"tokens_that_fit", optional(f.tokens_that_fit)},
+          {"sequences_that_fit", optional(f.sequences_that_fit)}};
+}
+
+void write_inference_text(const InferenceFigures& f, const std::string& when,
+                          const std::string& indent, std::ostream& out) {
+  const KvCacheLength& l = f.length;
+  out << indent << "inference" << when << ": key-value cache " << human_bytes(f.kv_cache_bytes)
+      << ", " << l.batch << (l.batch == 1 ? " sequence" : " sequences");
+  if (l.tokens > 0) out << " of " << l.tokens << " tokens";
+  out << ", " << human_bytes(l.bytes_per_token) << " per token per sequence\n";
+  if (f.capacity_tokens) {
+    out << indent << "  preallocated for " << *f.capacity_tokens
+        << " tokens per sequence (how full it is, the hooks cannot tell)\n";
+    return;
+  }
+  if (!f.tokens_that_fit) {
+    out << indent << "  tokens that fit: not known (the device's free memory was not sampled)\n";
+    return;
+  }
+  out << indent << "  " << *f.tokens_that_fit << " more tokens per sequence fit";
+  if (f.sequences_that_fit)
+    out << ", or " << *f.sequences_that_fit << " more sequences of this length";
+  out << " (" << human_bytes(*f.device_free_bytes) << " free on the device, "
+      << human_bytes(f.allocator_cache_bytes) << " in the allocator's cache)\n";
+}
+
+}  // namespace gmt::analyzer

@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: Apache-2.0
+// Inference in its own terms: at a moment (the end, a failure, the peak), the key-value cache's
+// bytes, what one more token takes per sequence, and how many more tokens (or sequences) the
+// device's free memory and the allocator's cache would hold, where the framework's hooks reported
+// a cache (format's ScopeKind::kKvCacheLength).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include "analyzer/model/roles/role.h"
+#include "analyzer/model/trace_summary.h"
+
+namespace gmt::analyzer {
+
+struct InferenceFigures {
+  uint64_t kv_cache_bytes = 0;  // the kv_cache role's bytes then
+  KvCacheLength length;
+  // What more the cache could take: the device's free memory (cuMemGetInfo then), when sampled,
+  // plus the allocator's cache (its segments' free pieces).
+  std::optional<uint64_t> device_free_bytes;
+  uint64_t allocator_cache_bytes = 0;
+  // A growing cache: more tokens for every sequence of the batch, and more sequences at the
+  // current length. Each token a growing cache takes makes its layer's keys (or values) anew,
+  // one token longer, while the old ones live: the last layer's copy is counted. None where the
+  // free memory is not known, or the cache is preallocated.
+  std::optional<uint64_t> tokens_that_fit;
+  std::optional<uint64_t> sequences_that_fit;
+  // A preallocated cache: the tokens per sequence it can hold in all.
+  std::optional<uint64_t> capacity_tokens;
+};
+
+// None where the hooks reported no cache before the moment.
+std::optional<InferenceFigures> inference_figures(const RoleBreakdown& roles,
+                                                  std::optional<uint64_t> device_free_bytes);
+
+// A device's: at exit (the program's end, with the device's free memory sampled at the end),
+// else at the peak.
+std::optional<InferenceFigures> device_inference(const DeviceSummary& device);
+// At the peak, with the device's free memory sampled then.
+std::optional<InferenceFigures> peak_inference(const DeviceSummary& device);
+// At a failure, with the device's free memory sampled right after it.
+std::optional<InferenceFigures> failure_inference(const FailedAllocation& failure);
+
+// {"kv_cache_bytes", "batch", "tokens", "capacity", "bytes_per_token", "device_free_bytes",
+// "allocator_cache_bytes", "tokens_that_fit", "sequences_that_fit"} (null where not known).
+nlohmann::ordered_json inference_json(const InferenceFigures& figures);
+// A few lines under `indent`, titled "inference" + `when`.
+void write_inference_text(const InferenceFigures& figures, const std::string& when,
+                          const std::string& indent, std::ostream& out);
+
+}  // namespace gmt::analyzer

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Inference in its own terms, on the GPU (issue: weights, the key-value cache, tokens that fit):
+#   - a Llama-shaped LlamaForCausalLM from its config (bf16, 8 layers, GQA), generate() with the
+#     default DynamicCache: at exit the kv_cache role equals the cache's keys and values (to the
+#     allocator's block), by each layer's attention module; bytes per token per sequence equal
+#     2 x layers x kv heads x head dim x 2; no frame of our hooks in any stack shown or exported;
+#   - the same with cache_implementation="static": kv_cache equals the preallocated cache;
+#   - tokens that fit: with the device filled but for a few GiB, the traced run's figure N is
+#     checked by generating N more tokens untraced (it must fit) and 1.1 x N + 64 more (it must
+#     run out of memory);
+#   - a hand-written decoder whose attention modules keep their keys and values: state, by module.
+# Usage: scripts/gpu-validate-inference.sh [OUTPUT_DIR]; exits non-zero when a check failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out="${1:-${OUT:-gpu-validate-output}}"
+mkdir -p "$out"
+. scripts/lib/gpu_build.sh
+. scripts/lib/gpu_checks.sh
+dev='d["devices"][0]'
+role_at() {  # role_at FILE WHEN ROLE
+  json_field "$1" "sum(r['bytes'] for r in $dev['by_role']['$2'] if r['role'] == '$3')"
+}
+
+echo "--- inference: Llama-shaped generate(), DynamicCache and StaticCache"
+for cache in dynamic static; do
+  name="inference_$cache"
+  rm -f "$out/$name".*.gmt
+  "$gmt" run -o "$out/$name.%p.gmt" -- python3 tests/gpu/inference_models.py llama "$cache" 8 1024 256 0 \
+    "$out/$name.facts.json" >"$out/$name.log" 2>&1 ||
+    { echo "FAIL $name (see $name.log)"; tail -5 "$out/$name.log"; failures=$((failures + 1)); continue; }
+  trace=$(ls "$out/$name".*.gmt | sed -n 1p)
+  "$gmt" report --json "$trace" >"$out/$name.report.json"
+  "$gmt" peak --json "$trace" >"$out/$name.peak.json"
+  "$gmt" report "$trace" | sed -n '/by role at exit/,/^    [a-z]*ites\|by site/p' | head -30
+  "$gmt" report "$trace" | grep -A3 "inference" || true
+  check "$name: kv_cache at exit equals the cache's keys and values" \
+    "$(json_field "$out/$name.facts.json" "d['kv_cache_bytes']")" "$(role_at "$out/$name.report.json" at_exit kv_cache)"
+  check "$name: nothing unknown at exit" 0 "$(role_at "$out/$name.report.json" at_exit unknown)"
+  check "$name: bytes per token per sequence as the config gives" \
+    "$(json_field "$out/$name.facts.json" "d['bytes_per_token']")" "$(json_field "$out/$name.report.json" "$dev['inference']['bytes_per_token']")"
+  check "$name: the cache by layer: one attention module per layer" 8 \
+    "$(json_field "$out/$name.report.json" "len([m for m in $dev['by_module']['at_exit'] if m['by_role'].get('kv_cache', 0) > 0 and m['module'].endswith('self_attn')])")"
+  check "$name: the roles at exit add up to what is live" True \
+    "$(json_field "$out/$name.report.json" "sum(r['bytes'] for r in $dev['by_role']['at_exit']) == $dev['live_at_exit_bytes']")"
+  "$gmt" export --format folded -o "$out/$name.folded" "$trace" 2>/dev/null
+  check "$name: no frame of our hooks in the peak's stacks or the folded export" 0 \
+    "$(cat "$out/$name.peak.json" "$out/$name.folded" | grep -c gpumemtrace_roles)"
+done
+
+echo "--- inference: tokens that fit, checked by generating them"
+name=inference_fit
+rm -f "$out/$name".*.gmt
+"$gmt" run -o "$out/$name.%p.gmt" -- python3 tests/gpu/inference_models.py llama dynamic 64 512 64 auto:3 \
+  "$out/$name.facts.json" >"$out/$name.log" 2>&1 ||
+  { echo "FAIL $name (see $name.log)"; tail -5 "$out/$name.log"; failures=$((failures + 1)); }
+trace=$(ls "$out/$name".*.gmt 2>/dev/null | sed -n 1p)
+if [ -n "$trace" ]; then
+  "$gmt" report --json "$trace" >"$out/$name.report.json"
+  "$gmt" report "$trace" | grep -A3 "inference" || true
+  fit=$(json_field "$out/$name.report.json" "$dev['inference']['tokens_that_fit']")
+  filler=$(json_field "$out/$name.facts.json" "d['filler_bytes']")
+  echo "INFO tokens that fit after 64: $fit (filler $filler bytes)"
+  if [ "$fit" != None ] && [ "$fit" -gt 0 ]; then
+    python3 tests/gpu/inference_models.py llama dynamic 64 512 $((64 + fit)) "$filler" "$out/$name.more.json" >"$out/$name.more.log" 2>&1
+    check "tokens that fit: $fit more tokens fit (untraced)" False "$(json_field "$out/$name.more.json" "d['oom']")"
+    over=$((64 + fit * 11 / 10 + 64))
+    python3 tests/gpu/inference_models.py llama dynamic 64 512 "$over" "$filler" "$out/$name.over.json" >"$out/$name.over.log" 2>&1
+    check "tokens that fit: 10 % more than that run out of memory (untraced)" True "$(json_field "$out/$name.over.json" "d['oom']")"
+  else
+    check "tokens that fit: a figure above 0" True False
+  fi
+fi
+
+echo "--- inference: a decoder keeping its own keys and values"
+name=inference_kept
+rm -f "$out/$name".*.gmt
+"$gmt" run -o "$out/$name.%p.gmt" -- python3 tests/gpu/inference_models.py kept 8 512 64 \
+  "$out/$name.facts.json" >"$out/$name.log" 2>&1 ||
+  { echo "FAIL $name (see $name.log)"; tail -5 "$out/$name.log"; failures=$((failures + 1)); }
+trace=$(ls "$out/$name".*.gmt 2>/dev/null | sed -n 1p)
+if [ -n "$trace" ]; then
+  "$gmt" report --json "$trace" >"$out/$name.report.json"
+  check "kept: state by module equals what each attention module keeps" True \
+    "$(python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["state_by_module"]; d=json.load(open(sys.argv[2]))["devices"][0]; got={m["module"]: m["by_role"].get("state", 0) for m in d["by_module"]["at_exit"] if m["by_role"].get("state", 0)}; print(got == e or (got, e))' "$out/$name.facts.json" "$out/$name.report.json")"
+  check "kept: nothing unknown at exit" 0 "$(role_at "$out/$name.report.json" at_exit unknown)"
+fi
+
+echo "--- inference: the hooks' cost where module calls are densest (generate(), 32 layers, batch 1)"
+for round in 1 2 3; do
+  python3 tests/gpu/inference_models.py time 32 128 "$out/inference_time.plain.$round.json" >/dev/null 2>&1
+  "$gmt" run -o "$out/inference_time.%p.gmt" -- python3 tests/gpu/inference_models.py time 32 128 \
+    "$out/inference_time.traced.$round.json" >/dev/null 2>&1
+done
+python3 - "$out" <<'PY'
+import json, statistics, sys
+out = sys.argv[1]
+def median(kind):
+    return statistics.median(json.load(open(f"{out}/inference_time.{kind}.{r}.json"))["seconds"] for r in (1, 2, 3))
+plain, traced = median("plain"), median("traced")
+print(f"INFO generate() of 128 tokens: untraced {plain:.3f} s, traced {traced:.3f} s, ratio {traced / plain:.3f}")
+PY
+rm -f "$out"/inference_time.*.gmt
+
+echo "inference: $failures failure(s)"
+[ "$failures" -eq 0 ]

@@ -1,0 +1,190 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Inference workloads for scripts/gpu-validate-inference.sh, built from configs (nothing is
+downloaded). Each writes the figures the checks compare against to a JSON file.
+
+  llama CACHE BATCH PROMPT NEW FILLER OUT.json
+      A Llama-shaped LlamaForCausalLM (bf16, 8 layers, GQA: 16 heads, 4 key-value heads of 128)
+      from LlamaConfig, generate() greedy for exactly NEW tokens after a PROMPT-token prompt, BATCH
+      sequences, with CACHE "dynamic" (DynamicCache) or "static" (cache_implementation="static").
+      FILLER bytes are taken first with one tensor (0: none), so that the device's free memory is
+      what the run sets it to; "auto:GIB" takes all but GIB GiB of what is free once the model is
+      loaded. The output (and its cache) is kept to the program's end. OUT gets: the cache's
+      bytes (its keys' and values' storages, each rounded up to the allocator's 512 bytes), the
+      bytes one token takes per sequence by the config (2 x layers x kv heads x head dim x 2),
+      the tokens held, the filler's bytes, and whether generate() ran out of memory.
+  time LAYERS NEW OUT.json
+      The cost of the hooks where module calls are densest: a Llama-shaped model of LAYERS layers
+      (small: hidden 512), batch 1, generate() of NEW tokens, timed three times after a warm-up;
+      OUT gets the median seconds. Run traced and untraced, alternately, by the script.
+  kept BATCH PROMPT NEW OUT.json
+      A hand-written decoder (8 layers) whose attention modules keep their keys and values as
+      attributes, grown by torch.cat: OUT gets the bytes each module keeps at the end.
+"""
+import json
+import sys
+
+import torch
+
+LAYERS, HEADS, KV_HEADS, HEAD_DIM, HIDDEN = 8, 16, 4, 128, 2048
+
+
+def rounded(n):
+    return (n + 511) // 512 * 512
+
+
+def storage_bytes(t):
+    return rounded(t.untyped_storage().nbytes())
+
+
+def cache_tensors(cache):
+    layers = getattr(cache, "layers", None)
+    if layers is not None:
+        return [t for layer in layers for t in (layer.keys, layer.values) if t is not None]
+    return list(cache.key_cache) + list(cache.value_cache)
+
+
+def take_filler(spec):
+    if spec.startswith("auto:"):
+        free, _ = torch.cuda.mem_get_info()
+        reserved = torch.cuda.memory_reserved()
+        keep = int(float(spec[5:]) * (1 << 30))
+        n = max(0, free + (reserved - torch.cuda.memory_allocated()) - keep)
+    else:
+        n = int(spec)
+    return (torch.empty(n, dtype=torch.uint8, device="cuda") if n > 0 else None), n
+
+
+def llama(cache, batch, prompt, new, filler_spec, out_path):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        vocab_size=32000, hidden_size=HIDDEN, intermediate_size=5632, num_hidden_layers=LAYERS,
+        num_attention_heads=HEADS, num_key_value_heads=KV_HEADS, head_dim=HEAD_DIM,
+        max_position_embeddings=1 << 16)
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config).to(device="cuda", dtype=torch.bfloat16).eval()
+    filler, filler_bytes = take_filler(filler_spec)
+    ids = torch.randint(0, config.vocab_size, (batch, prompt), device="cuda")
+    facts = {"filler_bytes": filler_bytes, "bytes_per_token": 2 * LAYERS * KV_HEADS * HEAD_DIM * 2,
+             "batch": batch, "oom": False}
+    kwargs = dict(max_new_tokens=new, min_new_tokens=new, do_sample=False,
+                  return_dict_in_generate=True, pad_token_id=0)
+    if cache == "static":
+        kwargs["cache_implementation"] = "static"
+    try:
+        with torch.no_grad():
+            result = model.generate(ids, **kwargs)
+    except torch.OutOfMemoryError as error:
+        facts["oom"] = True
+        facts["error"] = str(error).splitlines()[0]
+        json.dump(facts, open(out_path, "w"))
+        print("OOM", facts["error"])
+        return None
+    torch.cuda.synchronize()
+    tensors = cache_tensors(result.past_key_values)
+    facts.update(
+        kv_cache_bytes=sum(storage_bytes(t) for t in tensors),
+        cache_class=type(result.past_key_values).__name__,
+        tokens=int(tensors[0].shape[-2]),
+        generated=int(result.sequences.shape[1] - prompt),
+        max_memory_allocated=torch.cuda.max_memory_allocated(),
+        max_memory_reserved=torch.cuda.max_memory_reserved())
+    json.dump(facts, open(out_path, "w"))
+    print(json.dumps(facts))
+    return model, result, filler  # kept to the program's end
+
+
+class KeptAttention(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.q = torch.nn.Linear(HIDDEN, HIDDEN, bias=False)
+        self.kv = torch.nn.Linear(HIDDEN, 2 * KV_HEADS * HEAD_DIM, bias=False)
+        self.o = torch.nn.Linear(HIDDEN, HIDDEN, bias=False)
+        self.keys = None
+        self.values = None
+
+    def forward(self, x):
+        b, t, _ = x.shape
+        k, v = self.kv(x).view(b, t, 2, KV_HEADS, HEAD_DIM).permute(2, 0, 3, 1, 4)
+        k, v = k.contiguous(), v.contiguous()  # a block each, as a cache of its own holds them
+        self.keys = k if self.keys is None else torch.cat([self.keys, k], dim=2)
+        self.values = v if self.values is None else torch.cat([self.values, v], dim=2)
+        q = self.q(x).view(b, t, HEADS, HEAD_DIM).transpose(1, 2)
+        rep = HEADS // KV_HEADS
+        keys = self.keys.repeat_interleave(rep, dim=1)
+        values = self.values.repeat_interleave(rep, dim=1)
+        a = torch.nn.functional.scaled_dot_product_attention(q, keys, values, is_causal=t > 1)
+        return self.o(a.transpose(1, 2).reshape(b, t, HIDDEN))
+
+
+class KeptDecoder(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(32000, HIDDEN)
+        self.layers = torch.nn.ModuleList(KeptAttention() for _ in range(LAYERS))
+        self.head = torch.nn.Linear(HIDDEN, 32000, bias=False)
+
+    def forward(self, ids):
+        x = self.embed(ids)
+        for layer in self.layers:
+            x = x + layer(x)
+        return self.head(x[:, -1:])
+
+
+def kept(batch, prompt, new, out_path):
+    torch.manual_seed(0)
+    model = KeptDecoder().to(device="cuda", dtype=torch.bfloat16).eval()
+    ids = torch.randint(0, 32000, (batch, prompt), device="cuda")
+    with torch.no_grad():
+        logits = model(ids)
+        for _ in range(new):
+            logits = model(logits.argmax(-1))
+    torch.cuda.synchronize()
+    modules = {}
+    for name, m in model.named_modules():
+        if isinstance(m, KeptAttention):
+            modules[name] = storage_bytes(m.keys) + storage_bytes(m.values)
+    json.dump({"state_by_module": modules}, open(out_path, "w"))
+    print(json.dumps(modules))
+    return model, logits
+
+
+def timed(layers, new, out_path):
+    import statistics
+    import time
+
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        vocab_size=32000, hidden_size=512, intermediate_size=1408, num_hidden_layers=layers,
+        num_attention_heads=8, num_key_value_heads=2, head_dim=64)
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config).to(device="cuda", dtype=torch.bfloat16).eval()
+    ids = torch.randint(0, config.vocab_size, (1, 32), device="cuda")
+    kwargs = dict(max_new_tokens=new, min_new_tokens=new, do_sample=False, pad_token_id=0)
+    times = []
+    with torch.no_grad():
+        for i in range(4):
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            model.generate(ids, **kwargs)
+            torch.cuda.synchronize()
+            if i > 0:
+                times.append(time.perf_counter() - start)
+    json.dump({"seconds": statistics.median(times)}, open(out_path, "w"))
+    print(times)
+
+
+if __name__ == "__main__":
+    kind = sys.argv[1]
+    if kind == "llama":
+        cache, batch, prompt, new, filler, out = sys.argv[2:8]
+        kept_objects = llama(cache, int(batch), int(prompt), int(new), filler, out)
+    elif kind == "time":
+        layers, new, out = sys.argv[2:5]
+        timed(int(layers), int(new), out)
+    elif kind == "kept":
+        batch, prompt, new, out = sys.argv[2:6]
+        kept_objects = kept(int(batch), int(prompt), int(new), out)
+    else:
+        sys.exit("usage: inference_models.py llama|kept ...")
