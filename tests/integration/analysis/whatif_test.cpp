@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/model/roles/role.h"
 #include "tests/integration/traced_run_fixture.h"
 
 using nlohmann::json;
@@ -133,7 +134,7 @@ TEST_F(WhatIf, ByRoleAtTheHighestAllocated) {
       {"activation", 16 * kMiB}, {"input", 2 * kMiB},    {"allocator_cache", 16 * kMiB}};
   EXPECT_EQ(role_bytes(d, "recorded_bytes"), expected) << d["by_role"].dump(1);
   EXPECT_EQ(role_bytes(d, "predicted_bytes"), expected) << d["by_role"].dump(1);
-  EXPECT_EQ(d["by_role"].size(), 11u);  // every role, for scripts
+  EXPECT_EQ(d["by_role"].size(), analyzer::kRoleCount);  // every role, for scripts
 
   const ProcessResult text = cli({"whatif", trace});
   ASSERT_EQ(text.exit_code, 0) << text.err;
