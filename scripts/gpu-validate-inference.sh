@@ -32,8 +32,9 @@ for cache in dynamic static; do
   trace=$(ls "$out/$name".*.gmt | sed -n 1p)
   "$gmt" report --json "$trace" >"$out/$name.report.json"
   "$gmt" peak --json "$trace" >"$out/$name.peak.json"
-  "$gmt" report "$trace" | sed -n '/by role at exit/,/^    [a-z]*ites\|by site/p' | head -30
-  "$gmt" report "$trace" | grep -A3 "inference" || true
+  "$gmt" report "$trace" >"$out/$name.report.txt"
+  sed -n '/by role at exit/,/inference/p' "$out/$name.report.txt"
+  grep -A2 "^    inference" "$out/$name.report.txt" || true
   check "$name: kv_cache at exit equals the cache's keys and values" \
     "$(json_field "$out/$name.facts.json" "d['kv_cache_bytes']")" "$(role_at "$out/$name.report.json" at_exit kv_cache)"
   check "$name: nothing unknown at exit" 0 "$(role_at "$out/$name.report.json" at_exit unknown)"
@@ -57,7 +58,8 @@ rm -f "$out/$name".*.gmt
 trace=$(ls "$out/$name".*.gmt 2>/dev/null | sed -n 1p)
 if [ -n "$trace" ]; then
   "$gmt" report --json "$trace" >"$out/$name.report.json"
-  "$gmt" report "$trace" | grep -A3 "inference" || true
+  "$gmt" report "$trace" >"$out/$name.report.txt"
+  grep -A2 "^    inference" "$out/$name.report.txt" || true
   fit=$(json_field "$out/$name.report.json" "$dev['inference']['tokens_that_fit']")
   filler=$(json_field "$out/$name.facts.json" "d['filler_bytes']")
   echo "INFO tokens that fit after 64: $fit (filler $filler bytes)"
