@@ -205,7 +205,10 @@ void write_peak_text(const TraceSummary& trace, const std::vector<DevicePeak>& p
 }  // namespace
 
 int peak_command(const PeakOptions& options, std::ostream& out, std::ostream& err) {
-  auto remedies = start_remedies(options.path, options.device_memory);
+  // Remedies only where the run may not fit: a smaller device asked for (searched while the
+  // trace is read), or a run that failed (seen once it is read). A run that fits costs nothing.
+  std::optional<std::future<std::optional<allocator::Remedies>>> remedies;
+  if (options.device_memory) remedies = start_remedies(options.path, options.device_memory);
   TraceSummary trace;
   SummaryOptions summary;
   summary.peak_phase = options.phase;
@@ -234,10 +237,21 @@ int peak_command(const PeakOptions& options, std::ostream& out, std::ostream& er
         << " in the trace\n";
     return 1;
   }
+  const bool failed = std::any_of(trace.devices.begin(), trace.devices.end(),
+                                  [](const auto& d) { return d.second.failed_alloc_count > 0; });
+  if (!remedies && failed) remedies = start_remedies(options.path, std::nullopt);
   ResolvedStacks frames;
   if (options.by == "stack") frames = resolve_stacks(trace, stacks, trace.symbolization_warnings);
   // Remedies where the run does not fit the device (the recorded one, or --device-memory).
-  const auto found = remedies.get();
+  std::optional<allocator::Remedies> found;
+  if (remedies) {
+    found = remedies->get();
+  } else if (std::any_of(trace.devices.begin(), trace.devices.end(),
+                         [](const auto& d) { return !d.second.peak_block_sites.empty(); })) {
+    found.emplace();  // what the search would have said, without its replay
+    found->applicable = true;
+    found->none_because = "the run fits: nothing to remedy";
+  }
   if (options.json) {
     nlohmann::ordered_json answer = peak_json(trace, peaks, options.by, frames);
     if (found) add_remedies_json(*found, answer);
