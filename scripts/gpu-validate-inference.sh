@@ -11,6 +11,7 @@
 #     run out of memory);
 #   - a hand-written decoder whose attention modules keep their keys and values: state, by module.
 # Usage: scripts/gpu-validate-inference.sh [OUTPUT_DIR]; exits non-zero when a check failed.
+# GMT_INFERENCE_COST_ROUNDS (default 3; 0 skips the cost) sets the traced and untraced runs timed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-${OUT:-gpu-validate-output}}"
@@ -89,16 +90,16 @@ if [ -n "$trace" ]; then
 fi
 
 echo "--- inference: the hooks' cost where module calls are densest (generate(), 32 layers, batch 1)"
-for round in 1 2 3; do
+for round in $(seq 1 "${GMT_INFERENCE_COST_ROUNDS:-3}"); do
   python3 tests/gpu/inference_models.py time 32 128 "$out/inference_time.plain.$round.json" >/dev/null 2>&1
   "$gmt" run -o "$out/inference_time.%p.gmt" -- python3 tests/gpu/inference_models.py time 32 128 \
     "$out/inference_time.traced.$round.json" >/dev/null 2>&1
 done
-python3 - "$out" <<'PY'
+[ "${GMT_INFERENCE_COST_ROUNDS:-3}" -gt 0 ] && python3 - "$out" "${GMT_INFERENCE_COST_ROUNDS:-3}" <<'PY'
 import json, statistics, sys
 out = sys.argv[1]
 def median(kind):
-    return statistics.median(json.load(open(f"{out}/inference_time.{kind}.{r}.json"))["seconds"] for r in (1, 2, 3))
+    return statistics.median(json.load(open(f"{out}/inference_time.{kind}.{r}.json"))["seconds"] for r in range(1, int(sys.argv[2]) + 1))
 plain, traced = median("plain"), median("traced")
 print(f"INFO generate() of 128 tokens: untraced {plain:.3f} s, traced {traced:.3f} s, ratio {traced / plain:.3f}")
 PY

@@ -82,8 +82,18 @@ def llama(cache, batch, prompt, new, filler_spec, out_path):
         return None
     torch.cuda.synchronize()
     tensors = cache_tensors(result.past_key_values)
+    # Each tensor's block, as the allocator handed it out (it leaves a block unsplit when what
+    # would remain is small): the bytes the kv_cache role counts.
+    blocks = {}
+    for s in torch.cuda.memory_snapshot():
+        address = s["address"]
+        for b in s["blocks"]:
+            if b["state"] == "active_allocated":
+                blocks[address] = b["size"]
+            address += b["size"]
     facts.update(
-        kv_cache_bytes=sum(storage_bytes(t) for t in tensors),
+        kv_cache_bytes=sum(blocks.get(t.untyped_storage().data_ptr(), -1) for t in tensors),
+        kv_cache_storage_bytes=sum(storage_bytes(t) for t in tensors),
         cache_class=type(result.past_key_values).__name__,
         tokens=int(tensors[0].shape[-2]),
         generated=int(result.sequences.shape[1] - prompt),

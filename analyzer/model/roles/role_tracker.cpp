@@ -212,20 +212,24 @@ void RoleTracker::on_block(const format::BlockRecord& r) {
   Facts& f = facts_[i];
   f.freed = true;
   f.forward_during = forward_epoch_ > f.forward_epoch;
-  f.root_forward_during = root_forward_during(f);
-  if (f.root != 0 && !f.output) {
-    if (f.tag == static_cast<uint8_t>(format::TagRole::kKvCache)) {
-      site_hints_[f.root][f.site] = SiteHint::kKvCache;
-    } else if (f.tag == kUntagged && f.root_forward_during) {
-      site_hints_[f.root].try_emplace(f.site, SiteHint::kState);
-    }
-  }
   if (f.where != Where::kNone && f.instance < instance_open_.size() && instance_open_[f.instance]) {
     f.end = End::kInside;
   } else if (!open_backwards_.empty()) {
     f.end = End::kByBackward;
   } else {
     f.end = End::kAfter;
+  }
+  // Kept into the model's next forward and released inside a later one: replaced by the model
+  // itself (a cache grown by concatenation, a state updated), not a workspace freed at teardown.
+  f.root_forward_during = root_forward_during(f) && f.end != End::kInside &&
+                          std::any_of(root_forwards_.begin(), root_forwards_.end(),
+                                      [&](const auto& open) { return open.second.root == f.root; });
+  if (f.root != 0 && !f.output) {
+    if (f.tag == static_cast<uint8_t>(format::TagRole::kKvCache)) {
+      site_hints_[f.root][f.site] = SiteHint::kKvCache;
+    } else if (f.tag == kUntagged && f.root_forward_during) {
+      site_hints_[f.root].try_emplace(f.site, SiteHint::kState);
+    }
   }
   last_ended_ = class_of(f);
   if (f.pins == 0) free_facts_.push_back(i);
@@ -304,7 +308,8 @@ RoleTracker::SiteHint RoleTracker::site_hint(const Facts& f) const {
 // end (2) | forward_during (1) | freed (1)
 RoleTracker::RoleClass RoleTracker::class_of(const Facts& f, Running running) const {
   const bool forward_during = f.freed ? f.forward_during : forward_epoch_ > f.forward_epoch;
-  const bool kept_into_next = f.freed ? f.root_forward_during : root_forward_during(f);
+  // A live block's life is not over: whether the model replaces it is told by its site's.
+  const bool kept_into_next = f.freed && f.root_forward_during;
   return static_cast<RoleClass>(
       static_cast<unsigned>(site_hint(f)) << 20 | static_cast<unsigned>(f.output) << 19 |
       static_cast<unsigned>(kept_into_next) << 18 | static_cast<unsigned>(running) << 15 |

@@ -474,9 +474,9 @@ TEST(Roles, NamesRoundTrip) {
 }
 
 // A decode loop under no_grad: each forward of the decoder makes, in its attention module, the
-// layer's state (kept as an attribute), its key-value cache's keys (tagged), logits it returns,
-// and frees scratch inside. The second forward begins while the first's state, keys and logits
-// live. 100 MiB segment.
+// layer's state (kept as an attribute: the next forward replaces it), its key-value cache's keys
+// (tagged), logits it returns, and frees scratch inside. The second forward begins while the
+// first's state, keys and logits live. 100 MiB segment.
 std::vector<format::Record> decode_steps(int forwards) {
   std::vector<format::Record> records = {
       name(1, "Decoder"),
@@ -496,6 +496,9 @@ std::vector<format::Record> decode_steps(int forwards) {
     records.push_back(scope(t + 1, kMain, ScopeAction::kEnter, ScopeKind::kNoGrad));
     records.push_back(scope(t + 2, kMain, ScopeAction::kEnter, ScopeKind::kModule, 2));
     records.push_back(block(t + 3, kMain, BlockAction::kAlloc, base, 4 * kMiB));  // state
+    if (i > 0) {  // the new state replaces the last forward's, as a cache grown by cat does
+      records.push_back(block(t + 3, kMain, BlockAction::kFreeRequested, base - 16 * kMiB, 0));
+    }
     records.push_back(block(t + 4, kMain, BlockAction::kAlloc, base + 4 * kMiB, 2 * kMiB));
     records.push_back(block(t + 5, kMain, BlockAction::kAlloc, base + 6 * kMiB, 1 * kMiB));
     records.push_back(block(t + 6, kMain, BlockAction::kAlloc, base + 7 * kMiB, 3 * kMiB));
@@ -518,9 +521,10 @@ TEST(Roles, WhatADecoderKeepsAcrossForwardsIsItsCacheStateAndOutputs) {
   EXPECT_EQ(exit[Role::kKvCache].bytes, 4 * kMiB);
   EXPECT_EQ(exit[Role::kKvCache].tagged_bytes, 4 * kMiB);
   EXPECT_EQ(exit[Role::kOutput].bytes, 2 * kMiB);
-  // The first forward's state was kept into the second; the second's, into none yet.
+  // The first forward's state was kept into the second, which replaced it: the second's, made
+  // at the same place, is state too.
   EXPECT_EQ(exit[Role::kState].bytes, 4 * kMiB);
-  EXPECT_EQ(exit[Role::kUnknown].bytes, 4 * kMiB);
+  EXPECT_EQ(exit[Role::kUnknown].bytes, 0u);
   EXPECT_EQ(exit[Role::kTemporary].bytes, 0u);
   EXPECT_EQ(two.role_tags_unmatched, 0u);
   ASSERT_EQ(exit.modules.size(), 1u);
@@ -534,8 +538,8 @@ TEST(Roles, WhatADecoderKeepsAcrossForwardsIsItsCacheStateAndOutputs) {
   EXPECT_EQ(exit.kv_cache->capacity, 0u);
   EXPECT_EQ(exit.kv_cache->bytes_per_token, 4096u);
 
-  // One forward: nothing has been kept into a later one yet, and the temporary is the scratch
-  // freed inside (all of it released before the end).
+  // One forward: nothing has been kept into a later one yet (a workspace made once and kept is no
+  // state either), and the temporary is the scratch freed inside (released before the end).
   const TraceSummary one = replayed(decode_steps(1));
   const RoleBreakdown& first = *one.devices.at(0).roles_at_exit;
   EXPECT_EQ(first[Role::kState].bytes, 0u);
