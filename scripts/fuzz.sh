@@ -22,9 +22,11 @@ if ! command -v clang++ >/dev/null; then
 fi
 
 source scripts/lib/cuda_args.sh
+source scripts/lib/generator_args.sh
+gmt_generator_args "$dir"
 
 echo "fuzz: building trace_fuzzer in $dir (clang)" >&2
-cmake -S . -B "$dir" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+cmake -S . -B "$dir" "${generator_args[@]}" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGMT_BUILD_TESTS=OFF -DGMT_BUILD_FUZZERS=ON \
   "${cuda_args[@]}" >/dev/null
 cmake --build "$dir" -j "$(nproc)" --target trace_fuzzer >/dev/null
