@@ -2,7 +2,9 @@
 // The icicle of what was live at a device's peak: the device at the top, each stack from its
 // outermost frame down to the allocating one, widths in bytes. Click a frame to make it the
 // whole width; click the top row to go back up. Nodes are [parent, bytes, label, where], each
-// after its parent; "(smaller stacks)" gathers what the data left out, so rows still add up.
+// after its parent; each label carries its file:line. What the data left out of a node is
+// grouped by the line that allocated it ("(stacks at) f"), then by library ("(stacks in) lib"),
+// and only the rest is "(smaller stacks)", so rows still add up.
 
 gmt.Flame = class {
   constructor(nodes, total) {
@@ -60,7 +62,7 @@ gmt.Flame = class {
       "data-bytes": node.bytes,
       style: "left:" + x + "px;width:" + Math.max(w - 1, 0.5) + "px;top:" + row * this.rowHeight +
              "px;background:" + colour,
-    }, w > 40 ? node.label + " " + gmt.bytes(node.bytes) : "");
+    }, w > 40 ? node.label + (node.where ? " \u00b7 " + node.where : "") + " " + gmt.bytes(node.bytes) : "");
     div.addEventListener("click", () => {
       // An ancestor or a descendant becomes the focus; the focus itself gives way to its parent.
       this.focus = node === this.focus && node.parent >= 0 ? this.nodes[node.parent] : node;

@@ -103,15 +103,26 @@ class DataBuilder {
   // The icicle of what was live at the device's peak: root = the device, then each stack from
   // its outermost frame to the allocating one. The largest nodes are kept, expanded greedily, and
   // what each kept node's hidden children hold is one "other" child, so the bytes still add up.
-  ordered_json flame(int ordinal, const DeviceSummary& d, const ResolvedStacks& resolved) const {
+  // The icicle of what was live at the device's peak: root = the device, then each stack from
+  // its outermost frame to the allocating one. The largest nodes are kept, expanded greedily.
+  // What a kept node's hidden children hold is grouped by the line that allocated it (the
+  // user's frame), then by owning library, so that the peak's bytes keep their names; what is
+  // left past those groups is one "(smaller stacks)" child, so the bytes still add up.
+  ordered_json flame(const TraceSummary& t, int ordinal, const DeviceSummary& d,
+                     const ResolvedStacks& resolved) {
     struct Node {
       std::string label, where;
       uint64_t bytes = 0;
       std::map<std::pair<std::string, std::string>, std::size_t> children;
+      std::vector<uint32_t> sites;  // the peak sites under it
     };
+    const std::vector<PeakSite>& peak_sites = d.shown_peak_sites();
+    std::vector<std::pair<std::string, std::string>> leaf_of(peak_sites.size());
+    std::vector<std::size_t> end_node(peak_sites.size(), 0);  // the node each site's path ends at
     std::vector<Node> nodes(1);
     nodes[0].label = device_root(ordinal);
-    for (const PeakSite& s : d.shown_peak_sites()) {
+    for (uint32_t i = 0; i < peak_sites.size(); ++i) {
+      const PeakSite& s = peak_sites[i];
       nodes[0].bytes += s.bytes;
       std::vector<std::pair<std::string, std::string>> path;
       if (s.cache) {
@@ -123,27 +134,39 @@ class DataBuilder {
           const ordered_json shown = frame(*f);
           path.emplace_back(text(frame_label(*f)), shown[1].get<std::string>());
         }
+        // The allocating line: the user's frame (the first shown one that is no "via" line).
+        for (const SiteFrame& f : shown) {
+          const ordered_json shown_frame = frame(f);
+          if (!shown_frame[1].get<std::string>().empty() || &f == &shown.back()) {
+            leaf_of[i] = {text(frame_label(f)), shown_frame[1].get<std::string>()};
+            break;
+          }
+        }
       } else {
         path.emplace_back(kNoStackFrame, "");
       }
+      if (leaf_of[i].first.empty()) leaf_of[i] = path.back();
       std::size_t at = 0;
+      nodes[0].sites.push_back(i);
       for (const auto& key : path) {
         auto child = nodes[at].children.find(key);
         if (child == nodes[at].children.end()) {
           child = nodes[at].children.emplace(key, nodes.size()).first;
-          nodes.push_back(Node{key.first, key.second, 0, {}});
+          nodes.push_back(Node{key.first, key.second, 0, {}, {}});
         }
         at = child->second;
         nodes[at].bytes += s.bytes;
+        nodes[at].sites.push_back(i);
       }
+      end_node[i] = at;
     }
     ordered_json out = ordered_json::array();
-    std::vector<uint64_t> shown_children_bytes;  // per emitted node
-    std::vector<std::size_t> emitted_index(nodes.size(), 0);
+    std::vector<uint64_t> shown_children_bytes;             // per emitted node
     using Entry = std::tuple<uint64_t, std::size_t, long>;  // bytes, node, parent's out index
     std::priority_queue<Entry> queue;
     queue.emplace(nodes[0].bytes, 0, -1);
     std::vector<std::size_t> emitted_nodes;
+    std::vector<std::vector<std::size_t>> shown_children;  // per emitted node, nodes
     while (!queue.empty() && out.size() < limits_.flame_nodes) {
       const auto [bytes, n, parent] = queue.top();
       queue.pop();
@@ -151,19 +174,75 @@ class DataBuilder {
       out.push_back(ordered_json::array({parent, bytes, nodes[n].label, nodes[n].where}));
       emitted_nodes.push_back(n);
       shown_children_bytes.push_back(0);
-      if (parent >= 0) shown_children_bytes[static_cast<std::size_t>(parent)] += bytes;
+      shown_children.emplace_back();
+      if (parent >= 0) {
+        shown_children_bytes[static_cast<std::size_t>(parent)] += bytes;
+        shown_children[static_cast<std::size_t>(parent)].push_back(n);
+      }
       for (const auto& [key, child] : nodes[n].children)
         queue.emplace(nodes[child].bytes, child, index);
     }
-    // Children never emitted: one "other" node per parent.
+    // Children never emitted: their sites grouped by allocating line, then by library.
+    OwnerLibraryCache& owners = owners_of(t);
     const std::size_t emitted = out.size();
+    std::size_t groups_left = limits_.flame_nodes;
     for (std::size_t i = 0; i < emitted; ++i) {
+      const Node& node = nodes[emitted_nodes[i]];
       uint64_t children = 0;
-      for (const auto& [key, child] : nodes[emitted_nodes[i]].children)
-        children += nodes[child].bytes;
-      if (children > shown_children_bytes[i]) {
+      for (const auto& [key, child] : node.children) children += nodes[child].bytes;
+      if (children <= shown_children_bytes[i]) continue;
+      uint64_t hidden = children - shown_children_bytes[i];
+      // The sites under the node that no shown child holds (a site ending at the node itself
+      // is in no child, so in no group).
+      std::vector<char> under_shown(peak_sites.size(), 0);
+      for (std::size_t c : shown_children[i]) {
+        for (uint32_t site : nodes[c].sites) under_shown[site] = 1;
+      }
+      std::map<std::pair<std::string, std::string>, uint64_t> by_line;
+      std::map<std::string, uint64_t> by_library;
+      const std::size_t depth_sites = node.sites.size();
+      for (std::size_t k = 0; k < depth_sites; ++k) {
+        const uint32_t site = node.sites[k];
+        if (under_shown[site] || end_node[site] == emitted_nodes[i]) continue;
+        by_line[leaf_of[site]] += peak_sites[site].bytes;
+      }
+      std::vector<std::pair<uint64_t, std::pair<std::string, std::string>>> lines;
+      for (const auto& [key, bytes] : by_line) lines.emplace_back(bytes, key);
+      std::sort(lines.begin(), lines.end(), std::greater<>());
+      // A line is worth its own node when it holds a fiftieth of what is hidden here.
+      for (const auto& [bytes, key] : lines) {
+        if (groups_left == 0 || bytes * 50 < hidden) break;
         out.push_back(ordered_json::array(
-            {static_cast<long>(i), children - shown_children_bytes[i], "(smaller stacks)", ""}));
+            {static_cast<long>(i), bytes, "(stacks at) " + key.first, key.second}));
+        --groups_left;
+        hidden -= bytes;
+        for (std::size_t k = 0; k < depth_sites; ++k) {
+          const uint32_t site = node.sites[k];
+          if (!under_shown[site] && leaf_of[site] == key) under_shown[site] = 2;
+        }
+      }
+      if (hidden > 0 && !by_line.empty()) {
+        for (std::size_t k = 0; k < depth_sites; ++k) {
+          const uint32_t site = node.sites[k];
+          if (under_shown[site] == 0 && end_node[site] != emitted_nodes[i]) {
+            const PeakSite& ps = peak_sites[site];
+            by_library[ps.cache ? allocator_cache_name(ps.allocator) : owners.of(ps.stack)] +=
+                ps.bytes;
+          }
+        }
+        std::vector<std::pair<uint64_t, std::string>> libraries;
+        for (const auto& [name, bytes] : by_library) libraries.emplace_back(bytes, name);
+        std::sort(libraries.begin(), libraries.end(), std::greater<>());
+        for (const auto& [bytes, name] : libraries) {
+          if (groups_left == 0 || bytes * 50 < hidden || libraries.size() == 1) break;
+          out.push_back(
+              ordered_json::array({static_cast<long>(i), bytes, "(stacks in) " + name, ""}));
+          --groups_left;
+          hidden -= bytes;
+        }
+      }
+      if (hidden > 0) {
+        out.push_back(ordered_json::array({static_cast<long>(i), hidden, "(smaller stacks)", ""}));
       }
     }
     return out;
@@ -210,9 +289,13 @@ class DataBuilder {
     const uint64_t resolution = std::max<uint64_t>(1, t.duration_ns / buckets + 1);
     const LibraryTimeline libraries = read_library_timeline(t, resolution, limits_.libraries);
     const ExportPass pass = read_export_pass(t, resolution);
-    const ResolvedStacks resolved = resolve_stacks(t, shown_stacks(t), t.symbolization_warnings);
+    const AllocationPass allocations =
+        read_allocation_pass(t, resolution, t.duration_ns / resolution + 1, limits_.allocations);
+    std::vector<uint32_t> stacks = shown_stacks(t);
+    for (const AllocationSite& site : allocations.sites) stacks.push_back(site.stack);
+    const ResolvedStacks resolved = resolve_stacks(t, stacks, t.symbolization_warnings);
 
-    const ordered_json devices = devices_json(t, resolved, libraries, pass);
+    const ordered_json devices = devices_json(t, resolved, libraries, pass, allocations);
     const ordered_json ooms = ooms_json(t, resolved, leak_frames);
     const ordered_json leaks = leaks_json(t, leak_frames);
     const ordered_json runs = phase_runs_json(pass);
@@ -242,6 +325,7 @@ class DataBuilder {
             {"ooms_left_out", t.failures.size() - ooms.size() + t.failures_not_kept},
             {"leaks", leaks},
             {"leaks_left_out", t.leaks.size() - leaks.size()},
+            {"allocation_sites", allocation_sites_json(t, resolved, allocations)},
             {"phases", phase_stats_json(t)},
             {"phase_runs", runs},
             {"phase_runs_left_out", runs_left_out},
@@ -275,7 +359,8 @@ class DataBuilder {
   }
 
   ordered_json devices_json(const TraceSummary& t, const ResolvedStacks& resolved,
-                            const LibraryTimeline& libraries, const ExportPass& pass) {
+                            const LibraryTimeline& libraries, const ExportPass& pass,
+                            const AllocationPass& allocations) {
     ordered_json devices = ordered_json::array();
     for (const auto& [ordinal, d] : t.devices) {
       if (!shown(ordinal, d)) continue;
@@ -295,7 +380,8 @@ class DataBuilder {
           {{"timeline", timeline(libraries, pass, ordinal)},
            {"peak_sites", std::move(sites)},
            {"peak_sites_left_out", sites_left_out},
-           {"flame", flame(ordinal, d, resolved)},
+           {"flame", flame(t, ordinal, d, resolved)},
+           {"allocations", allocations_json(allocations, ordinal)},
            {"views_at_peak_title", views_at_peak_title(d)},
            {"views_at_peak", views_json(d.views_at_peak, d.peak_bytes, by_library_at_peak(t, d))},
            {"roles_at_peak", t.roles_recorded && d.roles_at_peak
@@ -308,6 +394,123 @@ class DataBuilder {
       devices.push_back(std::move(device));
     }
     return devices;
+  }
+
+  // The allocation view's sites: the stack, owning library and the user's line of each.
+  ordered_json allocation_sites_json(const TraceSummary& t, const ResolvedStacks& resolved,
+                                     const AllocationPass& pass) {
+    OwnerLibraryCache& owners = owners_of(t);
+    ordered_json sites = ordered_json::array();
+    for (std::size_t i = 0; i < pass.sites.size(); ++i) {
+      const AllocationSite& s = pass.sites[i];
+      if (i == AllocationPass::kOtherSite) {
+        sites.push_back({{"stack", nullptr}, {"library", "other"}, {"line", "(other sites)"}});
+        continue;
+      }
+      ordered_json site = stack(resolved, s.stack);
+      site["library"] = owners.of(s.stack);
+      site["line"] = user_line(resolved, s.stack);
+      if (s.allocator >= 0) site["allocator"] = allocator_name(s.allocator);
+      sites.push_back(std::move(site));
+    }
+    return sites;
+  }
+
+  // "file:line" of the first frame the page shows of a stack (the user's), else its function.
+  std::string user_line(const ResolvedStacks& resolved, uint32_t id) const {
+    const auto it = resolved.find(id);
+    if (it == resolved.end()) return kNoStackFrame;
+    const ShownStack shown = shown_stack(it->second, limits_.frame_mode);
+    if (shown.frames.empty()) return kNoStackFrame;
+    const ordered_json f = frame(shown.frames.front());
+    const std::string where = f[1].get<std::string>();
+    return where.empty() || where.front() == '(' ? f[0].get<std::string>() : where;
+  }
+
+  // One device's allocations: the large ones whole, in columns (start, end: -1 when live at
+  // the end, size, site, role), the small ones as series per site, the allocators' cache, and
+  // the segments at the peak, at failures and at evenly spaced moments.
+  static ordered_json allocations_json(const AllocationPass& pass, int ordinal) {
+    const auto it = pass.devices.find(ordinal);
+    if (it == pass.devices.end()) return nullptr;
+    const DeviceAllocations& d = it->second;
+    ordered_json start = ordered_json::array(), end = ordered_json::array(),
+                 size = ordered_json::array(), site = ordered_json::array(),
+                 role = ordered_json::array();
+    for (const AllocationBand& b : d.bands) {
+      start.push_back(b.start_ns);
+      if (b.end_ns == AllocationBand::kLive) {
+        end.push_back(-1);
+      } else {
+        end.push_back(b.end_ns);
+      }
+      size.push_back(b.size);
+      site.push_back(b.site);
+      role.push_back(static_cast<int>(b.role));
+    }
+    ordered_json span_start = ordered_json::array(), span_end = ordered_json::array(),
+                 span_size = ordered_json::array();
+    if (d.segment_spans_complete) {
+      for (const auto& [from, to, bytes] : d.segment_spans) {
+        span_start.push_back(from);
+        if (to == AllocationBand::kLive) {
+          span_end.push_back(-1);
+        } else {
+          span_end.push_back(to);
+        }
+        span_size.push_back(bytes);
+      }
+    }
+    const ordered_json segment_spans =
+        d.segment_spans_complete
+            ? ordered_json{{"start", span_start}, {"end", span_end}, {"size", span_size}}
+            : ordered_json(nullptr);
+    ordered_json roles = ordered_json::array();
+    for (std::size_t r = 0; r < kRoleCount; ++r) roles.push_back(role_name(static_cast<Role>(r)));
+    ordered_json series = ordered_json::array();
+    for (std::size_t i = 0; i < d.series.size(); ++i) {
+      series.push_back({{"site", d.series[i].first},
+                        {"role", role_name(d.series_roles[i])},
+                        {"bytes", d.series[i].second}});
+    }
+    ordered_json snapshots = ordered_json::array();
+    for (const SegmentSnapshot& s : d.snapshots) {
+      ordered_json segments = ordered_json::array();
+      for (const SegmentState& seg : s.segments) {
+        ordered_json pieces = ordered_json::array();
+        for (const SegmentPiece& p : seg.pieces) {
+          if (p.free) {
+            pieces.push_back(ordered_json::array({p.offset, p.size}));
+          } else {
+            pieces.push_back(ordered_json::array({p.offset, p.size, p.site, role_name(p.role)}));
+          }
+        }
+        segments.push_back({{"address", seg.address},
+                            {"size", seg.size},
+                            {"allocator", allocator_name(seg.allocator)},
+                            {"expandable", seg.expandable},
+                            {"pieces", std::move(pieces)}});
+      }
+      snapshots.push_back({{"kind", s.kind},
+                           {"time_ns", s.time_ns},
+                           {"request_bytes", s.request_bytes},
+                           {"free_bytes", s.free_bytes},
+                           {"largest_free_bytes", s.largest_free_bytes},
+                           {"segments_left_out", s.segments_left_out},
+                           {"pieces_left_out", s.pieces_left_out},
+                           {"segments", std::move(segments)}});
+    }
+    return {
+        {"first_alloc_ns", d.first_alloc_ns},
+        {"threshold_bytes", pass.threshold_bytes},
+        {"kept", d.bands.size()},
+        {"small_count", d.small_count},
+        {"roles", roles},
+        {"bands", {{"start", start}, {"end", end}, {"size", size}, {"site", site}, {"role", role}}},
+        {"series", series},
+        {"segment_spans", segment_spans},
+        {"cache", d.cache.empty() ? ordered_json(nullptr) : ordered_json(d.cache)},
+        {"snapshots", snapshots}};
   }
 
   ordered_json ooms_json(const TraceSummary& t, const ResolvedStacks& resolved,

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 
+#include "analyzer/html/allocation_pass.h"
 #include "analyzer/report/report.h"
 
 namespace gmt::analyzer {
@@ -31,6 +32,7 @@ struct HtmlLimits {
   FrameMode frame_mode = FrameMode::kUser;  // frame_policy.h
   std::size_t text = 300;                   // characters of a function or file name
   std::size_t process_rows = 1000;
+  AllocationLimits allocations;  // the allocation view and the segments (allocation_pass.h)
 };
 
 // The object embedded in the page. Reads each trace's file again (its path in the model), one

@@ -11,6 +11,7 @@ gmt.Report = class {
     this.data = data;
     this.charts = [];
     this.flames = [];
+    this.allocations = [];
     for (const trace of data.traces) gmt.Report.linkStacks(trace);
   }
 
@@ -93,12 +94,26 @@ gmt.Report = class {
              " allocations \u00b7 " + d.alloc_count + " allocations, " + d.free_count + " frees, " +
              d.failed_alloc_count + " failed"));
     const moment = gmt.el("div", { class: "moment" });
-    const chart = new gmt.Timeline(t, d, (c, time, marker) => this.showMoment(moment, t, d, c, time, marker));
+    const segments = d.allocations ? new gmt.Segments(t, d) : null;
+    const chart = new gmt.Timeline(t, d, (c, time, marker) => {
+      this.showMoment(moment, t, d, c, time, marker);
+      if (segments) segments.showAt(time, marker);
+    });
     this.charts.push(chart);
     const ooms = chart.ooms.length;
     section.append(chart.root, gmt.el("p", { class: "note" },
       "Stacks are kept for the peak (\u25b2)" + (ooms > 0 ? " and for each failed allocation (\u2715)" : "") +
       ": click on a marker to see them. Any other moment shows its bytes " + (chart.stacks.role.length > 0 ? "by role or " : "") + "by owning library."), moment);
+    if (d.allocations) {
+      const life = gmt.el("div", { class: "life" });
+      const bands = new gmt.Allocations(t, d, (c, hit) => gmt.Report.showLife(life, c, hit));
+      this.allocations.push(bands);
+      section.append(gmt.el("h4", null, "every allocation over time"), bands.root, life);
+      if (segments.snapshots.length > 0) {
+        section.append(gmt.el("h4", null, "the caching allocator's segments"), segments.root);
+      }
+      section.append(gmt.el("h4", null, "memory per step"), new gmt.Steps(t, d).root);
+    }
     const flame = new gmt.Flame(d.flame, d.peak_bytes);
     this.flames.push(flame);
     section.append(gmt.el("div", { class: "columns" },
@@ -140,6 +155,31 @@ gmt.Report = class {
       gmt.el("tr", { "data-role": name }, gmt.el("td", null,
         gmt.el("i", { class: "swatch", style: "background:" + gmt.roleColour(name) }), name), gmt.bytesCell(bytes))),
       { class: "roles" });
+  }
+
+  // An allocation clicked in the allocation view: its whole life (when made and freed, the
+  // phases open when it was made, the step it was made in) and its stack.
+  static showLife(panel, chart, hit) {
+    panel.replaceChildren();
+    if (hit.item.kind !== "band") {
+      panel.append(gmt.el("div", { class: "life-text" }, chart.describe(hit)));
+      return;
+    }
+    const l = chart.life(hit.item.index);
+    const steps = new gmt.Steps(chart.trace, chart.device);
+    let step = "";
+    if (steps.names.length > 0) {
+      const rows = gmt.Steps.rows(chart.trace, chart.device, steps.names[0]);
+      const at = rows.findIndex((r) => r.start_ns <= l.start_ns && r.end_ns >= l.start_ns);
+      if (at >= 0) step = " \u00b7 made in step " + (at + 1) + " of " + steps.names[0];
+    }
+    panel.dataset.bytes = String(l.bytes);
+    panel.append(gmt.el("h5", null, gmt.el("span", { class: "life-bytes", "data-bytes": l.bytes }, gmt.bytes(l.bytes)),
+                        " (" + l.bytes + " bytes), " + l.role + " \u00b7 " + l.library + " \u00b7 " + l.line),
+                 gmt.el("p", { class: "life-when" }, "made at " + gmt.duration(l.start_ns) +
+                        (l.end_ns === null ? ", never freed" : ", freed at " + gmt.duration(l.end_ns) + " (lived " + gmt.duration(l.end_ns - l.start_ns) + ")") +
+                        (l.phases.length > 0 ? " \u00b7 in " + l.phases.join(" > ") : "") + step),
+                 gmt.stackList(l.stack || { frames: [], more_frames: 0, via: "" }));
   }
 
   showMoment(panel, t, d, chart, time, marker) {
@@ -185,6 +225,7 @@ gmt.Report = class {
   draw() {
     for (const chart of this.charts) chart.draw();
     for (const flame of this.flames) flame.draw();
+    for (const bands of this.allocations) bands.draw();
   }
 
   chart(trace, device) {

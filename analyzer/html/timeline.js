@@ -27,7 +27,11 @@ gmt.Timeline = class {
     this.stacks = { role: tl.roles || [], library: tl.libraries };
     this.by = this.stacks.role.length > 0 ? "role" : "library";
     this.layers = this.stacks[this.by];
-    this.full = [0, Math.max(this.buckets * this.res, 1)];
+    // The axis starts where the device's first allocation does: start-up before it is folded
+    // (the times stay those since the process started, as the reports print them).
+    const first = device.allocations ? device.allocations.first_alloc_ns : 0;
+    const start = Math.min(Math.floor(first / this.res) * this.res, (this.buckets - 1) * this.res);
+    this.full = [Math.max(start, 0), Math.max(this.buckets * this.res, 1)];
     this.window = this.full.slice();
     this.ooms = trace.ooms.filter((o) => o.device === device.device);
     this.views = [];
@@ -258,18 +262,22 @@ gmt.Timeline = class {
       ctx.fillStyle = s.colour;
       ctx.setLineDash(s.dash);
       ctx.lineWidth = 1.5;
+      // A sample holds until the next one: drawn as steps, never as a slope between samples.
       ctx.beginPath();
       let first = true;
+      let lastY = 0;
       for (const [b, value] of v.points) {
         if (b < b0 - 1 || b > b1 + 1) continue;
-        const x = this.xOf((b + 0.5) * this.res);
-        if (first) ctx.moveTo(x, y(value)); else ctx.lineTo(x, y(value));
+        const x = this.xOf(b * this.res);
+        if (first) ctx.moveTo(x, y(value)); else { ctx.lineTo(x, lastY); ctx.lineTo(x, y(value)); }
+        lastY = y(value);
         first = false;
       }
+      if (!first) ctx.lineTo(this.xOf((Math.min(b1, this.buckets - 1) + 1) * this.res), lastY);
       ctx.stroke();
       ctx.setLineDash([]);
       for (const [b, value] of v.points) {
-        if (b >= b0 && b <= b1) ctx.fillRect(this.xOf((b + 0.5) * this.res) - 1.5, y(value) - 1.5, 3, 3);
+        if (b >= b0 && b <= b1) ctx.fillRect(this.xOf(b * this.res) - 1.5, y(value) - 1.5, 3, 3);
       }
     }
     this.drawDroppedHistory(ctx);
@@ -397,8 +405,18 @@ gmt.Timeline = class {
     const tStep = gmt.Timeline.step((t1 - t0) / 6, 1);
     ctx.textAlign = "center";
     ctx.textBaseline = "top";
+    // The folded start-up, said at the axis's left end.
+    const folded = this.full[0] > 0 && t0 <= this.full[0];
+    this.root.dataset.axisStartNs = String(this.full[0]);
+    if (folded) {
+      ctx.textAlign = "left";
+      ctx.fillText("\u27e8 start-up folded: first allocation at " + gmt.duration(this.full[0]),
+                   m.left + 2, m.top + ph + 5);
+      ctx.textAlign = "center";
+    }
     for (let t = Math.ceil(t0 / tStep) * tStep; t <= t1; t += tStep) {
       const x = this.xOf(t);
+      if (folded && x < m.left + 260) continue;
       ctx.fillText(gmt.duration(t), x, m.top + ph + 5);
       ctx.strokeStyle = "#999";
       ctx.beginPath();

@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: Apache-2.0
+// Every allocation of each device over time, for the page's allocation view, and the caching
+// allocators' segments at a few moments, read in two more passes over the trace's records.
+//
+// An allocation is a caching allocator's block where one reported its blocks (its segments are
+// then drawn as the blocks in them, and its cache as one band), else a driver allocation of a
+// device-resident kind. The page stays bounded whatever the trace's length: the first pass
+// counts allocations by size, so that at most `bands` of the largest are kept one by one (each
+// with its whole life); the smaller ones are added up per site into series of `resolution_ns`
+// buckets (the most each site's small allocations held during each bucket).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "analyzer/model/roles/role.h"
+#include "analyzer/model/trace_summary.h"
+
+namespace gmt::analyzer {
+
+struct AllocationLimits {
+  std::size_t bands = 20'000;          // allocations kept one by one, per trace
+  std::size_t sites = 2'000;           // sites named per trace; the rest share kOtherSite
+  std::size_t series = 60;             // per-site series of small allocations per device
+  std::size_t moments = 24;            // evenly spaced segment snapshots per device
+  std::size_t failures = 100;          // segment snapshots at failures per trace
+  std::size_t segments = 400;          // per snapshot
+  std::size_t pieces = 6'000;          // blocks and free pieces per snapshot
+  std::size_t peak_retakes = 64;       // peak snapshots retaken on its plateau, per device
+  std::size_t segment_spans = 50'000;  // segment lifetimes per device
+};
+
+struct AllocationSite {
+  uint32_t stack = 0;
+  int allocator = -1;  // format::BlockAllocator of a block's site; -1 a driver allocation's
+};
+
+// One allocation kept whole. end_ns is kLive for one live when the trace ended.
+struct AllocationBand {
+  static constexpr uint64_t kLive = UINT64_MAX;
+  uint64_t start_ns = 0;
+  uint64_t end_ns = kLive;
+  uint64_t size = 0;
+  uint64_t address = 0;
+  uint32_t site = 0;  // index in AllocationPass::sites
+  Role role = Role::kUnknown;
+};
+
+// A segment of a caching allocator at a moment: its blocks and the free pieces between them.
+struct SegmentPiece {
+  uint64_t offset = 0;
+  uint64_t size = 0;
+  bool free = true;
+  uint32_t site = 0;  // a block's
+  Role role = Role::kUnknown;
+};
+struct SegmentState {
+  uint64_t address = 0;
+  uint64_t size = 0;
+  int allocator = 0;
+  bool expandable = false;  // pages mapped into a reserved range (kSegmentMap)
+  std::vector<SegmentPiece> pieces;
+};
+struct SegmentSnapshot {
+  std::string kind;  // "peak", "failure" or "moment"
+  uint64_t time_ns = 0;
+  uint64_t request_bytes = 0;  // at a failure: what the allocator (else the driver) was asked
+  uint64_t largest_free_bytes = 0;
+  uint64_t free_bytes = 0;
+  uint64_t segments_left_out = 0;
+  uint64_t pieces_left_out = 0;
+  std::vector<SegmentState> segments;
+};
+
+struct DeviceAllocations {
+  uint64_t first_alloc_ns = 0;        // when the device's first allocation was made
+  std::vector<AllocationBand> bands;  // by start
+  uint64_t small_count = 0;           // allocations added up in the series
+  // Per site (index in sites) the most its small allocations held in each bucket; the last
+  // entry gathers the sites past the `series` largest (kOtherSite).
+  std::vector<std::pair<uint32_t, std::vector<uint64_t>>> series;
+  std::vector<Role> series_roles;  // the role of each series' last allocation
+  // The caching allocators' segments over time (start, end: kLive when live at the end, size),
+  // so that their free cache at any moment is what they reserve less their live blocks; past
+  // `segment_spans` of them, `cache` says the most the cache held in each bucket instead.
+  std::vector<std::array<uint64_t, 3>> segment_spans;
+  bool segment_spans_complete = true;
+  std::vector<uint64_t> cache;
+  std::vector<SegmentSnapshot> snapshots;  // in time order
+};
+
+struct AllocationPass {
+  static constexpr uint32_t kOtherSite = 0;  // sites[0]: the sites not named one by one
+  uint64_t resolution_ns = 0;
+  uint64_t buckets = 0;
+  uint64_t threshold_bytes = 0;  // allocations this large or larger are kept whole
+  std::vector<AllocationSite> sites;
+  std::map<int, DeviceAllocations> devices;
+};
+
+// Reads `trace.path` twice. Throws TraceError when the file cannot be read.
+AllocationPass read_allocation_pass(const TraceSummary& trace, uint64_t resolution_ns,
+                                    uint64_t buckets, const AllocationLimits& limits);
+
+}  // namespace gmt::analyzer

@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Loads a `gpumemtrace html` page in headless Chromium and runs a list of steps on it.
+
+Usage: html_page_probe.py CHROMIUM PAGE STEPS_JSON
+
+STEPS_JSON is a file holding a JSON list; each step is one of
+  {"eval": "expression"}   its value (JSON), kept in the results
+  {"move": "expression"}   the expression gives {x, y} in the viewport: the mouse moves there
+  {"click": "expression"}  the same, then a left click (press and release) there
+  {"load": "#fragment"}    the page loaded again with that fragment
+Prints one JSON object: {"results": [one per step], "errors": [...], "load_ms": N} where
+load_ms is the time from navigation to the page's script having drawn (data-ready), and errors
+are the console errors and uncaught exceptions of every load.
+
+Exit status 77 when the browser cannot be started or does not answer: the caller skips.
+"""
+
+import json
+import os
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from html_browser import Browser  # noqa: E402
+
+
+def main():
+    if len(sys.argv) != 4:
+        print(__doc__, file=sys.stderr)
+        return 2
+    chromium, page, steps_path = sys.argv[1:]
+    with open(steps_path) as f:
+        steps = json.load(f)
+    url = "file://" + os.path.abspath(page)
+    with tempfile.TemporaryDirectory(prefix="gmt-chromium-") as profile:
+        browser = Browser(chromium, profile)
+        try:
+            try:
+                target = browser.send("Target.createTarget", {"url": "about:blank"}, session=False)
+                attached = browser.send("Target.attachToTarget",
+                                        {"targetId": target["targetId"], "flatten": True},
+                                        session=False)
+            except (TimeoutError, EOFError, OSError) as e:
+                print("chromium could not be started or does not answer: " + str(e),
+                      file=sys.stderr)
+                return 77
+            browser.session = attached["sessionId"]
+            for domain in ("Page", "Runtime", "Log"):
+                browser.send(domain + ".enable")
+            browser.send("Emulation.setDeviceMetricsOverride",
+                         {"width": 1400, "height": 1000, "deviceScaleFactor": 1, "mobile": False})
+            started = time.monotonic()
+            browser.load(url)
+            load_ms = (time.monotonic() - started) * 1000
+            results = []
+            for step in steps:
+                if "eval" in step:
+                    results.append(browser.evaluate(step["eval"]))
+                elif "move" in step or "click" in step:
+                    where = browser.evaluate(step.get("move", step.get("click")))
+                    mouse = {"x": where["x"], "y": where["y"], "button": "none", "clickCount": 1}
+                    browser.send("Input.dispatchMouseEvent", dict(mouse, type="mouseMoved"))
+                    if "click" in step:
+                        mouse["button"] = "left"
+                        browser.send("Input.dispatchMouseEvent", dict(mouse, type="mousePressed"))
+                        browser.send("Input.dispatchMouseEvent", dict(mouse, type="mouseReleased"))
+                    results.append(where)
+                elif "load" in step:
+                    browser.load("about:blank", drawn=False)
+                    browser.load(url + step["load"])
+                    results.append(None)
+            print(json.dumps({"results": results, "errors": browser.errors(),
+                              "load_ms": round(load_ms, 1)}))
+            return 0
+        finally:
+            browser.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
