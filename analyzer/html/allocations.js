@@ -357,11 +357,33 @@ gmt.Allocations = class {
     return rows;
   }
 
+  // Where kept allocation i is drawn, in the viewport's coordinates (the middle of its band in
+  // the first column that draws it whole), or null: for whoever drives the page (the tests).
+  where(i) {
+    if (!this.when) return null;
+    const scale = this.plotHeight() / this.ymax;
+    const rect = this.overlay.getBoundingClientRect();
+    for (let c = 0; c < this.when.length; c += 1) {
+      const t = this.when[c];
+      if (t < this.start[i] || t >= this.end[i]) continue;
+      let bottom = this.margin.top + this.plotHeight();
+      for (const item of this.stackAt(t, scale, this.liveAt(t), this.cacheOf[c])) {
+        const h = item.bytes * scale;
+        if (item.kind === "band" && item.index === i && h >= 2) {
+          return { x: rect.left + this.margin.left + c + 0.5, y: rect.top + bottom - h / 2 };
+        }
+        bottom -= h;
+      }
+    }
+    return null;
+  }
+
   // Everything the page knows of one kept allocation.
   life(i) {
     const site = this.site(this.siteOf[i]);
     const end = this.end[i];
-    const runs = this.trace.phase_runs.filter((r) => r.start_ns <= this.start[i] && r.end_ns >= this.start[i]).map((r) => r.name);
+    const runs = this.trace.phase_runs.filter((r) => r.start_ns <= this.start[i] && r.end_ns >= this.start[i])
+      .sort((x, y) => x.start_ns - y.start_ns).map((r) => r.name);
     return {
       index: i, bytes: this.size[i], role: this.roleOf[i], library: site.library, line: site.line,
       start_ns: this.start[i], end_ns: end === Infinity ? null : end, phases: runs,

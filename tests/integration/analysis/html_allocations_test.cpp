@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: Apache-2.0
+// The page's allocation-level views in headless Chromium (html_page_probe.py drives it): every
+// allocation over time (a hover over a known block shows its exact size and line, a click its
+// life), the caching allocator's segments at the fragmentation OOM (the largest free piece and
+// the request), memory per step, and the time axis starting at the first allocation. Every
+// page loads with no JavaScript error, and its figures are `report --json`'s.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <sstream>
+
+#include "tests/integration/analysis/html_report_fixture.h"
+
+using nlohmann::json;
+
+namespace gmt::test {
+namespace {
+
+std::string find_on_path(std::initializer_list<const char*> names) {
+  const char* path = std::getenv("PATH");
+  for (const char* name : names) {
+    std::istringstream dirs(path != nullptr ? path : "");
+    for (std::string dir; std::getline(dirs, dir, ':');) {
+      const std::filesystem::path candidate = std::filesystem::path(dir) / name;
+      if (access(candidate.c_str(), X_OK) == 0) return candidate.string();
+    }
+  }
+  return "";
+}
+
+// The number of the first line of `file` that contains `text`; 0 when none does.
+int line_of(const std::string& file, const std::string& text) {
+  std::ifstream in(file);
+  int number = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++number;
+    if (line.find(text) != std::string::npos) return number;
+  }
+  return 0;
+}
+
+// The allocation view of the first device.
+constexpr const char* kBands = "window.gmtReport.allocations[0]";
+
+class HtmlAllocations : public HtmlReportRun {
+ protected:
+  // What the steps (html_page_probe.py's) gave on `page`: {"results", "errors", "load_ms"};
+  // null when the test is to be skipped (the reason in skip_).
+  json probe(const std::string& page, const json& steps) {
+    const char* given = std::getenv("GMT_CHROMIUM");
+    const std::string chromium =
+        given != nullptr && *given != '\0'
+            ? std::string(given)
+            : find_on_path({"chromium", "chromium-browser", "google-chrome"});
+    const std::string python = find_on_path({"python3"});
+    if (chromium.empty() || python.empty()) {
+      skip_ = "no Chromium or no python3 (scripts/install-deps.sh installs Debian's chromium)";
+      return nullptr;
+    }
+    const std::string steps_file = dir_ + "/steps.json";
+    std::ofstream(steps_file) << steps.dump();
+    ProcessSpec spec;
+    spec.argv = {python, GMT_HTML_PROBE_SCRIPT, chromium, page, steps_file};
+    spec.cwd = dir_;
+    const ProcessResult r = run_process(spec);
+    if (r.exit_code == 77) {
+      skip_ = "Chromium cannot run here: " + r.err;
+      return nullptr;
+    }
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0 ? json::parse(r.out) : json(nullptr);
+  }
+  std::string skip_;
+};
+
+// The phases workload: a hover over its first step's 100 MiB activations (made by must_alloc's
+// cudaMalloc, called from main's forward; bands are in the order they were made) shows 100 MiB to the byte, the line that allocated it and the
+// caller's line; a click shows its life: the phases it was made in and the step.
+TEST_F(HtmlAllocations, AHoverOverAKnownBlockShowsItsExactSizeAndLine) {
+  const ProcessResult run = run_phases();
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string trace = only_trace();
+  const std::string page = html({trace});
+  const json data = embedded_data(read_file(page));
+  const json& bands = data["traces"][0]["devices"][0]["allocations"]["bands"];
+  std::size_t index = bands["size"].size();
+  for (std::size_t i = 0; i < bands["size"].size(); ++i) {
+    if (bands["size"][i] == 100 * kMiB && index == bands["size"].size()) index = i;
+  }
+  ASSERT_LT(index, bands["size"].size()) << bands.dump();
+  const std::string i = std::to_string(index);
+  const json seen = probe(
+      page, json::array({
+                {{"move", std::string("(() => { const a = ") + kBands +
+                              "; a.root.scrollIntoView(); return a.where(" + i + "); })()"}},
+                {{"eval", "document.querySelector('.band-tip').textContent"}},
+                {{"eval", "Number(document.querySelector('.band-tip .tip-bytes').dataset.bytes)"}},
+                {{"click", std::string(kBands) + ".where(" + i + ")"}},
+                {{"eval", "document.querySelector('.life').textContent"}},
+                {{"eval", std::string("Number(") + kBands + ".root.dataset.drawnMaxBytes)"}},
+            }));
+  if (!skip_.empty()) GTEST_SKIP() << skip_;
+  ASSERT_FALSE(seen.is_null());
+  EXPECT_EQ(seen["errors"], json::array()) << seen["errors"].dump(2);
+  const json& r = seen["results"];
+  ASSERT_FALSE(r[0].is_null()) << "the 100 MiB band is not drawn";
+  const std::string source = std::string(GMT_WORKLOAD_SOURCE_DIR) + "/phases_nvtx.cpp";
+  const std::string allocating =
+      "phases_nvtx.cpp:" + std::to_string(line_of(source, "cudaMalloc(&p, bytes)"));
+  const std::string caller =
+      "phases_nvtx.cpp:" + std::to_string(line_of(source, "must_alloc(100 * kMiB)"));
+  const std::string tip = r[1];
+  EXPECT_NE(tip.find("100 MiB (104857600 bytes) \u00b7 one allocation"), std::string::npos) << tip;
+  EXPECT_NE(tip.find(allocating), std::string::npos) << tip;
+  EXPECT_NE(tip.find("main "), std::string::npos) << tip;
+  EXPECT_NE(tip.find(caller), std::string::npos) << tip;
+  EXPECT_EQ(r[2], 100 * kMiB);
+  const std::string life = r[4];
+  EXPECT_EQ(life.rfind("100 MiB (104857600 bytes), unknown \u00b7 workload_phases \u00b7 ", 0), 0u)
+      << life;
+  EXPECT_NE(life.find("in trainer::step > forward \u00b7 made in step 1 of trainer::step"),
+            std::string::npos)
+      << life;
+  EXPECT_NE(life.find(caller), std::string::npos) << life;
+  // The tallest stack of bands is the model's peak.
+  const json rep = report({trace});
+  EXPECT_EQ(r[5], rep["devices"][0]["peak_bytes"]);
+}
+
+// The fragmentation OOM (workload_cached_training fragment): five 4 MiB blocks in one 20 MiB
+// segment, the second and fourth freed, 6 MiB asked for. The segments view opens at the
+// failure: the largest free piece (4 MiB, outlined) and the request (6 MiB) beside it, as
+// `report --json` gives them; a click on the failure's marker shows the same moment, and one
+// on the peak's marker the segment full of blocks.
+TEST_F(HtmlAllocations, TheSegmentsAtTheFragmentationOomShowTheLargestFreePieceAndTheRequest) {
+  const ProcessResult run =
+      run_traced("workload_cached_training", {"fragment"},
+                 {{"FAKECUDA_DEVICE_MEMORY", "33554432"}, {"FAKECUDA_CONTEXT_OVERHEAD", "0"}});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string trace = only_trace();
+  const std::string page = html({trace});
+  const json rep = report({trace});
+  ASSERT_EQ(rep["ooms"].size(), 1u) << rep.dump();
+  const json& oom = rep["ooms"][0];
+  ASSERT_EQ(oom["largest_free_block_bytes"], 4 * kMiB);
+  ASSERT_EQ(oom["allocator_requested_bytes"], 6 * kMiB);
+  const std::string segments = R"((() => {
+    const s = document.querySelector('.segments');
+    const largest = s.querySelector('.piece.largest');
+    return {kind: s.dataset.kind, time_ns: Number(s.dataset.timeNs),
+            largest_free: Number(s.dataset.largestFreeBytes),
+            request: Number(s.dataset.requestBytes),
+            summary: s.querySelector('.segment-summary').textContent,
+            outlined: largest ? Number(largest.dataset.bytes) : null,
+            request_bar: s.querySelectorAll('.request-bar').length,
+            blocks: s.querySelectorAll('.piece:not(.free)').length,
+            free: s.querySelectorAll('.piece.free').length};
+  })())";
+  const std::string marker = R"((() => {
+    const c = window.gmtReport.charts[0];
+    c.root.scrollIntoView();
+    const r = c.overlay.getBoundingClientRect();
+    const t = WHICH;
+    return {x: r.left + c.xOf(t), y: r.top + r.height / 2};
+  })())";
+  const auto at = [&marker](const std::string& which) {
+    std::string s = marker;
+    s.replace(s.find("WHICH"), 5, which);
+    return s;
+  };
+  const json seen = probe(
+      page,
+      json::array({{{"eval", segments}},
+                   {{"click", at("c.device.peak_time_ns")}},
+                   {{"eval", segments}},
+                   {{"click", at("c.ooms[0].time_ns")}},
+                   {{"eval", segments}},
+                   {{"eval", std::string("Number(") + kBands + ".root.dataset.drawnMaxBytes)"}}}));
+  if (!skip_.empty()) GTEST_SKIP() << skip_;
+  ASSERT_FALSE(seen.is_null());
+  EXPECT_EQ(seen["errors"], json::array()) << seen["errors"].dump(2);
+  const json& r = seen["results"];
+  for (const std::size_t i : {0u, 4u}) {
+    const json& s = r[i];
+    EXPECT_EQ(s["kind"], "failure") << i;
+    EXPECT_EQ(s["time_ns"], oom["time_ns"]) << i;
+    EXPECT_EQ(s["largest_free"], oom["largest_free_block_bytes"]) << i;
+    EXPECT_EQ(s["request"], oom["allocator_requested_bytes"]) << i;
+    EXPECT_EQ(s["outlined"], 4 * kMiB) << i;
+    EXPECT_EQ(s["request_bar"], 1) << i;
+    EXPECT_EQ(s["blocks"], 3) << i;
+    EXPECT_EQ(s["free"], 2) << i;
+    EXPECT_EQ(s["summary"],
+              "1 segment, 20.0 MiB reserved, 8.00 MiB of it free; largest free piece 4.00 MiB "
+              "\u00b7 the request: 6.00 MiB \u2014 fragmentation: enough bytes are free, but in no "
+              "one piece")
+        << i;
+  }
+  // At the peak the segment is full: five blocks, nothing free, no request.
+  const json& peak = r[2];
+  EXPECT_EQ(peak["kind"], "peak");
+  EXPECT_EQ(peak["largest_free"], 0);
+  EXPECT_EQ(peak["blocks"], 5);
+  EXPECT_EQ(peak["free"], 0);
+  EXPECT_EQ(peak["request_bar"], 0);
+  EXPECT_EQ(r[5], rep["devices"][0]["peak_bytes"]);
+}
+
+// Steps: the phases workload runs trainer::step three times; the steps view finds them (the
+// phase `report --json` counts three calls of) and the page's time axis starts at the first
+// allocation, with start-up folded.
+TEST_F(HtmlAllocations, StepsAreThePhasesRunsAndTheAxisStartsAtTheFirstAllocation) {
+  const ProcessResult run = run_phases();
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string trace = only_trace();
+  const std::string page = html({trace});
+  const json data = embedded_data(read_file(page));
+  const json& device = data["traces"][0]["devices"][0];
+  const json rep = report({trace});
+  uint64_t calls = 0;
+  for (const json& p : rep["phases"]) {
+    if (p["name"] == "trainer::step") calls = p["calls"];
+  }
+  ASSERT_EQ(calls, 3u) << rep["phases"].dump();
+  const json seen =
+      probe(page, json::array({
+                      {{"eval", "document.querySelector('.steps').dataset.step"}},
+                      {{"eval", "Number(document.querySelector('.steps').dataset.steps)"}},
+                      {{"eval", "document.querySelectorAll('.steps tr[data-step]').length"}},
+                      {{"eval", "Number(document.querySelector('.chart').dataset.axisStartNs)"}},
+                      {{"eval", "window.gmtReport.charts[0].full[1]"}},
+                  }));
+  if (!skip_.empty()) GTEST_SKIP() << skip_;
+  ASSERT_FALSE(seen.is_null());
+  EXPECT_EQ(seen["errors"], json::array()) << seen["errors"].dump(2);
+  const json& r = seen["results"];
+  EXPECT_EQ(r[0], "trainer::step");
+  EXPECT_EQ(r[1], calls);
+  EXPECT_EQ(r[2], calls);
+  const uint64_t res = device["timeline"]["resolution_ns"];
+  const uint64_t first = device["allocations"]["first_alloc_ns"];
+  EXPECT_GT(first, 0u);
+  EXPECT_LE(first, device["peak_time_ns"].get<uint64_t>());
+  EXPECT_EQ(r[3], first / res * res);
+}
+
+}  // namespace
+}  // namespace gmt::test
