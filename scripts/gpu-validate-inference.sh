@@ -29,7 +29,7 @@ for cache in dynamic static; do
   rm -f "$out/$name".*.gmt
   "$gmt" run -o "$out/$name.%p.gmt" -- python3 tests/gpu/inference_models.py llama "$cache" 8 1024 256 0 \
     "$out/$name.facts.json" >"$out/$name.log" 2>&1 ||
-    { echo "FAIL $name (see $name.log)"; tail -5 "$out/$name.log"; failures=$((failures + 1)); continue; }
+    { echo "FAIL $name (see $name.log)"; tail -30 "$out/$name.log"; failures=$((failures + 1)); continue; }
   trace=$(ls "$out/$name".*.gmt | sed -n 1p)
   "$gmt" report --json "$trace" >"$out/$name.report.json"
   "$gmt" peak --json "$trace" >"$out/$name.peak.json"
@@ -45,6 +45,12 @@ for cache in dynamic static; do
     "$(json_field "$out/$name.report.json" "len([m for m in $dev['by_module']['at_exit'] if m['by_role'].get('kv_cache', 0) > 0 and m['module'].endswith('self_attn')])")"
   check "$name: the roles at exit add up to what is live" True \
     "$(json_field "$out/$name.report.json" "sum(r['bytes'] for r in $dev['by_role']['at_exit']) == $dev['live_at_exit_bytes']")"
+  if [ "$(json_field "$out/$name.facts.json" "d['compiled_graphs']")" -gt 0 ]; then
+    # generate() compiles the decode step with CUDA graphs (torch.compile, mode reduce-overhead)
+    # where its cache is static: the graphs' pools are cuda_graph, the cache still kv_cache.
+    check "$name: the compiled decode step's CUDA graphs are cuda_graph at exit" True \
+      "$(json_field "$out/$name.report.json" "any(r['role'] == 'cuda_graph' and r['bytes'] > 0 for r in $dev['by_role']['at_exit'])")"
+  fi
   "$gmt" export --format folded -o "$out/$name.folded" "$trace" 2>/dev/null
   check "$name: no frame of our hooks in the peak's stacks or the folded export" 0 \
     "$(cat "$out/$name.peak.json" "$out/$name.folded" | grep -c gpumemtrace_roles)"
@@ -55,7 +61,7 @@ name=inference_fit
 rm -f "$out/$name".*.gmt
 "$gmt" run -o "$out/$name.%p.gmt" -- python3 tests/gpu/inference_models.py llama dynamic 64 512 64 auto:3 \
   "$out/$name.facts.json" >"$out/$name.log" 2>&1 ||
-  { echo "FAIL $name (see $name.log)"; tail -5 "$out/$name.log"; failures=$((failures + 1)); }
+  { echo "FAIL $name (see $name.log)"; tail -30 "$out/$name.log"; failures=$((failures + 1)); }
 trace=$(ls "$out/$name".*.gmt 2>/dev/null | sed -n 1p)
 if [ -n "$trace" ]; then
   "$gmt" report --json "$trace" >"$out/$name.report.json"
@@ -66,9 +72,11 @@ if [ -n "$trace" ]; then
   echo "INFO tokens that fit after 64: $fit (filler $filler bytes)"
   if [ "$fit" != None ] && [ "$fit" -gt 0 ]; then
     python3 tests/gpu/inference_models.py llama dynamic 64 512 $((64 + fit)) "$filler" "$out/$name.more.json" >"$out/$name.more.log" 2>&1
+    [ -f "$out/$name.more.json" ] || tail -20 "$out/$name.more.log"
     check "tokens that fit: $fit more tokens fit (untraced)" False "$(json_field "$out/$name.more.json" "d['oom']")"
     over=$((64 + fit * 11 / 10 + 64))
     python3 tests/gpu/inference_models.py llama dynamic 64 512 "$over" "$filler" "$out/$name.over.json" >"$out/$name.over.log" 2>&1
+    [ -f "$out/$name.over.json" ] || tail -20 "$out/$name.over.log"
     check "tokens that fit: 10 % more than that run out of memory (untraced)" True "$(json_field "$out/$name.over.json" "d['oom']")"
   else
     check "tokens that fit: a figure above 0" True False

@@ -63,10 +63,17 @@ def llama(cache, batch, prompt, new, filler_spec, out_path):
         max_position_embeddings=1 << 16)
     torch.manual_seed(0)
     model = LlamaForCausalLM(config).to(device="cuda", dtype=torch.bfloat16).eval()
-    filler, filler_bytes = take_filler(filler_spec)
+    facts = {"oom": False}
+    try:
+        filler, filler_bytes = take_filler(filler_spec)
+    except torch.OutOfMemoryError as error:  # the device's free memory is not what it was
+        facts.update(oom=True, error="the filler: " + str(error).splitlines()[0])
+        json.dump(facts, open(out_path, "w"))
+        print("OOM", facts["error"])
+        return None
     ids = torch.randint(0, config.vocab_size, (batch, prompt), device="cuda")
-    facts = {"filler_bytes": filler_bytes, "bytes_per_token": 2 * LAYERS * KV_HEADS * HEAD_DIM * 2,
-             "batch": batch, "oom": False}
+    facts.update(filler_bytes=filler_bytes, bytes_per_token=2 * LAYERS * KV_HEADS * HEAD_DIM * 2,
+                 batch=batch)
     kwargs = dict(max_new_tokens=new, min_new_tokens=new, do_sample=False,
                   return_dict_in_generate=True, pad_token_id=0)
     if cache == "static":
@@ -98,10 +105,20 @@ def llama(cache, batch, prompt, new, filler_spec, out_path):
         tokens=int(tensors[0].shape[-2]),
         generated=int(result.sequences.shape[1] - prompt),
         max_memory_allocated=torch.cuda.max_memory_allocated(),
-        max_memory_reserved=torch.cuda.max_memory_reserved())
+        max_memory_reserved=torch.cuda.max_memory_reserved(),
+        # generate() compiles the decode step (mode reduce-overhead: CUDA graphs) for a static cache
+        compiled_graphs=compiled_graphs())
     json.dump(facts, open(out_path, "w"))
     print(json.dumps(facts))
     return model, result, filler  # kept to the program's end
+
+
+def compiled_graphs():
+    try:
+        from torch._dynamo.utils import counters
+        return int(counters["stats"]["unique_graphs"])
+    except Exception:  # a torch without dynamo's counters
+        return 0
 
 
 class KeptAttention(torch.nn.Module):

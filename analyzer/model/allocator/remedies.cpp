@@ -2,12 +2,16 @@
 #include "analyzer/model/allocator/remedies.h"
 
 #include <algorithm>
+#include <functional>
+#include <optional>
 #include <sstream>
 
 #include "analyzer/model/allocator/block_roles.h"
+#include "analyzer/model/allocator/replay_events.h"
 #include "analyzer/model/allocator/trace_replay.h"
 #include "analyzer/model/allocator/whatif_prediction.h"
 #include "analyzer/model/input/mapped_file.h"
+#include "analyzer/model/worker_pool.h"
 
 namespace gmt::analyzer::allocator {
 namespace {
@@ -18,77 +22,109 @@ std::string number(double v) {
   return s.str();
 }
 
-// The replays of one trace, their capacities fixed, each candidate one more replay.
+// A candidate's figures from its replay.
+Remedy remedy_of(const TraceReplayResult& result, int device, uint64_t recorded_max_reserved,
+                 std::string text, std::string whatif, std::string note) {
+  Remedy remedy;
+  remedy.change = std::move(text);
+  remedy.whatif = std::move(whatif);
+  remedy.note = std::move(note);
+  remedy.fits = std::all_of(result.devices.begin(), result.devices.end(),
+                            [](const DeviceReplayResult& d) { return d.failed_requests == 0; });
+  uint64_t served = 0;
+  for (const DeviceReplayResult& d : result.devices) {
+    if (d.device != device) continue;
+    remedy.predicted_max_reserved_bytes = d.stats.max_reserved_bytes;
+    remedy.predicted_max_allocated_bytes = d.stats.max_allocated_bytes;
+    remedy.saves_bytes = static_cast<int64_t>(recorded_max_reserved) -
+                         static_cast<int64_t>(d.stats.max_reserved_bytes);
+    served = d.recorded_failures_served;
+  }
+  if (remedy.fits && served > 0 && remedy.note.empty())
+    remedy.note =
+        "the request that failed is served (what the program did after its failure is not in "
+        "the trace)";
+  return remedy;
+}
+
+// The candidates of one trace, each its own replays of the events read once: they run side by
+// side on the analyzer's workers and each gives its remedy (none: nothing to offer).
 class Candidates {
  public:
-  Candidates(std::span<const uint8_t> bytes, const std::string& name, format::PageAccess pages,
-             const BlockRoles& roles, const ReplayOptions& base, Remedies& out)
-      : bytes_(bytes),
-        name_(name),
-        pages_(std::move(pages)),
-        roles_(roles),
-        base_(base),
-        out_(out) {}
+  Candidates(const ReplayEvents& events, const ReplayOptions& base, const Remedies& out)
+      : events_(events), base_(base), out_(out) {}
 
-  // The change predicted.
+  // The change predicted (its replay stops at its first failure: a change that does not fit is
+  // not offered for its figures). `replays` counts it.
   Remedy predict(const WhatIfOptions& change, std::string text, std::string whatif,
-                 std::string note = {}) {
+                 std::string note, uint32_t& replays) const {
     ReplayOptions r = base_;
     r.alloc_conf = change.alloc_conf;
     r.scale = role_scales(change);
-    // A change that does not fit is not offered for its figures: its replay stops at the failure.
     r.stop_at_failure = true;
-    ++out_.replays;
-    const TraceReplayResult result = replay_trace(bytes_, name_, r, pages_);
-    Remedy remedy;
-    remedy.change = std::move(text);
-    remedy.whatif = std::move(whatif);
-    remedy.note = std::move(note);
-    remedy.fits = std::all_of(result.devices.begin(), result.devices.end(),
-                              [](const DeviceReplayResult& d) { return d.failed_requests == 0; });
-    uint64_t served = 0;
-    for (const DeviceReplayResult& d : result.devices) {
-      if (d.device != out_.device) continue;
-      remedy.predicted_max_reserved_bytes = d.stats.max_reserved_bytes;
-      remedy.predicted_max_allocated_bytes = d.stats.max_allocated_bytes;
-      remedy.saves_bytes = static_cast<int64_t>(out_.recorded_max_reserved_bytes) -
-                           static_cast<int64_t>(d.stats.max_reserved_bytes);
-      served = d.recorded_failures_served;
-    }
-    if (remedy.fits && served > 0 && remedy.note.empty())
-      remedy.note =
-          "the request that failed is served (what the program did after its failure "
-          "is not in the trace)";
-    return remedy;
+    ++replays;
+    return of(events_.replay(r), std::move(text), std::move(whatif), std::move(note));
   }
-  void offer(Remedy remedy) { out_.list.push_back(std::move(remedy)); }
-
-  const BlockRoles& roles() const { return roles_; }
-  std::span<const uint8_t> bytes() const { return bytes_; }
-  const std::string& name() const { return name_; }
-  const format::PageAccess& pages() const { return pages_; }
+  Remedy of(const TraceReplayResult& result, std::string text, std::string whatif,
+            std::string note) const {
+    return remedy_of(result, out_.device, out_.recorded_max_reserved_bytes, std::move(text),
+                     std::move(whatif), std::move(note));
+  }
+  const ReplayEvents& events() const { return events_; }
   const ReplayOptions& base() const { return base_; }
 
  private:
-  std::span<const uint8_t> bytes_;
-  const std::string& name_;
-  format::PageAccess pages_;
-  const BlockRoles& roles_;
+  const ReplayEvents& events_;
   const ReplayOptions& base_;
-  Remedies& out_;
+  const Remedies& out_;
 };
+
+struct Candidate {
+  std::optional<Remedy> remedy;
+  uint32_t replays = 0;
+};
+using CandidateWork = std::function<void(Candidate&)>;
 
 // The fewest ranks (of 2, 4, 8) over which sharding at `stage` fits; 8 when none does, to show
 // how far it gets.
-void shard_remedy(Candidates& c, ShardStage stage, const char* stage_name) {
-  for (const uint32_t ranks : {2u, 4u, 8u}) {
-    WhatIfOptions o;
-    o.shard = Shard{ranks, stage};
-    Remedy r = c.predict(o, "shard over " + std::to_string(ranks) + " ranks (" + stage_name + ")",
-                         "--shard " + std::to_string(ranks) + ":" + stage_name,
-                         "by formula: communication buffers not modelled");
-    if (r.fits || ranks == 8) return c.offer(std::move(r));
-  }
+CandidateWork shard_remedy(const Candidates& c, ShardStage stage, const char* stage_name) {
+  return [&c, stage, stage_name](Candidate& out) {
+    for (const uint32_t ranks : {2u, 4u, 8u}) {
+      WhatIfOptions o;
+      o.shard = Shard{ranks, stage};
+      Remedy r = c.predict(o, "shard over " + std::to_string(ranks) + " ranks (" + stage_name + ")",
+                           "--shard " + std::to_string(ranks) + ":" + stage_name,
+                           "by formula: communication buffers not modelled", out.replays);
+      if (r.fits || ranks == 8) {
+        out.remedy = std::move(r);
+        return;
+      }
+    }
+  };
+}
+
+// The largest batch that fits, searched from a guess: the batch's roles at the run's highest
+// allocated (a replay with the roles, no limit) grown into what the device leaves them.
+CandidateWork batch_remedy(const Candidates& c, const Remedies& remedies) {
+  return [&c, &remedies](Candidate& out) {
+    ReplayOptions unlimited = c.base();
+    unlimited.capacity.clear();
+    ++out.replays;
+    const TraceReplayResult run = c.events().replay(unlimited);
+    std::optional<double> guess;
+    for (const DeviceReplayResult& d : run.devices) {
+      if (d.device != remedies.device) continue;
+      if (const auto cap = c.base().capacity.find(d.device); cap != c.base().capacity.end())
+        guess = guess_batch_scale(d, cap->second);
+    }
+    const BatchSearch search = search_largest_batch(c.events(), c.base(), {}, guess);
+    out.replays += search.replays;
+    if (!search.largest || *search.largest >= 1 || !search.at_largest) return;
+    out.remedy =
+        c.of(*search.at_largest, "batch <= x" + number(*search.largest) + " of the recorded",
+             "--batch-scale " + number(*search.largest),
+             "the largest that fits, in steps of x" + number(kBatchStep));
+  };
 }
 
 }  // namespace
@@ -132,8 +168,10 @@ Remedies find_remedies(std::span<const uint8_t> bytes, const std::string& name,
     out.none_because = "the device's memory is not in the trace: give --device-memory";
     return out;
   }
+  // From here on each replay reads the events decoded once.
+  const ReplayEvents events = ReplayEvents::read(bytes, name, pages);
   // Does the run fit as it is (on this device)?
-  const TraceReplayResult as_is = replay_trace(bytes, name, base, pages);
+  const TraceReplayResult as_is = events.replay(base);
   ++out.replays;
   for (const DeviceReplayResult& d : as_is.devices) {
     if (d.failed_requests > 0) {
@@ -156,38 +194,42 @@ Remedies find_remedies(std::span<const uint8_t> bytes, const std::string& name,
       std::any_of(unchanged.devices.begin(), unchanged.devices.end(),
                   [](const DeviceReplayResult& d) { return d.expandable_inferred; });
 
-  Candidates c(bytes, name, pages, roles, base, out);
+  const Candidates c(events, base, out);
+  std::vector<CandidateWork> work;  // the cheapest change first
   // 1. An allocator setting: no change to the program.
   if (!expandable_on) {
-    WhatIfOptions o;
-    o.alloc_conf = "expandable_segments:True";
-    c.offer(c.predict(o, "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
-                      "--alloc-conf expandable_segments:True"));
+    work.push_back([&c](Candidate& r) {
+      WhatIfOptions o;
+      o.alloc_conf = "expandable_segments:True";
+      r.remedy = c.predict(o, "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+                           "--alloc-conf expandable_segments:True", {}, r.replays);
+    });
   }
-  if (!roles.recorded) return out;  // the rest change blocks by role
-  // 2. A smaller batch: the largest that fits.
-  if (roles.any(Role::kActivation) || roles.any(Role::kTemporary) || roles.any(Role::kInput)) {
-    WhatIfOptions o;
-    const BatchSearch search = search_largest_batch(bytes, name, pages, base, o);
-    out.replays += search.replays;
-    if (search.largest && *search.largest < 1) {
-      o.batch_scale = *search.largest;
-      c.offer(c.predict(o, "batch <= x" + number(*search.largest) + " of the recorded",
-                        "--batch-scale " + number(*search.largest),
-                        "the largest that fits, in steps of x" + number(kBatchStep)));
+  if (roles.recorded) {  // the rest change blocks by role
+    // 2. A smaller batch: the largest that fits.
+    if (roles.any(Role::kActivation) || roles.any(Role::kTemporary) || roles.any(Role::kInput))
+      work.push_back(batch_remedy(c, out));
+    // 3. Activations in bf16 (autocast), where they are recorded in float32.
+    if (roles.any(Role::kActivation)) {
+      work.push_back([&c](Candidate& r) {
+        WhatIfOptions o;
+        o.dtype.emplace_back(Role::kActivation, 0.5);
+        r.remedy = c.predict(o, "activations in bf16 (autocast)", "--dtype activation=bf16",
+                             "the activations taken to be float32 in the recording", r.replays);
+      });
     }
+    // 4. Sharding over more GPUs, the least sharded first.
+    if (roles.any(Role::kOptimizerState))
+      work.push_back(shard_remedy(c, ShardStage::kZero1, "zero1"));
+    if (roles.any(Role::kGradient)) work.push_back(shard_remedy(c, ShardStage::kZero2, "zero2"));
+    if (roles.any(Role::kParameter)) work.push_back(shard_remedy(c, ShardStage::kZero3, "zero3"));
   }
-  // 3. Activations in bf16 (autocast), where they are recorded in float32.
-  if (roles.any(Role::kActivation)) {
-    WhatIfOptions o;
-    o.dtype.emplace_back(Role::kActivation, 0.5);
-    c.offer(c.predict(o, "activations in bf16 (autocast)", "--dtype activation=bf16",
-                      "the activations taken to be float32 in the recording"));
+  std::vector<Candidate> done(work.size());
+  for_each_index(work.size(), worker_count(), [&](std::size_t i) { work[i](done[i]); });
+  for (Candidate& d : done) {
+    out.replays += d.replays;
+    if (d.remedy) out.list.push_back(std::move(*d.remedy));
   }
-  // 4. Sharding over more GPUs, the least sharded first.
-  if (roles.any(Role::kOptimizerState)) shard_remedy(c, ShardStage::kZero1, "zero1");
-  if (roles.any(Role::kGradient)) shard_remedy(c, ShardStage::kZero2, "zero2");
-  if (roles.any(Role::kParameter)) shard_remedy(c, ShardStage::kZero3, "zero3");
   return out;
 }
 

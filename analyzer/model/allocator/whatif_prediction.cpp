@@ -2,6 +2,7 @@
 #include "analyzer/model/allocator/whatif_prediction.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 
 #include "analyzer/model/input/mapped_file.h"
@@ -43,14 +44,9 @@ void check_roles(const WhatIfOptions& options, const BlockRoles& roles) {
 // Whether every device fits at `n` batch steps, the other changes as they are.
 class BatchProbe {
  public:
-  BatchProbe(std::span<const uint8_t> bytes, const std::string& name, format::PageAccess pages,
-             const ReplayOptions& changed, const WhatIfOptions& options, BatchSearch& search)
-      : bytes_(bytes),
-        name_(name),
-        pages_(std::move(pages)),
-        changed_(changed),
-        options_(options),
-        search_(search) {}
+  BatchProbe(const ReplayEvents& events, const ReplayOptions& changed, const WhatIfOptions& options,
+             BatchSearch& search)
+      : events_(events), changed_(changed), options_(options), search_(search) {}
 
   bool fits(uint64_t n) {
     WhatIfOptions o = options_;
@@ -59,52 +55,60 @@ class BatchProbe {
     r.scale = role_scales(o);
     r.stop_at_failure = true;
     ++search_.replays;
-    const TraceReplayResult result = replay_trace(bytes_, name_, r, pages_);
-    return std::all_of(result.devices.begin(), result.devices.end(),
-                       [](const DeviceReplayResult& d) { return d.failed_requests == 0; });
+    TraceReplayResult result = events_.replay(r);
+    const bool fits =
+        std::all_of(result.devices.begin(), result.devices.end(),
+                    [](const DeviceReplayResult& d) { return d.failed_requests == 0; });
+    if (fits && n > best_) {
+      best_ = n;
+      search_.at_largest = std::move(result);
+    }
+    return fits;
   }
 
  private:
-  std::span<const uint8_t> bytes_;
-  const std::string& name_;
-  format::PageAccess pages_;
+  const ReplayEvents& events_;
   const ReplayOptions& changed_;
   const WhatIfOptions& options_;
   BatchSearch& search_;
+  uint64_t best_ = 0;
 };
 
-// Doubling (or halving) from the recorded batch to a scale that fits and one that does not,
-// then bisection between them on the grid of kBatchStep.
-void search_batch(BatchProbe& probe, BatchSearch& search) {
+// From `start` steps, steps growing twofold up (while it fits) or down (while it does not) to
+// a scale that fits and one that does not, then bisection between them on the grid of
+// kBatchStep. A good guess costs two replays; the recorded batch as the guess, about as many as
+// bisecting from it.
+void search_batch(BatchProbe& probe, BatchSearch& search, uint64_t start) {
   search.ran = true;
-  const uint64_t one = static_cast<uint64_t>(1 / kBatchStep);
   const uint64_t most = static_cast<uint64_t>(kLargestBatchSearched / kBatchStep);
   uint64_t lo = 0;  // fits (0: none known)
   uint64_t hi = 0;  // does not (0: none known)
-  if (probe.fits(one)) {
-    lo = one;
-    for (uint64_t n = 2 * one; n <= most; n *= 2) {
+  if (probe.fits(start)) {
+    lo = start;
+    for (uint64_t step = 1;; step *= 2) {
+      if (lo == most) {
+        search.capped = true;
+        search.largest = static_cast<double>(lo) * kBatchStep;
+        return;
+      }
+      const uint64_t n = std::min(most, lo + step);
       if (!probe.fits(n)) {
         hi = n;
         break;
       }
       lo = n;
     }
-    if (hi == 0) {
-      search.capped = true;
-      search.largest = static_cast<double>(lo) * kBatchStep;
-      return;
-    }
   } else {
-    hi = one;
-    for (uint64_t n = one / 2; n >= 1; n /= 2) {
+    hi = start;
+    for (uint64_t step = 1;; step *= 2) {
+      if (hi == 1) return;  // not even one step fits
+      const uint64_t n = hi > step ? hi - step : 1;
       if (probe.fits(n)) {
         lo = n;
         break;
       }
       hi = n;
     }
-    if (lo == 0) return;  // not even one step fits
   }
   while (hi - lo > 1) {
     const uint64_t mid = lo + (hi - lo) / 2;
@@ -129,13 +133,29 @@ Capacity whatif_capacity(const DeviceReplayResult& d, std::optional<uint64_t> de
   return c;
 }
 
-BatchSearch search_largest_batch(std::span<const uint8_t> bytes, const std::string& name,
-                                 format::PageAccess pages, const ReplayOptions& changed,
-                                 const WhatIfOptions& options) {
+BatchSearch search_largest_batch(const ReplayEvents& events, const ReplayOptions& changed,
+                                 const WhatIfOptions& options, std::optional<double> guess) {
   BatchSearch search;
-  BatchProbe probe(bytes, name, std::move(pages), changed, options, search);
-  search_batch(probe, search);
+  BatchProbe probe(events, changed, options, search);
+  const double most = kLargestBatchSearched / kBatchStep;
+  const double steps = std::clamp(std::floor(guess.value_or(1.0) / kBatchStep), 1.0, most);
+  search_batch(probe, search, static_cast<uint64_t>(steps));
   return search;
+}
+
+std::optional<double> guess_batch_scale(const DeviceReplayResult& unchanged, uint64_t capacity) {
+  const auto& roles = unchanged.roles_at_peak;
+  const auto at = [&](Role r) { return static_cast<double>(roles[static_cast<std::size_t>(r)]); };
+  const double batch = at(Role::kActivation) + at(Role::kTemporary) + at(Role::kInput);
+  double allocated = 0;
+  for (std::size_t i = 0; i < roles.size(); ++i) {
+    if (i != static_cast<std::size_t>(Role::kAllocatorCache))
+      allocated += static_cast<double>(roles[i]);
+  }
+  const uint64_t reserved = unchanged.stats.max_reserved_bytes;
+  if (batch <= 0 || allocated <= 0 || reserved == 0 || capacity == UINT64_MAX) return std::nullopt;
+  const double usable = static_cast<double>(capacity) * allocated / static_cast<double>(reserved);
+  return std::max(kBatchStep, (usable - (allocated - batch)) / batch);
 }
 
 std::string parse_shard(const std::string& text, Shard& out) {
@@ -242,6 +262,7 @@ WhatIfResult predict_whatif(std::span<const uint8_t> bytes, const std::string& n
     p.predicted_roles = d.roles_at_peak;
     out.devices.push_back(std::move(p));
   }
+  std::optional<ReplayEvents> events;  // read once where the search replays many times
   if (options.largest_batch) {
     const bool capacity_known = !changed.capacity.empty();
     if (!roles.recorded) {
@@ -251,12 +272,20 @@ WhatIfResult predict_whatif(std::span<const uint8_t> bytes, const std::string& n
     } else if (!capacity_known) {
       out.batch.not_run = "the device's memory is not in the trace: give --device-memory";
     } else {
-      out.batch = search_largest_batch(bytes, name, pages, changed, options);
+      events = ReplayEvents::read(bytes, name, pages);
+      std::optional<double> guess;
+      for (const DeviceReplayResult& d : unchanged.devices) {
+        const auto c = changed.capacity.find(d.device);
+        if (c == changed.capacity.end()) continue;
+        if (const auto g = guess_batch_scale(d, c->second); g && (!guess || *g < *guess)) guess = g;
+      }
+      out.batch = search_largest_batch(*events, changed, options, guess);
     }
   }
   if (!out.changed) return out;
 
-  const TraceReplayResult what_if = replay_trace(bytes, name, changed, pages);
+  const TraceReplayResult what_if =
+      events ? events->replay(changed) : replay_trace(bytes, name, changed, pages);
   for (DevicePrediction& p : out.devices) {
     const auto it = std::find_if(what_if.devices.begin(), what_if.devices.end(),
                                  [&](const DeviceReplayResult& d) { return d.device == p.device; });

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "analyzer/model/allocator/replay_events.h"
 #include "analyzer/model/allocator/trace_replay.h"
 
 namespace gmt::analyzer::allocator {
@@ -87,14 +88,18 @@ struct DevicePrediction {
   std::vector<std::pair<Gap, uint64_t>> gaps;  // the prediction's replay's
 };
 
-// The largest batch scale that fits every device: multiples of kBatchStep, bisected between
-// one that fits and one that does not (fits is taken to grow no worse as the batch shrinks).
+// The largest batch scale that fits every device: multiples of kBatchStep. From a first guess
+// (the recorded batch, or an estimate), steps growing twofold up or down to a scale that fits
+// and one that does not, then bisection between them (fits is taken to grow no worse as the
+// batch shrinks).
 struct BatchSearch {
   bool ran = false;
   std::optional<double> largest;  // none: not even kBatchStep fits
   bool capped = false;            // it fits at kLargestBatchSearched, the most searched
   uint32_t replays = 0;
   std::string not_run;  // why it did not run, when asked
+  // The replay at the largest scale that fits, whole (no request failed).
+  std::optional<TraceReplayResult> at_largest;
 };
 
 struct WhatIfResult {
@@ -119,10 +124,17 @@ struct Capacity {
 Capacity whatif_capacity(const DeviceReplayResult& d, std::optional<uint64_t> device_memory);
 
 // The largest batch scale at which every device fits, the other changes (`changed`, its
-// capacities set; `options`' other changes by role) as they are.
-BatchSearch search_largest_batch(std::span<const uint8_t> bytes, const std::string& name,
-                                 format::PageAccess pages, const ReplayOptions& changed,
-                                 const WhatIfOptions& options);
+// capacities set; `options`' other changes by role) as they are, searched from `guess` (a
+// batch scale; unset: the recorded batch).
+BatchSearch search_largest_batch(const ReplayEvents& events, const ReplayOptions& changed,
+                                 const WhatIfOptions& options,
+                                 std::optional<double> guess = std::nullopt);
+
+// A first guess at the largest batch scale that fits `capacity`, from the unchanged replay of a
+// device: the batch's roles (activations, temporaries, inputs) at its highest allocated grown
+// until they fill what the other roles leave, the reserved bytes taken to exceed the allocated
+// as they did there. Unset when nothing there scales with the batch.
+std::optional<double> guess_batch_scale(const DeviceReplayResult& unchanged, uint64_t capacity);
 
 // Throws TraceError when the trace is not readable at all, WhatIfError when a change cannot be
 // predicted from it; the alloc conf must parse (parse_alloc_conf's error empty).

@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "analyzer/model/allocator/replay_events.h"
 #include "analyzer/model/allocator/trace_replay.h"
 #include "analyzer/model/allocator/whatif_prediction.h"
 #include "tests/unit/chunked_file.h"
@@ -305,6 +306,69 @@ TEST(WhatIf, WithoutAChangeThePredictionIsTheUnchangedReplay) {
   EXPECT_FALSE(w.changed);
   EXPECT_EQ(w.devices[0].predicted_max_reserved, 350 * kMiB);
   EXPECT_EQ(w.block_events, 10u);
+}
+
+// A search of many replays reads the trace once (ReplayEvents): each what-if replayed from the
+// events kept gives what reading the trace again gives.
+TEST(WhatIf, EventsReadOnceReplayAsTheTraceReadAgain) {
+  const std::vector<uint8_t> trace = fragmenting_run().file();
+  const ReplayEvents events = ReplayEvents::read(trace, "frag.gmt");
+  EXPECT_EQ(events.block_events(), 10u);
+  std::vector<ReplayOptions> cases(4);
+  for (ReplayOptions& o : cases) o.what_if = true;
+  cases[1].alloc_conf = "expandable_segments:True";
+  cases[2].capacity[0] = 300 * kMiB;
+  cases[3].capacity[0] = 120 * kMiB;
+  cases[3].stop_at_failure = true;
+  for (const ReplayOptions& o : cases) {
+    const TraceReplayResult from_events = events.replay(o);
+    const TraceReplayResult read_again = replay_trace(trace, "frag.gmt", o);
+    ASSERT_EQ(from_events.devices.size(), 1u);
+    ASSERT_EQ(read_again.devices.size(), 1u);
+    const DeviceReplayResult& a = from_events.devices[0];
+    const DeviceReplayResult& b = read_again.devices[0];
+    EXPECT_EQ(a.total_bytes, 1024 * kMiB);
+    EXPECT_EQ(a.total_bytes, b.total_bytes);
+    EXPECT_EQ(a.stats.max_reserved_bytes, b.stats.max_reserved_bytes);
+    EXPECT_EQ(a.stats.max_allocated_bytes, b.stats.max_allocated_bytes);
+    EXPECT_EQ(a.requests, b.requests);
+    EXPECT_EQ(a.failed_requests, b.failed_requests);
+    EXPECT_EQ(a.first_failed_size, b.first_failed_size);
+    EXPECT_EQ(from_events.block_events, read_again.block_events);
+  }
+  EXPECT_EQ(events.replay(cases[1]).devices[0].stats.max_reserved_bytes, 200 * kMiB);
+  EXPECT_EQ(events.replay(cases[3]).devices[0].failed_requests, 1u);
+  // The unchanged replay follows the recorded extents and addresses: not from the events.
+  EXPECT_THROW(events.replay({}), std::logic_error);
+}
+
+// Every request an activation: at a batch scale K the run asks 100K, 100K (the first freed),
+// then 150K MiB. On 400 MiB the two 100K segments fit up to K = 2, and the 150K request is then
+// served after the cache is released: the largest scale is 2, whatever the search starts from;
+// started right, it costs two replays (2 fits, one step more does not).
+TEST(WhatIf, TheLargestBatchIsTheSameFromAnyGuess) {
+  const ReplayEvents events = ReplayEvents::read(fragmenting_run().file(), "frag.gmt");
+  BlockRoles roles;
+  roles.recorded = true;
+  roles.roles.assign(3, static_cast<uint8_t>(Role::kActivation));
+  ReplayOptions changed;
+  changed.what_if = true;
+  changed.roles = &roles;
+  changed.capacity[0] = 400 * kMiB;
+  for (const std::optional<double> guess :
+       {std::optional<double>(), std::optional(0.1), std::optional(1.5), std::optional(2.0),
+        std::optional(3.0), std::optional(40.0)}) {
+    const BatchSearch search = search_largest_batch(events, changed, {}, guess);
+    ASSERT_TRUE(search.largest.has_value());
+    EXPECT_EQ(*search.largest, 2.0) << (guess ? *guess : -1);
+    EXPECT_FALSE(search.capped);
+    ASSERT_TRUE(search.at_largest.has_value());
+    EXPECT_EQ(search.at_largest->devices[0].failed_requests, 0u);
+    EXPECT_EQ(search.at_largest->devices[0].stats.max_allocated_bytes, 400 * kMiB);
+    if (guess == 2.0) {
+      EXPECT_EQ(search.replays, 2u);
+    }
+  }
 }
 
 }  // namespace
