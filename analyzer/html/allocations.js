@@ -30,8 +30,22 @@ gmt.Allocations = class {
     this.roleOf = bands.role.map((r) => a.roles[r]);
     // The bands' ends in time order, for the sweep.
     this.byEnd = Array.from({ length: this.n }, (_, i) => i).sort((x, y) => this.end[x] - this.end[y]);
-    this.series = a.series;
-    this.cache = a.cache;  // per bucket, only where the segments' lives were too many to keep
+    // Series come as [bucket, value] changes: expanded per bucket.
+    const expand = (changes) => {
+      const values = new Float64Array(this.buckets);
+      let at = 0;
+      let value = 0;
+      for (const [b, v] of changes) {
+        values.fill(value, at, b);
+        at = b;
+        value = v;
+      }
+      values.fill(value, at);
+      return values;
+    };
+    this.series = a.series.map((x) => ({ site: x.site, role: x.role, bytes: expand(x.changes) }));
+    // Per bucket, only where the segments' lives were too many to keep.
+    this.cache = a.cache ? expand(a.cache) : null;
     this.spans = a.segment_spans;
     const byAllocator = (site) => this.site(site).allocator !== undefined;
     this.allocatorBand = this.siteOf.map(byAllocator);
@@ -74,6 +88,16 @@ gmt.Allocations = class {
     if (this.colourBy === "role") return gmt.roleColour(key);
     if (this.colourBy === "library") return gmt.libraryColour(key);
     return gmt.colour(key, 60, 62);
+  }
+
+  // Each kept band's colour key under the current switch, computed once per switch.
+  bandKeys() {
+    if (!this.keysBy || this.keysBy.by !== this.colourBy) {
+      const keys = new Array(this.n);
+      for (let i = 0; i < this.n; i += 1) keys[i] = this.key(this.siteOf[i], this.roleOf[i]);
+      this.keysBy = { by: this.colourBy, keys };
+    }
+    return this.keysBy.keys;
   }
 
   build() {
@@ -264,28 +288,71 @@ gmt.Allocations = class {
     let drawnMax = 0;
     this.when = when;
     this.cacheOf = cacheOf;
-    liveNow = [];
-    si = 0;
-    for (let c = 0; c < when.length; c += 1) {
-      const t = when[c];
-      while (si < this.n && this.start[si] <= t) { liveNow.push(si); si += 1; }
-      liveNow = liveNow.filter((i) => this.end[i] > t);
+    // Columns whose stack is the one before are drawn with it, as one rectangle per item: the
+    // work follows the changes in view, not the pixels times the bands.
+    const colours = new Map();
+    const colourOf = (key) => {
+      let c = colours.get(key);
+      if (c === undefined) { c = this.colour(key); colours.set(key, c); }
+      return c;
+    };
+    const keys = this.bandKeys();
+    let run = null;
+    const flush = (end) => {
+      if (!run) return;
       let y = m.top + ph;
-      let total = 0;
-      for (const item of this.stackAt(t, scale, liveNow, cacheOf[c])) {
-        const h = item.bytes * scale;
-        ctx.fillStyle = this.colour(item.key);
-        ctx.fillRect(m.left + c, y - h, 1, h);
-        // A hairline between bands one pixel high or more, as memory_viz separates them.
-        if (item.kind === "band" && h >= 4) {
+      for (const [bytes, colour, band] of run.items) {
+        const h = bytes * scale;
+        ctx.fillStyle = colour;
+        ctx.fillRect(m.left + run.from, y - h, end - run.from, h);
+        // A hairline between bands a few pixels high, as memory_viz separates them.
+        if (band && h >= 4) {
           ctx.fillStyle = "rgba(255,255,255,0.5)";
-          ctx.fillRect(m.left + c, y - h, 1, 0.5);
+          ctx.fillRect(m.left + run.from, y - h, end - run.from, 0.5);
         }
         y -= h;
-        total += item.bytes;
       }
+      run = null;
+    };
+    liveNow = [];
+    si = 0;
+    let lastOthers = -1;
+    for (let c = 0; c < when.length; c += 1) {
+      const t = when[c];
+      let changed = run === null;
+      while (si < this.n && this.start[si] <= t) { liveNow.push(si); si += 1; changed = true; }
+      let k = 0;
+      let total = cacheOf[c];
+      const b = this.bucketAt(t);
+      let others = cacheOf[c];
+      for (const x of this.series) others += x.bytes[b] * 1.000001 + 1;  // a cheap signature
+      if (others !== lastOthers) changed = true;
+      lastOthers = others;
+      for (let j = 0; j < liveNow.length; j += 1) {
+        const i = liveNow[j];
+        if (this.end[i] > t) { liveNow[k] = i; k += 1; total += this.size[i]; }
+      }
+      if (k !== liveNow.length) changed = true;
+      liveNow.length = k;
+      for (const x of this.series) total += x.bytes[b];
       drawnMax = Math.max(drawnMax, total);
+      if (!changed) continue;
+      flush(c);
+      const items = [];
+      for (const x of this.series) if (x.bytes[b] > 0) items.push([x.bytes[b], colourOf(this.key(x.site, x.role)), false]);
+      const thin = new Map();
+      for (const i of liveNow) {
+        if (this.size[i] * scale >= 1) {
+          items.push([this.size[i], colourOf(keys[i]), true]);
+        } else {
+          thin.set(keys[i], (thin.get(keys[i]) || 0) + this.size[i]);
+        }
+      }
+      for (const [key, bytes] of thin) items.push([bytes, colourOf(key), false]);
+      if (cacheOf[c] > 0) items.push([cacheOf[c], colourOf(this.colourBy === "role" ? "allocator_cache" : "(free cache)"), false]);
+      run = { from: c, items };
     }
+    flush(when.length);
     ctx.restore();
     gmt.Timeline.prototype.drawAxes.call(this, ctx, (v) => m.top + ph - (v / ymax) * ph, ymax);
     this.root.dataset.drawnMaxBytes = String(drawnMax);

@@ -427,6 +427,18 @@ class DataBuilder {
     return where.empty() || where.front() == '(' ? f[0].get<std::string>() : where;
   }
 
+  // A series per bucket as [bucket, value] where its value changes (from 0 before the first):
+  // most buckets of a site's series repeat the one before.
+  static ordered_json changes(const std::vector<uint64_t>& values) {
+    ordered_json out = ordered_json::array();
+    uint64_t before = 0;
+    for (std::size_t b = 0; b < values.size(); ++b) {
+      if (values[b] != before) out.push_back(ordered_json::array({b, values[b]}));
+      before = values[b];
+    }
+    return out;
+  }
+
   // One device's allocations: the large ones whole, in columns (start, end: -1 when live at
   // the end, size, site, role), the small ones as series per site, the allocators' cache, and
   // the segments at the peak, at failures and at evenly spaced moments.
@@ -471,7 +483,7 @@ class DataBuilder {
     for (std::size_t i = 0; i < d.series.size(); ++i) {
       series.push_back({{"site", d.series[i].first},
                         {"role", role_name(d.series_roles[i])},
-                        {"bytes", d.series[i].second}});
+                        {"changes", changes(d.series[i].second)}});
     }
     ordered_json snapshots = ordered_json::array();
     for (const SegmentSnapshot& s : d.snapshots) {
@@ -509,7 +521,7 @@ class DataBuilder {
         {"bands", {{"start", start}, {"end", end}, {"size", size}, {"site", site}, {"role", role}}},
         {"series", series},
         {"segment_spans", segment_spans},
-        {"cache", d.cache.empty() ? ordered_json(nullptr) : ordered_json(d.cache)},
+        {"cache", d.cache.empty() ? ordered_json(nullptr) : changes(d.cache)},
         {"snapshots", snapshots}};
   }
 
@@ -645,9 +657,22 @@ ordered_json html_report_data(ReportInput& input, const HtmlLimits& limits, unsi
                            limits.min_buckets, limits.buckets_per_device);
   // Each trace's part by a worker of its own (a builder per trace: its table of stacks and its
   // owners are the trace's), put in place by index: the page is the same whatever the number.
+  // The allocation view shares its bounds among the traces of a page (a job of a thousand
+  // processes gets a few hundred whole allocations each, and fewer moments).
+  HtmlLimits shared = limits;
+  const std::size_t trace_count = std::max<std::size_t>(input.traces.size(), 1);
+  AllocationLimits& a = shared.allocations;
+  a.bands =
+      std::min(a.bands, std::max<std::size_t>(limits.allocation_bands_in_all / trace_count, 200));
+  if (trace_count > 8) {
+    a.moments = std::min<std::size_t>(a.moments, 2);
+    a.series = std::min<std::size_t>(a.series, 8);
+    a.failures = std::min<std::size_t>(a.failures, 4);
+    a.segment_spans = std::min<std::size_t>(a.segment_spans, 2000);
+  }
   std::vector<ordered_json> parts(input.traces.size());
   for_each_index(input.traces.size(), worker_count(jobs), [&](std::size_t i) {
-    DataBuilder builder(limits);
+    DataBuilder builder(shared);
     parts[i] = builder.trace(i, input.traces[i], input.frames[i], buckets);
   });
   ordered_json traces = ordered_json::array();

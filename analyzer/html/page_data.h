@@ -33,6 +33,10 @@ struct HtmlLimits {
   std::size_t text = 300;                   // characters of a function or file name
   std::size_t process_rows = 1000;
   AllocationLimits allocations;  // the allocation view and the segments (allocation_pass.h)
+  // Allocations kept whole in all the page's traces: each trace gets its share of it (at least
+  // 200, at most allocations.bands); a page of more than 8 traces keeps fewer series, moments
+  // and segment lifetimes per trace.
+  std::size_t allocation_bands_in_all = 200'000;
 };
 
 // The object embedded in the page. Reads each trace's file again (its path in the model), one
