@@ -45,6 +45,7 @@ for cache in dynamic static; do
     "$(json_field "$out/$name.report.json" "len([m for m in $dev['by_module']['at_exit'] if m['by_role'].get('kv_cache', 0) > 0 and m['module'].endswith('self_attn')])")"
   check "$name: the roles at exit add up to what is live" True \
     "$(json_field "$out/$name.report.json" "sum(r['bytes'] for r in $dev['by_role']['at_exit']) == $dev['live_at_exit_bytes']")"
+  echo "INFO $name: graphs torch.compile made in generate(): $(json_field "$out/$name.facts.json" "d['compiled_graphs']")"
   if [ "$(json_field "$out/$name.facts.json" "d['compiled_graphs']")" -gt 0 ]; then
     # generate() compiles the decode step with CUDA graphs (torch.compile, mode reduce-overhead)
     # where its cache is static: the graphs' pools are cuda_graph, the cache still kv_cache.
