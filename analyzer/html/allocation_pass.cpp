@@ -6,6 +6,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "analyzer/model/containers/flat_hash_map.h"
 #include "analyzer/model/input/mapped_file.h"
 #include "analyzer/model/input/trace_error.h"
 #include "analyzer/model/owner_library.h"
@@ -49,32 +50,71 @@ void read_records(const TraceSummary& trace, Fn&& fn) {
   while (const format::Record* record = reader.next_record()) fn(*record);
 }
 
-// The smallest size kept whole: the largest allocations, at most `limit` of them.
-uint64_t band_threshold(const TraceSummary& trace, std::size_t limit) {
+uint64_t site_key(int allocator, uint32_t stack) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(allocator)) << 32) | stack;
+}
+
+// What the first pass decides: the smallest size kept whole (the largest allocations, at most
+// `bands` of them), and the sites whose smaller allocations get a series of their own (those
+// that allocated the most bytes under that size, by octave); the others share the last series.
+struct Plan {
+  uint64_t threshold = 0;
+  std::unordered_map<uint64_t, uint32_t> series_of;  // by site_key
+  uint32_t series = 0;                               // the shared one's index
+};
+
+Plan plan(const TraceSummary& trace, const AllocationLimits& limits) {
   std::array<uint64_t, kSizeClasses> counts{};
+  std::unordered_map<uint64_t, uint32_t> index;                        // by site_key
+  std::vector<std::pair<uint64_t, std::array<uint64_t, 64>>> octaves;  // (key, bytes per octave)
+  const auto add = [&](int allocator, uint32_t stack, uint64_t size) {
+    ++counts[size_class(size)];
+    const auto [it, added] =
+        index.try_emplace(site_key(allocator, stack), static_cast<uint32_t>(octaves.size()));
+    if (added) octaves.push_back({it->first, {}});
+    octaves[it->second].second[size == 0 ? 0 : 63 - __builtin_clzll(size)] += size;
+  };
   read_records(trace, [&](const format::Record& record) {
     if (const auto* a = std::get_if<format::AllocRecord>(&record)) {
-      if (drawn_alloc(*a)) ++counts[size_class(a->size)];
+      if (drawn_alloc(*a)) add(-1, a->stack, a->size);
     } else if (const auto* b = std::get_if<format::BlockRecord>(&record)) {
-      if (static_cast<BlockAction>(b->action) == BlockAction::kAlloc) ++counts[size_class(b->size)];
+      if (static_cast<BlockAction>(b->action) == BlockAction::kAlloc)
+        add(static_cast<int>(b->allocator), b->stack, b->size);
     }
   });
+  Plan out;
   uint64_t kept = 0;
   for (std::size_t c = kSizeClasses; c-- > 0;) {
-    if (kept + counts[c] > limit) return class_floor(c + 1);
+    if (kept + counts[c] > limits.bands) {
+      out.threshold = class_floor(c + 1);
+      break;
+    }
     kept += counts[c];
   }
-  return 0;
+  if (out.threshold == 0) return out;
+  const int top_octave = 63 - __builtin_clzll(out.threshold);
+  std::vector<std::pair<uint64_t, uint64_t>> ranked;  // (small bytes, key)
+  for (const auto& [key, bytes] : octaves) {
+    uint64_t small = 0;
+    for (int o = 0; o < top_octave; ++o) small += bytes[static_cast<std::size_t>(o)];
+    if (small > 0) ranked.emplace_back(small, key);
+  }
+  std::sort(ranked.begin(), ranked.end(), std::greater<>());
+  const std::size_t own = limits.series > 0 ? limits.series - 1 : 0;
+  for (std::size_t i = 0; i < ranked.size() && i < own; ++i)
+    out.series_of.emplace(ranked[i].second, static_cast<uint32_t>(i));
+  out.series = static_cast<uint32_t>(std::min(ranked.size(), own));
+  return out;
 }
 
 class AllocationTracker {
  public:
   AllocationTracker(const TraceSummary& trace, uint64_t resolution_ns, uint64_t buckets,
-                    const AllocationLimits& limits, uint64_t threshold)
-      : trace_(trace), owners_(trace), limits_(limits) {
+                    const AllocationLimits& limits, Plan plan)
+      : trace_(trace), owners_(trace), limits_(limits), plan_(std::move(plan)) {
     out_.resolution_ns = resolution_ns;
     out_.buckets = buckets;
-    out_.threshold_bytes = threshold;
+    out_.threshold_bytes = plan_.threshold;
     out_.sites.push_back({});  // kOtherSite
     for (std::size_t k = 0; k < limits.moments; ++k) {
       moments_.push_back(trace.duration_ns / limits.moments * k +
@@ -126,9 +166,9 @@ class AllocationTracker {
     pending_.reset();
     // Blocks live at the end: their classes now.
     replay_.roles().for_each_live([&](uint64_t address, uint32_t c) {
-      const auto it = blocks_.find(address);
-      if (it != blocks_.end() && it->second.band >= 0)
-        band_classes_.push_back({it->second.device, static_cast<std::size_t>(it->second.band), c});
+      const auto* e = blocks_.find(address);
+      if (e != nullptr && e->value.band >= 0)
+        band_classes_.push_back({e->value.device, static_cast<std::size_t>(e->value.band), c});
     });
     const RoleTracker& roles = replay_.roles();
     for (const auto& [device, band, c] : band_classes_)
@@ -152,19 +192,21 @@ class AllocationTracker {
     long band = -1;  // index in the device's bands; -1 small
     uint32_t site = 0;
     uint64_t size = 0;
-    int allocator = -1;
+    uint32_t series = 0;  // a small one's
   };
-  struct SiteSeries {
+  // The most a series' allocations held in each bucket, filled up to `last` (the buckets after
+  // it hold `live`).
+  struct Series {
+    std::vector<uint64_t> values;
     uint64_t live = 0;
     uint64_t most = 0;
-    // (bucket, the most during it, what was live at its end): buckets without an entry hold
-    // the end of the one before.
-    std::vector<std::array<uint64_t, 3>> entries;
+    uint64_t last = 0;
+    uint32_t site = AllocationPass::kOtherSite;
     Role role = Role::kUnknown;
     std::optional<uint32_t> role_class;
   };
   struct DeviceState {
-    std::unordered_map<uint32_t, SiteSeries> sites;
+    std::vector<Series> series;   // by Plan's index, the shared one last
     std::vector<uint64_t> cache;  // per bucket so far
     uint64_t cache_now = 0;
     bool peak_done = false;
@@ -191,16 +233,19 @@ class AllocationTracker {
     uint32_t role_class;
   };
 
-  uint32_t site_of(int allocator, uint32_t stack) {
-    const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(allocator)) << 32) | stack;
+  // The site's index in out_.sites (kOtherSite past the limit) and its series (Plan's).
+  std::pair<uint32_t, uint32_t> site_of(int allocator, uint32_t stack) {
+    const uint64_t key = site_key(allocator, stack);
     if (const auto it = site_index_.find(key); it != site_index_.end()) return it->second;
     uint32_t index = AllocationPass::kOtherSite;
     if (out_.sites.size() < limits_.sites) {
       index = static_cast<uint32_t>(out_.sites.size());
       out_.sites.push_back({stack, allocator});
     }
-    site_index_.emplace(key, index);
-    return index;
+    const auto own = plan_.series_of.find(key);
+    const uint32_t series = own != plan_.series_of.end() ? own->second : plan_.series;
+    site_index_.emplace(key, std::make_pair(index, series));
+    return {index, series};
   }
 
   DeviceState& state(int device) {
@@ -211,12 +256,13 @@ class AllocationTracker {
 
   // Starts an allocation: kept whole when large enough and the limit allows, else added to
   // its site's series.
-  Open begin(int device, uint64_t address, uint64_t size, uint64_t time, uint32_t site,
-             int allocator, std::optional<Role> role) {
+  Open begin(int device, uint64_t address, uint64_t size, uint64_t time,
+             std::pair<uint32_t, uint32_t> site_series, std::optional<Role> role) {
+    const auto [site, series_index] = site_series;
     DeviceState& s = state(device);
     DeviceAllocations& d = out_.devices[device];
     d.first_alloc_ns = std::min(d.first_alloc_ns, time);
-    Open open{device, -1, site, size, allocator};
+    Open open{device, -1, site, size, 0};
     if (size >= out_.threshold_bytes && bands_ < limits_.bands) {
       ++bands_;
       open.band = static_cast<long>(d.bands.size());
@@ -224,7 +270,10 @@ class AllocationTracker {
           {time, AllocationBand::kLive, size, address, site, role.value_or(Role::kUnknown)});
     } else {
       ++d.small_count;
-      SiteSeries& series = s.sites[site];
+      open.series = series_index;
+      if (s.series.size() <= plan_.series) s.series.resize(plan_.series + 1);
+      Series& series = s.series[open.series];
+      if (series_index != plan_.series) series.site = site;
       if (role) series.role = *role;
       change(series, static_cast<int64_t>(size));
     }
@@ -241,35 +290,36 @@ class AllocationTracker {
         band_classes_.push_back({open.device, static_cast<std::size_t>(open.band), *role_class});
       return;
     }
-    SiteSeries& series = s.sites[open.site];
+    Series& series = s.series[open.series];
     if (role_class) series.role_class = role_class;
     change(series, -static_cast<int64_t>(open.size));
   }
 
-  void change(SiteSeries& series, int64_t delta) {
+  void change(Series& series, int64_t delta) {
+    if (series.values.empty()) {
+      series.values.assign(out_.buckets, 0);
+      series.last = bucket_;
+    } else if (bucket_ > series.last) {
+      std::fill(series.values.begin() + static_cast<long>(series.last) + 1,
+                series.values.begin() + static_cast<long>(bucket_) + 1, series.live);
+      series.last = bucket_;
+    }
     series.live = static_cast<uint64_t>(static_cast<int64_t>(series.live) + delta);
     series.most = std::max(series.most, series.live);
-    if (series.entries.empty() || series.entries.back()[0] != bucket_) {
-      series.entries.push_back({bucket_, series.live, series.live});
-    } else {
-      auto& e = series.entries.back();
-      e[1] = std::max(e[1], series.live);
-      e[2] = series.live;
-    }
+    series.values[bucket_] = std::max(series.values[bucket_], series.live);
   }
 
   void begin_driver(const format::AllocRecord& a) {
-    const uint32_t site = site_of(-1, a.stack);
-    const Open open =
-        begin(a.device, a.address, a.size, a.time_ns, site, -1, outside_role(owners_.of(a.stack)));
-    driver_[a.address] = open;
+    const Open open = begin(a.device, a.address, a.size, a.time_ns, site_of(-1, a.stack),
+                            outside_role(owners_.of(a.stack)));
+    if (const auto [e, added] = driver_.try_insert(a.address, open); !added) e->value = open;
   }
 
   void end_driver(uint64_t address, uint64_t time) {
-    const auto it = driver_.find(address);
-    if (it == driver_.end()) return;
-    end(it->second, time, std::nullopt);
-    driver_.erase(it);
+    auto* e = driver_.find(address);
+    if (e == nullptr) return;
+    end(e->value, time, std::nullopt);
+    driver_.erase(e);
   }
 
   void on_block(const format::BlockRecord& b, uint64_t time) {
@@ -277,19 +327,18 @@ class AllocationTracker {
     const auto key = std::make_pair(static_cast<int>(b.allocator), b.device);
     switch (action) {
       case BlockAction::kAlloc: {
-        if (const auto it = blocks_.find(b.address); it != blocks_.end()) {
-          end(it->second, time, replay_.roles().last_ended());
-          blocks_.erase(it);
+        if (auto* e = blocks_.find(b.address); e != nullptr) {
+          end(e->value, time, replay_.roles().last_ended());
+          blocks_.erase(e);
         }
-        const uint32_t site = site_of(static_cast<int>(b.allocator), b.stack);
-        blocks_[b.address] =
-            begin(b.device, b.address, b.size, time, site, static_cast<int>(b.allocator), {});
+        blocks_.insert(b.address, begin(b.device, b.address, b.size, time,
+                                        site_of(static_cast<int>(b.allocator), b.stack), {}));
         break;
       }
       case BlockAction::kFreeRequested:
-        if (const auto it = blocks_.find(b.address); it != blocks_.end()) {
-          end(it->second, time, replay_.roles().last_ended());
-          blocks_.erase(it);
+        if (auto* e = blocks_.find(b.address); e != nullptr) {
+          end(e->value, time, replay_.roles().last_ended());
+          blocks_.erase(e);
         }
         break;
       case BlockAction::kSegmentAlloc:
@@ -416,12 +465,12 @@ class AllocationTracker {
     std::unordered_map<uint64_t, uint32_t> classes;
     replay_.roles().for_each_live([&](uint64_t address, uint32_t c) { classes[address] = c; });
     std::vector<Live> live;
-    for (const auto& [address, open] : blocks_) {
-      if (open.device != device) continue;
+    blocks_.for_each([&](uint64_t address, const Open& open) {
+      if (open.device != device) return;
       const auto c = classes.find(address);
       live.push_back({address, open.size, open.site,
                       c == classes.end() ? std::nullopt : std::optional<uint32_t>(c->second)});
-    }
+    });
     std::sort(live.begin(), live.end(),
               [](const Live& a, const Live& b) { return a.address < b.address; });
     std::size_t next = 0;
@@ -490,57 +539,38 @@ class AllocationTracker {
     if (!d.segment_spans_complete &&
         std::any_of(s.cache.begin(), s.cache.end(), [](uint64_t v) { return v > 0; }))
       d.cache = std::move(s.cache);
+    // The own series by the most each held, the shared one last.
+    const RoleTracker& roles = replay_.roles();
     std::vector<std::pair<uint64_t, uint32_t>> ranked;
-    for (const auto& [site, series] : s.sites) {
-      if (series.most > 0) ranked.emplace_back(series.most, site);
+    for (uint32_t i = 0; i < s.series.size() && i < plan_.series; ++i) {
+      if (s.series[i].most > 0) ranked.emplace_back(s.series[i].most, i);
     }
     std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
       return a.first != b.first ? a.first > b.first : a.second < b.second;
     });
-    const auto dense = [buckets](const SiteSeries& series) {
-      std::vector<uint64_t> values(buckets, 0);
-      uint64_t carried = 0;
-      std::size_t e = 0;
-      for (uint64_t b = 0; b < buckets; ++b) {
-        if (e < series.entries.size() && series.entries[e][0] == b) {
-          values[b] = series.entries[e][1];
-          carried = series.entries[e][2];
-          ++e;
-        } else {
-          values[b] = carried;
-        }
-      }
-      return values;
-    };
-    const RoleTracker& roles = replay_.roles();
-    std::vector<uint64_t> other;
-    for (std::size_t i = 0; i < ranked.size(); ++i) {
-      const SiteSeries& series = s.sites[ranked[i].second];
-      std::vector<uint64_t> values = dense(series);
+    if (plan_.series < s.series.size() && s.series[plan_.series].most > 0)
+      ranked.emplace_back(s.series[plan_.series].most, plan_.series);
+    for (const auto& [most, i] : ranked) {
+      Series& series = s.series[i];
+      std::fill(series.values.begin() + static_cast<long>(series.last) + 1, series.values.end(),
+                series.live);
       const Role role = series.role_class ? roles.role_of_class(*series.role_class) : series.role;
-      if (i + 1 < limits_.series || ranked.size() == limits_.series) {
-        d.series.emplace_back(ranked[i].second, std::move(values));
-        d.series_roles.push_back(role);
-      } else {
-        if (other.empty()) other.assign(buckets, 0);
-        for (uint64_t b = 0; b < buckets; ++b) other[b] += values[b];
-      }
-    }
-    if (!other.empty()) {
-      d.series.emplace_back(AllocationPass::kOtherSite, std::move(other));
-      d.series_roles.push_back(Role::kUnknown);
+      d.series.emplace_back(series.site, std::move(series.values));
+      d.series_roles.push_back(i == plan_.series ? Role::kUnknown : role);
     }
   }
 
   const TraceSummary& trace_;
   OwnerLibraryCache owners_;
   const AllocationLimits& limits_;
+  const Plan plan_;
   Replay replay_;
   AllocationPass out_;
   std::map<int, DeviceState> states_;
-  std::unordered_map<uint64_t, uint32_t> site_index_;
-  std::unordered_map<uint64_t, Open> driver_;                            // by address
-  std::unordered_map<uint64_t, Open> blocks_;                            // by address
+  std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> site_index_;
+  using Opens = FlatHashMap<uint64_t, Open, MixedHash>;
+  Opens driver_;                                                         // by address
+  Opens blocks_;                                                         // by address
   std::map<std::pair<int, int>, std::map<uint64_t, Segment>> segments_;  // (allocator, device)
   std::optional<format::AllocRecord> pending_;
   std::vector<BandClass> band_classes_;
@@ -557,8 +587,7 @@ AllocationPass read_allocation_pass(const TraceSummary& trace, uint64_t resoluti
                                     uint64_t buckets, const AllocationLimits& limits) {
   if (resolution_ns == 0 || buckets == 0)
     throw std::invalid_argument("read_allocation_pass: no buckets");
-  const uint64_t threshold = band_threshold(trace, limits.bands);
-  AllocationTracker tracker(trace, resolution_ns, buckets, limits, threshold);
+  AllocationTracker tracker(trace, resolution_ns, buckets, limits, plan(trace, limits));
   read_records(trace, [&](const format::Record& record) { tracker.apply(record); });
   return tracker.finish();
 }

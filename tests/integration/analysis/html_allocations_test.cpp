@@ -79,8 +79,9 @@ class HtmlAllocations : public HtmlReportRun {
 };
 
 // The phases workload: a hover over its first step's 100 MiB activations (made by must_alloc's
-// cudaMalloc, called from main's forward; bands are in the order they were made) shows 100 MiB to the byte, the line that allocated it and the
-// caller's line; a click shows its life: the phases it was made in and the step.
+// cudaMalloc, called from main's forward; bands are in the order they were made) shows 100 MiB to
+// the byte, the line that allocated it and the caller's line; a click shows its life: the phases it
+// was made in and the step.
 TEST_F(HtmlAllocations, AHoverOverAKnownBlockShowsItsExactSizeAndLine) {
   const ProcessResult run = run_phases();
   ASSERT_EQ(run.exit_code, 0) << run.err;
@@ -96,13 +97,19 @@ TEST_F(HtmlAllocations, AHoverOverAKnownBlockShowsItsExactSizeAndLine) {
   const std::string i = std::to_string(index);
   const json seen = probe(
       page, json::array({
-                {{"move", std::string("(() => { const a = ") + kBands +
-                              "; a.root.scrollIntoView(); return a.where(" + i + "); })()"}},
+                // Zoomed to its life and a third of it on each side: it is drawn whole in the
+                // middle third, however short it was.
+                {{"move", std::string("(() => { const a = ") + kBands + "; const i = " + i +
+                              "; const life = a.end[i] - a.start[i];"
+                              " a.zoom(a.start[i] - life, a.end[i] + life);"
+                              " a.root.scrollIntoView(); return a.where(i); })()"}},
                 {{"eval", "document.querySelector('.band-tip').textContent"}},
                 {{"eval", "Number(document.querySelector('.band-tip .tip-bytes').dataset.bytes)"}},
                 {{"click", std::string(kBands) + ".where(" + i + ")"}},
                 {{"eval", "document.querySelector('.life').textContent"}},
-                {{"eval", std::string("Number(") + kBands + ".root.dataset.drawnMaxBytes)"}},
+                {{"eval", std::string("(() => { const a = ") + kBands +
+                              "; a.zoom(a.full[0], a.full[1]);"
+                              " return Number(a.root.dataset.drawnMaxBytes); })()"}},
             }));
   if (!skip_.empty()) GTEST_SKIP() << skip_;
   ASSERT_FALSE(seen.is_null());
@@ -127,7 +134,7 @@ TEST_F(HtmlAllocations, AHoverOverAKnownBlockShowsItsExactSizeAndLine) {
             std::string::npos)
       << life;
   EXPECT_NE(life.find(caller), std::string::npos) << life;
-  // The tallest stack of bands is the model's peak.
+  // The tallest stack of bands, the whole trace in view, is the model's peak.
   const json rep = report({trace});
   EXPECT_EQ(r[5], rep["devices"][0]["peak_bytes"]);
 }

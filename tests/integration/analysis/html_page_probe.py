@@ -7,6 +7,7 @@ Usage: html_page_probe.py CHROMIUM PAGE STEPS_JSON
 STEPS_JSON is a file holding a JSON list; each step is one of
   {"eval": "expression"}   its value (JSON), kept in the results
   {"move": "expression"}   the expression gives {x, y} in the viewport: the mouse moves there
+                           (null: it does not move, and the result is null)
   {"click": "expression"}  the same, then a left click (press and release) there
   {"load": "#fragment"}    the page loaded again with that fragment
 Prints one JSON object: {"results": [one per step], "errors": [...], "load_ms": N} where
@@ -60,6 +61,9 @@ def main():
                     results.append(browser.evaluate(step["eval"]))
                 elif "move" in step or "click" in step:
                     where = browser.evaluate(step.get("move", step.get("click")))
+                    if not where:  # nothing there to point at: the result says so
+                        results.append(None)
+                        continue
                     mouse = {"x": where["x"], "y": where["y"], "button": "none", "clickCount": 1}
                     browser.send("Input.dispatchMouseEvent", dict(mouse, type="mouseMoved"))
                     if "click" in step:
