@@ -58,7 +58,9 @@ uint64_t site_key(int allocator, uint32_t stack) {
 // `bands` of them), and the sites whose smaller allocations get a series of their own (those
 // that allocated the most bytes under that size, by octave); the others share the last series.
 struct Plan {
-  uint64_t threshold = 0;
+  uint64_t threshold = 0;  // kept whole: all from `whole` up, `quota` of those from threshold
+  uint64_t whole = 0;
+  std::size_t quota = 0;
   std::unordered_map<uint64_t, uint32_t> series_of;  // by site_key
   uint32_t series = 0;                               // the shared one's index
 };
@@ -84,9 +86,13 @@ Plan plan(const TraceSummary& trace, const AllocationLimits& limits) {
   });
   Plan out;
   uint64_t kept = 0;
+  // The class where the limit falls is kept in part (its first allocations), so that a trace
+  // of many same-sized allocations still has its largest drawn one by one.
   for (std::size_t c = kSizeClasses; c-- > 0;) {
     if (kept + counts[c] > limits.bands) {
-      out.threshold = class_floor(c + 1);
+      out.threshold = class_floor(c);
+      out.whole = class_floor(c + 1);
+      out.quota = limits.bands - kept;
       break;
     }
     kept += counts[c];
@@ -263,8 +269,9 @@ class AllocationTracker {
     DeviceAllocations& d = out_.devices[device];
     d.first_alloc_ns = std::min(d.first_alloc_ns, time);
     Open open{device, -1, site, size, 0};
-    if (size >= out_.threshold_bytes && bands_ < limits_.bands) {
-      ++bands_;
+    const bool whole = size >= plan_.whole && plan_.whole > 0;
+    if (size >= out_.threshold_bytes && (whole || partial_ < plan_.quota || plan_.threshold == 0)) {
+      if (!whole) ++partial_;
       open.band = static_cast<long>(d.bands.size());
       d.bands.push_back(
           {time, AllocationBand::kLive, size, address, site, role.value_or(Role::kUnknown)});
@@ -576,7 +583,7 @@ class AllocationTracker {
   std::vector<BandClass> band_classes_;
   std::vector<PieceClass> piece_classes_;
   std::vector<uint64_t> moments_;
-  std::size_t bands_ = 0;
+  std::size_t partial_ = 0;  // kept of the class the limit falls in
   std::size_t failures_ = 0;
   uint64_t bucket_ = 0;
 };

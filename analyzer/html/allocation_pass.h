@@ -97,7 +97,9 @@ struct AllocationPass {
   static constexpr uint32_t kOtherSite = 0;  // sites[0]: the sites not named one by one
   uint64_t resolution_ns = 0;
   uint64_t buckets = 0;
-  uint64_t threshold_bytes = 0;  // allocations this large or larger are kept whole
+  // Allocations this large or larger are kept whole (in the size class the limit falls in, the
+  // first of them).
+  uint64_t threshold_bytes = 0;
   std::vector<AllocationSite> sites;
   std::map<int, DeviceAllocations> devices;
 };

@@ -30,15 +30,15 @@ gmt.Allocations = class {
     this.roleOf = bands.role.map((r) => a.roles[r]);
     // The bands' ends in time order, for the sweep.
     this.byEnd = Array.from({ length: this.n }, (_, i) => i).sort((x, y) => this.end[x] - this.end[y]);
-    // Series come as [bucket, value] changes: expanded per bucket.
+    // Series come as their changes (bucket, value, bucket, value...): expanded per bucket.
     const expand = (changes) => {
       const values = new Float64Array(this.buckets);
       let at = 0;
       let value = 0;
-      for (const [b, v] of changes) {
-        values.fill(value, at, b);
-        at = b;
-        value = v;
+      for (let k = 0; k < changes.length; k += 2) {
+        values.fill(value, at, changes[k]);
+        at = changes[k];
+        value = changes[k + 1];
       }
       values.fill(value, at);
       return values;

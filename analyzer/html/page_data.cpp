@@ -427,13 +427,15 @@ class DataBuilder {
     return where.empty() || where.front() == '(' ? f[0].get<std::string>() : where;
   }
 
-  // A series per bucket as [bucket, value] where its value changes (from 0 before the first):
+  // A series per bucket as bucket, value, bucket, value... where its value changes (from 0):
   // most buckets of a site's series repeat the one before.
   static ordered_json changes(const std::vector<uint64_t>& values) {
     ordered_json out = ordered_json::array();
     uint64_t before = 0;
     for (std::size_t b = 0; b < values.size(); ++b) {
-      if (values[b] != before) out.push_back(ordered_json::array({b, values[b]}));
+      if (values[b] == before) continue;
+      out.push_back(b);
+      out.push_back(values[b]);
       before = values[b];
     }
     return out;
