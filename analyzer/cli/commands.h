@@ -113,6 +113,7 @@ struct WhatIfCommandOptions {
   std::optional<std::string> shard;  // N[:zero1|zero2|zero3|fsdp], already parsed once
   std::vector<std::string> dtype;    // ROLE=DTYPE, each already parsed once
   bool largest_batch = false;        // the largest batch scale that fits (also with batch_scale)
+  std::optional<std::string> empty_cache_at;  // step, backward or a phase's name
   bool json = false;
 };
 int whatif_command(const WhatIfCommandOptions& options, std::ostream& out, std::ostream& err);

@@ -34,6 +34,8 @@ int whatif_command(const WhatIfCommandOptions& options, std::ostream& out, std::
     allocator::parse_dtype(text, role, factor);
     w.dtype.emplace_back(role, factor);
   }
+  if (options.empty_cache_at)
+    w.empty_cache_at = allocator::parse_empty_cache_at(*options.empty_cache_at);
   w.largest_batch = options.largest_batch || options.batch_scale.has_value();
   allocator::WhatIfResult result;
   try {
@@ -134,6 +136,18 @@ Command add_whatif_command(CLI::App& app) {
           },
           "A role's tensors in another dtype than float32 (activation=bf16); repeatable")
       ->type_name("ROLE=DTYPE");
+  command
+      ->add_option_function<std::string>(
+          "--empty-cache-at",
+          [options](const std::string& text) {
+            if (text.empty())
+              throw CLI::ValidationError("--empty-cache-at",
+                                         "expected step, backward or a phase's name");
+            options->empty_cache_at = text;
+          },
+          "torch.cuda.empty_cache() at the end of each optimizer step (step), each backward "
+          "(backward), or each phase of a name (an NVTX range or a gpumemtrace phase)")
+      ->type_name("PHASE");
   command->add_flag("--json", options->json,
                     "Machine-readable output (contract in docs/commands.md)");
   return {command, [options] { return whatif_command(*options, std::cout, std::cerr); }};

@@ -181,6 +181,18 @@ const char* gap_name(Gap gap) {
   return "unknown";
 }
 
+std::string empty_cache_at_text(const allocator::EmptyCacheAt& at) {
+  switch (at.kind) {
+    case allocator::EmptyCacheAt::Kind::kStep:
+      return "optimizer step";
+    case allocator::EmptyCacheAt::Kind::kBackward:
+      return "backward";
+    case allocator::EmptyCacheAt::Kind::kPhase:
+      break;
+  }
+  return "phase '" + at.phase + "'";
+}
+
 std::string changes_text(const allocator::WhatIfOptions& o) {
   std::vector<std::string> parts;
   if (o.alloc_conf) parts.push_back("PYTORCH_CUDA_ALLOC_CONF='" + *o.alloc_conf + "'");
@@ -190,6 +202,9 @@ std::string changes_text(const allocator::WhatIfOptions& o) {
                     stage_name(o.shard->stage) + ")");
   for (const auto& [role, factor] : o.dtype)
     parts.push_back(std::string(role_name(role)) + " x" + factor_text(factor) + " (dtype)");
+  if (o.empty_cache_at)
+    parts.push_back("torch.cuda.empty_cache() at the end of each " +
+                    empty_cache_at_text(*o.empty_cache_at));
   if (o.device_memory) parts.push_back("device memory " + human_bytes(*o.device_memory));
   std::string out;
   for (const std::string& p : parts) out += (out.empty() ? "" : ", ") + p;
@@ -245,7 +260,8 @@ json whatif_json(const WhatIfRequest& request, const WhatIfResult& result) {
                          {"fits", p.fits},
                          {"exact", exact},
                          {"first_failed_request_bytes", or_null(p.first_failed_size)},
-                         {"recorded_failures_served", p.recorded_failures_served}}},
+                         {"recorded_failures_served", p.recorded_failures_served},
+                         {"empty_cache_added", p.empty_cache_added}}},
                        {"by_role", by_role_json(p)},
                        {"gaps", gaps_json(p.gaps)}});
     fidelity_devices.push_back(fidelity_json(p.fidelity));
@@ -270,6 +286,8 @@ json whatif_json(const WhatIfRequest& request, const WhatIfResult& result) {
           {"batch_scale", or_null(o.batch_scale)},
           {"shard", shard},
           {"dtype", dtype},
+          {"empty_cache_at",
+           o.empty_cache_at ? json(empty_cache_at_text(*o.empty_cache_at)) : json(nullptr)},
           {"changed", result.changed},
           {"roles_recorded", result.roles_recorded},
           {"block_events", result.block_events},
@@ -334,6 +352,9 @@ void write_whatif_text(const WhatIfRequest& request, const WhatIfResult& result,
       out << "does not fit: a request of " << human_bytes(p.first_failed_size.value_or(0))
           << " fails";
     }
+    if (request.options.empty_cache_at)
+      out << "; torch.cuda.empty_cache() added " << p.empty_cache_added << " time(s)"
+          << (p.empty_cache_added == 0 ? " (that never ended in the trace: nothing changed)" : "");
     if (p.recorded_failures_served > 0)
       out << "; " << p.recorded_failures_served
           << " request(s) that failed in the recording are served (what the program did "

@@ -46,8 +46,16 @@ ReplayEvents ReplayEvents::read(std::span<const uint8_t> bytes, const std::strin
     } else if (const auto* s = std::get_if<format::SampleRecord>(record)) {
       keep = sample_has_total(*s) && sampled.insert(s->device).second;
     } else if (const auto* sc = std::get_if<format::ScopeRecord>(record)) {
-      keep = sc->kind == static_cast<uint32_t>(format::ScopeKind::kCudaGraph) &&
-             sc->action == static_cast<uint32_t>(format::ScopeAction::kEnter);
+      // CUDA graph captures counted; the ends of steps and backwards, where a what-if may
+      // empty the cache.
+      keep = (sc->kind == static_cast<uint32_t>(format::ScopeKind::kCudaGraph) &&
+              sc->action == static_cast<uint32_t>(format::ScopeAction::kEnter)) ||
+             ((sc->kind == static_cast<uint32_t>(format::ScopeKind::kOptimizer) ||
+               sc->kind == static_cast<uint32_t>(format::ScopeKind::kBackward)) &&
+              sc->action == static_cast<uint32_t>(format::ScopeAction::kExit));
+    } else if (std::holds_alternative<format::NameRecord>(*record) ||
+               std::holds_alternative<format::PhaseRecord>(*record)) {
+      keep = true;  // the phases a what-if may empty the cache at
     }
     if (keep) out.others_.emplace_back(out.blocks_.size(), *record);
   }

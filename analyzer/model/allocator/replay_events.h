@@ -3,7 +3,8 @@
 // search of many replays (the remedies, the largest batch) then reads the trace once and each
 // replay costs the allocator's model alone, not the trace's decoding again. 32 bytes a PyTorch
 // block event; the few other records it needs (settings, failed cudaMallocs, the devices' sizes,
-// CUDA graph captures) in trace order beside them.
+// CUDA graph captures, names, phases, the ends of steps and backwards) in trace order beside
+// them.
 //
 // Only for what-if replays (ReplayOptions::what_if or alloc_conf set): the unchanged replay
 // follows each block's extents and the recorded addresses, from the whole records.

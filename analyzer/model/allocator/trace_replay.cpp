@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <unordered_set>
 #include <variant>
 
@@ -175,7 +176,78 @@ void TraceReplay::apply(const format::Record& record) {
     if (sc->kind == static_cast<uint32_t>(format::ScopeKind::kCudaGraph) &&
         sc->action == static_cast<uint32_t>(format::ScopeAction::kEnter))
       ++cuda_graph_captures_;
+    if (options_.empty_cache_at) on_scope(*sc);
+  } else if (!options_.empty_cache_at) {
+    return;
+  } else if (const auto* n = std::get_if<format::NameRecord>(&record)) {
+    on_name(*n);
+  } else if (const auto* p = std::get_if<format::PhaseRecord>(&record)) {
+    on_phase(*p);
   }
+}
+
+EmptyCacheAt parse_empty_cache_at(const std::string& text) {
+  if (text.empty()) throw std::invalid_argument("expected step, backward or a phase's name");
+  EmptyCacheAt at;
+  if (text == "step") {
+    at.kind = EmptyCacheAt::Kind::kStep;
+  } else if (text == "backward") {
+    at.kind = EmptyCacheAt::Kind::kBackward;
+  } else {
+    at.kind = EmptyCacheAt::Kind::kPhase;
+    at.phase = text;
+  }
+  return at;
+}
+
+void TraceReplay::empty_cache_added() {
+  for (auto& [ordinal, d] : devices_) {
+    ++d->result.empty_cache_added;
+    d->model.empty_cache();
+    drain(*d);
+  }
+}
+
+void TraceReplay::on_name(const format::NameRecord& r) {
+  if (options_.empty_cache_at->kind == EmptyCacheAt::Kind::kPhase &&
+      r.text == options_.empty_cache_at->phase)
+    phase_names_.insert(r.id);
+}
+
+// Ranges nest per thread (push, pop) or are named by their id (start, end): the end of one
+// named as the phase is where the cache goes.
+void TraceReplay::on_phase(const format::PhaseRecord& r) {
+  switch (static_cast<format::PhaseAction>(r.action)) {
+    case format::PhaseAction::kPush:
+      pushed_[r.tid].push_back(phase_names_.contains(r.name));
+      return;
+    case format::PhaseAction::kPop: {
+      auto it = pushed_.find(r.tid);
+      if (it == pushed_.end() || it->second.empty()) return;
+      const bool phase = it->second.back();
+      it->second.pop_back();
+      if (phase) empty_cache_added();
+      return;
+    }
+    case format::PhaseAction::kStart:
+      if (phase_names_.contains(r.name)) started_.insert(r.range);
+      return;
+    case format::PhaseAction::kEnd:
+      if (started_.erase(r.range) > 0) empty_cache_added();
+      return;
+    case format::PhaseAction::kMark:
+      return;
+  }
+}
+
+void TraceReplay::on_scope(const format::ScopeRecord& r) {
+  if (r.action != static_cast<uint32_t>(format::ScopeAction::kExit)) return;
+  const EmptyCacheAt::Kind kind = options_.empty_cache_at->kind;
+  if ((kind == EmptyCacheAt::Kind::kStep &&
+       r.kind == static_cast<uint32_t>(format::ScopeKind::kOptimizer)) ||
+      (kind == EmptyCacheAt::Kind::kBackward &&
+       r.kind == static_cast<uint32_t>(format::ScopeKind::kBackward)))
+    empty_cache_added();
 }
 
 void TraceReplay::on_settings(const format::AllocatorSettingsRecord& r) {

@@ -41,6 +41,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -53,6 +54,17 @@
 #include "format/trace_reader.h"
 
 namespace gmt::analyzer::allocator {
+
+// A what-if's torch.cuda.empty_cache() where the program did not call it: at the end of each
+// phase of a name (an NVTX range or a gpumemtrace phase), of each optimizer step, or of each
+// backward.
+struct EmptyCacheAt {
+  enum class Kind : uint8_t { kPhase, kStep, kBackward };
+  Kind kind = Kind::kStep;
+  std::string phase;  // kPhase: the phase's name
+};
+// "step", "backward", else a phase's name; empty text is an error (std::invalid_argument).
+EmptyCacheAt parse_empty_cache_at(const std::string& text);
 
 struct ReplayOptions {
   // Unset: the unchanged replay, the recorded settings and the recorded run's failures, checked
@@ -70,6 +82,8 @@ struct ReplayOptions {
   // A what-if: each request of a role asks for its size times the role's scale (rounded to the
   // byte, at least one; the model then rounds it as PyTorch does). 1: unchanged.
   std::array<double, kRoleCount> scale = unit_scale();
+  // A what-if: the allocator's cache released there too (each device's).
+  std::optional<EmptyCacheAt> empty_cache_at;
   // A what-if that only asks whether the run fits: the replay stops at the first request the
   // model fails (the figures are then those up to it).
   bool stop_at_failure = false;
@@ -110,6 +124,7 @@ struct DeviceReplayResult {
 
   // How the recording was followed.
   uint64_t empty_cache_mirrored = 0;  // runs of segment frees taken as empty_cache()
+  uint64_t empty_cache_added = 0;     // a what-if's own (ReplayOptions::empty_cache_at)
   uint64_t allocator_releases = 0;    // failed cudaMallocs the allocator released cache after
   uint64_t deferred_frees = 0;        // frees completed later than requested (record_stream)
   bool expandable_inferred = false;   // kSegmentMap seen: expandable segments on
@@ -170,6 +185,11 @@ class TraceReplay {
   void on(const format::BlockRecord& r);
   void on_settings(const format::AllocatorSettingsRecord& r);
   void on_alloc_failed(const format::AllocFailedRecord& r);
+  // ReplayOptions::empty_cache_at: the phases, steps and backwards that end.
+  void on_name(const format::NameRecord& r);
+  void on_phase(const format::PhaseRecord& r);
+  void on_scope(const format::ScopeRecord& r);
+  void empty_cache_added();
   void request(Device& d, const format::BlockRecord& r, bool failed_in_recording, Role role);
   void free_requested(Device& d, const format::BlockRecord& r);
   void model_allocated(Device& d, uint64_t id, uint64_t bytes, std::size_t role);
@@ -194,6 +214,11 @@ class TraceReplay {
   uint64_t cuda_graph_captures_ = 0;
   uint64_t request_ordinal_ = 0;  // PyTorch's requests so far, every device (BlockRoles')
   bool failed_ = false;
+  // ReplayOptions::empty_cache_at's phase: the name ids that read it, each thread's open
+  // pushed ranges (whether each is the phase) and the started ranges that are.
+  std::unordered_set<uint32_t> phase_names_;
+  std::map<uint64_t, std::vector<bool>> pushed_;
+  std::unordered_set<uint64_t> started_;
 };
 
 // Reads a whole trace (`bytes`, its file's contents; `name` in errors) through a TraceReplay.

@@ -233,14 +233,15 @@ WhatIfResult predict_whatif(std::span<const uint8_t> bytes, const std::string& n
   out.cuda_graph_captures = unchanged.cuda_graph_captures;
   out.history_dropped = unchanged.history_dropped;
   out.problems = unchanged.problems;
-  out.changed =
-      options.alloc_conf.has_value() || options.device_memory.has_value() || changes_roles(options);
+  out.changed = options.alloc_conf.has_value() || options.device_memory.has_value() ||
+                options.empty_cache_at.has_value() || changes_roles(options);
 
   ReplayOptions changed;
   changed.alloc_conf = options.alloc_conf;
   changed.what_if = true;
   changed.roles = &roles;
   changed.scale = role_scales(options);
+  changed.empty_cache_at = options.empty_cache_at;
   for (const DeviceReplayResult& d : unchanged.devices) {
     DevicePrediction p;
     p.device = d.device;
@@ -295,6 +296,7 @@ WhatIfResult predict_whatif(std::span<const uint8_t> bytes, const std::string& n
     p.fits = it->failed_requests == 0;
     p.first_failed_size = it->first_failed_size;
     p.recorded_failures_served = it->recorded_failures_served;
+    p.empty_cache_added = it->empty_cache_added;
     p.gaps = it->gaps;
     p.predicted_roles = it->roles_at_peak;
   }

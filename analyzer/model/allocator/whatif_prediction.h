@@ -51,6 +51,7 @@ struct WhatIfOptions {
   std::optional<double> batch_scale;
   std::optional<Shard> shard;
   std::vector<std::pair<Role, double>> dtype;  // role, factor
+  std::optional<EmptyCacheAt> empty_cache_at;  // torch.cuda.empty_cache() added there
   // Also the largest batch scale that fits (a search of replays, kBatchStep apart).
   bool largest_batch = false;
 };
@@ -80,6 +81,7 @@ struct DevicePrediction {
   bool fits = true;  // no request failed in the prediction
   std::optional<uint64_t> first_failed_size;
   uint64_t recorded_failures_served = 0;  // requests the recording failed, served
+  uint64_t empty_cache_added = 0;         // the prediction's empty_cache() calls added
   DeviceReplayResult fidelity;            // the unchanged replay
   // By role at the highest allocated (DeviceReplayResult's): the recording's and the
   // prediction's.

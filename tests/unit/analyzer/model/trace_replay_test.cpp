@@ -65,6 +65,33 @@ class Records {
     records_.emplace_back(r);
     return *this;
   }
+  Records& name(uint32_t id, const std::string& text) {
+    format::NameRecord r;
+    r.time_ns = ++time_;
+    r.id = id;
+    r.text = text;
+    records_.emplace_back(r);
+    return *this;
+  }
+  Records& scope(format::ScopeKind kind, format::ScopeAction action, uint32_t name = 0) {
+    format::ScopeRecord r;
+    r.time_ns = ++time_;
+    r.thread = 100;
+    r.kind = static_cast<uint32_t>(kind);
+    r.action = static_cast<uint32_t>(action);
+    r.name = name;
+    records_.emplace_back(r);
+    return *this;
+  }
+  Records& phase(format::PhaseAction action, uint32_t name = 0) {
+    format::PhaseRecord r;
+    r.time_ns = ++time_;
+    r.tid = 100;
+    r.action = static_cast<uint32_t>(action);
+    r.name = name;
+    records_.emplace_back(r);
+    return *this;
+  }
   Records& device(uint64_t total) {
     format::DeviceRecord r;
     r.time_ns = ++time_;
@@ -340,6 +367,53 @@ TEST(WhatIf, EventsReadOnceReplayAsTheTraceReadAgain) {
   EXPECT_EQ(events.replay(cases[3]).devices[0].failed_requests, 1u);
   // The unchanged replay follows the recorded extents and addresses: not from the events.
   EXPECT_THROW(events.replay({}), std::logic_error);
+}
+
+// Two steps, each inside an NVTX range "train_step" and ending in an optimizer step: 100 MiB
+// then 150 MiB, each freed before its step ends. The 100 MiB segment stays cached into the
+// second step (250 MiB reserved); torch.cuda.empty_cache() at the end of each step, of the
+// range, but not of a backward the run never ends, releases it first (150 MiB).
+TEST(WhatIf, EmptyCacheAtTheEndOfEachStepReleasesTheCacheThere) {
+  using format::PhaseAction;
+  using format::ScopeAction;
+  using format::ScopeKind;
+  Records run;
+  run.device(1024 * kMiB).name(7, "train_step").name(8, "AdamW");
+  for (const auto& [segment, size] : {std::pair{kSegA, 100 * kMiB}, {kSegB, 150 * kMiB}}) {
+    run.phase(PhaseAction::kPush, 7)
+        .segment(segment, size)
+        .alloc(segment, size)
+        .free(segment, size);
+    run.scope(ScopeKind::kOptimizer, ScopeAction::kEnter, 8);
+    run.scope(ScopeKind::kOptimizer, ScopeAction::kExit).phase(PhaseAction::kPop);
+  }
+  const std::vector<uint8_t> trace = run.file();
+  const ReplayEvents events = ReplayEvents::read(trace, "steps.gmt");
+  const auto predict = [&](const std::string& at) {
+    WhatIfOptions options;
+    if (!at.empty()) options.empty_cache_at = parse_empty_cache_at(at);
+    const WhatIfResult w = predict_whatif(trace, "steps.gmt", options);
+    EXPECT_TRUE(w.devices[0].fidelity.exact()) << at;
+    ReplayOptions r;
+    r.what_if = true;
+    r.empty_cache_at = options.empty_cache_at;
+    EXPECT_EQ(events.replay(r).devices[0].stats.max_reserved_bytes,
+              w.devices[0].predicted_max_reserved)
+        << at;
+    return w.devices[0];
+  };
+  EXPECT_EQ(predict("").predicted_max_reserved, 250 * kMiB);
+  for (const std::string at : {"step", "train_step"}) {
+    const DevicePrediction p = predict(at);
+    EXPECT_EQ(p.predicted_max_reserved, 150 * kMiB) << at;
+    EXPECT_EQ(p.predicted_max_allocated, 150 * kMiB) << at;
+    EXPECT_EQ(p.empty_cache_added, 2u) << at;
+  }
+  const DevicePrediction never = predict("backward");
+  EXPECT_EQ(never.predicted_max_reserved, 250 * kMiB);
+  EXPECT_EQ(never.empty_cache_added, 0u);
+  EXPECT_EQ(predict("eval_step").empty_cache_added, 0u);
+  EXPECT_THROW(parse_empty_cache_at(""), std::invalid_argument);
 }
 
 // Every request an activation: at a batch scale K the run asks 100K, 100K (the first freed),
