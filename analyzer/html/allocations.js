@@ -2,10 +2,10 @@
 // Every allocation of one device over time, stacked as bands (device.allocations, written by
 // allocation_pass.cpp): at each moment the live allocations one above the other, the oldest at
 // the bottom, so that a band keeps its place until one below it is freed. The allocations the
-// data keeps whole are drawn one by one; the smaller ones are added up per site (one band per
-// site, at the bottom), and a caching allocator's free cache is one band above them. Zoomed
-// out, a band thinner than a pixel joins its site's band on top (the level of detail follows
-// the zoom); zoomed in, each is its own.
+// data keeps whole are drawn one by one; at the current zoom, those thinner than a pixel join
+// one band per colour above them (the level of detail follows the zoom: zoomed in, each is its
+// own); above those, the smaller allocations added up per site (one band per site), and on top
+// a caching allocator's free cache.
 //
 // Colour by role, site or library (a menu). Hover: the band's size, role, library, line and
 // stack; click: its whole life (onPick). Drag: zoom to the selection; double-click: the whole
@@ -50,6 +50,15 @@ gmt.Allocations = class {
     const byAllocator = (site) => this.site(site).allocator !== undefined;
     this.allocatorBand = this.siteOf.map(byAllocator);
     this.allocatorSeries = this.series.map((x) => byAllocator(x.site));
+    // The series' totals per bucket, and those of the allocators' blocks among them.
+    this.seriesTotal = new Float64Array(this.buckets);
+    this.allocatorSeriesTotal = new Float64Array(this.buckets);
+    this.series.forEach((x, i) => {
+      for (let b = 0; b < this.buckets; b += 1) {
+        this.seriesTotal[b] += x.bytes[b];
+        if (this.allocatorSeries[i]) this.allocatorSeriesTotal[b] += x.bytes[b];
+      }
+    });
     // Every change in time order: [time, what (0 a band, 1 a segment), index, +1 or -1].
     const events = [];
     for (let i = 0; i < this.n; i += 1) {
@@ -81,23 +90,67 @@ gmt.Allocations = class {
   key(site, role) {
     if (this.colourBy === "role") return role;
     if (this.colourBy === "library") return this.site(site).library;
-    return this.site(site).line;
+    return "#" + site;
   }
   colour(key) {
     if (key === "(free cache)") return gmt.roleColour("allocator_cache");
     if (this.colourBy === "role") return gmt.roleColour(key);
     if (this.colourBy === "library") return gmt.libraryColour(key);
-    return gmt.colour(key, 60, 62);
+    // A site (a call stack; several may share their allocating line): hues spread by the
+    // golden angle, so that sites made one after the other differ.
+    const index = Number(key.slice(1));
+    return index === 0 ? "hsl(0,0%,75%)" : "hsl(" + ((index * 137.508) % 360).toFixed(1) + ",60%,62%)";
+  }
+
+  // A CSS colour as the 32-bit RGBA pixel of an ImageData (little-endian: ABGR).
+  static rgba(css) {
+    if (!gmt.Allocations.probe) {
+      const canvas = document.createElement("canvas");
+      canvas.width = 1;
+      canvas.height = 1;
+      gmt.Allocations.probe = canvas.getContext("2d", { willReadFrequently: true });
+    }
+    const probe = gmt.Allocations.probe;
+    probe.clearRect(0, 0, 1, 1);
+    probe.fillStyle = css;
+    probe.fillRect(0, 0, 1, 1);
+    const [r, g, b] = probe.getImageData(0, 0, 1, 1).data;
+    return ((255 << 24) | (b << 16) | (g << 8) | r) >>> 0;
   }
 
   // Each kept band's colour key under the current switch, computed once per switch.
+  // A CSS colour as the 32-bit RGBA pixel of an ImageData (little-endian: ABGR).
+  static rgba(css) {
+    if (!gmt.Allocations.probe) {
+      const canvas = document.createElement("canvas");
+      canvas.width = 1;
+      canvas.height = 1;
+      gmt.Allocations.probe = canvas.getContext("2d", { willReadFrequently: true });
+    }
+    const probe = gmt.Allocations.probe;
+    probe.clearRect(0, 0, 1, 1);
+    probe.fillStyle = css;
+    probe.fillRect(0, 0, 1, 1);
+    const [r, g, b] = probe.getImageData(0, 0, 1, 1).data;
+    return ((255 << 24) | (b << 16) | (g << 8) | r) >>> 0;
+  }
+
+  // Each kept band's colour key under the current switch, as [index per band, the keys],
+  // computed once per switch.
   bandKeys() {
     if (!this.keysBy || this.keysBy.by !== this.colourBy) {
-      const keys = new Array(this.n);
-      for (let i = 0; i < this.n; i += 1) keys[i] = this.key(this.siteOf[i], this.roleOf[i]);
-      this.keysBy = { by: this.colourBy, keys };
+      const index = new Int32Array(this.n);
+      const names = [];
+      const seen = new Map();
+      for (let i = 0; i < this.n; i += 1) {
+        const key = this.key(this.siteOf[i], this.roleOf[i]);
+        let k = seen.get(key);
+        if (k === undefined) { k = names.length; names.push(key); seen.set(key, k); }
+        index[i] = k;
+      }
+      this.keysBy = { by: this.colourBy, index, names };
     }
-    return this.keysBy.keys;
+    return [this.keysBy.index, this.keysBy.names];
   }
 
   build() {
@@ -168,14 +221,8 @@ gmt.Allocations = class {
   // What the series and the cache hold at time t in state st: [series total, cache].
   others(st, t) {
     const b = this.bucketAt(t);
-    let series = 0;
-    let allocator = st.allocator;
-    this.series.forEach((x, i) => {
-      series += x.bytes[b];
-      if (this.allocatorSeries[i]) allocator += x.bytes[b];
-    });
-    const cache = this.cache ? this.cache[b] : Math.max(st.reserved - allocator, 0);
-    return [series, cache];
+    const cache = this.cache ? this.cache[b] : Math.max(st.reserved - st.allocator - this.allocatorSeriesTotal[b], 0);
+    return [this.seriesTotal[b], cache];
   }
 
   // Per pixel column, the moment (a change's time, all changes at it applied) when the most
@@ -211,13 +258,15 @@ gmt.Allocations = class {
       if (Number.isNaN(when[c])) {
         when[c] = Math.max(carried, this.timeAt(this.margin.left + c + 0.5));
         this.advance(back, when[c]);
-        cacheOf[c] = this.others(back, when[c])[1];
+        const [series, cache] = this.others(back, when[c]);
+        cacheOf[c] = cache;
+        best[c] = back.bands + series + cache;
       } else {
         this.advance(back, when[c]);
       }
       carried = when[c];
     }
-    return [when, cacheOf];
+    return [when, cacheOf, best];
   }
 
   // The live bands at time t, bottom first (by start).
@@ -227,14 +276,11 @@ gmt.Allocations = class {
     return live;
   }
 
-  // The stack drawn at time t, bottom first: [{kind, index, bytes, key}], the series, the
-  // cache, the bands thick enough at `scale` pixels per byte, then the thin ones by key.
+  // The stack drawn at time t, bottom first: [{kind, index, bytes, key}], the bands thick
+  // enough at `scale` pixels per byte, the thin ones by key, the series, then the cache.
   stackAt(t, scale, live, cache) {
     const b = this.bucketAt(t);
     const out = [];
-    this.series.forEach((s, i) => {
-      if (s.bytes[b] > 0) out.push({ kind: "series", index: i, bytes: s.bytes[b], key: this.key(s.site, s.role) });
-    });
     const thin = new Map();
     for (const i of live) {
       const key = this.key(this.siteOf[i], this.roleOf[i]);
@@ -248,6 +294,9 @@ gmt.Allocations = class {
       }
     }
     for (const group of thin.values()) out.push(group);
+    this.series.forEach((s, i) => {
+      if (s.bytes[b] > 0) out.push({ kind: "series", index: i, bytes: s.bytes[b], key: this.key(s.site, s.role) });
+    });
     // The allocators' free cache on top: what they reserve and no block holds.
     if (cache > 0) out.push({ kind: "cache", bytes: cache, key: this.colourBy === "role" ? "allocator_cache" : "(free cache)" });
     return out;
@@ -260,100 +309,85 @@ gmt.Allocations = class {
     const pw = this.plotWidth();
     const ph = this.plotHeight();
     ctx.clearRect(0, 0, this.width(), this.height);
-    const [when, cacheOf] = this.columns();
+    const [when, cacheOf, totals] = this.columns();
     // The scale: the most any column holds.
-    let ymax = 1;
+    let drawnMax = 0;
+    for (const total of totals) drawnMax = Math.max(drawnMax, total);
+    const ymax = Math.max(drawnMax, 1) * 1.08;
+    this.ymax = ymax;
+    const scale = ph / ymax;
+    this.when = when;
+    this.cacheOf = cacheOf;
+    // Drawn pixel by pixel into an image: a column's items fill spans of it, so the work is the
+    // plot's pixels and the live bands, whatever the number of rectangles (a canvas call per
+    // rectangle cost 90 ms a redraw at 10 M events).
+    const ratio = window.devicePixelRatio || 1;
+    const iw = Math.max(Math.round(pw * ratio), 1);
+    const ih = Math.max(Math.round(ph * ratio), 1);
+    const image = ctx.createImageData(iw, ih);
+    const pixels = new Uint32Array(image.data.buffer);
+    const colours = new Map();
+    const colourOf = (key) => {
+      let c = colours.get(key);
+      if (c === undefined) { c = gmt.Allocations.rgba(this.colour(key)); colours.set(key, c); }
+      return c;
+    };
+    const hairline = (rgba) => {
+      // Halfway to white, as memory_viz separates its bands.
+      const mix = (shift) => ((((rgba >>> shift) & 255) + 255) >>> 1) << shift;
+      return (mix(0) | mix(8) | mix(16) | (255 << 24)) >>> 0;
+    };
+    const [keyOf, keyNames] = this.bandKeys();
+    const thin = new Float64Array(keyNames.length);
+    const touched = [];
+    const cacheColour = colourOf(this.colourBy === "role" ? "allocator_cache" : "(free cache)");
+    const hairlines = new Map();
     let liveNow = [];
     let si = 0;
     for (let c = 0; c < when.length; c += 1) {
       const t = when[c];
       while (si < this.n && this.start[si] <= t) { liveNow.push(si); si += 1; }
       let k = 0;
-      let total = cacheOf[c];
-      for (const x of this.series) total += x.bytes[this.bucketAt(t)];
       for (let j = 0; j < liveNow.length; j += 1) {
         const i = liveNow[j];
-        if (this.end[i] > t) { liveNow[k] = i; k += 1; total += this.size[i]; }
+        if (this.end[i] > t) { liveNow[k] = i; k += 1; }
       }
       liveNow.length = k;
-      ymax = Math.max(ymax, total);
-    }
-    ymax *= 1.08;
-    this.ymax = ymax;
-    const scale = ph / ymax;
-    ctx.save();
-    ctx.beginPath();
-    ctx.rect(m.left, m.top, pw, ph);
-    ctx.clip();
-    let drawnMax = 0;
-    this.when = when;
-    this.cacheOf = cacheOf;
-    // Columns whose stack is the one before are drawn with it, as one rectangle per item: the
-    // work follows the changes in view, not the pixels times the bands.
-    const colours = new Map();
-    const colourOf = (key) => {
-      let c = colours.get(key);
-      if (c === undefined) { c = this.colour(key); colours.set(key, c); }
-      return c;
-    };
-    const keys = this.bandKeys();
-    let run = null;
-    const flush = (end) => {
-      if (!run) return;
-      let y = m.top + ph;
-      for (const [bytes, colour, band] of run.items) {
-        const h = bytes * scale;
-        ctx.fillStyle = colour;
-        ctx.fillRect(m.left + run.from, y - h, end - run.from, h);
-        // A hairline between bands a few pixels high, as memory_viz separates them.
-        if (band && h >= 4) {
-          ctx.fillStyle = "rgba(255,255,255,0.5)";
-          ctx.fillRect(m.left + run.from, y - h, end - run.from, 0.5);
+      const x0 = Math.round(c * ratio);
+      const x1 = Math.min(Math.round((c + 1) * ratio), iw);
+      let below = 0;  // bytes drawn under the next item
+      const fill = (bytes, rgba, band) => {
+        const ya = Math.round(ih - (below + bytes) * scale * ratio);
+        const yb = Math.round(ih - below * scale * ratio);
+        below += bytes;
+        const top = Math.max(ya, 0);
+        for (let y = top; y < yb; y += 1) {
+          let line = rgba;
+          if (band && y === top && yb - ya >= 4 * ratio) {
+            line = hairlines.get(rgba);
+            if (line === undefined) { line = hairline(rgba); hairlines.set(rgba, line); }
+          }
+          pixels.fill(line, y * iw + x0, y * iw + x1);
         }
-        y -= h;
-      }
-      run = null;
-    };
-    liveNow = [];
-    si = 0;
-    let lastOthers = -1;
-    for (let c = 0; c < when.length; c += 1) {
-      const t = when[c];
-      let changed = run === null;
-      while (si < this.n && this.start[si] <= t) { liveNow.push(si); si += 1; changed = true; }
-      let k = 0;
-      let total = cacheOf[c];
-      const b = this.bucketAt(t);
-      let others = cacheOf[c];
-      for (const x of this.series) others += x.bytes[b] * 1.000001 + 1;  // a cheap signature
-      if (others !== lastOthers) changed = true;
-      lastOthers = others;
-      for (let j = 0; j < liveNow.length; j += 1) {
-        const i = liveNow[j];
-        if (this.end[i] > t) { liveNow[k] = i; k += 1; total += this.size[i]; }
-      }
-      if (k !== liveNow.length) changed = true;
-      liveNow.length = k;
-      for (const x of this.series) total += x.bytes[b];
-      drawnMax = Math.max(drawnMax, total);
-      if (!changed) continue;
-      flush(c);
-      const items = [];
-      for (const x of this.series) if (x.bytes[b] > 0) items.push([x.bytes[b], colourOf(this.key(x.site, x.role)), false]);
-      const thin = new Map();
+      };
       for (const i of liveNow) {
         if (this.size[i] * scale >= 1) {
-          items.push([this.size[i], colourOf(keys[i]), true]);
+          fill(this.size[i], colourOf(keyNames[keyOf[i]]), true);
         } else {
-          thin.set(keys[i], (thin.get(keys[i]) || 0) + this.size[i]);
+          if (thin[keyOf[i]] === 0) touched.push(keyOf[i]);
+          thin[keyOf[i]] += this.size[i];
         }
       }
-      for (const [key, bytes] of thin) items.push([bytes, colourOf(key), false]);
-      if (cacheOf[c] > 0) items.push([cacheOf[c], colourOf(this.colourBy === "role" ? "allocator_cache" : "(free cache)"), false]);
-      run = { from: c, items };
+      for (const key of touched) {
+        fill(thin[key], colourOf(keyNames[key]), false);
+        thin[key] = 0;
+      }
+      touched.length = 0;
+      const b = this.bucketAt(t);
+      for (const x of this.series) if (x.bytes[b] > 0) fill(x.bytes[b], colourOf(this.key(x.site, x.role)), false);
+      if (cacheOf[c] > 0) fill(cacheOf[c], cacheColour, false);
     }
-    flush(when.length);
-    ctx.restore();
+    ctx.putImageData(image, Math.round(m.left * ratio), Math.round(m.top * ratio));
     gmt.Timeline.prototype.drawAxes.call(this, ctx, (v) => m.top + ph - (v / ymax) * ph, ymax);
     this.root.dataset.drawnMaxBytes = String(drawnMax);
     this.root.dataset.drawMs = (performance.now() - started).toFixed(1);
