@@ -129,7 +129,6 @@ class AllocationTracker {
   }
 
   void apply(const format::Record& record) {
-    const uint64_t time = format::record_time(record);
     const auto* block = std::get_if<format::BlockRecord>(&record);
     const auto* alloc = std::get_if<format::AllocRecord>(&record);
     // A driver allocation is drawn once the record after it shows it is no caching allocator's
@@ -146,7 +145,21 @@ class AllocationTracker {
           ((action == BlockAction::kSegmentAlloc && block->address == pending_->address) ||
            (action == BlockAction::kSegmentMap && block->thread == pending_->thread));
       if (!segment) begin_driver(*pending_);
+      // The segment's request: its segment and the block handed out of it are one moment with
+      // the driver allocation, as the model counts them (the timeline's same_request()).
+      if (segment) request_ = std::make_pair(pending_->thread, pending_->time_ns);
       pending_.reset();
+    }
+    uint64_t time = format::record_time(record);
+    if (request_ && block != nullptr && block->thread == request_->first) {
+      const auto action = static_cast<BlockAction>(block->action);
+      if (action == BlockAction::kSegmentAlloc || action == BlockAction::kSegmentMap ||
+          action == BlockAction::kAlloc)
+        time = request_->second;
+      if (action != BlockAction::kSegmentAlloc && action != BlockAction::kSegmentMap)
+        request_.reset();
+    } else if (event) {
+      request_.reset();
     }
     bucket_ = std::min(std::max(bucket_, time / out_.resolution_ns), out_.buckets - 1);
     replay_.apply(record);
@@ -163,6 +176,10 @@ class AllocationTracker {
       on_block(*block, time);
     } else if (const auto* failed = std::get_if<format::AllocFailedRecord>(&record)) {
       failure(failed->device, time, failed->size, false);
+    } else if (const auto* scope = std::get_if<format::ScopeRecord>(&record)) {
+      on_scope(*scope);
+    } else if (const auto* name = std::get_if<format::NameRecord>(&record)) {
+      names_[name->id] = name->text;
     }
     after(time);
   }
@@ -327,6 +344,27 @@ class AllocationTracker {
     if (e == nullptr) return;
     end(e->value, time, std::nullopt);
     driver_.erase(e);
+  }
+
+  // Steps as the hooks report them: each optimizer step() and each root module's forward.
+  void on_scope(const format::ScopeRecord& r) {
+    const auto kind = static_cast<format::ScopeKind>(r.kind);
+    const auto action = static_cast<format::ScopeAction>(r.action);
+    if (kind != format::ScopeKind::kModule && kind != format::ScopeKind::kOptimizer) return;
+    const bool module = kind == format::ScopeKind::kModule;
+    OpenScope& open = module ? scopes_[r.thread].first : scopes_[r.thread].second;
+    if (action == format::ScopeAction::kExit) {
+      if (open.depth == 0) return;
+      if (--open.depth == 0 && out_.steps.size() < limits_.steps)
+        out_.steps.push_back({open.name, open.start, r.time_ns});
+      return;
+    }
+    if (open.depth++ > 0) return;
+    open.start = r.time_ns;
+    const auto it = names_.find(r.name);
+    const std::string name = it != names_.end() ? it->second : "";
+    open.name = module ? "forward of " + (name.empty() ? std::string("the model") : name)
+                       : "optimizer step" + (name.empty() ? std::string() : " (" + name + ")");
   }
 
   void on_block(const format::BlockRecord& b, uint64_t time) {
@@ -580,6 +618,14 @@ class AllocationTracker {
   Opens blocks_;                                                         // by address
   std::map<std::pair<int, int>, std::map<uint64_t, Segment>> segments_;  // (allocator, device)
   std::optional<format::AllocRecord> pending_;
+  std::optional<std::pair<uint64_t, uint64_t>> request_;  // a segment's (thread, time)
+  struct OpenScope {
+    uint32_t depth = 0;
+    uint64_t start = 0;
+    std::string name;
+  };
+  std::unordered_map<uint64_t, std::pair<OpenScope, OpenScope>> scopes_;  // by thread: module, step
+  std::unordered_map<uint32_t, std::string> names_;
   std::vector<BandClass> band_classes_;
   std::vector<PieceClass> piece_classes_;
   std::vector<uint64_t> moments_;

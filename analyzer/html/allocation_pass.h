@@ -32,6 +32,7 @@ struct AllocationLimits {
   std::size_t pieces = 6'000;          // blocks and free pieces per snapshot
   std::size_t peak_retakes = 64;       // peak snapshots retaken on its plateau, per device
   std::size_t segment_spans = 50'000;  // segment lifetimes per device
+  std::size_t steps = 5'000;           // optimizer steps and root forwards per trace
 };
 
 struct AllocationSite {
@@ -93,6 +94,14 @@ struct DeviceAllocations {
   std::vector<SegmentSnapshot> snapshots;  // in time order
 };
 
+// A run of what a framework's hooks report as a step: an optimizer's step(), or a root module's
+// forward (one not inside another module's on its thread).
+struct StepRun {
+  std::string name;  // "optimizer step (Adam)", "forward of model"
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+};
+
 struct AllocationPass {
   static constexpr uint32_t kOtherSite = 0;  // sites[0]: the sites not named one by one
   uint64_t resolution_ns = 0;
@@ -102,6 +111,7 @@ struct AllocationPass {
   uint64_t threshold_bytes = 0;
   std::vector<AllocationSite> sites;
   std::map<int, DeviceAllocations> devices;
+  std::vector<StepRun> steps;  // in order of their end, at most AllocationLimits::steps
 };
 
 // Reads `trace.path` twice. Throws TraceError when the file cannot be read.

@@ -326,6 +326,7 @@ class DataBuilder {
             {"leaks", leaks},
             {"leaks_left_out", t.leaks.size() - leaks.size()},
             {"allocation_sites", allocation_sites_json(t, resolved, allocations)},
+            {"step_runs", step_runs_json(allocations)},
             {"phases", phase_stats_json(t)},
             {"phase_runs", runs},
             {"phase_runs_left_out", runs_left_out},
@@ -414,6 +415,14 @@ class DataBuilder {
       sites.push_back(std::move(site));
     }
     return sites;
+  }
+
+  // The optimizer steps and root forwards the framework's hooks reported.
+  ordered_json step_runs_json(const AllocationPass& pass) const {
+    ordered_json runs = ordered_json::array();
+    for (const StepRun& r : pass.steps)
+      runs.push_back({{"name", text(r.name)}, {"start_ns", r.start_ns}, {"end_ns", r.end_ns}});
+    return runs;
   }
 
   // "file:line" of the first frame the page shows of a stack (the user's), else its function.

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// Memory per step: where the program marks steps (a phase or NVTX range run again and again: an
-// optimizer step, a training step, a root module's forward), each run's peak and what was live
-// when it ended, from the device's timeline, and what grew from one step to the next: a leak's
-// slope per step, not per second.
+// Memory per step: where the program marks steps (a phase or NVTX range run again and again, or
+// what the framework's hooks report: each optimizer step(), each root module's forward), each
+// run's peak and what was live when it ended (the most live in the timeline's interval it ended
+// in), and what grew from one step to the next: a leak's slope per step, not per second.
 
 gmt.Steps = class {
   constructor(trace, device) {
     this.trace = trace;
     this.device = device;
     const counts = new Map();
-    for (const r of trace.phase_runs) counts.set(r.name, (counts.get(r.name) || 0) + 1);
+    for (const r of gmt.Steps.runs(trace)) counts.set(r.name, (counts.get(r.name) || 0) + 1);
     // The names run more than once; the one that says "step" first, else the most run.
     this.names = [...counts.entries()].filter(([, n]) => n >= 2)
       .sort((a, b) => (/step/i.test(b[0]) - /step/i.test(a[0])) || b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
@@ -26,13 +26,19 @@ gmt.Steps = class {
     this.show(this.names[0]);
   }
 
+  // What may be a step: the phase and NVTX runs, and the optimizer steps and root forwards the
+  // framework's hooks reported.
+  static runs(trace) {
+    return trace.phase_runs.concat(trace.step_runs || []);
+  }
+
   // Each run of `name`: {start_ns, end_ns, peak, at_end, growth}.
   static rows(trace, device, name) {
     const tl = device.timeline;
     const res = tl.resolution_ns;
     const last = tl.resident.length - 1;
     const bucket = (t) => Math.min(Math.max(Math.floor(t / res), 0), last);
-    const runs = trace.phase_runs.filter((r) => r.name === name).sort((a, b) => a.start_ns - b.start_ns);
+    const runs = gmt.Steps.runs(trace).filter((r) => r.name === name).sort((a, b) => a.start_ns - b.start_ns);
     const rows = [];
     let before = null;
     for (const r of runs) {
