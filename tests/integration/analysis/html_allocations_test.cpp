@@ -2,8 +2,9 @@
 // The page's allocation-level views in headless Chromium (html_page_probe.py drives it): every
 // allocation over time (a hover over a known block shows its exact size and line, a click its
 // life), the caching allocator's segments at the fragmentation OOM (the largest free piece and
-// the request), memory per step, and the time axis starting at the first allocation. Every
-// page loads with no JavaScript error, and its figures are `report --json`'s.
+// the request) and at the peak (the report's roles and cache), memory per step, and the time
+// axis starting at the first allocation. Every page loads with no JavaScript error, and its
+// figures are `report --json`'s.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -254,6 +255,67 @@ TEST_F(HtmlAllocations, StepsAreThePhasesRunsAndTheAxisStartsAtTheFirstAllocatio
   EXPECT_GT(first, 0u);
   EXPECT_LE(first, device["peak_time_ns"].get<uint64_t>());
   EXPECT_EQ(r[3], first / res * res);
+}
+
+}  // namespace
+}  // namespace gmt::test
+
+namespace gmt::test {
+namespace {
+
+// The roles workload (two training steps of a two-layer model behind a caching allocator that
+// reports as PyTorch's does, with the roles hooks' scopes and tags): the segments at the peak
+// hold the blocks of each role that `report --json` counts at the peak, and their free pieces
+// are its framework cache; the steps view offers the optimizer's two steps first.
+TEST_F(HtmlAllocations, TheSegmentsAtThePeakAreTheReportsRolesAndCache) {
+  const ProcessResult run = run_traced("workload_roles_training", {});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string trace = only_trace();
+  const std::string page = html({trace});
+  const json data = embedded_data(read_file(page));
+  const json rep = report({trace});
+  const json& at_peak = rep["devices"][0]["views"]["at_peak"];
+  const json* peak = nullptr;
+  for (const json& s : data["traces"][0]["devices"][0]["allocations"]["snapshots"]) {
+    if (s["kind"] == "peak") peak = &s;
+  }
+  ASSERT_NE(peak, nullptr);
+  uint64_t reserved = 0;
+  std::map<std::string, uint64_t> by_role;
+  for (const json& segment : (*peak)["segments"]) {
+    reserved += segment["size"].get<uint64_t>();
+    for (const json& piece : segment["pieces"]) {
+      if (piece.size() == 4) by_role[piece[3]] += piece[1].get<uint64_t>();
+    }
+  }
+  EXPECT_EQ(reserved, at_peak["framework_reserved_bytes"]);
+  EXPECT_EQ((*peak)["free_bytes"], at_peak["framework_cache_bytes"]);
+  std::map<std::string, uint64_t> expected;
+  for (const json& r : rep["devices"][0]["by_role"]["at_peak"]) {
+    if (r["bytes"] > 0 && r["role"] != "allocator_cache") expected[r["role"]] = r["bytes"];
+  }
+  EXPECT_EQ(by_role, expected);
+  const json seen =
+      probe(page, json::array({
+                      {{"eval", "document.querySelector('.steps').dataset.step"}},
+                      {{"eval", "Number(document.querySelector('.steps').dataset.steps)"}},
+                      {{"eval", R"((() => {
+                                      const s = document.querySelector('.segments');
+                                      const menu = s.querySelector('select');
+                                      const peak = [...menu.options].findIndex((o) => o.text.startsWith('the peak'));
+                                      menu.selectedIndex = peak;
+                                      menu.dispatchEvent(new Event('change'));
+                                      return s.querySelector('.segment-summary').textContent;
+                                    })())"}},
+                  }));
+  if (!skip_.empty()) GTEST_SKIP() << skip_;
+  ASSERT_FALSE(seen.is_null());
+  EXPECT_EQ(seen["errors"], json::array()) << seen["errors"].dump(2);
+  const json& r = seen["results"];
+  EXPECT_EQ(r[0], "optimizer step (AdamW)");
+  EXPECT_EQ(r[1], 2);
+  EXPECT_EQ(r[2],
+            "4 segments, 62.0 MiB reserved, 16.0 MiB of it free; largest free piece 6.00 MiB");
 }
 
 }  // namespace
