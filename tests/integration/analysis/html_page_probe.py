@@ -10,6 +10,7 @@ STEPS_JSON is a file holding a JSON list; each step is one of
                            (null: it does not move, and the result is null)
   {"click": "expression"}  the same, then a left click (press and release) there
   {"load": "#fragment"}    the page loaded again with that fragment
+  {"shot": "selector", "path": "file.png"}  a PNG of that element (its box is the result)
 Prints one JSON object: {"results": [one per step], "errors": [...], "load_ms": N} where
 load_ms is the time from navigation to the page's script having drawn (data-ready), and errors
 are the console errors and uncaught exceptions of every load.
@@ -17,6 +18,7 @@ are the console errors and uncaught exceptions of every load.
 Exit status 77 when the browser cannot be started or does not answer: the caller skips.
 """
 
+import base64
 import json
 import os
 import sys
@@ -71,6 +73,23 @@ def main():
                         browser.send("Input.dispatchMouseEvent", dict(mouse, type="mousePressed"))
                         browser.send("Input.dispatchMouseEvent", dict(mouse, type="mouseReleased"))
                     results.append(where)
+                elif "shot" in step:
+                    # A PNG of the element the selector names, whole, however far down the page.
+                    box = browser.evaluate("""(() => {
+                      const e = document.querySelector(%s);
+                      if (!e) return null;
+                      e.scrollIntoView();
+                      const r = e.getBoundingClientRect();
+                      return {x: r.left + window.scrollX, y: r.top + window.scrollY,
+                              width: r.width, height: r.height};
+                    })()""" % json.dumps(step["shot"]))
+                    if box:
+                        shot = browser.send("Page.captureScreenshot", {
+                            "format": "png", "captureBeyondViewport": True,
+                            "clip": dict(box, scale=1)})
+                        with open(step["path"], "wb") as f:
+                            f.write(base64.b64decode(shot["data"]))
+                    results.append(box)
                 elif "load" in step:
                     browser.load("about:blank", drawn=False)
                     browser.load(url + step["load"])
