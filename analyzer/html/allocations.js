@@ -177,6 +177,8 @@ gmt.Allocations = class {
     this.root.append(gmt.el("div", { class: "toolbar" }, reset, menu,
                             gmt.el("span", { class: "help" }, note + " \u00b7 drag: zoom \u00b7 double-click: whole trace \u00b7 click: an allocation's life")),
                      this.frame);
+    this.legend = gmt.el("div", { class: "legend" });
+    this.root.append(this.legend);
     this.listen();
   }
 
@@ -388,6 +390,10 @@ gmt.Allocations = class {
       if (cacheOf[c] > 0) fill(cacheOf[c], cacheColour, false);
     }
     ctx.putImageData(image, Math.round(m.left * ratio), Math.round(m.top * ratio));
+    // The legend: the colours drawn in this view, at most 16 of them.
+    const name = (key) => (this.colourBy === "site" && key.startsWith("#") ? this.site(Number(key.slice(1))).line : key);
+    this.legend.replaceChildren(...[...colours.keys()].slice(0, 16).map((key) =>
+      gmt.el("span", { class: "key", "data-layer": name(key) }, gmt.el("i", { style: "background:" + this.colour(key) }), name(key))));
     gmt.Timeline.prototype.drawAxes.call(this, ctx, (v) => m.top + ph - (v / ymax) * ph, ymax);
     this.root.dataset.drawnMaxBytes = String(drawnMax);
     this.root.dataset.drawMs = (performance.now() - started).toFixed(1);
