@@ -114,6 +114,7 @@ struct WhatIfCommandOptions {
   std::vector<std::string> dtype;    // ROLE=DTYPE, each already parsed once
   bool largest_batch = false;        // the largest batch scale that fits (also with batch_scale)
   std::optional<std::string> empty_cache_at;  // step, backward or a phase's name
+  std::vector<std::string> checkpoint;        // modules, qualified names
   bool json = false;
 };
 int whatif_command(const WhatIfCommandOptions& options, std::ostream& out, std::ostream& err);

@@ -34,6 +34,7 @@ int whatif_command(const WhatIfCommandOptions& options, std::ostream& out, std::
     allocator::parse_dtype(text, role, factor);
     w.dtype.emplace_back(role, factor);
   }
+  w.checkpoint = options.checkpoint;
   if (options.empty_cache_at)
     w.empty_cache_at = allocator::parse_empty_cache_at(*options.empty_cache_at);
   w.largest_batch = options.largest_batch || options.batch_scale.has_value();
@@ -136,6 +137,11 @@ Command add_whatif_command(CLI::App& app) {
           },
           "A role's tensors in another dtype than float32 (activation=bf16); repeatable")
       ->type_name("ROLE=DTYPE");
+  command
+      ->add_option("--checkpoint", options->checkpoint,
+                   "Activation checkpointing (torch.utils.checkpoint) of a module, by its "
+                   "qualified name as by_module lists it (layer3, blocks.2); repeatable")
+      ->type_name("MODULE");
   command
       ->add_option_function<std::string>(
           "--empty-cache-at",

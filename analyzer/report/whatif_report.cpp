@@ -154,7 +154,27 @@ std::vector<std::string> role_change_notes(const allocator::WhatIfOptions& o) {
         "communication buffers, ZeRO-3's gathered parameters, flat buffers' padding");
   if (!o.dtype.empty())
     notes.emplace_back("dtype: the role's tensors taken to be float32 in the recording");
+  if (!o.checkpoint.empty())
+    notes.emplace_back(
+        "checkpoint: a module's output taken to be the last block its forward made; its "
+        "recomputation runs where the backward first releases one of its activations");
   return notes;
+}
+
+// What checkpointing changed, a line a module.
+std::vector<std::string> checkpoint_lines(const WhatIfResult& result) {
+  std::vector<std::string> lines;
+  for (const allocator::CheckpointedModule& m : result.checkpointed) {
+    if (m.forwards == 0) {
+      lines.push_back("checkpoint " + m.name +
+                      ": no activation of its forwards is released by a backward: unchanged");
+    } else {
+      lines.push_back("checkpoint " + m.name + ": " + std::to_string(m.forwards) +
+                      " forward(s) recomputed in backward, up to " + human_bytes(m.max_bytes) +
+                      " of activations released at the end of one");
+    }
+  }
+  return lines;
 }
 
 }  // namespace
@@ -202,6 +222,11 @@ std::string changes_text(const allocator::WhatIfOptions& o) {
                     stage_name(o.shard->stage) + ")");
   for (const auto& [role, factor] : o.dtype)
     parts.push_back(std::string(role_name(role)) + " x" + factor_text(factor) + " (dtype)");
+  if (!o.checkpoint.empty()) {
+    std::string names;
+    for (const std::string& m : o.checkpoint) names += (names.empty() ? "" : ", ") + m;
+    parts.push_back("checkpoint " + names);
+  }
   if (o.empty_cache_at)
     parts.push_back("torch.cuda.empty_cache() at the end of each " +
                     empty_cache_at_text(*o.empty_cache_at));
@@ -275,7 +300,14 @@ json whatif_json(const WhatIfRequest& request, const WhatIfResult& result) {
     notes.push_back("CUDA graph captures (" + std::to_string(result.cuda_graph_captures) +
                     "): their private pools are not followed");
   for (std::string& n : role_change_notes(request.options)) notes.push_back(std::move(n));
+  for (std::string& n : checkpoint_lines(result)) notes.push_back(std::move(n));
   const allocator::WhatIfOptions& o = request.options;
+  json checkpoint = json::array();
+  for (const allocator::CheckpointedModule& m : result.checkpointed)
+    checkpoint.push_back({{"module", m.name},
+                          {"forwards", m.forwards},
+                          {"blocks", m.blocks},
+                          {"max_bytes_per_forward", m.max_bytes}});
   json dtype = json::object();
   for (const auto& [role, factor] : o.dtype) dtype[role_name(role)] = factor;
   json shard = nullptr;
@@ -286,6 +318,7 @@ json whatif_json(const WhatIfRequest& request, const WhatIfResult& result) {
           {"batch_scale", or_null(o.batch_scale)},
           {"shard", shard},
           {"dtype", dtype},
+          {"checkpoint", checkpoint},
           {"empty_cache_at",
            o.empty_cache_at ? json(empty_cache_at_text(*o.empty_cache_at)) : json(nullptr)},
           {"changed", result.changed},
@@ -307,6 +340,7 @@ void write_whatif_text(const WhatIfRequest& request, const WhatIfResult& result,
     out << "change: " << changes_text(request.options) << "\n";
   }
   for (const std::string& n : role_change_notes(request.options)) out << "note: " << n << "\n";
+  for (const std::string& n : checkpoint_lines(result)) out << "note: " << n << "\n";
   for (const std::string& k : result.conf.not_modelled)
     out << "note: not modelled: " << k << " (PyTorch would follow it; the prediction does not)\n";
   for (const std::string& k : result.conf.no_effect)

@@ -2,6 +2,7 @@
 #include "analyzer/model/allocator/block_roles.h"
 
 #include <algorithm>
+#include <unordered_map>
 #include <variant>
 
 #include "analyzer/model/containers/flat_hash_map.h"
@@ -19,6 +20,8 @@ constexpr uint64_t kFailedRequestAddress = 3ull << 62;
 
 class RequestRoles {
  public:
+  explicit RequestRoles(bool modules) : modules_(modules) {}
+
   void apply(const format::Record& record) {
     if (const auto* b = std::get_if<format::BlockRecord>(&record)) {
       on(*b);
@@ -40,6 +43,15 @@ class RequestRoles {
     out.roles.resize(classes_.size());
     for (std::size_t i = 0; i < classes_.size(); ++i)
       out.roles[i] = static_cast<uint8_t>(tracker_.role_of_class(classes_[i]));
+    out.modules = std::move(modules_of_);
+    out.forwards = std::move(forwards_of_);
+    out.module_names.assign(1, std::string());
+    for (uint32_t& m : out.modules) {  // Name ids -> dense ids of module_names
+      if (m == 0) continue;
+      auto [it, inserted] = dense_.try_emplace(m, static_cast<uint32_t>(out.module_names.size()));
+      if (inserted) out.module_names.push_back(tracker_.name(m));
+      m = it->second;
+    }
     return out;
   }
 
@@ -62,6 +74,7 @@ class RequestRoles {
         live_.insert(r.address, classes_.size());
       }
       classes_.push_back(0);
+      made();
     } else if (action == BlockAction::kFreeRequested) {
       if (auto* e = live_.find(r.address); e != nullptr) {
         if (const auto c = tracker_.last_ended()) classes_[e->value] = *c;
@@ -82,12 +95,24 @@ class RequestRoles {
       if (address == made.address) found = c;
     });
     classes_.push_back(found);
+    this->made();
     format::BlockRecord freed = made;
     freed.action = static_cast<uint32_t>(BlockAction::kFreeRequested);
     tracker_.on_block(freed);
     // Its free is the stand-in's, not the program's: the class stays the one at the failure.
   }
 
+  void made() {
+    if (!modules_) return;
+    const RoleTracker::Made m = tracker_.last_made();
+    modules_of_.push_back(m.module);
+    forwards_of_.push_back(m.forward);
+  }
+
+  bool modules_;
+  std::vector<uint32_t> modules_of_;
+  std::vector<uint32_t> forwards_of_;
+  std::unordered_map<uint32_t, uint32_t> dense_;
   RoleTracker tracker_;
   FlatHashMap<uint64_t, uint64_t, AddressHash> live_;  // address -> request ordinal
   std::vector<RoleTracker::RoleClass> classes_;        // by request ordinal
@@ -100,11 +125,11 @@ bool BlockRoles::any(Role role) const {
 }
 
 BlockRoles read_block_roles(std::span<const uint8_t> bytes, const std::string& name,
-                            format::PageAccess pages) {
+                            format::PageAccess pages, bool modules) {
   const format::HeaderCheck header = format::check_header(bytes);
   if (!header.ok) throw TraceError(name + ": " + header.error);
   format::TraceReader reader(bytes, header.header, std::move(pages));
-  RequestRoles roles;
+  RequestRoles roles(modules);
   while (const format::Record* record = reader.next_record()) roles.apply(*record);
   return roles.finish();
 }

@@ -22,6 +22,12 @@ namespace gmt::analyzer::allocator {
 struct BlockRoles {
   std::vector<uint8_t> roles;  // by request ordinal: a Role
   bool recorded = false;       // the trace carried roles (scopes or tags); else all unknown
+  // With modules asked for (read_block_roles' `modules`), by request ordinal: the module whose
+  // forward made it (an id of module_names; 0: none) and the root forward it was made in (0:
+  // none), as RoleTracker::last_made() tells them.
+  std::vector<uint32_t> modules;
+  std::vector<uint32_t> forwards;
+  std::vector<std::string> module_names;  // by id; 0 is ""
 
   Role of(uint64_t request) const {
     return request < roles.size() ? static_cast<Role>(roles[request]) : Role::kUnknown;
@@ -32,6 +38,6 @@ struct BlockRoles {
 
 // Throws TraceError when the trace is not readable at all.
 BlockRoles read_block_roles(std::span<const uint8_t> bytes, const std::string& name,
-                            format::PageAccess pages = {});
+                            format::PageAccess pages = {}, bool modules = false);
 
 }  // namespace gmt::analyzer::allocator

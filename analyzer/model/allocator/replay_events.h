@@ -16,11 +16,20 @@
 #include <utility>
 #include <vector>
 
+#include "analyzer/model/allocator/block_roles.h"
 #include "analyzer/model/allocator/trace_replay.h"
 #include "format/records.h"
 #include "format/trace_reader.h"
 
 namespace gmt::analyzer::allocator {
+
+// What checkpointing the modules changed (ReplayEvents::checkpointed), per module asked for.
+struct CheckpointedModule {
+  std::string name;
+  uint64_t forwards = 0;   // its forwards whose activations backward used (each recomputed once)
+  uint64_t blocks = 0;     // activations freed at the ends of those forwards, all of them
+  uint64_t max_bytes = 0;  // the most of their bytes one forward freed
+};
 
 class ReplayEvents {
  public:
@@ -34,14 +43,30 @@ class ReplayEvents {
 
   uint64_t block_events() const { return blocks_.size(); }
 
+  // The events as they would be with activation checkpointing (torch.utils.checkpoint) of each
+  // module named (and what runs inside it: "layer1" is also "layer1.0.conv1"), in every root
+  // forward whose activations a backward used. The activations made in the module's forward and
+  // released by a backward are released at the forward's end instead, except its output (taken
+  // to be the last block it made, which the next module keeps); right before the backward
+  // releases the first of them, the module's forward runs again: every block it made, in order,
+  // temporaries freed as they were, the output again and dropped, the activations kept for the
+  // backward, which then releases them as recorded. `roles` must have the modules
+  // (read_block_roles(..., true)). A module no block of the trace was made in is not
+  // checkpointed (its entry says 0 forwards).
+  ReplayEvents checkpointed(const BlockRoles& roles, const std::vector<std::string>& modules,
+                            std::vector<CheckpointedModule>& changed) const;
+
  private:
   struct Block {
     uint64_t address;
     uint64_t size;
     uint64_t stream;
-    int32_t device;
-    uint32_t action;
+    uint32_t ordinal;  // a request's (kAlloc, kOom): BlockRoles'; else kNoRequest
+    int16_t device;
+    uint8_t action;
+    bool in_backward;  // a backward was running (on any thread)
   };
+  static constexpr uint32_t kNoRequest = UINT32_MAX;
   static_assert(sizeof(Block) == 32);
 
   std::vector<Block> blocks_;

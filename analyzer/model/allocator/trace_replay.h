@@ -170,6 +170,9 @@ class TraceReplay {
   ~TraceReplay();
 
   void apply(const format::Record& record);
+  // The next request's ordinal (BlockRoles'), where the records are not the trace's own (a
+  // what-if that adds requests: checkpointing's recomputation asks again for what a module made).
+  void set_next_request(uint64_t ordinal) { request_ordinal_ = ordinal; }
   // Whether the model has failed a request the recording served (a what-if's OOM).
   bool failed() const { return failed_; }
   // After the last record: segment frees left pending are the program's, the last segments

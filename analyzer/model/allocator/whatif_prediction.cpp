@@ -16,6 +16,10 @@ bool batch_roles_present(const BlockRoles& roles) {
 
 // The changes by role need the roles, and blocks of the roles they change.
 void check_roles(const WhatIfOptions& options, const BlockRoles& roles) {
+  if (!options.checkpoint.empty() && !roles.recorded)
+    throw WhatIfError(
+        "--checkpoint needs each block's module and role, and this trace has none (PyTorch's "
+        "roles hooks did not run: GPUMEMTRACE_ROLES=0, or not a Python program)");
   if (!changes_roles(options)) return;
   if (!roles.recorded)
     throw WhatIfError(
@@ -223,7 +227,7 @@ WhatIfResult predict_whatif(std::span<const uint8_t> bytes, const std::string& n
                             const WhatIfOptions& options, format::PageAccess pages) {
   WhatIfResult out;
   if (options.alloc_conf) out.conf = parse_alloc_conf(*options.alloc_conf);
-  const BlockRoles roles = read_block_roles(bytes, name, pages);
+  const BlockRoles roles = read_block_roles(bytes, name, pages, !options.checkpoint.empty());
   out.roles_recorded = roles.recorded;
   check_roles(options, roles);
   ReplayOptions base;
@@ -234,7 +238,8 @@ WhatIfResult predict_whatif(std::span<const uint8_t> bytes, const std::string& n
   out.history_dropped = unchanged.history_dropped;
   out.problems = unchanged.problems;
   out.changed = options.alloc_conf.has_value() || options.device_memory.has_value() ||
-                options.empty_cache_at.has_value() || changes_roles(options);
+                options.empty_cache_at.has_value() || !options.checkpoint.empty() ||
+                changes_roles(options);
 
   ReplayOptions changed;
   changed.alloc_conf = options.alloc_conf;
@@ -263,7 +268,20 @@ WhatIfResult predict_whatif(std::span<const uint8_t> bytes, const std::string& n
     p.predicted_roles = d.roles_at_peak;
     out.devices.push_back(std::move(p));
   }
-  std::optional<ReplayEvents> events;  // read once where the search replays many times
+  // The events read once: where the search replays many times, or checkpointing changes them.
+  std::optional<ReplayEvents> events;
+  if (!options.checkpoint.empty()) {
+    events = ReplayEvents::read(bytes, name, pages)
+                 .checkpointed(roles, options.checkpoint, out.checkpointed);
+    if (std::all_of(out.checkpointed.begin(), out.checkpointed.end(),
+                    [](const CheckpointedModule& m) { return m.forwards == 0; }))
+      throw WhatIfError(
+          "--checkpoint: no activation made in the forward of " +
+          (options.checkpoint.size() == 1 ? "'" + options.checkpoint[0] + "'"
+                                          : std::string("any of the modules")) +
+          " is released by a backward in this trace (no module of that name, a module path "
+          "as `by_module` lists them, or no backward)");
+  }
   if (options.largest_batch) {
     const bool capacity_known = !changed.capacity.empty();
     if (!roles.recorded) {
@@ -273,7 +291,7 @@ WhatIfResult predict_whatif(std::span<const uint8_t> bytes, const std::string& n
     } else if (!capacity_known) {
       out.batch.not_run = "the device's memory is not in the trace: give --device-memory";
     } else {
-      events = ReplayEvents::read(bytes, name, pages);
+      if (!events) events = ReplayEvents::read(bytes, name, pages);
       std::optional<double> guess;
       for (const DeviceReplayResult& d : unchanged.devices) {
         const auto c = changed.capacity.find(d.device);

@@ -52,6 +52,8 @@ struct WhatIfOptions {
   std::optional<Shard> shard;
   std::vector<std::pair<Role, double>> dtype;  // role, factor
   std::optional<EmptyCacheAt> empty_cache_at;  // torch.cuda.empty_cache() added there
+  // Activation checkpointing of these modules (qualified names): ReplayEvents::checkpointed().
+  std::vector<std::string> checkpoint;
   // Also the largest batch scale that fits (a search of replays, kBatchStep apart).
   bool largest_batch = false;
 };
@@ -109,6 +111,7 @@ struct WhatIfResult {
   bool roles_recorded = false;  // the trace carried roles: by_role is more than unknown
   BatchSearch batch;
   AllocConf conf;  // --alloc-conf as parsed over the defaults (keys without effect...)
+  std::vector<CheckpointedModule> checkpointed;  // --checkpoint: what it changed, by module
   std::vector<DevicePrediction> devices;
   uint64_t block_events = 0;
   uint64_t cuda_graph_captures = 0;

@@ -153,6 +153,12 @@ uint32_t RoleTracker::new_facts() {
   return static_cast<uint32_t>(facts_.size() - 1);
 }
 
+const std::string& RoleTracker::name(uint32_t id) const {
+  static const std::string kNone;
+  const auto it = names_.find(id);
+  return it != names_.end() ? it->second : kNone;
+}
+
 void RoleTracker::on_block(const format::BlockRecord& r) {
   last_ended_.reset();
   const auto action = static_cast<format::BlockAction>(r.action);
@@ -194,6 +200,7 @@ void RoleTracker::on_block(const format::BlockRecord& r) {
       f.where = captured ? Where::kCudaGraph : Where::kBackward;
       f.instance = captured ? *backward.capture : backward.instance;
     }
+    last_made_ = f.where == Where::kForward ? Made{f.module, f.instance + 1} : Made{};
     auto [live, inserted] = live_.try_insert(r.address, i);
     if (!inserted) {  // the old block's free was not recorded: it ends here
       Facts& old = facts_[live->value];

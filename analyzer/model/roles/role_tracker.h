@@ -57,6 +57,16 @@ class RoleTracker {
   // The class of the block the last block record ended (its free, or an allocation at its
   // address whose free was not recorded), until the next block record; none if it ended none.
   std::optional<RoleClass> last_ended() const { return last_ended_; }
+  // The block the last allocation made: the module whose forward made it (Name id, as outline
+  // forwards have it too; 0: no module's) and the root forward it was made in (its scope
+  // instance plus one; 0: none). For what-ifs that act on a module's blocks (checkpointing).
+  struct Made {
+    uint32_t module = 0;
+    uint32_t forward = 0;
+  };
+  Made last_made() const { return last_made_; }
+  // A Name record's text; empty when none came.
+  const std::string& name(uint32_t id) const;
   // Each live block's address and class now.
   template <class F>
   void for_each_live(F&& f) const {
@@ -183,6 +193,7 @@ class RoleTracker {
   bool gradients_tagged_ = false;
   uint64_t unmatched_tags_ = 0;
   std::optional<RoleClass> last_ended_;
+  Made last_made_;
 };
 
 }  // namespace gmt::analyzer

@@ -416,6 +416,75 @@ TEST(WhatIf, EmptyCacheAtTheEndOfEachStepReleasesTheCacheThere) {
   EXPECT_THROW(parse_empty_cache_at(""), std::invalid_argument);
 }
 
+// A training step of two modules: layer1 makes an activation A1 (10 MiB), a temporary T1 (4 MiB,
+// freed inside) and its output O1 (10 MiB); layer2 makes A2 (in layer2.fc) and its output O2
+// (10 MiB each);
+// backward releases O2, A2, O1, A1. Recorded: 40 MiB allocated at the forward's end.
+// Checkpointing layer1 releases A1 at layer1's end (30 MiB then), and recomputes layer1 before
+// backward releases A1: O1 live, A1 again, T1, O1 again = 30 MiB. Checkpointing layer2 alone
+// changes nothing: its own forward reaches 40 MiB before it ends.
+Records checkpointed_step() {
+  using format::ScopeAction;
+  using format::ScopeKind;
+  constexpr uint64_t kA1 = 0x7f5000000000, kT1 = 0x7f5100000000, kO1 = 0x7f5200000000;
+  constexpr uint64_t kA2 = 0x7f5300000000, kO2 = 0x7f5400000000;
+  Records r;
+  r.device(1024 * kMiB).name(1, "Net").name(2, "layer1").name(3, "layer2").name(4, "backward");
+  r.name(5, "layer2.fc");
+  r.scope(ScopeKind::kModule, ScopeAction::kEnter, 1);
+  r.scope(ScopeKind::kModule, ScopeAction::kEnter, 2);
+  r.segment(kA1, 10 * kMiB).alloc(kA1, 10 * kMiB);
+  r.segment(kT1, 20 * kMiB).alloc(kT1, 4 * kMiB).free(kT1, 4 * kMiB);
+  r.segment(kO1, 10 * kMiB).alloc(kO1, 10 * kMiB);
+  r.scope(ScopeKind::kModule, ScopeAction::kExit);
+  r.scope(ScopeKind::kModule, ScopeAction::kEnter, 3)
+      .scope(ScopeKind::kModule, ScopeAction::kEnter, 5);
+  r.segment(kA2, 10 * kMiB).alloc(kA2, 10 * kMiB).scope(ScopeKind::kModule, ScopeAction::kExit);
+  r.segment(kO2, 10 * kMiB).alloc(kO2, 10 * kMiB);
+  r.scope(ScopeKind::kModule, ScopeAction::kExit).scope(ScopeKind::kModule, ScopeAction::kExit);
+  r.scope(ScopeKind::kBackward, ScopeAction::kEnter, 4);
+  r.free(kO2, 10 * kMiB).free(kA2, 10 * kMiB).free(kO1, 10 * kMiB).free(kA1, 10 * kMiB);
+  r.scope(ScopeKind::kBackward, ScopeAction::kExit);
+  return r;
+}
+
+TEST(WhatIf, CheckpointingAModuleReleasesItsActivationsAndRecomputesThem) {
+  const std::vector<uint8_t> trace = checkpointed_step().file();
+  const auto predict = [&](std::vector<std::string> modules) {
+    WhatIfOptions options;
+    options.checkpoint = std::move(modules);
+    return predict_whatif(trace, "step.gmt", options);
+  };
+  const WhatIfResult none = predict_whatif(trace, "step.gmt", {});
+  EXPECT_EQ(none.devices[0].recorded_max_allocated, 40 * kMiB);
+
+  const WhatIfResult layer1 = predict({"layer1"});
+  EXPECT_TRUE(layer1.changed);
+  EXPECT_EQ(layer1.devices[0].predicted_max_allocated, 30 * kMiB);
+  ASSERT_EQ(layer1.checkpointed.size(), 1u);
+  EXPECT_EQ(layer1.checkpointed[0].forwards, 1u);
+  EXPECT_EQ(layer1.checkpointed[0].blocks, 1u);  // A1: O1 is its output, T1 a temporary
+  EXPECT_EQ(layer1.checkpointed[0].max_bytes, 10 * kMiB);
+
+  const WhatIfResult layer2 = predict({"layer2"});
+  EXPECT_EQ(layer2.devices[0].predicted_max_allocated, 40 * kMiB);
+  EXPECT_EQ(layer2.checkpointed[0].blocks, 1u);  // A2
+
+  // Both: 30 MiB in the forward (O1, A2, O2), and each recomputation (O1, A2, O2 again: 30 MiB;
+  // then A1, T1, O1 again: 24 MiB).
+  const WhatIfResult both = predict({"layer1", "layer2"});
+  EXPECT_EQ(both.devices[0].predicted_max_allocated, 30 * kMiB);
+  // What runs inside a module named is checkpointed with it (A2, made in layer2.fc); a name is
+  // a whole module path, not a prefix of one.
+  // layer2.fc alone: A2 is its output, which the next module keeps: nothing to release.
+  EXPECT_THROW(predict({"layer2.fc"}), WhatIfError);
+  EXPECT_THROW(predict({"layer"}), WhatIfError);
+  EXPECT_THROW(predict({"layer3"}), WhatIfError);
+  const WhatIfResult one_missing = predict({"layer1", "layer3"});
+  EXPECT_EQ(one_missing.checkpointed[1].forwards, 0u);
+  EXPECT_EQ(one_missing.devices[0].predicted_max_allocated, 30 * kMiB);
+}
+
 // Every request an activation: at a batch scale K the run asks 100K, 100K (the first freed),
 // then 150K MiB. On 400 MiB the two 100K segments fit up to K = 2, and the 150K request is then
 // served after the cache is released: the largest scale is 2, whatever the search starts from;
