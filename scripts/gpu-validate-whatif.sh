@@ -6,9 +6,10 @@
 # (`whatif --json`) and a rerun untraced under the change, with PyTorch's max_memory_allocated,
 # max_memory_reserved and whether it ran out of memory. The changes: none (the model against an
 # untraced run), allocator settings (expandable_segments, max_split_size_mb), batch x0.5, x2,
-# x3, the largest batch whatif says fits and a batch 1/8 above it.
-# Targets (issue 48): allocator settings within 2 % of the highest reserved; batch scales within
-# 5 % of the highest allocated; every fits / does-not-fit verdict right.
+# x3, activation checkpointing of the repeated blocks, the largest batch whatif says fits and a
+# batch 1/8 above it.
+# Targets (issue 48): allocator settings within 2 % of the highest reserved; batch scales and
+# checkpointing within 5 % of the highest allocated; every fits / does-not-fit verdict right.
 # Output: OUTPUT_DIR/whatif_table.md (also printed), each case's files as whatif_CASE_*.
 # Usage: scripts/gpu-validate-whatif.sh [OUTPUT_DIR]   (default: $OUT, else gpu-validate-output)
 # GMT_WHATIF_CASES picks the cases (default "mlp resnet transformer fragmented").
@@ -65,6 +66,18 @@ for case in ${GMT_WHATIF_CASES-mlp resnet transformer fragmented}; do
     b=$(python3 -c "print(max(1, round($batch * $k)))")
     predict_and_rerun "$case" "batch_x$k" "" "$b" "--batch-scale $(python3 -c "print($b / $batch)")"
   done
+  # Activation checkpointing of the network's repeated blocks (the modules peak's remedies pick).
+  case "$case" in
+    resnet) modules="layer1 layer2 layer3 layer4" ;;
+    transformer) modules="layers.0 layers.1 layers.2 layers.3" ;;
+    *) modules="0 1 2 3" ;;
+  esac
+  checkpoint_whatif="" checkpoint_rerun=()
+  for m in $modules; do
+    checkpoint_whatif+=" --checkpoint $m"
+    checkpoint_rerun+=(--checkpoint "$m")
+  done
+  predict_and_rerun "$case" checkpoint "" "$batch" "${checkpoint_whatif# }" "${checkpoint_rerun[@]}"
   # The largest batch whatif says fits, and 1/8 above it: the verdict's edge.
   "$gmt" whatif "$trace" --largest-batch --json >"$out/whatif_${case}_largest.json" ||
     { echo "FAIL $case: whatif --largest-batch"; failures=$((failures + 1)); continue; }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <optional>
 #include <sstream>
 
@@ -103,6 +104,64 @@ CandidateWork shard_remedy(const Candidates& c, ShardStage stage, const char* st
   };
 }
 
+// The first `depth` components of a module path ("layer1.0" of "layer1.0.conv1" at 2); empty
+// when it has fewer.
+std::string path_prefix(const std::string& name, std::size_t depth) {
+  std::size_t end = 0;
+  for (std::size_t d = 0; d < depth; ++d) {
+    if (d > 0) {
+      if (end == name.size()) return {};
+      ++end;  // past the dot
+    }
+    end = name.find('.', end);
+    if (end == std::string::npos) end = name.size();
+  }
+  return name.substr(0, end);
+}
+
+// The modules worth checkpointing: the first level of module paths (from the root's children
+// down) where at least three modules each made 5 % or more of the activations' bytes (a
+// network's repeated blocks: layer1..layer4, model.layers.0..31), those; none when no level has.
+std::vector<std::string> modules_to_checkpoint(const BlockRoles& roles,
+                                               const std::vector<uint64_t>& activation_bytes) {
+  uint64_t total = 0;
+  for (const uint64_t b : activation_bytes) total += b;
+  if (total == 0) return {};
+  for (std::size_t depth = 1; depth <= 4; ++depth) {
+    std::map<std::string, uint64_t> by_path;
+    for (std::size_t id = 1; id < roles.module_names.size() && id < activation_bytes.size(); ++id) {
+      const std::string path = path_prefix(roles.module_names[id], depth);
+      if (!path.empty()) by_path[path] += activation_bytes[id];
+    }
+    std::vector<std::string> chosen;
+    for (const auto& [path, bytes] : by_path) {
+      if (bytes * 20 >= total) chosen.push_back(path);
+    }
+    if (chosen.size() >= 3) return chosen;
+  }
+  return {};
+}
+
+// Checkpointing the modules worth it, all at once.
+CandidateWork checkpoint_remedy(const Candidates& c, const BlockRoles& roles,
+                                std::vector<std::string> modules) {
+  return [&c, &roles, modules = std::move(modules)](Candidate& out) {
+    std::vector<CheckpointedModule> changed;
+    const ReplayEvents events = c.events().checkpointed(roles, modules, changed);
+    std::string listed;
+    std::string whatif;
+    for (const std::string& m : modules) {
+      listed += (listed.empty() ? "" : ", ") + m;
+      whatif += (whatif.empty() ? "" : " ") + ("--checkpoint " + m);
+    }
+    ReplayOptions r = c.base();
+    r.stop_at_failure = true;
+    ++out.replays;
+    out.remedy = c.of(events.replay(r), "checkpoint " + listed, whatif,
+                      "torch.utils.checkpoint around each; recomputed in backward");
+  };
+}
+
 // The largest batch that fits, searched from a guess: the batch's roles at the run's highest
 // allocated (a replay with the roles, no limit) grown into what the device leaves them.
 CandidateWork batch_remedy(const Candidates& c, const Remedies& remedies) {
@@ -188,7 +247,7 @@ Remedies find_remedies(std::span<const uint8_t> bytes, const std::string& name,
     out.total_bytes = whatif_capacity(d, device_memory).total_bytes;
     out.recorded_max_reserved_bytes = d.recorded_max_reserved;
   }
-  const BlockRoles roles = read_block_roles(bytes, name, pages);
+  const BlockRoles roles = read_block_roles(bytes, name, pages, true);
   base.roles = &roles;
   const bool expandable_on =
       std::any_of(unchanged.devices.begin(), unchanged.devices.end(),
@@ -218,7 +277,13 @@ Remedies find_remedies(std::span<const uint8_t> bytes, const std::string& name,
                              "the activations taken to be float32 in the recording", r.replays);
       });
     }
-    // 4. Sharding over more GPUs, the least sharded first.
+    // 4. Activation checkpointing of the network's repeated blocks.
+    if (roles.any(Role::kActivation)) {
+      std::vector<std::string> modules =
+          modules_to_checkpoint(roles, events.requested_by_module(roles, Role::kActivation));
+      if (!modules.empty()) work.push_back(checkpoint_remedy(c, roles, std::move(modules)));
+    }
+    // 5. Sharding over more GPUs, the least sharded first.
     if (roles.any(Role::kOptimizerState))
       work.push_back(shard_remedy(c, ShardStage::kZero1, "zero1"));
     if (roles.any(Role::kGradient)) work.push_back(shard_remedy(c, ShardStage::kZero2, "zero2"));

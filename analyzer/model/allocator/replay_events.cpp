@@ -127,6 +127,16 @@ int matching_module(const std::string& name, const std::vector<std::string>& mod
 
 }  // namespace
 
+std::vector<uint64_t> ReplayEvents::requested_by_module(const BlockRoles& roles, Role role) const {
+  std::vector<uint64_t> bytes(roles.module_names.size(), 0);
+  for (const Block& b : blocks_) {
+    if (b.ordinal == kNoRequest || b.ordinal >= roles.modules.size() || roles.of(b.ordinal) != role)
+      continue;
+    if (const uint32_t m = roles.modules[b.ordinal]; m < bytes.size()) bytes[m] += b.size;
+  }
+  return bytes;
+}
+
 ReplayEvents ReplayEvents::checkpointed(const BlockRoles& roles,
                                         const std::vector<std::string>& modules,
                                         std::vector<CheckpointedModule>& changed) const {

@@ -55,6 +55,9 @@ class ReplayEvents {
   // checkpointed (its entry says 0 forwards).
   ReplayEvents checkpointed(const BlockRoles& roles, const std::vector<std::string>& modules,
                             std::vector<CheckpointedModule>& changed) const;
+  // The bytes the requests of `role` asked for, by module (BlockRoles' module ids; `roles` with
+  // the modules), over the whole trace.
+  std::vector<uint64_t> requested_by_module(const BlockRoles& roles, Role role) const;
 
  private:
   struct Block {
