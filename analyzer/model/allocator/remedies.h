@@ -2,8 +2,9 @@
 // What would make a run fit, as the allocator's model predicts it (whatif's replays): for a run
 // that failed (an OOM of PyTorch's allocator), or that would not fit a device of another size,
 // each change the model can predict, the cheapest first: an allocator setting (no code change),
-// a smaller batch (the largest that fits), bf16 activations (autocast), the optimizer's state,
-// gradients and parameters sharded over the fewest ranks that fit (ZeRO-1, 2, 3). Each with its
+// a smaller batch (the largest that fits), bf16 activations (autocast), activation
+// checkpointing of the network's repeated blocks, the optimizer's state, gradients and
+// parameters sharded over the fewest ranks that fit (ZeRO-1, 2, 3). Each with its
 // predicted highest reserved and allocated and whether it fits. None when the unchanged replay
 // did not reproduce the recording (a prediction would not be worth its figures), nor when the
 // run fits as it is.
