@@ -4,6 +4,8 @@
 #include "analyzer/report/history_text.h"
 
 #include <algorithm>
+#include <future>
+#include <optional>
 #include <queue>
 #include <unordered_map>
 
@@ -21,6 +23,7 @@
 #include "analyzer/report/inference_report.h"
 #include "analyzer/report/job_view.h"
 #include "analyzer/report/json/json_fields.h"
+#include "analyzer/report/remedies_report.h"
 #include "analyzer/report/roles_report.h"
 #include "analyzer/report/views_report.h"
 
@@ -286,6 +289,13 @@ class DataBuilder {
                      uint64_t buckets) {
     stack_index_.clear();
     stacks_ = ordered_json::array();
+    // What would make a failed run fit (the allocator's model), searched on a thread of its own
+    // while the passes below read the trace.
+    const bool failed = !t.failures.empty() || t.failures_not_kept > 0;
+    auto remedies = failed && limits_.remedies ? start_remedies(t.path, std::nullopt)
+                                               : std::async(std::launch::deferred, [] {
+                                                   return std::optional<allocator::Remedies>();
+                                                 });
     const uint64_t resolution = std::max<uint64_t>(1, t.duration_ns / buckets + 1);
     const LibraryTimeline libraries = read_library_timeline(t, resolution, limits_.libraries);
     const ExportPass pass = read_export_pass(t, resolution);
@@ -302,6 +312,13 @@ class DataBuilder {
     const std::size_t runs_left_out = pass.phases.size() - runs.size() + pass.phases_not_kept;
     ordered_json argv = ordered_json::array();
     for (const std::string& arg : t.argv) argv.push_back(text(arg));
+    ordered_json fixes = nullptr;
+    if (const auto found = remedies.get()) {
+      ordered_json answer = ordered_json::object();
+      add_remedies_json(*found, answer);
+      // Nothing is said of remedies where the model does not apply (no PyTorch block events).
+      if (!answer.empty()) fixes = std::move(answer);
+    }
     ordered_json warnings = ordered_json::array();
     for (std::size_t i = 0; i < t.symbolization_warnings.size() && i < 20; ++i)
       warnings.push_back(text(t.symbolization_warnings[i]));
@@ -327,6 +344,7 @@ class DataBuilder {
             {"leaks_left_out", t.leaks.size() - leaks.size()},
             {"allocation_sites", allocation_sites_json(t, resolved, allocations)},
             {"step_runs", step_runs_json(allocations)},
+            {"remedies", fixes},
             {"phases", phase_stats_json(t)},
             {"phase_runs", runs},
             {"phase_runs_left_out", runs_left_out},
@@ -675,6 +693,8 @@ ordered_json html_report_data(ReportInput& input, const HtmlLimits& limits, unsi
   AllocationLimits& a = shared.allocations;
   a.bands =
       std::min(a.bands, std::max<std::size_t>(limits.allocation_bands_in_all / trace_count, 200));
+  // Remedies cost a few replays of each failed trace: searched for a page of a few traces.
+  shared.remedies = limits.remedies && trace_count <= 8;
   if (trace_count > 8) {
     a.moments = std::min<std::size_t>(a.moments, 2);
     a.series = std::min<std::size_t>(a.series, 8);

@@ -37,6 +37,9 @@ struct HtmlLimits {
   // 200, at most allocations.bands); a page of more than 8 traces keeps fewer series, moments
   // and segment lifetimes per trace.
   std::size_t allocation_bands_in_all = 200'000;
+  // What would make a failed run fit (remedies_report.h, as `oom` says it), for a page of at
+  // most 8 traces.
+  bool remedies = true;
 };
 
 // The object embedded in the page. Reads each trace's file again (its path in the model), one

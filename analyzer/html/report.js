@@ -210,6 +210,8 @@ gmt.Report = class {
         gmt.el("div", { class: "column" }, gmt.el("h5", null, "the failed call"), gmt.stackList(o)),
         gmt.el("div", { class: "column wide" }, gmt.el("h5", null, "largest holders then, with their stacks"),
                gmt.Report.sites(o.holders, ""))));
+      const fixes = gmt.remediesList(t);
+      if (fixes) panel.append(fixes);
       return;
     }
     const res = d.timeline.resolution_ns;

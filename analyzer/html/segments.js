@@ -108,5 +108,7 @@ gmt.Segments = class {
         gmt.el("span", { class: "segment-label" }, "requested " + gmt.bytes(s.request_bytes)),
         gmt.el("div", { class: "segment-bar request-bar", style: "width:" + share(s.request_bytes) })));
     }
+    const fixes = s.kind === "failure" ? gmt.remediesList(this.trace) : null;
+    if (fixes) this.body.append(fixes);
   }
 };

@@ -320,3 +320,47 @@ TEST_F(HtmlAllocations, TheSegmentsAtThePeakAreTheReportsRolesAndCache) {
 
 }  // namespace
 }  // namespace gmt::test
+
+namespace gmt::test {
+namespace {
+
+// Remedies beside the failure (issue 51 item 4): the fragmentation OOM of an allocator that
+// reports as PyTorch's does; the page carries `oom --json`'s remedies, and the segments view at
+// the failure and the failure's panel list them.
+TEST_F(HtmlAllocations, TheFailureShowsTheRemediesOomGives) {
+  const ProcessResult run = run_traced("workload_cached_training", {"fragment"},
+                                       {{"SIM_ALLOCATOR", "pytorch"},
+                                        {"FAKECUDA_DEVICE_MEMORY", "33554432"},
+                                        {"FAKECUDA_CONTEXT_OVERHEAD", "0"}});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string trace = only_trace();
+  const std::string page = html({trace});
+  const json data = embedded_data(read_file(page));
+  const ProcessResult oom = cli({"oom", "--json", trace});
+  ASSERT_EQ(oom.exit_code, 0) << oom.err;
+  const json expected = json::parse(oom.out);
+  ASSERT_EQ(expected["remedies"].size(), 1u) << expected.dump(1);
+  EXPECT_EQ(data["traces"][0]["remedies"]["remedies"], expected["remedies"]);
+  EXPECT_EQ(data["traces"][0]["remedies"]["remedies_note"], expected["remedies_note"]);
+  const std::string rows =
+      R"((selector) => [...document.querySelectorAll(selector + ' .remedies tr[data-change]')]
+                                 .map((r) => [r.dataset.change, r.dataset.fits === 'true']))";
+  const json seen = probe(page, json::array({{{"eval", "(" + rows + ")('.segments')"}},
+                                             {{"click", R"((() => {
+                           const c = window.gmtReport.charts[0];
+                           c.root.scrollIntoView();
+                           const r = c.overlay.getBoundingClientRect();
+                           return {x: r.left + c.xOf(c.ooms[0].time_ns), y: r.top + r.height / 2};
+                         })())"}},
+                                             {{"eval", "(" + rows + ")('.moment')"}}}));
+  if (!skip_.empty()) GTEST_SKIP() << skip_;
+  ASSERT_FALSE(seen.is_null());
+  EXPECT_EQ(seen["errors"], json::array()) << seen["errors"].dump(2);
+  const json want = json::array(
+      {json::array({expected["remedies"][0]["change"], expected["remedies"][0]["fits"]})});
+  EXPECT_EQ(seen["results"][0], want);
+  EXPECT_EQ(seen["results"][2], want);
+}
+
+}  // namespace
+}  // namespace gmt::test
