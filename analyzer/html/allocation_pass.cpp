@@ -162,6 +162,10 @@ class AllocationTracker {
       request_.reset();
     }
     bucket_ = std::min(std::max(bucket_, time / out_.resolution_ns), out_.buckets - 1);
+    ++moment_;
+    for (auto& [ordinal, s] : states_) {
+      if (bucket_ > s.open_bucket) close(ordinal, s, bucket_);
+    }
     replay_.apply(record);
     if (alloc != nullptr && drawn_alloc(*alloc)) {
       // A segment too: the axis starts with the program's first allocation of any kind.
@@ -200,7 +204,11 @@ class AllocationTracker {
       out_.devices[device].snapshots[snapshot].segments[segment].pieces[piece].role =
           roles.role_of_class(c);
     }
-    for (auto& [ordinal, state] : states_) finish_series(ordinal, state);
+    for (auto& [ordinal, state] : states_) {
+      close(ordinal, state, out_.buckets);
+      out_.devices[ordinal].moments = std::move(state.moment_times);
+      finish_series(ordinal, state);
+    }
     for (auto& [ordinal, d] : out_.devices) {
       std::stable_sort(
           d.bands.begin(), d.bands.end(),
@@ -219,11 +227,12 @@ class AllocationTracker {
   };
   // The most a series' allocations held in each bucket, filled up to `last` (the buckets after
   // it hold `live`).
+  // What a series' allocations held at each bucket's moment (below).
   struct Series {
     std::vector<uint64_t> values;
     uint64_t live = 0;
     uint64_t most = 0;
-    uint64_t last = 0;
+    uint64_t live_at_start = 0;  // of the bucket open now
     uint32_t site = AllocationPass::kOtherSite;
     Role role = Role::kUnknown;
     std::optional<uint32_t> role_class;
@@ -239,6 +248,16 @@ class AllocationTracker {
     long peak_snapshot = -1;
     std::size_t next_moment = 0;
     long last_failure = -1;  // the snapshot of the failure just before, while nothing changed
+    // Each bucket's moment: when the device held the most during it (the latest such record),
+    // as the timeline takes its split. The series are written as they were then, so that the
+    // page's stack at that moment adds up to what was live (each series' own most during the
+    // bucket would not: a small allocation freed before another was made would count twice).
+    uint64_t open_bucket = 0;
+    uint64_t max_total = 0;
+    uint64_t max_moment = 0;
+    uint64_t max_time = 0;
+    std::vector<std::tuple<uint64_t, uint32_t, uint64_t>> log;  // (moment, series, live after)
+    std::vector<uint64_t> moment_times;                         // per bucket, closed ones
   };
   struct Segment {
     uint64_t size = 0;
@@ -273,7 +292,15 @@ class AllocationTracker {
 
   DeviceState& state(int device) {
     auto [it, added] = states_.try_emplace(device);
-    if (added) out_.devices[device].first_alloc_ns = UINT64_MAX;
+    if (added) {
+      out_.devices[device].first_alloc_ns = UINT64_MAX;
+      DeviceState& s = it->second;
+      s.open_bucket = bucket_;
+      s.max_time = bucket_ * out_.resolution_ns;
+      s.max_moment = moment_ - 1;
+      s.moment_times.assign(out_.buckets, 0);
+      for (uint64_t q = 0; q < bucket_; ++q) s.moment_times[q] = q * out_.resolution_ns;
+    }
     return it->second;
   }
 
@@ -299,7 +326,7 @@ class AllocationTracker {
       Series& series = s.series[open.series];
       if (series_index != plan_.series) series.site = site;
       if (role) series.role = *role;
-      change(series, static_cast<int64_t>(size));
+      change(s, open.series, static_cast<int64_t>(size));
     }
     s.last_failure = -1;
     return open;
@@ -316,21 +343,47 @@ class AllocationTracker {
     }
     Series& series = s.series[open.series];
     if (role_class) series.role_class = role_class;
-    change(series, -static_cast<int64_t>(open.size));
+    change(s, open.series, -static_cast<int64_t>(open.size));
   }
 
-  void change(Series& series, int64_t delta) {
-    if (series.values.empty()) {
-      series.values.assign(out_.buckets, 0);
-      series.last = bucket_;
-    } else if (bucket_ > series.last) {
-      std::fill(series.values.begin() + static_cast<long>(series.last) + 1,
-                series.values.begin() + static_cast<long>(bucket_) + 1, series.live);
-      series.last = bucket_;
-    }
+  void change(DeviceState& s, uint32_t index, int64_t delta) {
+    Series& series = s.series[index];
+    if (series.values.empty()) series.values.assign(out_.buckets, 0);
     series.live = static_cast<uint64_t>(static_cast<int64_t>(series.live) + delta);
     series.most = std::max(series.most, series.live);
-    series.values[bucket_] = std::max(series.values[bucket_], series.live);
+    s.log.emplace_back(moment_, index, series.live);
+  }
+
+  uint64_t device_total(int ordinal) {
+    const auto it = replay_.summary().devices.find(ordinal);
+    return it == replay_.summary().devices.end() ? 0 : it->second.live_bytes;
+  }
+
+  // Closes the device's open bucket and those up to `next` (none of which saw a record): each
+  // series' value at the bucket's moment.
+  void close(int ordinal, DeviceState& s, uint64_t next) {
+    const uint64_t b = s.open_bucket;
+    std::vector<uint64_t> at(s.series.size());
+    for (std::size_t i = 0; i < s.series.size(); ++i) at[i] = s.series[i].live_at_start;
+    for (const auto& [moment, index, live] : s.log) {
+      if (moment <= s.max_moment) at[index] = live;
+    }
+    for (std::size_t i = 0; i < s.series.size(); ++i) {
+      if (!s.series[i].values.empty()) s.series[i].values[b] = at[i];
+    }
+    s.moment_times[b] = s.max_time;
+    for (uint64_t q = b + 1; q < next; ++q) {
+      for (Series& series : s.series) {
+        if (!series.values.empty()) series.values[q] = series.live;
+      }
+      s.moment_times[q] = q * out_.resolution_ns;
+    }
+    for (Series& series : s.series) series.live_at_start = series.live;
+    s.log.clear();
+    s.open_bucket = next;
+    s.max_total = device_total(ordinal);
+    s.max_moment = moment_ - 1;
+    s.max_time = next * out_.resolution_ns;
   }
 
   void begin_driver(const format::AllocRecord& a) {
@@ -421,6 +474,11 @@ class AllocationTracker {
 
   void after(uint64_t time) {
     for (auto& [ordinal, s] : states_) {
+      if (const uint64_t total = device_total(ordinal); total >= s.max_total) {
+        s.max_total = total;
+        s.max_moment = moment_;
+        s.max_time = time;
+      }
       // The caching allocators' cache: the most it held during each bucket.
       const auto& blocks = replay_.blocks();
       const uint64_t reserved = blocks.reserved_bytes(ordinal);
@@ -597,8 +655,6 @@ class AllocationTracker {
       ranked.emplace_back(s.series[plan_.series].most, plan_.series);
     for (const auto& [most, i] : ranked) {
       Series& series = s.series[i];
-      std::fill(series.values.begin() + static_cast<long>(series.last) + 1, series.values.end(),
-                series.live);
       const Role role = series.role_class ? roles.role_of_class(*series.role_class) : series.role;
       d.series.emplace_back(series.site, std::move(series.values));
       d.series_roles.push_back(i == plan_.series ? Role::kUnknown : role);
@@ -632,6 +688,7 @@ class AllocationTracker {
   std::size_t partial_ = 0;  // kept of the class the limit falls in
   std::size_t failures_ = 0;
   uint64_t bucket_ = 0;
+  uint64_t moment_ = 0;  // records applied, the one being applied included
 };
 
 }  // namespace

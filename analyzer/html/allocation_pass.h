@@ -81,7 +81,10 @@ struct DeviceAllocations {
   uint64_t first_alloc_ns = 0;        // when the device's first allocation was made
   std::vector<AllocationBand> bands;  // by start
   uint64_t small_count = 0;           // allocations added up in the series
-  // Per site (index in sites) the most its small allocations held in each bucket; the last
+  // Per bucket, the time of its moment: when the device held the most during it (the latest
+  // such). The series are what was live then, so that at that moment the stack adds up.
+  std::vector<uint64_t> moments;
+  // Per site (index in sites) what its small allocations held at each bucket's moment; the last
   // entry gathers the sites past the `series` largest (kOtherSite).
   std::vector<std::pair<uint32_t, std::vector<uint64_t>>> series;
   std::vector<Role> series_roles;  // the role of each series' last allocation

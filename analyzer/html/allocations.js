@@ -235,22 +235,39 @@ gmt.Allocations = class {
     const best = new Float64Array(pw).fill(-1);
     const when = new Float64Array(pw).fill(NaN);
     const cacheOf = new Float64Array(pw);
+    // A column that holds a bucket's moment (when the device held the most in the bucket: the
+    // series are what was live then) shows that moment, the largest of them: there the stack
+    // adds up exactly. Others show the change after which the most was live in them.
+    const chosen = new Uint8Array(pw);
     const st = this.advance(null, t0);
-    const consider = (t) => {
+    const consider = (t, moment) => {
       const c = Math.min(Math.max(Math.floor(this.xOf(t) - this.margin.left), 0), pw - 1);
       const [series, cache] = this.others(st, t);
       const total = st.bands + series + cache;
-      if (total > best[c]) {
+      if (moment ? !chosen[c] || total > best[c] : !chosen[c] && total > best[c]) {
         best[c] = total;
         when[c] = t;
         cacheOf[c] = cache;
+        if (moment) chosen[c] = 1;
       }
     };
-    consider(t0);
+    consider(t0, false);
     const ev = this.events;
-    while (st.at < ev.length && ev[st.at][0] <= t1) {
-      this.advance(st, ev[st.at][0]);
-      consider(ev[st.at - 1][0]);
+    const moments = this.a.moments || [];
+    let b = this.bucketAt(t0);
+    const lastBucket = this.bucketAt(t1);
+    while (true) {
+      const te = st.at < ev.length ? ev[st.at][0] : Infinity;
+      const tm = b <= lastBucket && b < moments.length ? moments[b] : Infinity;
+      if (Math.min(te, tm) > t1) break;
+      if (tm <= te) {
+        this.advance(st, tm);
+        if (tm >= t0) consider(tm, true);
+        b += 1;
+      } else {
+        this.advance(st, te);
+        consider(te, false);
+      }
     }
     // Columns with no change: the state carried, at the column's own time (the series change
     // with their buckets).

@@ -549,6 +549,7 @@ class DataBuilder {
         {"roles", roles},
         {"bands", {{"start", start}, {"end", end}, {"size", size}, {"site", site}, {"role", role}}},
         {"series", series},
+        {"moments", d.moments},
         {"segment_spans", segment_spans},
         {"cache", d.cache.empty() ? ordered_json(nullptr) : changes(d.cache)},
         {"snapshots", snapshots}};

@@ -15,24 +15,12 @@
 #include <initializer_list>
 #include <sstream>
 
-#include "tests/integration/analysis/html_report_fixture.h"
+#include "tests/integration/analysis/html_page_probe_run.h"
 
 using nlohmann::json;
 
 namespace gmt::test {
 namespace {
-
-std::string find_on_path(std::initializer_list<const char*> names) {
-  const char* path = std::getenv("PATH");
-  for (const char* name : names) {
-    std::istringstream dirs(path != nullptr ? path : "");
-    for (std::string dir; std::getline(dirs, dir, ':');) {
-      const std::filesystem::path candidate = std::filesystem::path(dir) / name;
-      if (access(candidate.c_str(), X_OK) == 0) return candidate.string();
-    }
-  }
-  return "";
-}
 
 // The number of the first line of `file` that contains `text`; 0 when none does.
 int line_of(const std::string& file, const std::string& text) {
@@ -48,36 +36,7 @@ int line_of(const std::string& file, const std::string& text) {
 // The allocation view of the first device.
 constexpr const char* kBands = "window.gmtReport.allocations[0]";
 
-class HtmlAllocations : public HtmlReportRun {
- protected:
-  // What the steps (html_page_probe.py's) gave on `page`: {"results", "errors", "load_ms"};
-  // null when the test is to be skipped (the reason in skip_).
-  json probe(const std::string& page, const json& steps) {
-    const char* given = std::getenv("GMT_CHROMIUM");
-    const std::string chromium =
-        given != nullptr && *given != '\0'
-            ? std::string(given)
-            : find_on_path({"chromium", "chromium-browser", "google-chrome"});
-    const std::string python = find_on_path({"python3"});
-    if (chromium.empty() || python.empty()) {
-      skip_ = "no Chromium or no python3 (scripts/install-deps.sh installs Debian's chromium)";
-      return nullptr;
-    }
-    const std::string steps_file = dir_ + "/steps.json";
-    std::ofstream(steps_file) << steps.dump();
-    ProcessSpec spec;
-    spec.argv = {python, GMT_HTML_PROBE_SCRIPT, chromium, page, steps_file};
-    spec.cwd = dir_;
-    const ProcessResult r = run_process(spec);
-    if (r.exit_code == 77) {
-      skip_ = "Chromium cannot run here: " + r.err;
-      return nullptr;
-    }
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    return r.exit_code == 0 ? json::parse(r.out) : json(nullptr);
-  }
-  std::string skip_;
-};
+class HtmlAllocations : public HtmlPageProbe {};
 
 // The phases workload: a hover over its first step's 100 MiB activations (made by must_alloc's
 // cudaMalloc, called from main's forward; bands are in the order they were made) shows 100 MiB to
