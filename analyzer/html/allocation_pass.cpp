@@ -387,8 +387,12 @@ class AllocationTracker {
   }
 
   void begin_driver(const format::AllocRecord& a) {
-    const Open open = begin(a.device, a.address, a.size, a.time_ns, site_of(-1, a.stack),
-                            outside_role(owners_.of(a.stack)));
+    // A driver allocation's role is its stack's owner's (library or the program's): by stack,
+    // looked up once.
+    auto [role, added] = driver_roles_.try_emplace(a.stack, Role::kUnknown);
+    if (added) role->second = outside_role(owners_.of(a.stack));
+    const Open open =
+        begin(a.device, a.address, a.size, a.time_ns, site_of(-1, a.stack), role->second);
     if (const auto [e, added] = driver_.try_insert(a.address, open); !added) e->value = open;
   }
 
@@ -669,6 +673,7 @@ class AllocationTracker {
   AllocationPass out_;
   std::map<int, DeviceState> states_;
   std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> site_index_;
+  std::unordered_map<uint32_t, Role> driver_roles_;  // by stack
   using Opens = FlatHashMap<uint64_t, Open, MixedHash>;
   Opens driver_;                                                         // by address
   Opens blocks_;                                                         // by address
