@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <optional>
+#include <set>
 #include <unordered_map>
 
 #include "analyzer/model/containers/flat_hash_map.h"
@@ -210,6 +211,13 @@ class AllocationTracker {
       finish_series(ordinal, state);
     }
     for (auto& [ordinal, d] : out_.devices) {
+      if (!undrawn_.empty()) {
+        std::vector<AllocationBand> kept;
+        for (std::size_t i = 0; i < d.bands.size(); ++i) {
+          if (!undrawn_.contains({ordinal, i})) kept.push_back(d.bands[i]);
+        }
+        d.bands = std::move(kept);
+      }
       std::stable_sort(
           d.bands.begin(), d.bands.end(),
           [](const AllocationBand& a, const AllocationBand& b) { return a.start_ns < b.start_ns; });
@@ -396,6 +404,20 @@ class AllocationTracker {
     if (const auto [e, added] = driver_.try_insert(a.address, open); !added) e->value = open;
   }
 
+  void undraw_driver(uint64_t address) {
+    auto* e = driver_.find(address);
+    if (e == nullptr) return;
+    const Open open = e->value;
+    driver_.erase(e);
+    if (open.band >= 0) {
+      undrawn_.emplace(open.device, static_cast<std::size_t>(open.band));
+    } else {
+      DeviceState& s = state(open.device);
+      --out_.devices[open.device].small_count;
+      change(s, open.series, -static_cast<int64_t>(open.size));
+    }
+  }
+
   void end_driver(uint64_t address, uint64_t time) {
     auto* e = driver_.find(address);
     if (e == nullptr) return;
@@ -445,6 +467,10 @@ class AllocationTracker {
         break;
       case BlockAction::kSegmentAlloc:
       case BlockAction::kSegmentMap: {
+        // A segment whose driver allocation is drawn already (a bounded trace gives what its
+        // checkpoint carried as all the allocations, then all the blocks): its blocks are drawn
+        // instead, so the allocation is not.
+        if (action == BlockAction::kSegmentAlloc) undraw_driver(b.address);
         DeviceAllocations& d = out_.devices[b.device];
         state(b.device);
         long span = -1;
@@ -674,6 +700,7 @@ class AllocationTracker {
   std::map<int, DeviceState> states_;
   std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> site_index_;
   std::unordered_map<uint32_t, Role> driver_roles_;  // by stack
+  std::set<std::pair<int, std::size_t>> undrawn_;    // (device, band): segments drawn as blocks
   using Opens = FlatHashMap<uint64_t, Open, MixedHash>;
   Opens driver_;                                                         // by address
   Opens blocks_;                                                         // by address

@@ -12,8 +12,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <initializer_list>
+#include <set>
 #include <sstream>
+#include <vector>
 
 #include "tests/integration/analysis/html_page_probe_run.h"
 
@@ -319,6 +322,68 @@ TEST_F(HtmlAllocations, TheFailureShowsTheRemediesOomGives) {
       {json::array({expected["remedies"][0]["change"], expected["remedies"][0]["fits"]})});
   EXPECT_EQ(seen["results"][0], want);
   EXPECT_EQ(seen["results"][2], want);
+}
+
+}  // namespace
+}  // namespace gmt::test
+
+namespace gmt::test {
+namespace {
+
+// The pages of the other cases the page's tests build, each loaded in Chromium: a run of two
+// processes (one with a failed allocation), a bounded trace that dropped its history, and the
+// cached training loop behind its allocator (leaks behind the cache). None logs a JavaScript
+// error, and each draws its allocation view with the model's peak as its tallest stack.
+TEST_F(HtmlAllocations, EveryOtherPageLoadsWithoutAJavaScriptError) {
+  struct Case {
+    std::string name;
+    std::function<void()> run;
+  };
+  const std::vector<Case> cases = {
+      {"processes",
+       [this] {
+         ASSERT_EQ(run_traced("workload_runtime_shared",
+                              {"alloc:a:" + mib(1), "alloc:b:" + mib(4), "free:a",
+                               "oom:" + mib(64 * 1024), "alloc:c:" + mib(2)})
+                       .exit_code,
+                   0);
+         ASSERT_EQ(run_traced("workload_runtime_shared", {"alloc:a:" + mib(3), "free:a"}).exit_code,
+                   0);
+       }},
+      {"bounded",
+       [this] {
+         ASSERT_EQ(run_traced("workload_cached_training", {"100000", "200"},
+                              {{"GPUMEMTRACE_MAX_SIZE", "1MiB"}})
+                       .exit_code,
+                   0);
+       }},
+      {"cached",
+       [this] { ASSERT_EQ(run_traced("workload_cached_training", {"30"}).exit_code, 0); }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    c.run();
+    const std::string page = html({dir_});
+    const json rep = report({dir_});
+    const json seen =
+        probe(page, json::array({{{"eval", R"([...window.gmtReport.allocations].map((v) => {
+      v.zoom(v.full[0], v.full[1]);
+      return [v.trace.pid, v.device.device, Number(v.root.dataset.drawnMaxBytes)];
+    }))"}}}));
+    if (!skip_.empty()) GTEST_SKIP() << skip_;
+    ASSERT_FALSE(seen.is_null());
+    EXPECT_EQ(seen["errors"], json::array()) << seen["errors"].dump(2);
+    std::set<std::vector<uint64_t>> drawn, expected;
+    for (const json& v : seen["results"][0]) drawn.insert(v.get<std::vector<uint64_t>>());
+    for (const json& d : rep["devices"]) {
+      if (d["peak_bytes"].get<uint64_t>() > 0)
+        expected.insert({d["pid"].get<uint64_t>(), d["device"].get<uint64_t>(),
+                         d["peak_bytes"].get<uint64_t>()});
+    }
+    EXPECT_EQ(drawn, expected);
+  }
 }
 
 }  // namespace
