@@ -63,7 +63,10 @@ struct Plan {
   uint64_t whole = 0;
   std::size_t quota = 0;
   std::unordered_map<uint64_t, uint32_t> series_of;  // by site_key
-  uint32_t series = 0;                               // the shared one's index
+  // The shared series' index: `series` for caching allocators' blocks, `series` + 1 for driver
+  // allocations (the page tells the allocators' cache from what they hand out).
+  uint32_t series = 0;
+  std::vector<bool> blocks;  // per series, whether it holds blocks
 };
 
 Plan plan(const TraceSummary& trace, const AllocationLimits& limits) {
@@ -107,10 +110,14 @@ Plan plan(const TraceSummary& trace, const AllocationLimits& limits) {
     if (small > 0) ranked.emplace_back(small, key);
   }
   std::sort(ranked.begin(), ranked.end(), std::greater<>());
-  const std::size_t own = limits.series > 0 ? limits.series - 1 : 0;
-  for (std::size_t i = 0; i < ranked.size() && i < own; ++i)
+  const std::size_t own = limits.series > 2 ? limits.series - 2 : 0;
+  for (std::size_t i = 0; i < ranked.size() && i < own; ++i) {
     out.series_of.emplace(ranked[i].second, static_cast<uint32_t>(i));
+    out.blocks.push_back((ranked[i].second >> 32) != 0xFFFFFFFFu);
+  }
   out.series = static_cast<uint32_t>(std::min(ranked.size(), own));
+  out.blocks.push_back(true);
+  out.blocks.push_back(false);
   return out;
 }
 
@@ -293,7 +300,9 @@ class AllocationTracker {
       out_.sites.push_back({stack, allocator});
     }
     const auto own = plan_.series_of.find(key);
-    const uint32_t series = own != plan_.series_of.end() ? own->second : plan_.series;
+    const uint32_t series = own != plan_.series_of.end() ? own->second
+                            : allocator >= 0             ? plan_.series
+                                                         : plan_.series + 1;
     site_index_.emplace(key, std::make_pair(index, series));
     return {index, series};
   }
@@ -330,9 +339,9 @@ class AllocationTracker {
     } else {
       ++d.small_count;
       open.series = series_index;
-      if (s.series.size() <= plan_.series) s.series.resize(plan_.series + 1);
+      if (s.series.size() <= plan_.series + 1) s.series.resize(plan_.series + 2);
       Series& series = s.series[open.series];
-      if (series_index != plan_.series) series.site = site;
+      if (series_index < plan_.series) series.site = site;
       if (role) series.role = *role;
       change(s, open.series, static_cast<int64_t>(size));
     }
@@ -681,13 +690,16 @@ class AllocationTracker {
     std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
       return a.first != b.first ? a.first > b.first : a.second < b.second;
     });
-    if (plan_.series < s.series.size() && s.series[plan_.series].most > 0)
-      ranked.emplace_back(s.series[plan_.series].most, plan_.series);
+    for (uint32_t shared = plan_.series; shared < plan_.series + 2; ++shared) {
+      if (shared < s.series.size() && s.series[shared].most > 0)
+        ranked.emplace_back(s.series[shared].most, shared);
+    }
     for (const auto& [most, i] : ranked) {
       Series& series = s.series[i];
       const Role role = series.role_class ? roles.role_of_class(*series.role_class) : series.role;
       d.series.emplace_back(series.site, std::move(series.values));
-      d.series_roles.push_back(i == plan_.series ? Role::kUnknown : role);
+      d.series_roles.push_back(i >= plan_.series ? Role::kUnknown : role);
+      d.series_blocks.push_back(plan_.blocks[i]);
     }
   }
 

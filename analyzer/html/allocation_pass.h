@@ -85,9 +85,11 @@ struct DeviceAllocations {
   // such). The series are what was live then, so that at that moment the stack adds up.
   std::vector<uint64_t> moments;
   // Per site (index in sites) what its small allocations held at each bucket's moment; the last
-  // entry gathers the sites past the `series` largest (kOtherSite).
+  // two gather the sites past the `series` largest (kOtherSite): their blocks, their driver
+  // allocations.
   std::vector<std::pair<uint32_t, std::vector<uint64_t>>> series;
-  std::vector<Role> series_roles;  // the role of each series' last allocation
+  std::vector<Role> series_roles;   // the role of each series' last allocation
+  std::vector<bool> series_blocks;  // whether a series holds caching allocators' blocks
   // The caching allocators' segments over time (start, end: kLive when live at the end, size),
   // so that their free cache at any moment is what they reserve less their live blocks; past
   // `segment_spans` of them, `cache` says the most the cache held in each bucket instead.

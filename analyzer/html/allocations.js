@@ -43,13 +43,13 @@ gmt.Allocations = class {
       values.fill(value, at);
       return values;
     };
-    this.series = a.series.map((x) => ({ site: x.site, role: x.role, bytes: expand(x.changes) }));
+    this.series = a.series.map((x) => ({ site: x.site, role: x.role, blocks: x.blocks, bytes: expand(x.changes) }));
     // Per bucket, only where the segments' lives were too many to keep.
     this.cache = a.cache ? expand(a.cache) : null;
     this.spans = a.segment_spans;
     const byAllocator = (site) => this.site(site).allocator !== undefined;
     this.allocatorBand = this.siteOf.map(byAllocator);
-    this.allocatorSeries = this.series.map((x) => byAllocator(x.site));
+    this.allocatorSeries = this.series.map((x) => x.blocks);
     // The series' totals per bucket, and those of the allocators' blocks among them.
     this.seriesTotal = new Float64Array(this.buckets);
     this.allocatorSeriesTotal = new Float64Array(this.buckets);

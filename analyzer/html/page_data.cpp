@@ -512,6 +512,7 @@ class DataBuilder {
     for (std::size_t i = 0; i < d.series.size(); ++i) {
       series.push_back({{"site", d.series[i].first},
                         {"role", role_name(d.series_roles[i])},
+                        {"blocks", static_cast<bool>(d.series_blocks[i])},
                         {"changes", changes(d.series[i].second)}});
     }
     ordered_json snapshots = ordered_json::array();
