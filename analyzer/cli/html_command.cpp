@@ -64,7 +64,9 @@ Command add_html_command(CLI::App& app) {
   };
   auto options = std::make_shared<Options>();
   CLI::App* html = app.add_subcommand(
-      "html", "One self-contained HTML page: timelines by library, flame graph of the peak, leaks");
+      "html",
+      "One self-contained HTML page: timelines, every allocation, segments, steps, flame graph of "
+      "the peak, leaks");
   html->add_option("traces", options->paths, kTracesHelp)->required();
   html->add_option("-o,--output", options->output, "The page to write")->required();
   html->add_option("-j,--jobs", options->jobs,

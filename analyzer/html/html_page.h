@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // `gpumemtrace html TRACE... -o report.html`: one self-contained page (no network when opened)
-// with each device's timeline by owning library, the flame graph of its peak, the leaks, the
-// views at the peak and, for a run of several processes, the table of processes.
+// with each device's timeline by role or owning library, every allocation over time, the caching
+// allocator's segments at the peak and at each failure, memory per step, the flame graph of its
+// peak, the leaks, the views at the peak and, for a run of several processes, the table of
+// processes.
 #pragma once
 
 #include <nlohmann/json.hpp>

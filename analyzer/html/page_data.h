@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The data of `gpumemtrace html`: one JSON object the page's drawing code reads, built from the
-// model of each trace (and two more passes over its records: the timeline by library, and the
-// views and phase runs over time). Its size is bounded whatever the traces' length: the limits
-// below are the bound docs/export.md states.
+// model of each trace (and more passes over its records: the timeline by library; the views and
+// phase runs over time; the allocations, segments and steps, allocation_pass.h). Its size is
+// bounded whatever the traces' length: the limits below are the bound docs/export.md states.
 #pragma once
 
 #include <cstddef>

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Builds the page from the JSON object in #gmt-data (page_data.cpp writes it): per trace
-// its devices (timeline, the moment clicked, the flame graph of the peak, the views at the peak),
-// phases, failed allocations and leaks; the table of processes for a run of several.
+// its devices (timeline, the moment clicked, every allocation over time and the life of one
+// clicked, the allocator's segments, memory per step, the flame graph of the peak, the views at
+// the peak), phases, failed allocations and leaks; the table of processes for a run of several.
 //
 // A moment can also be given in the address: #click=<ns>[&trace=<i>][&device=<ordinal>] selects
 // it as a click would (the browser test uses it, and it makes a moment linkable).
