@@ -107,7 +107,10 @@ gmt.Report = class {
       ": click on a marker to see them. Any other moment shows its bytes " + (chart.stacks.role.length > 0 ? "by role or " : "") + "by owning library."), moment);
     if (d.allocations) {
       const life = gmt.el("div", { class: "life" });
-      const bands = new gmt.Allocations(t, d, (c, hit) => gmt.Report.showLife(life, c, hit));
+      const bands = new gmt.Allocations(t, d, (c, hit) => {
+        gmt.Report.showLife(life, c, hit);
+        segments.showAt(hit.time, null);
+      });
       this.allocations.push(bands);
       section.append(gmt.el("h4", null, "every allocation over time"), bands.root, life);
       if (segments.snapshots.length > 0) {

@@ -18,7 +18,7 @@ gmt.Segments = class {
     this.menu.addEventListener("change", () => this.show(Number(this.menu.value)));
     this.body = gmt.el("div", { class: "segment-body" });
     this.root.append(gmt.el("div", { class: "toolbar" }, "moment: ", this.menu,
-                            gmt.el("span", { class: "help" }, "a click on the timeline shows the segments at the moment nearest before it")),
+                            gmt.el("span", { class: "help" }, "a click on a timeline shows the segments at the moment nearest before it")),
                      this.body);
     // The first failure if any (where the segments matter most), else the peak.
     const failure = this.snapshots.findIndex((s) => s.kind === "failure");
