@@ -324,7 +324,7 @@ class AllocationTracker {
   // Starts an allocation: kept whole when large enough and the limit allows, else added to
   // its site's series.
   Open begin(int device, uint64_t address, uint64_t size, uint64_t time,
-             std::pair<uint32_t, uint32_t> site_series, std::optional<Role> role) {
+             std::pair<uint32_t, uint32_t> site_series, std::optional<Role> role, uint32_t module) {
     const auto [site, series_index] = site_series;
     DeviceState& s = state(device);
     DeviceAllocations& d = out_.devices[device];
@@ -334,8 +334,8 @@ class AllocationTracker {
     if (size >= out_.threshold_bytes && (whole || partial_ < plan_.quota || plan_.threshold == 0)) {
       if (!whole) ++partial_;
       open.band = static_cast<long>(d.bands.size());
-      d.bands.push_back(
-          {time, AllocationBand::kLive, size, address, site, role.value_or(Role::kUnknown)});
+      d.bands.push_back({time, AllocationBand::kLive, size, address, site,
+                         role.value_or(Role::kUnknown), module});
     } else {
       ++d.small_count;
       open.series = series_index;
@@ -408,8 +408,8 @@ class AllocationTracker {
     // looked up once.
     auto [role, added] = driver_roles_.try_emplace(a.stack, Role::kUnknown);
     if (added) role->second = outside_role(owners_.of(a.stack));
-    const Open open =
-        begin(a.device, a.address, a.size, a.time_ns, site_of(-1, a.stack), role->second);
+    const Open open = begin(a.device, a.address, a.size, a.time_ns, site_of(-1, a.stack),
+                            role->second, module_now(a.thread));
     if (const auto [e, added] = driver_.try_insert(a.address, open); !added) e->value = open;
   }
 
@@ -439,6 +439,15 @@ class AllocationTracker {
     const auto kind = static_cast<format::ScopeKind>(r.kind);
     const auto action = static_cast<format::ScopeAction>(r.action);
     if (kind != format::ScopeKind::kModule && kind != format::ScopeKind::kOptimizer) return;
+    if (kind == format::ScopeKind::kModule) {
+      // The modules open on the thread, innermost last: an allocation's module.
+      std::vector<uint32_t>& open = modules_open_[r.thread];
+      if (action == format::ScopeAction::kExit) {
+        if (!open.empty()) open.pop_back();
+      } else {
+        open.push_back(module_index(r.name));
+      }
+    }
     const bool module = kind == format::ScopeKind::kModule;
     OpenScope& open = module ? scopes_[r.thread].first : scopes_[r.thread].second;
     if (action == format::ScopeAction::kExit) {
@@ -455,6 +464,21 @@ class AllocationTracker {
                        : "optimizer step" + (name.empty() ? std::string() : " (" + name + ")");
   }
 
+  uint32_t module_index(uint32_t name) {
+    const auto [it, added] = module_of_name_.try_emplace(name, 0);
+    if (added && out_.modules.size() < kModulesKept) {
+      const auto text = names_.find(name);
+      it->second = static_cast<uint32_t>(out_.modules.size());
+      out_.modules.push_back(text != names_.end() ? text->second : "");
+    }
+    return it->second;
+  }
+
+  uint32_t module_now(uint64_t thread) const {
+    const auto it = modules_open_.find(thread);
+    return it == modules_open_.end() || it->second.empty() ? 0 : it->second.back();
+  }
+
   void on_block(const format::BlockRecord& b, uint64_t time) {
     const auto action = static_cast<BlockAction>(b.action);
     const auto key = std::make_pair(static_cast<int>(b.allocator), b.device);
@@ -465,7 +489,8 @@ class AllocationTracker {
           blocks_.erase(e);
         }
         blocks_.insert(b.address, begin(b.device, b.address, b.size, time,
-                                        site_of(static_cast<int>(b.allocator), b.stack), {}));
+                                        site_of(static_cast<int>(b.allocator), b.stack), {},
+                                        module_now(b.thread)));
         break;
       }
       case BlockAction::kFreeRequested:
@@ -726,6 +751,9 @@ class AllocationTracker {
   };
   std::unordered_map<uint64_t, std::pair<OpenScope, OpenScope>> scopes_;  // by thread: module, step
   std::unordered_map<uint32_t, std::string> names_;
+  static constexpr std::size_t kModulesKept = 10'000;
+  std::unordered_map<uint64_t, std::vector<uint32_t>> modules_open_;  // by thread
+  std::unordered_map<uint32_t, uint32_t> module_of_name_;             // by Name id
   std::vector<BandClass> band_classes_;
   std::vector<PieceClass> piece_classes_;
   std::vector<uint64_t> moments_;

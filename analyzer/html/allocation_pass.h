@@ -49,6 +49,9 @@ struct AllocationBand {
   uint64_t address = 0;
   uint32_t site = 0;  // index in AllocationPass::sites
   Role role = Role::kUnknown;
+  // The innermost module whose forward was running on its thread when it was made (index in
+  // AllocationPass::modules; 0: none), as the framework's hooks reported the forwards.
+  uint32_t module = 0;
 };
 
 // A segment of a caching allocator at a moment: its blocks and the free pieces between them.
@@ -116,7 +119,8 @@ struct AllocationPass {
   uint64_t threshold_bytes = 0;
   std::vector<AllocationSite> sites;
   std::map<int, DeviceAllocations> devices;
-  std::vector<StepRun> steps;  // in order of their end, at most AllocationLimits::steps
+  std::vector<StepRun> steps;            // in order of their end, at most AllocationLimits::steps
+  std::vector<std::string> modules{""};  // the bands' modules; [0]: none
 };
 
 // Reads `trace.path` twice. Throws TraceError when the file cannot be read.

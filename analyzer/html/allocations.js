@@ -28,6 +28,8 @@ gmt.Allocations = class {
     this.size = bands.size;
     this.siteOf = bands.site;
     this.roleOf = bands.role.map((r) => a.roles[r]);
+    // The module whose forward made each band, where the framework's hooks reported forwards.
+    this.moduleOf = bands.module ? bands.module.map((m) => (trace.allocation_modules || [])[m] || "") : [];
     // The bands' ends in time order, for the sweep.
     this.byEnd = Array.from({ length: this.n }, (_, i) => i).sort((x, y) => this.end[x] - this.end[y]);
     // Series come as their changes (bucket, value, bucket, value...): expanded per bucket.
@@ -466,7 +468,9 @@ gmt.Allocations = class {
       : "smaller allocations of this site, added up";
     rows.push(gmt.el("div", null, gmt.el("b", { class: "tip-bytes", "data-bytes": item.bytes }, gmt.bytes(item.bytes)),
                      " (" + item.bytes + " bytes) \u00b7 " + what));
-    rows.push(gmt.el("div", { class: "tip-role" }, "role " + role + " \u00b7 " + site.library));
+    const module = item.kind === "band" ? this.moduleOf[item.index] : "";
+    rows.push(gmt.el("div", { class: "tip-role" }, "role " + role + (module ? " \u00b7 module " + module : "") +
+                     " \u00b7 " + site.library));
     rows.push(gmt.el("div", { class: "tip-line" }, site.line));
     if (item.kind === "band") {
       rows.push(gmt.el("div", null, "made at " + gmt.duration(this.start[item.index]) + ", " +
@@ -509,7 +513,7 @@ gmt.Allocations = class {
     const runs = this.trace.phase_runs.filter((r) => r.start_ns <= this.start[i] && r.end_ns >= this.start[i])
       .sort((x, y) => x.start_ns - y.start_ns).map((r) => r.name);
     return {
-      index: i, bytes: this.size[i], role: this.roleOf[i], library: site.library, line: site.line,
+      index: i, bytes: this.size[i], role: this.roleOf[i], module: this.moduleOf[i] || "", library: site.library, line: site.line,
       start_ns: this.start[i], end_ns: end === Infinity ? null : end, phases: runs,
       stack: site.stack !== null && site.stack !== undefined ? this.trace.stacks[site.stack] : null,
     };

@@ -344,6 +344,7 @@ class DataBuilder {
             {"leaks_left_out", t.leaks.size() - leaks.size()},
             {"allocation_sites", allocation_sites_json(t, resolved, allocations)},
             {"step_runs", step_runs_json(allocations)},
+            {"allocation_modules", modules_json(allocations)},
             {"remedies", fixes},
             {"phases", phase_stats_json(t)},
             {"phase_runs", runs},
@@ -435,6 +436,13 @@ class DataBuilder {
     return sites;
   }
 
+  // The modules the allocation view's bands name (index 0: none).
+  ordered_json modules_json(const AllocationPass& pass) const {
+    ordered_json names = ordered_json::array();
+    for (const std::string& name : pass.modules) names.push_back(text(name));
+    return names;
+  }
+
   // The optimizer steps and root forwards the framework's hooks reported.
   ordered_json step_runs_json(const AllocationPass& pass) const {
     ordered_json runs = ordered_json::array();
@@ -477,7 +485,7 @@ class DataBuilder {
     const DeviceAllocations& d = it->second;
     ordered_json start = ordered_json::array(), end = ordered_json::array(),
                  size = ordered_json::array(), site = ordered_json::array(),
-                 role = ordered_json::array();
+                 role = ordered_json::array(), module = ordered_json::array();
     for (const AllocationBand& b : d.bands) {
       start.push_back(b.start_ns);
       if (b.end_ns == AllocationBand::kLive) {
@@ -488,6 +496,7 @@ class DataBuilder {
       size.push_back(b.size);
       site.push_back(b.site);
       role.push_back(static_cast<int>(b.role));
+      module.push_back(b.module);
     }
     ordered_json span_start = ordered_json::array(), span_end = ordered_json::array(),
                  span_size = ordered_json::array();
@@ -542,18 +551,23 @@ class DataBuilder {
                            {"pieces_left_out", s.pieces_left_out},
                            {"segments", std::move(segments)}});
     }
-    return {
-        {"first_alloc_ns", d.first_alloc_ns},
-        {"threshold_bytes", pass.threshold_bytes},
-        {"kept", d.bands.size()},
-        {"small_count", d.small_count},
-        {"roles", roles},
-        {"bands", {{"start", start}, {"end", end}, {"size", size}, {"site", site}, {"role", role}}},
-        {"series", series},
-        {"moments", d.moments},
-        {"segment_spans", segment_spans},
-        {"cache", d.cache.empty() ? ordered_json(nullptr) : changes(d.cache)},
-        {"snapshots", snapshots}};
+    return {{"first_alloc_ns", d.first_alloc_ns},
+            {"threshold_bytes", pass.threshold_bytes},
+            {"kept", d.bands.size()},
+            {"small_count", d.small_count},
+            {"roles", roles},
+            {"bands",
+             {{"start", start},
+              {"end", end},
+              {"size", size},
+              {"site", site},
+              {"role", role},
+              {"module", module}}},
+            {"series", series},
+            {"moments", d.moments},
+            {"segment_spans", segment_spans},
+            {"cache", d.cache.empty() ? ordered_json(nullptr) : changes(d.cache)},
+            {"snapshots", snapshots}};
   }
 
   ordered_json ooms_json(const TraceSummary& t, const ResolvedStacks& resolved,

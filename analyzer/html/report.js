@@ -179,7 +179,8 @@ gmt.Report = class {
     }
     panel.dataset.bytes = String(l.bytes);
     panel.append(gmt.el("h5", null, gmt.el("span", { class: "life-bytes", "data-bytes": l.bytes }, gmt.bytes(l.bytes)),
-                        " (" + l.bytes + " bytes), " + l.role + " \u00b7 " + l.library + " \u00b7 " + l.line),
+                        " (" + l.bytes + " bytes), " + l.role + (l.module ? " \u00b7 made in " + l.module + "'s forward" : "") +
+                        " \u00b7 " + l.library + " \u00b7 " + l.line),
                  gmt.el("p", { class: "life-when" }, "made at " + gmt.duration(l.start_ns) +
                         (l.end_ns === null ? ", never freed" : ", freed at " + gmt.duration(l.end_ns) + " (lived " + gmt.duration(l.end_ns - l.start_ns) + ")") +
                         (l.phases.length > 0 ? " \u00b7 in " + l.phases.join(" > ") : "") + step),

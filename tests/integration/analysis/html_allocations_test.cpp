@@ -257,6 +257,22 @@ TEST_F(HtmlAllocations, TheSegmentsAtThePeakAreTheReportsRolesAndCache) {
     if (r["bytes"] > 0 && r["role"] != "allocator_cache") expected[r["role"]] = r["bytes"];
   }
   EXPECT_EQ(by_role, expected);
+  // The first step's forward is reported module by module: its activations name theirs.
+  const json& t = data["traces"][0];
+  const json& bands = t["devices"][0]["allocations"]["bands"];
+  std::set<std::string> activation_modules;
+  std::size_t fc1 = bands["size"].size();
+  for (std::size_t i = 0; i < bands["size"].size(); ++i) {
+    const std::string role = t["devices"][0]["allocations"]["roles"][bands["role"][i].get<int>()];
+    const std::string module = t["allocation_modules"][bands["module"][i].get<std::size_t>()];
+    if (role != "activation") continue;
+    activation_modules.insert(module);
+    if (module == "fc1" && fc1 == bands["size"].size()) fc1 = i;
+  }
+  EXPECT_TRUE(activation_modules.contains("fc1") && activation_modules.contains("fc2"))
+      << bands.dump();
+  ASSERT_LT(fc1, bands["size"].size());
+  const std::string i = std::to_string(fc1);
   const json seen =
       probe(page, json::array({
                       {{"eval", "document.querySelector('.steps').dataset.step"}},
@@ -269,6 +285,11 @@ TEST_F(HtmlAllocations, TheSegmentsAtThePeakAreTheReportsRolesAndCache) {
                                       menu.dispatchEvent(new Event('change'));
                                       return s.querySelector('.segment-summary').textContent;
                                     })())"}},
+                      {{"move", std::string("(() => { const a = window.gmtReport.allocations[0];") +
+                                    " const i = " + i + "; const life = a.end[i] - a.start[i];" +
+                                    " a.zoom(a.start[i] - life, a.end[i] + life);" +
+                                    " a.root.scrollIntoView(); return a.where(i); })()"}},
+                      {{"eval", "document.querySelector('.band-tip .tip-role').textContent"}},
                   }));
   if (!skip_.empty()) GTEST_SKIP() << skip_;
   ASSERT_FALSE(seen.is_null());
@@ -278,6 +299,8 @@ TEST_F(HtmlAllocations, TheSegmentsAtThePeakAreTheReportsRolesAndCache) {
   EXPECT_EQ(r[1], 2);
   EXPECT_EQ(r[2],
             "4 segments, 62.0 MiB reserved, 16.0 MiB of it free; largest free piece 6.00 MiB");
+  ASSERT_FALSE(r[3].is_null()) << "the band is not drawn";
+  EXPECT_EQ(r[4], "role activation \u00b7 module fc1 \u00b7 pytorch");
 }
 
 }  // namespace
