@@ -156,8 +156,9 @@ std::vector<std::string> role_change_notes(const allocator::WhatIfOptions& o) {
     notes.emplace_back("dtype: the role's tensors taken to be float32 in the recording");
   if (!o.checkpoint.empty())
     notes.emplace_back(
-        "checkpoint: a module's output taken to be the last block its forward made; its "
-        "recomputation runs where the backward first releases one of its activations");
+        "checkpoint: a module's output taken to be the activation of its forward that the "
+        "backward releases first; its recomputation runs where the backward first releases one "
+        "of the others");
   return notes;
 }
 
@@ -357,9 +358,11 @@ void write_whatif_text(const WhatIfRequest& request, const WhatIfResult& result,
     if (p.total_bytes != 0) out << " (" << human_bytes(p.total_bytes) << ")";
     out << "\n";
     if (p.outside_bytes > 0)
-      out << "  held outside PyTorch's allocator, as the recording's failed cudaMalloc shows: "
-          << human_bytes(p.outside_bytes) << "; the allocator may hold " << human_bytes(p.capacity)
-          << "\n";
+      out << "  held outside PyTorch's allocator, as the recording's "
+          << (p.fidelity.recorded_capacity_bound != UINT64_MAX ? "failed cudaMalloc shows"
+                                                               : "samples of the driver show")
+          << ": " << human_bytes(p.outside_bytes) << "; the allocator may hold "
+          << human_bytes(p.capacity) << "\n";
     out << "  " << std::left << std::setw(21) << "" << std::setw(14) << "recorded"
         << (exact ? "predicted" : "predicted (not exact)") << "\n";
     out << "  " << std::setw(21) << "max allocated" << std::setw(14)

@@ -49,14 +49,22 @@ int run_roles_source(void*) {
   using Eval = void* (*)(void*, void*, void*);
   using Clear = void (*)();
   using DecRef = void (*)(void*);
+  using GetBuiltins = void* (*)();
+  using SetDefault = void* (*)(void*, void*, void*);
+  using FromString = void* (*)(const char*);
   const auto add_module = reinterpret_cast<AddModule>(dlsym(RTLD_DEFAULT, "PyImport_AddModule"));
   const auto get_dict = reinterpret_cast<GetDict>(dlsym(RTLD_DEFAULT, "PyModule_GetDict"));
   const auto compile = reinterpret_cast<Compile>(dlsym(RTLD_DEFAULT, "Py_CompileString"));
   const auto eval = reinterpret_cast<Eval>(dlsym(RTLD_DEFAULT, "PyEval_EvalCode"));
   const auto clear = reinterpret_cast<Clear>(dlsym(RTLD_DEFAULT, "PyErr_Clear"));
   const auto decref = reinterpret_cast<DecRef>(dlsym(RTLD_DEFAULT, "Py_DecRef"));
+  const auto builtins = reinterpret_cast<GetBuiltins>(dlsym(RTLD_DEFAULT, "PyEval_GetBuiltins"));
+  const auto set_default = reinterpret_cast<SetDefault>(dlsym(RTLD_DEFAULT, "PyDict_SetDefault"));
+  const auto from_string =
+      reinterpret_cast<FromString>(dlsym(RTLD_DEFAULT, "PyUnicode_FromString"));
   if (add_module == nullptr || get_dict == nullptr || compile == nullptr || eval == nullptr ||
-      clear == nullptr || decref == nullptr)
+      clear == nullptr || decref == nullptr || builtins == nullptr || set_default == nullptr ||
+      from_string == nullptr)
     return 0;
   void* module = add_module("_gpumemtrace_roles");  // borrowed
   if (module == nullptr) {
@@ -64,7 +72,19 @@ int run_roles_source(void*) {
     return 0;
   }
   void* globals = get_dict(module);  // borrowed
-  constexpr int kFileInput = 257;    // Py_file_input
+  // A module's dictionary has __builtins__, as exec() and import give it: PyEval_EvalCode only
+  // reads the interpreter's when it is missing, and torch.compile (dynamo), tracing through our
+  // wrapper of Module.__call__, reads it from the frame's globals (a KeyError otherwise: the
+  // program's compiled forward fails).
+  if (void* key = from_string("__builtins__"); key != nullptr) {
+    void* builtins_dict = builtins();  // borrowed
+    if (builtins_dict == nullptr || set_default(globals, key, builtins_dict) == nullptr) clear();
+    decref(key);
+  } else {
+    clear();
+    return 0;
+  }
+  constexpr int kFileInput = 257;  // Py_file_input
   // Its frames are named so in the traced program's stacks (the wrapped Module.__call__ is in
   // every module's), for the reports to know them as ours.
   void* code = compile(kGpumemtraceRolesSource, kRolesFileName, kFileInput);

@@ -173,17 +173,25 @@ ReplayEvents ReplayEvents::checkpointed(const BlockRoles& roles,
   std::vector<std::vector<Block>> before(blocks_.size() + 1), after(blocks_.size());
   uint64_t next_recomputed = kRecomputedAddress;
   for (const auto& [key, group] : groups) {
-    const std::size_t exit = group.back();  // the output: the last block the forward made
+    const std::size_t exit = group.back();  // the forward's last block: it ends right after
     std::vector<std::size_t> kept;          // activations the backward releases
-    std::size_t first_use = kNone;
-    uint64_t bytes = 0;
     for (const std::size_t a : group) {
       const std::size_t f = freed[a];
-      if (a == exit || roles.of(blocks_[a].ordinal) != Role::kActivation || f == kNone ||
-          f < exit || !blocks_[f].in_backward)
+      if (roles.of(blocks_[a].ordinal) != Role::kActivation || f == kNone || f < exit ||
+          !blocks_[f].in_backward)
         continue;
       kept.push_back(a);
-      first_use = std::min(first_use, f);
+    }
+    // The module's output is not its to release: the next module keeps it, and the backward
+    // releases it first, in that module's backward, before this module's own.
+    if (!kept.empty())
+      kept.erase(std::min_element(kept.begin(), kept.end(), [&](std::size_t a, std::size_t b) {
+        return freed[a] < freed[b];
+      }));
+    std::size_t first_use = kNone;
+    uint64_t bytes = 0;
+    for (const std::size_t a : kept) {
+      first_use = std::min(first_use, freed[a]);
       bytes += blocks_[a].size;
     }
     if (kept.empty()) continue;

@@ -47,7 +47,8 @@ class ReplayEvents {
   // module named (and what runs inside it: "layer1" is also "layer1.0.conv1"), in every root
   // forward whose activations a backward used. The activations made in the module's forward and
   // released by a backward are released at the forward's end instead, except its output (taken
-  // to be the last block it made, which the next module keeps); right before the backward
+  // to be the one of them the backward releases first: the next module keeps it, and its
+  // backward runs before this module's); right before the backward
   // releases the first of them, the module's forward runs again: every block it made, in order,
   // temporaries freed as they were, the output again and dropped, the activations kept for the
   // backward, which then releases them as recorded. `roles` must have the modules

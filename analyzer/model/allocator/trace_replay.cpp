@@ -80,6 +80,9 @@ struct TraceReplay::Device {
   FlatHashMap<uint64_t, uint64_t, MixedHash> model_blocks;
   uint64_t model_peak = 0;
 
+  // sampled_outside()'s, one a sample.
+  std::vector<uint64_t> outside_samples;
+
   DeviceReplayResult result;
 };
 
@@ -164,6 +167,7 @@ void TraceReplay::apply(const format::Record& record) {
   } else if (const auto* dr = std::get_if<format::DeviceRecord>(&record)) {
     if (dr->total_bytes != 0) totals_[dr->device] = dr->total_bytes;
   } else if (const auto* sr = std::get_if<format::SampleRecord>(&record)) {
+    sampled_outside(*sr);
     if (!totals_.contains(sr->device)) {
       if ((sr->present & format::SampleField::kDriverTotal) != 0 && sr->driver_total != 0) {
         totals_[sr->device] = sr->driver_total;
@@ -184,6 +188,18 @@ void TraceReplay::apply(const format::Record& record) {
   } else if (const auto* p = std::get_if<format::PhaseRecord>(&record)) {
     on_phase(*p);
   }
+}
+
+// The device's memory neither free nor the allocator's at a sample (cuMemGetInfo's): the CUDA
+// context, libraries' own allocations, other processes. Only while the allocator holds some (a
+// sample before its first segment sees a context still growing).
+void TraceReplay::sampled_outside(const format::SampleRecord& s) {
+  constexpr uint32_t kDriver = format::SampleField::kDriverFree | format::SampleField::kDriverTotal;
+  if ((s.present & kDriver) != kDriver || s.driver_total == 0) return;
+  const auto it = devices_.find(s.device);
+  if (it == devices_.end() || it->second->reserved == 0) return;
+  const uint64_t held = s.driver_total - std::min(s.driver_total, s.driver_free);
+  it->second->outside_samples.push_back(held - std::min(held, it->second->reserved));
 }
 
 EmptyCacheAt parse_empty_cache_at(const std::string& text) {
@@ -540,6 +556,14 @@ TraceReplayResult TraceReplay::finish() {
     r.recorded_max_reserved = d.max_reserved;
     r.recorded_ooms = d.ooms;
     r.recorded_capacity_bound = d.capacity_bound;
+    if (!d.outside_samples.empty()) {
+      // The median: a sample taken between a cudaMalloc and its segment's record counts that
+      // segment as outside.
+      auto mid =
+          d.outside_samples.begin() + static_cast<std::ptrdiff_t>(d.outside_samples.size() / 2);
+      std::nth_element(d.outside_samples.begin(), mid, d.outside_samples.end());
+      r.sampled_outside_bytes = *mid;
+    }
     r.stats = d.model.stats();
     r.recorded_segments = d.match.recorded_count();
     r.modelled_segments = d.match.modelled_count();

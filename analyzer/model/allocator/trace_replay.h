@@ -112,6 +112,10 @@ struct DeviceReplayResult {
   // The most the allocator could hold as the recording shows it: one byte short of what it held
   // plus a cudaMalloc that failed (the lowest such); UINT64_MAX when none failed.
   uint64_t recorded_capacity_bound = UINT64_MAX;
+  // The device's memory held outside the allocator as the driver's samples show it (cuMemGetInfo:
+  // used less the allocator's reserved, the median over samples): the context, libraries, other
+  // processes. 0 without samples.
+  uint64_t sampled_outside_bytes = 0;
 
   // The model's.
   ModelStats stats;
@@ -192,6 +196,7 @@ class TraceReplay {
   void on_name(const format::NameRecord& r);
   void on_phase(const format::PhaseRecord& r);
   void on_scope(const format::ScopeRecord& r);
+  void sampled_outside(const format::SampleRecord& s);
   void empty_cache_added();
   void request(Device& d, const format::BlockRecord& r, bool failed_in_recording, Role role);
   void free_requested(Device& d, const format::BlockRecord& r);

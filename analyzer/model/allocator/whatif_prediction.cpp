@@ -129,6 +129,8 @@ Capacity whatif_capacity(const DeviceReplayResult& d, std::optional<uint64_t> de
   const uint64_t bound = d.recorded_capacity_bound;
   if (bound != UINT64_MAX && d.total_bytes != 0 && bound < d.total_bytes)
     c.outside_bytes = d.total_bytes - bound;
+  // Without a failure, the driver's samples tell it (a failure tells it exactly).
+  if (bound == UINT64_MAX) c.outside_bytes = d.sampled_outside_bytes;
   if (c.total_bytes != 0) {
     c.capacity = c.total_bytes - std::min(c.total_bytes, c.outside_bytes);
   } else if (bound != UINT64_MAX) {

@@ -168,8 +168,14 @@ TEST_F(WhatIf, TheBatchScalesActivationsTemporariesAndInputsOnly) {
   EXPECT_EQ(w["largest_batch_scale"]["capped"], false) << w["largest_batch_scale"].dump(1);
   EXPECT_LT(w["largest_batch_scale"]["largest_fitting"].get<double>(), 909.0);
 
+  // The simulated CUDA context, as the driver's samples show it outside the allocator, is on any
+  // device: the allocator's 100 MiB are on a device that much larger.
+  const uint64_t outside = d["outside_bytes"];
+  EXPECT_GT(outside, 0u);
+  EXPECT_EQ(d["capacity_bytes"], d["total_bytes"].get<uint64_t>() - outside);
+  const std::string device_memory = std::to_string(outside + 100 * kMiB);
   // On 100 MiB: the largest scale fits, one step more does not.
-  const json on100 = whatif_json({trace, "--batch-scale", "2", "--device-memory", "100MiB"});
+  const json on100 = whatif_json({trace, "--batch-scale", "2", "--device-memory", device_memory});
   const json& search = on100["largest_batch_scale"];
   ASSERT_TRUE(search["largest_fitting"].is_number()) << search.dump(1);
   const double largest = search["largest_fitting"];
@@ -179,16 +185,19 @@ TEST_F(WhatIf, TheBatchScalesActivationsTemporariesAndInputsOnly) {
   EXPECT_LT(largest, 4.0);  // 8 + 16 + 4 + 18K MiB must fit 100 MiB: K < 4
   const auto fits_at = [&](double k) {
     const json a =
-        whatif_json({trace, "--batch-scale", std::to_string(k), "--device-memory", "100MiB"});
+        whatif_json({trace, "--batch-scale", std::to_string(k), "--device-memory", device_memory});
     return a["devices"][0]["predicted"]["fits"].get<bool>();
   };
   EXPECT_TRUE(fits_at(largest));
   EXPECT_FALSE(fits_at(largest + 1.0 / 32));
 
   const ProcessResult text =
-      cli({"whatif", trace, "--batch-scale", "2", "--device-memory", "100MiB"});
+      cli({"whatif", trace, "--batch-scale", "2", "--device-memory", device_memory});
   ASSERT_EQ(text.exit_code, 0) << text.err;
-  EXPECT_NE(text.out.find("change: batch x2, device memory 100 MiB\n"), std::string::npos)
+  EXPECT_NE(text.out.find("change: batch x2, device memory "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("held outside PyTorch's allocator, as the recording's samples of the "
+                          "driver show: "),
+            std::string::npos)
       << text.out;
   EXPECT_NE(text.out.find("largest batch that fits: x"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("(searched in steps of x0.03125, "), std::string::npos) << text.out;
@@ -222,43 +231,20 @@ TEST_F(WhatIf, ShardAndDtypeDivideTheirRoles) {
       << no_buffer.err;
 }
 
-// Checkpointing fc1 releases its 8 MiB kept for backward at the end of each of its forwards and
-// recomputes it when backward first releases it (there: after fc1's gradient is made): step 2's
-// highest allocated is then parameters 8, state 16, input 2, gradients 8, fc1's recomputed 8
-// and its 1 MiB temporary = 43 MiB, against 46 recorded. A module the trace has no activation
-// of is one line, exit 1.
-TEST_F(WhatIf, CheckpointingAModuleRecomputesItsActivationsInBackward) {
+// The stand-in's layers keep one block each for backward, which the backward releases first:
+// taken as each module's output (the next module's to keep), nothing is left to checkpoint, and
+// that is one line, exit 1, as for a module the trace has not.
+TEST_F(WhatIf, CheckpointingAModuleWithNothingButItsOutputIsOneLine) {
   ASSERT_EQ(run_traced("workload_roles_training", {}).exit_code, 0);
   const std::string trace = only_trace();
-  const json w = whatif_json({trace, "--checkpoint", "fc1"});
-  EXPECT_EQ(w["changed"], true);
-  ASSERT_EQ(w["checkpoint"].size(), 1u) << w.dump(1);
-  EXPECT_EQ(w["checkpoint"][0], json({{"module", "fc1"},
-                                      {"forwards", 2},
-                                      {"blocks", 2},
-                                      {"max_bytes_per_forward", 8 * kMiB}}));
-  const json& d = w["devices"][0];
-  EXPECT_EQ(d["recorded"]["max_allocated_bytes"], 46 * kMiB);
-  EXPECT_EQ(d["predicted"]["max_allocated_bytes"], 43 * kMiB);
-  const json expected = {{"parameter", 8 * kMiB},        {"gradient", 8 * kMiB},
-                         {"optimizer_state", 16 * kMiB}, {"activation", 8 * kMiB},
-                         {"temporary", 1 * kMiB},        {"input", 2 * kMiB},
-                         {"allocator_cache", 19 * kMiB}};
-  EXPECT_EQ(role_bytes(d, "predicted_bytes"), expected) << d["by_role"].dump(1);
-
-  const ProcessResult text = cli({"whatif", trace, "--checkpoint", "fc1"});
-  ASSERT_EQ(text.exit_code, 0) << text.err;
-  EXPECT_NE(text.out.find("change: checkpoint fc1\n"), std::string::npos) << text.out;
-  EXPECT_NE(text.out.find("note: checkpoint fc1: 2 forward(s) recomputed in backward, up to 8.00 "
-                          "MiB of activations released at the end of one\n"),
-            std::string::npos)
-      << text.out;
-  const ProcessResult missing = cli({"whatif", trace, "--checkpoint", "fc3"});
-  EXPECT_EQ(missing.exit_code, 1);
-  EXPECT_NE(missing.err.find("--checkpoint: no activation made in the forward of 'fc3'"),
-            std::string::npos)
-      << missing.err;
-  EXPECT_EQ(std::count(missing.err.begin(), missing.err.end(), '\n'), 1) << missing.err;
+  for (const std::string module : {"fc1", "fc3"}) {
+    const ProcessResult r = cli({"whatif", trace, "--checkpoint", module});
+    EXPECT_EQ(r.exit_code, 1) << module;
+    EXPECT_NE(r.err.find("--checkpoint: no activation made in the forward of '" + module + "'"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
 }
 
 // Without roles in the trace, a change by role cannot be predicted, and says so.
