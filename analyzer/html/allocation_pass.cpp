@@ -339,6 +339,7 @@ class AllocationTracker {
     } else {
       ++d.small_count;
       open.series = series_index;
+      if (plan_.blocks[series_index]) d.blocks_whole = false;
       if (s.series.size() <= plan_.series + 1) s.series.resize(plan_.series + 2);
       Series& series = s.series[open.series];
       if (series_index < plan_.series) series.site = site;
@@ -510,7 +511,8 @@ class AllocationTracker {
         long span = -1;
         if (d.segment_spans.size() < limits_.segment_spans) {
           span = static_cast<long>(d.segment_spans.size());
-          d.segment_spans.push_back({time, AllocationBand::kLive, b.size});
+          d.segment_spans.push_back({time, AllocationBand::kLive, b.size, b.address, b.allocator,
+                                     action == BlockAction::kSegmentMap ? 1u : 0u});
         } else {
           d.segment_spans_complete = false;
         }

@@ -96,8 +96,13 @@ struct DeviceAllocations {
   // The caching allocators' segments over time (start, end: kLive when live at the end, size),
   // so that their free cache at any moment is what they reserve less their live blocks; past
   // `segment_spans` of them, `cache` says the most the cache held in each bucket instead.
-  std::vector<std::array<uint64_t, 3>> segment_spans;
+  // Each: start, end, size, address, allocator (format::BlockAllocator), expandable (1: pages
+  // mapped into a reserved range).
+  std::vector<std::array<uint64_t, 6>> segment_spans;
   bool segment_spans_complete = true;
+  // Every block of the device is kept whole (none in a series): with the segments' lifetimes,
+  // the segments at any moment follow from the data.
+  bool blocks_whole = true;
   std::vector<uint64_t> cache;
   std::vector<SegmentSnapshot> snapshots;  // in time order
 };

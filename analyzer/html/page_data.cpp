@@ -485,7 +485,8 @@ class DataBuilder {
     const DeviceAllocations& d = it->second;
     ordered_json start = ordered_json::array(), end = ordered_json::array(),
                  size = ordered_json::array(), site = ordered_json::array(),
-                 role = ordered_json::array(), module = ordered_json::array();
+                 role = ordered_json::array(), module = ordered_json::array(),
+                 address = ordered_json::array();
     for (const AllocationBand& b : d.bands) {
       start.push_back(b.start_ns);
       if (b.end_ns == AllocationBand::kLive) {
@@ -494,14 +495,16 @@ class DataBuilder {
         end.push_back(b.end_ns);
       }
       size.push_back(b.size);
+      address.push_back(b.address);
       site.push_back(b.site);
       role.push_back(static_cast<int>(b.role));
       module.push_back(b.module);
     }
     ordered_json span_start = ordered_json::array(), span_end = ordered_json::array(),
-                 span_size = ordered_json::array();
+                 span_size = ordered_json::array(), span_address = ordered_json::array(),
+                 span_allocator = ordered_json::array(), span_expandable = ordered_json::array();
     if (d.segment_spans_complete) {
-      for (const auto& [from, to, bytes] : d.segment_spans) {
+      for (const auto& [from, to, bytes, address, allocator, expandable] : d.segment_spans) {
         span_start.push_back(from);
         if (to == AllocationBand::kLive) {
           span_end.push_back(-1);
@@ -509,11 +512,16 @@ class DataBuilder {
           span_end.push_back(to);
         }
         span_size.push_back(bytes);
+        span_address.push_back(address);
+        span_allocator.push_back(allocator_name(static_cast<int>(allocator)));
+        span_expandable.push_back(expandable != 0);
       }
     }
     const ordered_json segment_spans =
         d.segment_spans_complete
-            ? ordered_json{{"start", span_start}, {"end", span_end}, {"size", span_size}}
+            ? ordered_json{{"start", span_start},         {"end", span_end},
+                           {"size", span_size},           {"address", span_address},
+                           {"allocator", span_allocator}, {"expandable", span_expandable}}
             : ordered_json(nullptr);
     ordered_json roles = ordered_json::array();
     for (std::size_t r = 0; r < kRoleCount; ++r) roles.push_back(role_name(static_cast<Role>(r)));
@@ -562,7 +570,9 @@ class DataBuilder {
               {"size", size},
               {"site", site},
               {"role", role},
-              {"module", module}}},
+              {"module", module},
+              {"address", address}}},
+            {"blocks_whole", d.blocks_whole},
             {"series", series},
             {"moments", d.moments},
             {"segment_spans", segment_spans},

@@ -13,6 +13,7 @@ gmt.Report = class {
     this.charts = [];
     this.flames = [];
     this.allocations = [];
+    this.segments = [];
     for (const trace of data.traces) gmt.Report.linkStacks(trace);
   }
 
@@ -96,6 +97,7 @@ gmt.Report = class {
              d.failed_alloc_count + " failed"));
     const moment = gmt.el("div", { class: "moment" });
     const segments = d.allocations ? new gmt.Segments(t, d) : null;
+    if (segments) this.segments.push(segments);
     const chart = new gmt.Timeline(t, d, (c, time, marker) => {
       this.showMoment(moment, t, d, c, time, marker);
       if (segments) segments.showAt(time, marker);

@@ -31,10 +31,64 @@ gmt.Segments = class {
     return what + " at " + gmt.duration(s.time_ns);
   }
 
-  // The snapshot for a moment of the timeline: a marker's own, else the last one at or before
-  // it (the first when none is).
+  // The segments at `time` from the data itself, or null: where every block of the device is
+  // kept whole and every segment's life is known, a moment's segments follow from them exactly.
+  static at(trace, device, time) {
+    const a = device.allocations;
+    if (!a || !a.blocks_whole || !a.segment_spans) return null;
+    const sp = a.segment_spans;
+    const segments = [];
+    for (let i = 0; i < sp.start.length; i += 1) {
+      if (sp.start[i] <= time && (sp.end[i] < 0 || sp.end[i] > time)) {
+        segments.push({ address: sp.address[i], size: sp.size[i], allocator: sp.allocator[i], expandable: sp.expandable[i], pieces: [] });
+      }
+    }
+    if (segments.length === 0) return null;
+    segments.sort((x, y) => x.address - y.address);
+    const b = a.bands;
+    const blocks = [];
+    for (let i = 0; i < b.start.length; i += 1) {
+      const site = trace.allocation_sites[b.site[i]];
+      if (!site || site.allocator === undefined) continue;
+      if (b.start[i] <= time && (b.end[i] < 0 || b.end[i] > time)) blocks.push(i);
+    }
+    blocks.sort((x, y) => b.address[x] - b.address[y]);
+    const out = { kind: "moment", time_ns: time, request_bytes: 0, free_bytes: 0, largest_free_bytes: 0,
+                  segments_left_out: 0, pieces_left_out: 0, segments, computed: true };
+    let next = 0;
+    for (const seg of segments) {
+      const end = seg.address + seg.size;
+      while (next < blocks.length && b.address[blocks[next]] < seg.address) next += 1;
+      let at = seg.address;
+      for (; next < blocks.length && b.address[blocks[next]] < end; next += 1) {
+        const i = blocks[next];
+        if (b.address[i] > at) seg.pieces.push([at - seg.address, b.address[i] - at]);
+        const size = Math.min(b.size[i], end - b.address[i]);
+        seg.pieces.push([b.address[i] - seg.address, size, b.site[i], a.roles[b.role[i]]]);
+        at = Math.max(at, b.address[i] + size);
+      }
+      if (at < end) seg.pieces.push([at - seg.address, end - at]);
+      for (const p of seg.pieces) {
+        if (p.length !== 2) continue;
+        out.free_bytes += p[1];
+        out.largest_free_bytes = Math.max(out.largest_free_bytes, p[1]);
+      }
+    }
+    return out;
+  }
+
+  // The segments at a moment of the timeline: a marker's own snapshot; else, where the data
+  // gives them, the segments at that moment exactly; else the last snapshot at or before it
+  // (the first when none is).
   showAt(time, marker) {
     if (this.snapshots.length === 0) return;
+    if (!marker) {
+      const exact = gmt.Segments.at(this.trace, this.device, time);
+      if (exact) {
+        this.render(exact);
+        return;
+      }
+    }
     let index = -1;
     if (marker) {
       const kind = marker.kind === "peak" ? "peak" : "failure";
@@ -52,13 +106,20 @@ gmt.Segments = class {
   }
 
   show(index) {
-    this.body.replaceChildren();
     const s = this.snapshots[index];
+    if (s) this.menu.value = String(index);
+    this.render(s);
+  }
+
+  render(s) {
+    this.body.replaceChildren();
     if (!s) {
       this.body.append(gmt.el("p", { class: "note" }, "No caching allocator reported its segments on this device: each allocation is its own driver allocation, drawn above."));
       return;
     }
-    this.menu.value = String(index);
+    if (s.computed) {
+      this.body.append(gmt.el("p", { class: "note computed" }, "at " + gmt.duration(s.time_ns) + ", from every block and segment's life"));
+    }
     this.root.dataset.kind = s.kind;
     this.root.dataset.timeNs = String(s.time_ns);
     this.root.dataset.largestFreeBytes = String(s.largest_free_bytes);

@@ -411,3 +411,53 @@ TEST_F(HtmlAllocations, EveryOtherPageLoadsWithoutAJavaScriptError) {
 
 }  // namespace
 }  // namespace gmt::test
+
+namespace gmt::test {
+namespace {
+
+// The segments at any moment clicked: where every block is kept whole and every segment's life
+// is known (the fragmentation workload), they follow from the data exactly: at the failure they
+// are the pass's own snapshot, and just after the fifth block is handed out the segment is full.
+TEST_F(HtmlAllocations, TheSegmentsAtAnyMomentFollowFromTheBlocksLives) {
+  const ProcessResult run =
+      run_traced("workload_cached_training", {"fragment"},
+                 {{"FAKECUDA_DEVICE_MEMORY", "33554432"}, {"FAKECUDA_CONTEXT_OVERHEAD", "0"}});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string page = html({only_trace()});
+  const json seen = probe(page, json::array({{{"eval", R"((() => {
+    const t = window.gmtReport.data.traces[0];
+    const d = t.devices[0];
+    const key = (s) => JSON.stringify([s.free_bytes, s.largest_free_bytes,
+      s.segments.map((g) => [g.address, g.size, g.allocator, g.expandable, g.pieces])]);
+    const failure = d.allocations.snapshots.find((s) => s.kind === 'failure');
+    const computed = gmt.Segments.at(t, d, failure.time_ns);
+    return computed !== null && key(computed) === key(failure);
+  })())"}},
+                                             {{"eval", R"((() => {
+    const d = window.gmtReport.data.traces[0].devices[0];
+    const b = d.allocations.bands;
+    const fifth = b.start[b.start.length - 1];
+    const view = window.gmtReport.segments[0];
+    view.showAt(fifth, null);
+    const s = view.root;
+    return {kind: s.dataset.kind, computed: s.querySelectorAll('.computed').length,
+            largest_free: Number(s.dataset.largestFreeBytes),
+            blocks: s.querySelectorAll('.piece:not(.free)').length,
+            free: s.querySelectorAll('.piece.free').length,
+            bands: b.start.length};
+  })())"}}}));
+  if (!skip_.empty()) GTEST_SKIP() << skip_;
+  ASSERT_FALSE(seen.is_null());
+  EXPECT_EQ(seen["errors"], json::array()) << seen["errors"].dump(2);
+  const json& r = seen["results"];
+  EXPECT_EQ(r[0], true);
+  EXPECT_EQ(r[1]["bands"], 5) << r[1];
+  EXPECT_EQ(r[1]["kind"], "moment");
+  EXPECT_EQ(r[1]["computed"], 1);
+  EXPECT_EQ(r[1]["largest_free"], 0);
+  EXPECT_EQ(r[1]["blocks"], 5);
+  EXPECT_EQ(r[1]["free"], 0);
+}
+
+}  // namespace
+}  // namespace gmt::test
