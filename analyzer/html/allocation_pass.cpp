@@ -261,6 +261,7 @@ class AllocationTracker {
     uint64_t peak_allocated = 0;
     std::size_t peak_retakes = 0;
     long peak_snapshot = -1;
+    bool highest_done = false;
     std::size_t next_moment = 0;
     long last_failure = -1;  // the snapshot of the failure just before, while nothing changed
     // Each bucket's moment: when the device held the most during it (the latest such record),
@@ -553,6 +554,7 @@ class AllocationTracker {
       s.cache_now = reserved > allocated ? reserved - allocated : 0;
       s.cache[bucket_] = std::max(s.cache[bucket_], s.cache_now);
       peak(ordinal, s, time, allocated);
+      highest(ordinal, s, time, allocated);
       while (s.next_moment < moments_.size() && time >= moments_[s.next_moment]) {
         ++s.next_moment;
         if (has_segments(ordinal)) snapshot(ordinal, "moment", time, 0, std::nullopt);
@@ -584,6 +586,20 @@ class AllocationTracker {
     if (s.peak_snapshot >= 0) at = static_cast<std::size_t>(s.peak_snapshot);
     s.peak_snapshot =
         static_cast<long>(snapshot(ordinal, "peak", model->second.peak_time_ns, 0, at));
+  }
+
+  // Where the caching allocators handed out the most (PyTorch's max_memory_allocated): the
+  // moment their users came closest to not fitting. The device's peak is then a plateau of
+  // reserved memory that is mostly their cache, whose moment shows segments mostly free.
+  void highest(int ordinal, DeviceState& s, uint64_t time, uint64_t allocated) {
+    if (s.highest_done || allocated == 0 || !has_segments(ordinal)) return;
+    uint64_t highest = 0;
+    for (const AllocatorUsage& a : trace_.allocators) {
+      if (a.device == ordinal) highest += a.peak_allocated_bytes;
+    }
+    if (allocated < highest) return;
+    s.highest_done = true;
+    snapshot(ordinal, "highest_allocated", time, 0, std::nullopt);
   }
 
   void failure(int device, uint64_t time, uint64_t request, bool allocator) {

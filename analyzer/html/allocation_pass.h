@@ -70,7 +70,9 @@ struct SegmentState {
   std::vector<SegmentPiece> pieces;
 };
 struct SegmentSnapshot {
-  std::string kind;  // "peak", "failure" or "moment"
+  // "peak", "highest_allocated" (the caching allocators handed out the most), "failure" or
+  // "moment"
+  std::string kind;
   uint64_t time_ns = 0;
   uint64_t request_bytes = 0;  // at a failure: what the allocator (else the driver) was asked
   uint64_t largest_free_bytes = 0;

@@ -20,14 +20,17 @@ gmt.Segments = class {
     this.root.append(gmt.el("div", { class: "toolbar" }, "moment: ", this.menu,
                             gmt.el("span", { class: "help" }, "a click on a timeline shows the segments at the moment nearest before it")),
                      this.body);
-    // The first failure if any (where the segments matter most), else the peak.
+    // The first failure if any (where the segments matter most), else where the allocators
+    // handed out the most, else the peak.
     const failure = this.snapshots.findIndex((s) => s.kind === "failure");
+    const highest = this.snapshots.findIndex((s) => s.kind === "highest_allocated");
     const peak = this.snapshots.findIndex((s) => s.kind === "peak");
-    this.show(failure >= 0 ? failure : Math.max(peak, 0));
+    this.show(failure >= 0 ? failure : highest >= 0 ? highest : Math.max(peak, 0));
   }
 
   static title(s) {
-    const what = s.kind === "peak" ? "the peak" : s.kind === "failure" ? "failed allocation" : "moment";
+    const what = s.kind === "peak" ? "the peak" : s.kind === "highest_allocated" ? "the most allocated"
+      : s.kind === "failure" ? "failed allocation" : "moment";
     return what + " at " + gmt.duration(s.time_ns);
   }
 

@@ -257,6 +257,25 @@ TEST_F(HtmlAllocations, TheSegmentsAtThePeakAreTheReportsRolesAndCache) {
     if (r["bytes"] > 0 && r["role"] != "allocator_cache") expected[r["role"]] = r["bytes"];
   }
   EXPECT_EQ(by_role, expected);
+  // Where the allocator handed out the most (PyTorch's max_memory_allocated, as whatif's
+  // recording counts it: 46 MiB), its segments hold that in blocks; the page opens there.
+  const json* highest = nullptr;
+  for (const json& s : data["traces"][0]["devices"][0]["allocations"]["snapshots"]) {
+    if (s["kind"] == "highest_allocated") highest = &s;
+  }
+  ASSERT_NE(highest, nullptr);
+  uint64_t handed_out = 0;
+  for (const json& segment : (*highest)["segments"]) {
+    for (const json& piece : segment["pieces"]) {
+      if (piece.size() == 4) handed_out += piece[1].get<uint64_t>();
+    }
+  }
+  const ProcessResult whatif = cli({"whatif", "--json", trace});
+  ASSERT_EQ(whatif.exit_code, 0) << whatif.err;
+  EXPECT_EQ(
+      handed_out,
+      json::parse(whatif.out)["devices"][0]["recorded"]["max_allocated_bytes"].get<uint64_t>());
+  EXPECT_EQ(handed_out, 46u << 20);
   // The first step's forward is reported module by module: its activations name theirs.
   const json& t = data["traces"][0];
   const json& bands = t["devices"][0]["allocations"]["bands"];
