@@ -12,6 +12,7 @@
 
 #include "analyzer/model/input/progress_bar.h"
 #include "analyzer/report/history_text.h"
+#include "format/size_text.h"
 
 namespace gmt::analyzer {
 
@@ -171,6 +172,22 @@ const CLI::Validator& positive_whole_number() {
       },
       "", "");
   return validator;
+}
+
+CLI::Option* add_device_memory_option(CLI::App& command, std::optional<uint64_t>& memory,
+                                      const std::string& help) {
+  return command
+      .add_option_function<std::string>(
+          "--device-memory",
+          [&memory](const std::string& text) {
+            memory = format::parse_byte_size(text);
+            if (!memory || *memory == 0)
+              throw CLI::ValidationError(
+                  "--device-memory",
+                  "expected a size above 0 (40GiB, 80 GB, 81559MiB), got '" + text + "'");
+          },
+          help)
+      ->type_name("SIZE");
 }
 
 const CLI::Validator& device_number() {

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 
@@ -41,6 +43,11 @@ const CLI::Validator& milliseconds();
 // Seconds between two looks: a finite number above 0 and at most kMaxIntervalSeconds (a day).
 inline constexpr double kMaxIntervalSeconds = 86400;
 const CLI::Validator& seconds_interval();
+
+// --device-memory SIZE (any size syntax, above 0) into `memory`: the device size a what-if
+// predicts for (whatif, and peak's remedies); `help` says what it changes.
+CLI::Option* add_device_memory_option(CLI::App& command, std::optional<uint64_t>& memory,
+                                      const std::string& help);
 
 // "Trace files, or directories of them", the help text of every command that reads several.
 inline constexpr const char* kTracesHelp =

@@ -18,7 +18,6 @@
 #include "analyzer/report/inference_report.h"
 #include "analyzer/report/remedies_report.h"
 #include "analyzer/report/roles_report.h"
-#include "format/size_text.h"
 
 namespace gmt::analyzer {
 namespace {
@@ -285,17 +284,8 @@ Command add_peak_command(CLI::App& app) {
             return name.empty() ? std::string("expected a phase's name, got ''") : std::string();
           },
           "NAME"));
-  peak->add_option_function<std::string>(
-          "--device-memory",
-          [options](const std::string& text) {
-            options->device_memory = format::parse_byte_size(text);
-            if (!options->device_memory || *options->device_memory == 0)
-              throw CLI::ValidationError(
-                  "--device-memory",
-                  "expected a size above 0 (40GiB, 80 GB, 81559MiB), got '" + text + "'");
-          },
-          "Remedies for a device of this size (default: the trace's)")
-      ->type_name("SIZE");
+  add_device_memory_option(*peak, options->device_memory,
+                           "Remedies for a device of this size (default: the trace's)");
   peak->add_flag("--json", options->json, "Machine-readable output (contract in docs/commands.md)");
   add_frames_option(*peak, options->frames);
   return {peak, [options] { return peak_command(*options, std::cout, std::cerr); }};

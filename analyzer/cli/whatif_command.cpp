@@ -14,7 +14,6 @@
 #include "analyzer/model/allocator/whatif_prediction.h"
 #include "analyzer/model/input/trace_error.h"
 #include "analyzer/report/whatif_report.h"
-#include "format/size_text.h"
 
 namespace gmt::analyzer {
 
@@ -81,18 +80,8 @@ Command add_whatif_command(CLI::App& app) {
           },
           "PYTORCH_CUDA_ALLOC_CONF to predict ('expandable_segments:True,max_split_size_mb:128')")
       ->type_name("CONF");
-  command
-      ->add_option_function<std::string>(
-          "--device-memory",
-          [options](const std::string& text) {
-            options->device_memory = format::parse_byte_size(text);
-            if (!options->device_memory || *options->device_memory == 0)
-              throw CLI::ValidationError(
-                  "--device-memory",
-                  "expected a size above 0 (40GiB, 80 GB, 81559MiB), got '" + text + "'");
-          },
-          "Each device's memory (default: the trace's)")
-      ->type_name("SIZE");
+  add_device_memory_option(*command, options->device_memory,
+                           "Each device's memory (default: the trace's)");
   command
       ->add_option_function<std::string>(
           "--batch-scale",
