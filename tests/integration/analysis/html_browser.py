@@ -63,6 +63,23 @@ class Browser:
         self.events = []
         self.session = None
 
+    def open_tab(self):
+        """A blank tab of 1400 x 1000 attached, its pages, scripts and logs followed; False (said
+        on stderr) when Chromium could not be started or does not answer."""
+        try:
+            target = self.send("Target.createTarget", {"url": "about:blank"}, session=False)
+            attached = self.send("Target.attachToTarget",
+                                 {"targetId": target["targetId"], "flatten": True}, session=False)
+        except (TimeoutError, EOFError, OSError) as e:
+            print("chromium could not be started or does not answer: " + str(e), file=sys.stderr)
+            return False
+        self.session = attached["sessionId"]
+        for domain in ("Page", "Runtime", "Log"):
+            self.send(domain + ".enable")
+        self.send("Emulation.setDeviceMetricsOverride",
+                  {"width": 1400, "height": 1000, "deviceScaleFactor": 1, "mobile": False})
+        return True
+
     def close(self):
         try:
             self.send("Browser.close", session=False, timeout=5)
@@ -178,20 +195,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix="gmt-chromium-") as profile:
         browser = Browser(chromium, profile)
         try:
-            try:
-                target = browser.send("Target.createTarget", {"url": "about:blank"}, session=False)
-                attached = browser.send("Target.attachToTarget",
-                                        {"targetId": target["targetId"], "flatten": True},
-                                        session=False)
-            except (TimeoutError, EOFError, OSError) as e:
-                print("chromium could not be started or does not answer: " + str(e),
-                      file=sys.stderr)
+            if not browser.open_tab():
                 return 77
-            browser.session = attached["sessionId"]
-            for domain in ("Page", "Runtime", "Log"):
-                browser.send(domain + ".enable")
-            browser.send("Emulation.setDeviceMetricsOverride",
-                         {"width": 1400, "height": 1000, "deviceScaleFactor": 1, "mobile": False})
             browser.load(url)
 
             out = {}

@@ -40,20 +40,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix="gmt-chromium-") as profile:
         browser = Browser(chromium, profile)
         try:
-            try:
-                target = browser.send("Target.createTarget", {"url": "about:blank"}, session=False)
-                attached = browser.send("Target.attachToTarget",
-                                        {"targetId": target["targetId"], "flatten": True},
-                                        session=False)
-            except (TimeoutError, EOFError, OSError) as e:
-                print("chromium could not be started or does not answer: " + str(e),
-                      file=sys.stderr)
+            if not browser.open_tab():
                 return 77
-            browser.session = attached["sessionId"]
-            for domain in ("Page", "Runtime", "Log"):
-                browser.send(domain + ".enable")
-            browser.send("Emulation.setDeviceMetricsOverride",
-                         {"width": 1400, "height": 1000, "deviceScaleFactor": 1, "mobile": False})
             started = time.monotonic()
             browser.load(url)
             load_ms = (time.monotonic() - started) * 1000
