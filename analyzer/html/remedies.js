@@ -13,7 +13,7 @@ gmt.remediesList = function (trace) {
   }
   box.append(gmt.el("h5", null, "what would make it fit, as the allocator's model predicts it (the cheapest first)"));
   const rows = r.remedies.map((x) => gmt.el("tr", { "data-change": x.change, "data-fits": String(x.fits) },
-    gmt.cell(x.change), gmt.cell(x.fits ? "fits" : "does not fit", { class: x.fits ? "fits" : "error" }),
+    gmt.cell(x.change), gmt.cell(x.fits ? "fits" : x.too_close ? "too close to call" : "does not fit", { class: x.fits ? "fits" : x.too_close ? "warn" : "error" }),
     gmt.bytesCell(x.predicted_max_reserved_bytes), gmt.bytesCell(x.saves_bytes),
     gmt.cell(x.note, { class: "note" }), gmt.cell("whatif " + x.whatif, { class: "command" })));
   box.append(gmt.table(["change", "", "reserved at most", "saves", "", "predicted by"], rows, { class: "remedies-table" }));

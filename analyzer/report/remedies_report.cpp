@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <exception>
 
+#include "analyzer/model/allocator/whatif_prediction.h"
 #include "analyzer/report/byte_size.h"
 
 namespace gmt::analyzer {
@@ -33,6 +34,7 @@ void add_remedies_json(const allocator::Remedies& remedies, nlohmann::ordered_js
                     {"predicted_max_allocated_bytes", r.predicted_max_allocated_bytes},
                     {"saves_bytes", r.saves_bytes},
                     {"fits", r.fits},
+                    {"too_close", r.close},
                     {"note", r.note}});
   }
   if (!remedies.applicable) return;
@@ -54,7 +56,8 @@ void write_remedies_text(const allocator::Remedies& remedies, std::ostream& out)
   out << ", reserved at most " << human_bytes(remedies.recorded_max_reserved_bytes)
       << " as recorded):\n";
   for (const allocator::Remedy& r : remedies.list) {
-    out << "  " << r.change << ": " << (r.fits ? "fits" : "does not fit") << ", reserved at most "
+    out << "  " << r.change << ": " << allocator::verdict_text(r.fits, r.close)
+        << ", reserved at most "
         << human_bytes(r.predicted_max_reserved_bytes);
     if (r.saves_bytes != 0)
       out << " (" << (r.saves_bytes > 0 ? "-" : "+")

@@ -136,6 +136,7 @@ json batch_json(const allocator::BatchSearch& b) {
   return {{"largest_fitting", or_null(b.largest)},
           {"step", allocator::kBatchStep},
           {"searched_up_to", allocator::kLargestBatchSearched},
+          {"margin_percent", allocator::kVerdictMarginPercent},
           {"capped", b.capped},
           {"replays", b.replays},
           {"not_run", b.not_run.empty() ? json(nullptr) : json(b.not_run)}};
@@ -283,7 +284,9 @@ json whatif_json(const WhatIfRequest& request, const WhatIfResult& result) {
                        {"predicted",
                         {{"max_allocated_bytes", p.predicted_max_allocated},
                          {"max_reserved_bytes", p.predicted_max_reserved},
-                         {"fits", p.fits},
+                         {"fits", p.fits && !p.close},
+                         {"too_close", p.close},
+                         {"margin_bytes", allocator::verdict_margin(p.capacity)},
                          {"exact", exact},
                          {"first_failed_request_bytes", or_null(p.first_failed_size)},
                          {"recorded_failures_served", p.recorded_failures_served},
@@ -379,7 +382,13 @@ void write_whatif_text(const WhatIfRequest& request, const WhatIfResult& result,
     }
     out << std::right;
     out << "  verdict: ";
-    if (p.fits) {
+    if (p.close) {
+      out << "too close to call: reserved at most "
+          << human_bytes(p.predicted_max_reserved) << " of the " << human_bytes(p.capacity)
+          << " the allocator may hold, less than the model's margin ("
+          << allocator::kVerdictMarginPercent << " %, " << human_bytes(allocator::verdict_margin(p.capacity))
+          << ") to spare";
+    } else if (p.fits) {
       out << "fits";
       if (p.total_bytes == 0 && p.capacity == UINT64_MAX)
         out << " (the device's memory is not in the trace: give --device-memory)";
@@ -423,8 +432,9 @@ void write_whatif_text(const WhatIfRequest& request, const WhatIfResult& result,
     } else {
       out << "x" << factor_text(*b.largest) << " of the recorded batch";
     }
-    out << " (searched in steps of x" << factor_text(allocator::kBatchStep) << ", " << b.replays
-        << " replays";
+    out << " (with " << allocator::kVerdictMarginPercent
+        << " % of what the allocator may hold to spare; searched in steps of x"
+        << factor_text(allocator::kBatchStep) << ", " << b.replays << " replays";
     if (!request.options.device_memory) out << ", on the recorded device";
     out << ")\n";
   }

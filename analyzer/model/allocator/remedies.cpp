@@ -23,15 +23,24 @@ std::string number(double v) {
   return s.str();
 }
 
-// A candidate's figures from its replay.
-Remedy remedy_of(const TraceReplayResult& result, int device, uint64_t recorded_max_reserved,
-                 std::string text, std::string whatif, std::string note) {
+// A candidate's figures from its replay (under `capacity`, each device's): it fits where no
+// request failed and it kept the verdict's margin free (too_close()).
+Remedy remedy_of(const TraceReplayResult& result, const std::map<int, uint64_t>& capacity,
+                 int device, uint64_t recorded_max_reserved, std::string text, std::string whatif,
+                 std::string note) {
   Remedy remedy;
   remedy.change = std::move(text);
   remedy.whatif = std::move(whatif);
   remedy.note = std::move(note);
   remedy.fits = std::all_of(result.devices.begin(), result.devices.end(),
                             [](const DeviceReplayResult& d) { return d.failed_requests == 0; });
+  for (const DeviceReplayResult& d : result.devices) {
+    const auto c = capacity.find(d.device);
+    if (remedy.fits && c != capacity.end() && too_close(d.stats.max_reserved_bytes, c->second)) {
+      remedy.fits = false;
+      remedy.close = true;
+    }
+  }
   uint64_t served = 0;
   for (const DeviceReplayResult& d : result.devices) {
     if (d.device != device) continue;
@@ -41,6 +50,10 @@ Remedy remedy_of(const TraceReplayResult& result, int device, uint64_t recorded_
                          static_cast<int64_t>(d.stats.max_reserved_bytes);
     served = d.recorded_failures_served;
   }
+  if (remedy.close)
+    remedy.note = "too close to call: less than " + std::to_string(kVerdictMarginPercent) +
+                  " % of what the allocator may hold to spare" +
+                  (remedy.note.empty() ? "" : "; " + remedy.note);
   if (remedy.fits && served > 0 && remedy.note.empty())
     remedy.note =
         "the request that failed is served (what the program did after its failure is not in "
@@ -68,8 +81,8 @@ class Candidates {
   }
   Remedy of(const TraceReplayResult& result, std::string text, std::string whatif,
             std::string note) const {
-    return remedy_of(result, out_.device, out_.recorded_max_reserved_bytes, std::move(text),
-                     std::move(whatif), std::move(note));
+    return remedy_of(result, base_.capacity, out_.device, out_.recorded_max_reserved_bytes,
+                     std::move(text), std::move(whatif), std::move(note));
   }
   const ReplayEvents& events() const { return events_; }
   const ReplayOptions& base() const { return base_; }
@@ -174,7 +187,7 @@ CandidateWork batch_remedy(const Candidates& c, const Remedies& remedies) {
     for (const DeviceReplayResult& d : run.devices) {
       if (d.device != remedies.device) continue;
       if (const auto cap = c.base().capacity.find(d.device); cap != c.base().capacity.end())
-        guess = guess_batch_scale(d, cap->second);
+        guess = guess_batch_scale(d, cap->second - verdict_margin(cap->second));
     }
     const BatchSearch search = search_largest_batch(c.events(), c.base(), {}, guess);
     out.replays += search.replays;

@@ -29,6 +29,7 @@ struct Remedy {
   int64_t saves_bytes = 0;  // the recorded highest reserved less the predicted (the device that
                             // needs it)
   bool fits = false;
+  bool close = false;  // no request failed, but too close to the capacity to call (too_close())
   std::string note;  // what it does not model, or "the request of 6.13 GiB that failed is served"
 };
 

@@ -123,6 +123,23 @@ void search_batch(BatchProbe& probe, BatchSearch& search, uint64_t start) {
 
 }  // namespace
 
+uint64_t verdict_margin(uint64_t capacity) {
+  return capacity == UINT64_MAX ? 0 : capacity / 100 * kVerdictMarginPercent;
+}
+
+bool too_close(uint64_t max_reserved, uint64_t capacity) {
+  return capacity != UINT64_MAX && max_reserved > capacity - verdict_margin(capacity);
+}
+
+const char* verdict_text(bool fits, bool close) {
+  return fits ? "fits" : close ? "too close to call" : "does not fit";
+}
+
+ReplayOptions with_margin(ReplayOptions options) {
+  for (auto& [device, capacity] : options.capacity) capacity -= verdict_margin(capacity);
+  return options;
+}
+
 Capacity whatif_capacity(const DeviceReplayResult& d, std::optional<uint64_t> device_memory) {
   Capacity c;
   c.total_bytes = device_memory.value_or(d.total_bytes);
@@ -142,7 +159,8 @@ Capacity whatif_capacity(const DeviceReplayResult& d, std::optional<uint64_t> de
 BatchSearch search_largest_batch(const ReplayEvents& events, const ReplayOptions& changed,
                                  const WhatIfOptions& options, std::optional<double> guess) {
   BatchSearch search;
-  BatchProbe probe(events, changed, options, search);
+  const ReplayOptions spared = with_margin(changed);
+  BatchProbe probe(events, spared, options, search);
   const double most = kLargestBatchSearched / kBatchStep;
   const double steps = std::clamp(std::floor(guess.value_or(1.0) / kBatchStep), 1.0, most);
   search_batch(probe, search, static_cast<uint64_t>(steps));
@@ -298,7 +316,7 @@ WhatIfResult predict_whatif(std::span<const uint8_t> bytes, const std::string& n
       for (const DeviceReplayResult& d : unchanged.devices) {
         const auto c = changed.capacity.find(d.device);
         if (c == changed.capacity.end()) continue;
-        if (const auto g = guess_batch_scale(d, c->second); g && (!guess || *g < *guess)) guess = g;
+        if (const auto g = guess_batch_scale(d, c->second - verdict_margin(c->second)); g && (!guess || *g < *guess)) guess = g;
       }
       out.batch = search_largest_batch(*events, changed, options, guess);
     }
@@ -314,6 +332,7 @@ WhatIfResult predict_whatif(std::span<const uint8_t> bytes, const std::string& n
     p.predicted_max_allocated = it->stats.max_allocated_bytes;
     p.predicted_max_reserved = it->stats.max_reserved_bytes;
     p.fits = it->failed_requests == 0;
+    p.close = p.fits && too_close(p.predicted_max_reserved, p.capacity);
     p.first_failed_size = it->first_failed_size;
     p.recorded_failures_served = it->recorded_failures_served;
     p.empty_cache_added = it->empty_cache_added;

@@ -60,6 +60,22 @@ struct WhatIfOptions {
 inline constexpr double kBatchStep = 1.0 / 32;
 inline constexpr double kLargestBatchSearched = 1024;
 
+// A prediction this close to what the allocator may hold is no verdict either way: the model's
+// highest reserved was within 1 % of PyTorch's in reruns on an H100, and what is held outside
+// the allocator moves with the program (a library's workspace per stream, its own buffers). A
+// transformer predicted to peak 10 MiB under the capacity ran out in its rerun. So a change
+// fits only with this share of the capacity to spare, and the largest batch is searched with
+// it kept free.
+inline constexpr uint64_t kVerdictMarginPercent = 2;
+// The bytes a verdict keeps free of `capacity` (UINT64_MAX: none known, none kept).
+uint64_t verdict_margin(uint64_t capacity);
+// Whether a run that peaks at `max_reserved` is too close to `capacity` to call.
+bool too_close(uint64_t max_reserved, uint64_t capacity);
+// "fits", "too close to call" or "does not fit".
+const char* verdict_text(bool fits, bool close);
+// `options` with each device's capacity less its margin.
+ReplayOptions with_margin(ReplayOptions options);
+
 // Each role's scale under the changes by role.
 std::array<double, kRoleCount> role_scales(const WhatIfOptions& options);
 bool changes_roles(const WhatIfOptions& options);
@@ -81,6 +97,8 @@ struct DevicePrediction {
   uint64_t predicted_max_allocated = 0;
   uint64_t predicted_max_reserved = 0;
   bool fits = true;  // no request failed in the prediction
+  // It fits, but with less than the verdict's margin to spare (too_close()): no verdict.
+  bool close = false;
   std::optional<uint64_t> first_failed_size;
   uint64_t recorded_failures_served = 0;  // requests the recording failed, served
   uint64_t empty_cache_added = 0;         // the prediction's empty_cache() calls added
@@ -92,7 +110,8 @@ struct DevicePrediction {
   std::vector<std::pair<Gap, uint64_t>> gaps;  // the prediction's replay's
 };
 
-// The largest batch scale that fits every device: multiples of kBatchStep. From a first guess
+// The largest batch scale that fits every device (with_margin()): multiples of kBatchStep.
+// From a first guess
 // (the recorded batch, or an estimate), steps growing twofold up or down to a scale that fits
 // and one that does not, then bisection between them (fits is taken to grow no worse as the
 // batch shrinks).
