@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// `gpumemtrace diff A B`: what a change cost: each device's peak, and per site the bytes live at
-// the peak and never freed, before and after. Sites are matched by their symbolized frames
-// (stack ids are per trace).
+// `gpumemtrace diff A B`: what a change cost: each device's peak, its bytes at the peak by role
+// and by module, and per site the bytes live at the peak and never freed, before and after.
+// Sites are matched by their symbolized frames (stack ids are per trace), modules by name. The
+// text, the JSON and the page (--html) show the same figures: the page embeds the JSON.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -9,10 +10,16 @@
 #include "analyzer/cli/command_support.h"
 #include "analyzer/cli/commands.h"
 #include "analyzer/cli/frames_option.h"
+#include "analyzer/cli/output_file.h"
+#include "analyzer/html/html_page.h"
+#include "analyzer/html/run_comparison_data.h"
 #include "analyzer/model/input/trace_error.h"
 #include "analyzer/model/leak_classes.h"
 #include "analyzer/report/byte_size.h"
+#include "analyzer/report/frames/frame_text.h"
 #include "analyzer/report/frames/stack_frames.h"
+#include "analyzer/report/json/json_fields.h"
+#include "analyzer/report/roles_report.h"
 
 namespace gmt::analyzer {
 namespace {
@@ -93,6 +100,59 @@ std::vector<SiteChange> changed_sites(std::map<std::string, SiteChange>& by_key)
   return changes;
 }
 
+// The largest change first (by magnitude), ties in the order given.
+void sort_by_change(nlohmann::ordered_json& rows) {
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const nlohmann::ordered_json& x, const nlohmann::ordered_json& y) {
+                     return std::llabs(x["peak_change"].get<int64_t>()) >
+                            std::llabs(y["peak_change"].get<int64_t>());
+                   });
+}
+
+// Each role with bytes at the peak in either run: [{role, peak_before, peak_after,
+// peak_change}], the largest change first.
+nlohmann::ordered_json role_changes(const RoleBreakdown* before, const RoleBreakdown* after) {
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (std::size_t i = 0; i < kRoleCount; ++i) {
+    const Role role = static_cast<Role>(i);
+    const uint64_t was = before != nullptr ? (*before)[role].bytes : 0;
+    const uint64_t is = after != nullptr ? (*after)[role].bytes : 0;
+    if (was == 0 && is == 0) continue;
+    rows.push_back({{"role", role_name(role)},
+                    {"peak_before", was},
+                    {"peak_after", is},
+                    {"peak_change", change_of(was, is)}});
+  }
+  sort_by_change(rows);
+  return rows;
+}
+
+// The modules whose bytes at the peak changed, matched by name: {"by_module": [{module,
+// peak_before, peak_after, peak_change}] (the largest change first, at most kReportModules),
+// "by_module_left_out"}.
+nlohmann::ordered_json module_changes(const RoleBreakdown* before, const RoleBreakdown* after) {
+  std::map<std::string, std::pair<uint64_t, uint64_t>> bytes;
+  if (before != nullptr) {
+    for (const ModuleRoles& m : before->modules) bytes[m.module].first += m.total;
+  }
+  if (after != nullptr) {
+    for (const ModuleRoles& m : after->modules) bytes[m.module].second += m.total;
+  }
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const auto& [module, figures] : bytes) {
+    if (figures.first == figures.second) continue;
+    rows.push_back({{"module", module},
+                    {"peak_before", figures.first},
+                    {"peak_after", figures.second},
+                    {"peak_change", change_of(figures.first, figures.second)}});
+  }
+  sort_by_change(rows);
+  const std::size_t left_out = rows.size() > kReportModules ? rows.size() - kReportModules : 0;
+  if (left_out > 0)
+    rows.erase(rows.begin() + static_cast<std::ptrdiff_t>(kReportModules), rows.end());
+  return {{"by_module", std::move(rows)}, {"by_module_left_out", left_out}};
+}
+
 nlohmann::ordered_json diff_json(const TraceSummary& a, const TraceSummary& b,
                                  const std::vector<SiteChange>& changes) {
   using nlohmann::ordered_json;
@@ -110,8 +170,8 @@ nlohmann::ordered_json diff_json(const TraceSummary& a, const TraceSummary& b,
                            {"peak_before", before},
                            {"peak_after", after},
                            {"peak_change", change_of(before, after)}};
-    // By role, where either run has roles at its peak: which kind of memory moved (eager
-    // against torch.compile, batch 64 against 128).
+    // By role and by module, where either run has roles at its peak: which kind of memory moved
+    // (eager against torch.compile, batch 64 against 128), and in which part of the model.
     const auto roles = [o](const TraceSummary& t) -> const RoleBreakdown* {
       const auto d = t.devices.find(o);
       return d != t.devices.end() && d->second.roles_at_peak ? &*d->second.roles_at_peak : nullptr;
@@ -119,18 +179,8 @@ nlohmann::ordered_json diff_json(const TraceSummary& a, const TraceSummary& b,
     const RoleBreakdown* ra = roles(a);
     const RoleBreakdown* rb = roles(b);
     if (ra != nullptr || rb != nullptr) {
-      ordered_json by_role = ordered_json::array();
-      for (std::size_t i = 0; i < kRoleCount; ++i) {
-        const Role role = static_cast<Role>(i);
-        const uint64_t was = ra != nullptr ? (*ra)[role].bytes : 0;
-        const uint64_t is = rb != nullptr ? (*rb)[role].bytes : 0;
-        if (was == 0 && is == 0) continue;
-        by_role.push_back({{"role", role_name(role)},
-                           {"peak_before", was},
-                           {"peak_after", is},
-                           {"peak_change", change_of(was, is)}});
-      }
-      device["by_role"] = std::move(by_role);
+      device["by_role"] = role_changes(ra, rb);
+      device.update(module_changes(ra, rb));
     }
     devices.push_back(std::move(device));
   }
@@ -145,12 +195,14 @@ nlohmann::ordered_json diff_json(const TraceSummary& a, const TraceSummary& b,
                      {"leak_change", change_of(c.before.leaked, c.after.leaked)},
                      {"frames", frames_json(c.frames)}});
   }
+  add_site_labels(sites);
   return {{"before", a.path}, {"after", b.path}, {"devices", devices}, {"sites", sites}};
 }
 
 void write_diff_text(const nlohmann::ordered_json& diff, const std::vector<SiteChange>& changes,
                      FrameMode mode, std::ostream& out) {
   constexpr std::size_t kShown = 10;
+  constexpr std::size_t kShownModules = 10;
   out << "before " << diff["before"].get<std::string>() << "\nafter  "
       << diff["after"].get<std::string>() << "\n";
   for (const auto& d : diff["devices"]) {
@@ -161,13 +213,22 @@ void write_diff_text(const nlohmann::ordered_json& diff, const std::vector<SiteC
         << peak("peak_before", "in_before") << " -> " << peak("peak_after", "in_after") << " ("
         << signed_bytes(d["peak_change"].get<int64_t>()) << ")\n";
     if (!d.contains("by_role")) continue;
-    for (const auto& r : d["by_role"]) {
-      if (r["peak_change"].get<int64_t>() == 0) continue;
-      out << "    " << r["role"].get<std::string>() << " "
-          << human_bytes(r["peak_before"].get<uint64_t>()) << " -> "
+    const auto change_line = [&out](const nlohmann::ordered_json& r, const std::string& name) {
+      out << name << " " << human_bytes(r["peak_before"].get<uint64_t>()) << " -> "
           << human_bytes(r["peak_after"].get<uint64_t>()) << " ("
           << signed_bytes(r["peak_change"].get<int64_t>()) << ")\n";
+    };
+    for (const auto& r : d["by_role"]) {
+      if (r["peak_change"].get<int64_t>() != 0)
+        change_line(r, "    " + r["role"].get<std::string>());
     }
+    std::size_t modules = 0;
+    for (const auto& m : d["by_module"]) {
+      if (modules++ == kShownModules) break;
+      change_line(m, "    module " + printable(m["module"].get<std::string>()));
+    }
+    const std::size_t more = d["by_module"].size() + d["by_module_left_out"].get<std::size_t>();
+    if (more > kShownModules) out << "    ... " << more - kShownModules << " more modules\n";
   }
   if (changes.empty()) out << "  no site changed\n";
   for (std::size_t i = 0; i < changes.size() && i < kShown; ++i) {
@@ -182,8 +243,11 @@ void write_diff_text(const nlohmann::ordered_json& diff, const std::vector<SiteC
 
 }  // namespace
 
-int diff_command(const std::string& before, const std::string& after, bool json, FrameMode frames,
-                 std::ostream& out, std::ostream& err) {
+int diff_command(const std::string& before, const std::string& after, bool json,
+                 const std::string& html, FrameMode frames, std::ostream& out, std::ostream& err) {
+  if (!html.empty()) {
+    if (const int refused = refuse_output_over_input(html, {before, after}, err)) return refused;
+  }
   TraceSummary a, b;
   try {
     a = load_trace(before, err);
@@ -197,9 +261,24 @@ int diff_command(const std::string& before, const std::string& after, bool json,
   add_sites(b, true, by_key);
   const std::vector<SiteChange> changes = changed_sites(by_key);
   const nlohmann::ordered_json diff = diff_json(a, b, changes);
+  if (!html.empty()) {
+    // The page: both runs' timelines (read from their records again) beside the same figures.
+    nlohmann::ordered_json data;
+    try {
+      HtmlLimits limits;
+      limits.frame_mode = frames;
+      data = run_comparison_data(diff, std::move(a), std::move(b), limits);
+    } catch (const TraceError& e) {
+      err << "gpumemtrace: " << e.what() << "\n";
+      return 1;
+    }
+    if (write_output_file(html, std::cout, err,
+                          [&](std::ostream& file) { write_run_comparison_page(data, file); }) != 0)
+      return 1;
+  }
   if (json) {
     out << diff.dump(2) << "\n";
-  } else {
+  } else if (html.empty()) {
     write_diff_text(diff, changes, frames, out);
   }
   return 0;
@@ -209,17 +288,22 @@ Command add_diff_command(CLI::App& app) {
   struct Options {
     std::string before, after;
     bool json = false;
+    std::string html;
     FrameMode frames = FrameMode::kUser;
   };
   auto options = std::make_shared<Options>();
-  CLI::App* diff = app.add_subcommand("diff", "Peak and leak changes by site between two traces");
+  CLI::App* diff = app.add_subcommand(
+      "diff", "Peak and leak changes by role, module and site between two traces");
   diff->add_option("before", options->before, "Trace before the change")->required();
   diff->add_option("after", options->after, "Trace after the change")->required();
   diff->add_flag("--json", options->json, "Machine-readable output (contract in docs/commands.md)");
+  diff->add_option("--html", options->html,
+                   "Also write one self-contained page: both runs' timelines by role aligned by "
+                   "step, and what moved by role, module and site");
   add_frames_option(*diff, options->frames);
   return {diff, [options] {
-            return diff_command(options->before, options->after, options->json, options->frames,
-                                std::cout, std::cerr);
+            return diff_command(options->before, options->after, options->json, options->html,
+                                options->frames, std::cout, std::cerr);
           }};
 }
 

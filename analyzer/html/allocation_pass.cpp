@@ -278,6 +278,7 @@ class AllocationTracker {
   struct Segment {
     uint64_t size = 0;
     bool expandable = false;
+    bool graph_pool = false;
     long span = -1;  // index in the device's segment_spans
   };
   struct BandClass {
@@ -440,6 +441,15 @@ class AllocationTracker {
   void on_scope(const format::ScopeRecord& r) {
     const auto kind = static_cast<format::ScopeKind>(r.kind);
     const auto action = static_cast<format::ScopeAction>(r.action);
+    if (kind == format::ScopeKind::kCudaGraph) {
+      uint32_t& open = captures_open_[r.thread];
+      if (action == format::ScopeAction::kExit) {
+        if (open > 0) --open;
+      } else {
+        ++open;
+      }
+      return;
+    }
     if (kind != format::ScopeKind::kModule && kind != format::ScopeKind::kOptimizer) return;
     if (kind == format::ScopeKind::kModule) {
       // The modules open on the thread, innermost last: an allocation's module.
@@ -509,15 +519,20 @@ class AllocationTracker {
         if (action == BlockAction::kSegmentAlloc) undraw_driver(b.address);
         DeviceAllocations& d = out_.devices[b.device];
         state(b.device);
+        // A segment the allocator takes while a graph is captured on the thread is the graph's
+        // private pool's (PyTorch gives a capture a pool of its own).
+        const auto capture = captures_open_.find(b.thread);
+        const bool graph_pool = capture != captures_open_.end() && capture->second > 0;
         long span = -1;
         if (d.segment_spans.size() < limits_.segment_spans) {
           span = static_cast<long>(d.segment_spans.size());
           d.segment_spans.push_back({time, AllocationBand::kLive, b.size, b.address, b.allocator,
-                                     action == BlockAction::kSegmentMap ? 1u : 0u});
+                                     action == BlockAction::kSegmentMap ? 1u : 0u,
+                                     graph_pool ? 1u : 0u});
         } else {
           d.segment_spans_complete = false;
         }
-        segments_[key][b.address] = {b.size, action == BlockAction::kSegmentMap, span};
+        segments_[key][b.address] = {b.size, action == BlockAction::kSegmentMap, graph_pool, span};
         break;
       }
       case BlockAction::kSegmentFree:
@@ -643,7 +658,8 @@ class AllocationTracker {
     for (const auto& [key, list] : segments_) {
       if (key.second != device) continue;
       for (const auto& [address, seg] : list)
-        segments.push_back({address, {address, seg.size, key.first, seg.expandable, {}}});
+        segments.push_back(
+            {address, {address, seg.size, key.first, seg.expandable, seg.graph_pool, {}}});
     }
     std::sort(segments.begin(), segments.end(),
               [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -771,6 +787,7 @@ class AllocationTracker {
   std::unordered_map<uint32_t, std::string> names_;
   static constexpr std::size_t kModulesKept = 10'000;
   std::unordered_map<uint64_t, std::vector<uint32_t>> modules_open_;  // by thread
+  std::unordered_map<uint64_t, uint32_t> captures_open_;              // by thread: graph captures
   std::unordered_map<uint32_t, uint32_t> module_of_name_;             // by Name id
   std::vector<BandClass> band_classes_;
   std::vector<PieceClass> piece_classes_;

@@ -67,6 +67,9 @@ struct SegmentState {
   uint64_t size = 0;
   int allocator = 0;
   bool expandable = false;  // pages mapped into a reserved range (kSegmentMap)
+  // Taken while a CUDA graph was being captured on its thread (the hooks' capture scope): the
+  // graph's private pool, whose blocks only its replays use.
+  bool graph_pool = false;
   std::vector<SegmentPiece> pieces;
 };
 struct SegmentSnapshot {
@@ -99,8 +102,8 @@ struct DeviceAllocations {
   // so that their free cache at any moment is what they reserve less their live blocks; past
   // `segment_spans` of them, `cache` says the most the cache held in each bucket instead.
   // Each: start, end, size, address, allocator (format::BlockAllocator), expandable (1: pages
-  // mapped into a reserved range).
-  std::vector<std::array<uint64_t, 6>> segment_spans;
+  // mapped into a reserved range), graph_pool (1: a CUDA graph's private pool, SegmentState's).
+  std::vector<std::array<uint64_t, 7>> segment_spans;
   bool segment_spans_complete = true;
   // Every block of the device is kept whole (none in a series): with the segments' lifetimes,
   // the segments at any moment follow from the data.

@@ -23,16 +23,26 @@ std::string embeddable(const nlohmann::ordered_json& data) {
   return out;
 }
 
-}  // namespace
-
-void write_html_page(const nlohmann::ordered_json& data, std::ostream& out) {
+void write_page(const char* title, const nlohmann::ordered_json& data, std::string_view script,
+                std::ostream& out) {
   out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-         "<title>gpumemtrace report</title>\n<style>\n"
+         "<title>"
+      << title << "</title>\n<style>\n"
       << kHtmlStyle << "</style>\n</head>\n<body>\n<div id=\"report\"></div>\n"
       << "<script type=\"application/json\" id=\"gmt-data\">" << embeddable(data)
       << "</script>\n<script>\n"
-      << kHtmlScript << "</script>\n</body>\n</html>\n";
+      << script << "</script>\n</body>\n</html>\n";
+}
+
+}  // namespace
+
+void write_html_page(const nlohmann::ordered_json& data, std::ostream& out) {
+  write_page("gpumemtrace report", data, kHtmlScript, out);
+}
+
+void write_run_comparison_page(const nlohmann::ordered_json& data, std::ostream& out) {
+  write_page("gpumemtrace diff", data, kRunComparisonScript, out);
 }
 
 }  // namespace gmt::analyzer

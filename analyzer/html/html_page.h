@@ -15,4 +15,8 @@ namespace gmt::analyzer {
 // id="gmt-data"> element that the code reads.
 void write_html_page(const nlohmann::ordered_json& data, std::ostream& out);
 
+// `gpumemtrace diff --html`: two runs side by side (run_comparison_data.h), the same style and
+// helpers, the comparison's drawing code.
+void write_run_comparison_page(const nlohmann::ordered_json& data, std::ostream& out);
+
 }  // namespace gmt::analyzer

@@ -502,9 +502,11 @@ class DataBuilder {
     }
     ordered_json span_start = ordered_json::array(), span_end = ordered_json::array(),
                  span_size = ordered_json::array(), span_address = ordered_json::array(),
-                 span_allocator = ordered_json::array(), span_expandable = ordered_json::array();
+                 span_allocator = ordered_json::array(), span_expandable = ordered_json::array(),
+                 span_graph_pool = ordered_json::array();
     if (d.segment_spans_complete) {
-      for (const auto& [from, to, bytes, address, allocator, expandable] : d.segment_spans) {
+      for (const auto& [from, to, bytes, address, allocator, expandable, graph_pool] :
+           d.segment_spans) {
         span_start.push_back(from);
         if (to == AllocationBand::kLive) {
           span_end.push_back(-1);
@@ -515,14 +517,18 @@ class DataBuilder {
         span_address.push_back(address);
         span_allocator.push_back(allocator_name(static_cast<int>(allocator)));
         span_expandable.push_back(expandable != 0);
+        span_graph_pool.push_back(graph_pool != 0);
       }
     }
-    const ordered_json segment_spans =
-        d.segment_spans_complete
-            ? ordered_json{{"start", span_start},         {"end", span_end},
-                           {"size", span_size},           {"address", span_address},
-                           {"allocator", span_allocator}, {"expandable", span_expandable}}
-            : ordered_json(nullptr);
+    const ordered_json segment_spans = d.segment_spans_complete
+                                           ? ordered_json{{"start", span_start},
+                                                          {"end", span_end},
+                                                          {"size", span_size},
+                                                          {"address", span_address},
+                                                          {"allocator", span_allocator},
+                                                          {"expandable", span_expandable},
+                                                          {"graph_pool", span_graph_pool}}
+                                           : ordered_json(nullptr);
     ordered_json roles = ordered_json::array();
     for (std::size_t r = 0; r < kRoleCount; ++r) roles.push_back(role_name(static_cast<Role>(r)));
     ordered_json series = ordered_json::array();
@@ -548,6 +554,7 @@ class DataBuilder {
                             {"size", seg.size},
                             {"allocator", allocator_name(seg.allocator)},
                             {"expandable", seg.expandable},
+                            {"graph_pool", seg.graph_pool},
                             {"pieces", std::move(pieces)}});
       }
       snapshots.push_back({{"kind", s.kind},

@@ -3,7 +3,10 @@
 // allocation_pass.cpp at the peak, at each failure and at evenly spaced moments): each segment
 // a bar of its blocks (coloured by role) and its free pieces, the largest free piece outlined,
 // and at a failure the request drawn beside it to the same scale, so that a request larger than
-// every free piece (fragmentation) can be seen.
+// every free piece (fragmentation) can be seen. A segment of expandable segments (pages mapped
+// into a reserved range) and one of a CUDA graph's private pool (taken during its capture, its
+// blocks used only by the graph's replays) are marked as such: neither serves other requests as
+// an ordinary segment does.
 
 gmt.Segments = class {
   constructor(trace, device) {
@@ -28,6 +31,11 @@ gmt.Segments = class {
     this.show(failure >= 0 ? failure : highest >= 0 ? highest : Math.max(peak, 0));
   }
 
+  // What kind of segment it is beyond an ordinary one: "expandable", "graph_pool" (either may be).
+  static kinds(seg) {
+    return [seg.expandable ? "expandable" : null, seg.graph_pool ? "graph_pool" : null].filter((k) => k);
+  }
+
   static title(s) {
     const what = s.kind === "peak" ? "the peak" : s.kind === "highest_allocated" ? "the most allocated"
       : s.kind === "failure" ? "failed allocation" : "moment";
@@ -43,7 +51,8 @@ gmt.Segments = class {
     const segments = [];
     for (let i = 0; i < sp.start.length; i += 1) {
       if (sp.start[i] <= time && (sp.end[i] < 0 || sp.end[i] > time)) {
-        segments.push({ address: sp.address[i], size: sp.size[i], allocator: sp.allocator[i], expandable: sp.expandable[i], pieces: [] });
+        segments.push({ address: sp.address[i], size: sp.size[i], allocator: sp.allocator[i], expandable: sp.expandable[i],
+                        graph_pool: sp.graph_pool ? sp.graph_pool[i] : false, pieces: [] });
       }
     }
     if (segments.length === 0) return null;
@@ -163,8 +172,12 @@ gmt.Segments = class {
                  (free ? "" : ";background:" + gmt.roleColour(p[3])),
         }));
       }
-      this.body.append(gmt.el("div", { class: "segment-row" },
-        gmt.el("span", { class: "segment-label" }, gmt.bytes(seg.size) + (seg.expandable ? " (expandable)" : "") + " " + seg.allocator),
+      const kinds = gmt.Segments.kinds(seg);
+      if (kinds.length > 0) bar.classList.add(...kinds.map((k) => k.replace("_", "-")));
+      this.body.append(gmt.el("div", { class: "segment-row", "data-kinds": kinds.join(" ") },
+        gmt.el("span", { class: "segment-label" }, gmt.bytes(seg.size) + " " + seg.allocator,
+               kinds.map((k) => [" ", gmt.el("span", { class: "segment-kind", "data-kind": k,
+                                                      title: gmt.Segments.kindNotes[k] }, gmt.Segments.kindNames[k])])),
         bar));
     }
     if (s.kind === "failure" && s.request_bytes > 0) {
@@ -175,4 +188,10 @@ gmt.Segments = class {
     const fixes = s.kind === "failure" ? gmt.remediesList(this.trace) : null;
     if (fixes) this.body.append(fixes);
   }
+};
+
+gmt.Segments.kindNames = { expandable: "expandable", graph_pool: "CUDA graph pool" };
+gmt.Segments.kindNotes = {
+  expandable: "expandable segments: pages mapped into a reserved range, grown and shrunk in place",
+  graph_pool: "taken while a CUDA graph was captured: the graph's private pool, whose blocks only its replays use",
 };

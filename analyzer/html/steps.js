@@ -8,12 +8,7 @@ gmt.Steps = class {
   constructor(trace, device) {
     this.trace = trace;
     this.device = device;
-    const counts = new Map();
-    for (const r of gmt.Steps.runs(trace)) counts.set(r.name, (counts.get(r.name) || 0) + 1);
-    // The names run more than once; the one that says "step" first, else the most run.
-    this.names = [...counts.entries()].filter(([, n]) => n >= 2)
-      .sort((a, b) => (/step/i.test(b[0]) - /step/i.test(a[0])) || b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
-      .map(([name]) => name);
+    this.names = gmt.Steps.names(trace);
     this.root = gmt.el("div", { class: "steps" });
     if (this.names.length === 0) {
       this.root.append(gmt.el("p", { class: "note" }, "No phase or NVTX range ran more than once: no steps to compare."));
@@ -24,6 +19,15 @@ gmt.Steps = class {
     this.body = gmt.el("div");
     this.root.append(gmt.el("div", { class: "toolbar" }, "steps: runs of ", this.menu), this.body);
     this.show(this.names[0]);
+  }
+
+  // The names run more than once; the one that says "step" first, else the most run.
+  static names(trace) {
+    const counts = new Map();
+    for (const r of gmt.Steps.runs(trace)) counts.set(r.name, (counts.get(r.name) || 0) + 1);
+    return [...counts.entries()].filter(([, n]) => n >= 2)
+      .sort((a, b) => (/step/i.test(b[0]) - /step/i.test(a[0])) || b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
+      .map(([name]) => name);
   }
 
   // What may be a step: the phase and NVTX runs, and the optimizer steps and root forwards the

@@ -29,7 +29,9 @@ after fc1 kept its 8 MiB: at the failure, that forward is still running and has 
 (2 MiB). The program catches the error and drops what the forward kept; there is no training.
 
 With `graph`, the model's forward is then captured in a CUDA graph (torch.cuda.graph, which the
-hooks wrap) and its outputs kept: at the program's end they are the graph's, 16 MiB.
+hooks wrap) and its outputs kept: at the program's end they are the graph's, 16 MiB. With
+`graph-pool` the same, the capture's blocks handed out of a private pool, as PyTorch gives each
+capture: a 32 MiB segment of its own, taken at the capture's first allocation.
 
 Usage: python3 roles_hooks_standin.py PATH_TO_LIBCUDART PATH_TO_GPUMEMTRACE_ROLES_PY [graph]
 """
@@ -407,12 +409,16 @@ if mode.startswith("oom"):
     del x
 else:
     train([2 * MiB] * 4 + [3 * MiB])
-if len(sys.argv) > 3 and sys.argv[3] == "graph":
+if mode in ("graph", "graph-pool"):
     # Then the forward captured in a CUDA graph, its outputs kept for replays: what it made is
     # the graph's (fc1's and fc2's 8 MiB); its static input, made before, is an input.
     static_in = Tensor(2 * MiB)
     with sys.modules["torch"].cuda.graph(object()):
+        if mode == "graph-pool":
+            shared_pool, allocator = allocator, Allocator(32 * MiB)
         model(static_in)
+    if mode == "graph-pool":
+        allocator = shared_pool
 print(f"modules={','.join(name for name, _ in model.named_modules() if name)}")
 if len(sys.argv) > 3 and sys.argv[3] == "delete":
     # Then the program lets go of its model and optimizer, as one that trains several models in
