@@ -4,7 +4,8 @@
 # on the simulated GPU: every allocation over time (workload_roles_training),
 # the caching allocator's segments at the fragmentation OOM (workload_cached_training fragment)
 # and memory per step (workload_roles_training), into docs/html-allocations.png,
-# docs/html-segments.png and docs/html-steps.png.
+# docs/html-segments.png and docs/html-steps.png; and `diff --html`'s two runs side by side
+# (workload_roles_training, then keeping twice the activations) into docs/html-diff.png.
 # Usage: scripts/page-screenshots.sh [BUILD_DIR]   (default: build; it must have gpumemtrace,
 # the preload, the simulated CUDA stack and the workloads built). Needs chromium (or
 # $GMT_CHROMIUM) and python3.
@@ -42,6 +43,9 @@ trace roles FAKECUDA_DEVICE_MEMORY=17179869184 FAKECUDA_CONTEXT_OVERHEAD=3145728
   "$dir/workloads/workload_roles_training"
 trace fragment FAKECUDA_DEVICE_MEMORY=33554432 FAKECUDA_CONTEXT_OVERHEAD=0 -- \
   "$dir/workloads/workload_cached_training" fragment
+trace roles2 FAKECUDA_DEVICE_MEMORY=17179869184 FAKECUDA_CONTEXT_OVERHEAD=314572800 -- \
+  "$dir/workloads/workload_roles_training" 2
+"$dir/bin/gpumemtrace" diff --html "$scratch/diff.html" "$scratch"/roles.*.gmt "$scratch"/roles2.*.gmt
 
 # The roles page: the allocation view and the steps. (No tooltip: it would show the build's
 # own paths, the workloads' file names.)
@@ -52,7 +56,12 @@ EOF
 cat >"$scratch/fragment.json" <<EOF
 [{"shot": ".segments", "path": "$scratch/segments.png"}]
 EOF
-for page in roles fragment; do
+# The diff page's first device: both timelines and what moved by role and module (the runs'
+# lines above it name the build's paths).
+cat >"$scratch/diff.json" <<EOF
+[{"shot": ".device.compared", "path": "$scratch/diff.png"}]
+EOF
+for page in roles fragment diff; do
   out=$(python3 tests/integration/analysis/html_page_probe.py "$chromium" "$scratch/$page.html" "$scratch/$page.json")
   errors=$(python3 -c 'import json,sys; print(len(json.loads(sys.argv[1])["errors"]))' "$out")
   if [ "$errors" != 0 ]; then
@@ -60,7 +69,7 @@ for page in roles fragment; do
     exit 1
   fi
 done
-for view in allocations segments steps; do
+for view in allocations segments steps diff; do
   cp "$scratch/$view.png" "docs/html-$view.png"
   echo "docs/html-$view.png"
 done

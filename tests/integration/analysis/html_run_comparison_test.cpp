@@ -124,6 +124,45 @@ TEST_F(HtmlRunComparison, TheDiffPageShowsDiffJsonsChangesByRoleAndModule) {
   EXPECT_EQ(r[6], json::array({"before", "after"}));
 }
 
+// Runs without steps or roles (a plain cudaMalloc of 2 MiB, then of 5 MiB, the diff tests'
+// workload): both drawn on one time axis from the first allocation, each run's tallest stack its
+// peak, and the one site that moved with diff --json's figures.
+TEST_F(HtmlRunComparison, RunsWithoutStepsAreAlignedByTimeAndTheirSitesChangesAreDiffs) {
+  ASSERT_EQ(run_traced("workload_runtime_shared", {"alloc:a:2097152"}).exit_code, 0);
+  const std::string before = only_trace();
+  ASSERT_EQ(run_traced("workload_runtime_shared", {"alloc:a:5242880"}).exit_code, 0);
+  std::string after;
+  for (const std::string& t : traces()) {
+    if (t != before) after = t;
+  }
+  const json diff = diff_json(before, after);
+  ASSERT_EQ(diff["sites"].size(), 1u) << diff.dump();
+  EXPECT_EQ(diff["sites"][0]["peak_change"], 3 * kMiB);
+  EXPECT_FALSE(diff["devices"][0].contains("by_role"));
+  const std::string page = dir_ + "/diff.html";
+  ASSERT_EQ(cli({"diff", "--html", page, before, after}).exit_code, 0);
+  const json seen = probe(
+      page,
+      json::array({
+          {{"eval", "document.querySelector('.alignment').dataset.step"}},
+          {{"eval", R"([...document.querySelectorAll('.chart.compared')].map((c) =>
+                    [c.dataset.run, c.dataset.by, Number(c.dataset.drawnPeakBytes)]))"}},
+          {{"eval", R"([...document.querySelectorAll('table.site-changes tbody tr')].map((r) =>
+                    [r.dataset.site, Number(r.dataset.peakChange), Number(r.dataset.leakChange)]))"}},
+          {{"eval", "document.querySelectorAll('table.role-changes').length"}},
+      }));
+  if (!skip_.empty()) GTEST_SKIP() << skip_;
+  ASSERT_FALSE(seen.is_null());
+  EXPECT_EQ(seen["errors"], json::array()) << seen["errors"].dump(2);
+  const json& r = seen["results"];
+  EXPECT_EQ(r[0], "");
+  EXPECT_EQ(r[1], json::array({json::array({"before", "library", 2 * kMiB}),
+                               json::array({"after", "library", 5 * kMiB})}));
+  EXPECT_EQ(r[2], json::array({json::array(
+                      {diff["sites"][0]["site"], 3 * kMiB, diff["sites"][0]["leak_change"]})}));
+  EXPECT_EQ(r[3], 0);
+}
+
 // The roles hooks' stand-in captures a forward into a CUDA graph whose blocks come from a 32 MiB
 // segment taken in the capture: the page's data marks that segment, and only it, as the graph's
 // pool, and the segments view at a moment after the capture labels it so.
