@@ -298,8 +298,8 @@ Command add_diff_command(CLI::App& app) {
   diff->add_option("after", options->after, "Trace after the change")->required();
   diff->add_flag("--json", options->json, "Machine-readable output (contract in docs/commands.md)");
   diff->add_option("--html", options->html,
-                   "Also write one self-contained page: both runs' timelines by role aligned by "
-                   "step, and what moved by role, module and site");
+                   "Write one self-contained page there instead of the text: both runs' "
+                   "timelines by role aligned by step, and what moved by role, module and site");
   add_frames_option(*diff, options->frames);
   return {diff, [options] {
             return diff_command(options->before, options->after, options->json, options->html,

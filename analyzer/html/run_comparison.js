@@ -238,6 +238,22 @@ gmt.ComparedTimelines = class {
     }
     let most = 0;
     for (const v of tops) most = Math.max(most, v);
+    // The run's peak, where it falls on the shared axis.
+    const d = lane.device;
+    if (d.peak_bytes > 0) {
+      const x = this.xOf(lane.align.toX(d.peak_time_ns));
+      ctx.strokeStyle = "#111";
+      ctx.fillStyle = "#111";
+      ctx.setLineDash([4, 3]);
+      ctx.beginPath();
+      ctx.moveTo(x, m.top);
+      ctx.lineTo(x, m.top + ph);
+      ctx.stroke();
+      ctx.setLineDash([]);
+      ctx.font = "bold 11px sans-serif";
+      ctx.textBaseline = "bottom";
+      ctx.fillText("\u25b2 peak " + gmt.bytes(d.peak_bytes), Math.min(x + 3, w - m.right - 90), Math.max(y(d.peak_bytes) - 2, m.top + 11));
+    }
     // What was drawn, for whoever checks the page: the tallest stack.
     lane.root.dataset.drawnPeakBytes = String(most);
     // Step boundaries, labelled as far apart as the width allows.
