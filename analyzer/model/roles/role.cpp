@@ -43,7 +43,10 @@ const char* role_basis(Role role, bool tagged) {
     case Role::kAllocatorCache:
       return "the allocator's segments less its live blocks";
     case Role::kLibrary:
-      return "driver allocations whose stacks lie in a library (cuBLAS, cuDNN, NCCL...)";
+      return "driver allocations whose stacks lie in a library (cuBLAS, cuDNN, NCCL...), and "
+             "PyTorch's cuBLAS and cuBLASLt workspaces (inferred: blocks of their sizes, 32 or "
+             "8.125 MiB, and a thread's first 1 MiB after it, made in a forward or backward and "
+             "kept to the end)";
     case Role::kCudaGraph:
       return "inferred: made while a CUDA graph was captured (torch.cuda.graph), its private "
              "pool's (the pool's free space is in allocator_cache)";

@@ -19,6 +19,22 @@ std::string module_of_tensor(const std::string& name, int components) {
   return name.substr(0, end);
 }
 
+// PyTorch keeps a cuBLAS workspace for each handle and stream (a thread has its own handle),
+// made by the first matrix multiply there through the caching allocator and kept until the
+// program ends: of CUBLAS_WORKSPACE_CONFIG's default size, ":4096:8" (32 MiB) on Hopper and later,
+// ":4096:2:16:8" (8.125 MiB) before (CublasHandlePool.cpp). cuBLASLt's (1 MiB by default) is
+// made after it (it takes the cuBLAS handle first), by the first multiply that uses cuBLASLt:
+// one per thread. Without symbols of libtorch_cuda on the machine that reads the trace, their
+// size and place are what tells them: seen on an H100 (torch 2.11), a 32 MiB and a 1 MiB block
+// made in the first Linear's forward, and a 32 MiB one in the autograd thread's first backward.
+constexpr uint64_t kCublasWorkspaceHopper = 4096 * 1024 * 8;
+constexpr uint64_t kCublasWorkspaceBefore = 4096 * 1024 * 2 + 16 * 1024 * 8;
+constexpr uint64_t kCublasLtWorkspace = 1024 * 1024;
+
+bool cublas_workspace_size(uint64_t size) {
+  return size == kCublasWorkspaceHopper || size == kCublasWorkspaceBefore;
+}
+
 }  // namespace
 
 void RoleTracker::on(const format::ScopeRecord& r) {
@@ -201,6 +217,16 @@ void RoleTracker::on_block(const format::BlockRecord& r) {
       f.instance = captured ? *backward.capture : backward.instance;
     }
     last_made_ = f.where == Where::kForward ? Made{f.module, f.instance + 1} : Made{};
+    if (f.where == Where::kForward || f.where == Where::kBackward) {
+      if (cublas_workspace_size(r.size)) {
+        f.workspace = true;
+        cublas_lt_workspaces_.try_emplace(r.thread, 0);
+      } else if (r.size == kCublasLtWorkspace) {
+        const auto lt = cublas_lt_workspaces_.find(r.thread);
+        f.workspace = lt != cublas_lt_workspaces_.end() && lt->second == 0;
+        if (f.workspace) lt->second = r.address;
+      }
+    }
     auto [live, inserted] = live_.try_insert(r.address, i);
     if (!inserted) {  // the old block's free was not recorded: it ends here
       Facts& old = facts_[live->value];
@@ -218,6 +244,14 @@ void RoleTracker::on_block(const format::BlockRecord& r) {
   live_.erase(live);
   Facts& f = facts_[i];
   f.freed = true;
+  // A workspace is freed only by the teardown (or torch._C._cuda_clearCublasWorkspaces()): a
+  // block freed before is none, and cuBLASLt's is the thread's next one of its size.
+  if (!program_ended_ && f.workspace) {
+    f.workspace = false;
+    for (auto& [thread, lt] : cublas_lt_workspaces_) {
+      if (lt == r.address) lt = 0;
+    }
+  }
   f.forward_during = forward_epoch_ > f.forward_epoch;
   if (f.where != Where::kNone && f.instance < instance_open_.size() && instance_open_[f.instance]) {
     f.end = End::kInside;
@@ -311,14 +345,14 @@ RoleTracker::SiteHint RoleTracker::site_hint(const Facts& f) const {
   return hint == root->second.end() ? SiteHint::kNone : hint->second;
 }
 
-// site hint (2) | output (1) | root_forward_during (1) | running (3 bits) | tag (8) | where (3) |
-// end (2) | forward_during (1) | freed (1)
+// workspace (1) | site hint (2) | output (1) | root_forward_during (1) | running (3 bits) |
+// tag (8) | where (3) | end (2) | forward_during (1) | freed (1)
 RoleTracker::RoleClass RoleTracker::class_of(const Facts& f, Running running) const {
   const bool forward_during = f.freed ? f.forward_during : forward_epoch_ > f.forward_epoch;
   // A live block's life is not over: whether the model replaces it is told by its site's.
   const bool kept_into_next = f.freed && f.root_forward_during;
   return static_cast<RoleClass>(
-      static_cast<unsigned>(site_hint(f)) << 20 | static_cast<unsigned>(f.output) << 19 |
+      static_cast<unsigned>(f.workspace) << 22 | static_cast<unsigned>(site_hint(f)) << 20 | static_cast<unsigned>(f.output) << 19 |
       static_cast<unsigned>(kept_into_next) << 18 | static_cast<unsigned>(running) << 15 |
       f.tag << 7 | static_cast<unsigned>(f.where) << 4 | static_cast<unsigned>(f.end) << 2 |
       forward_during << 1 | f.freed);
@@ -334,6 +368,7 @@ Role RoleTracker::settled_role(RoleClass c) const {
   f.root_forward_during = (c >> 18 & 1) != 0;
   f.output = (c >> 19 & 1) != 0;
   const auto hint = static_cast<SiteHint>(c >> 20 & 3);
+  const bool workspace = (c >> 22 & 1) != 0;
   if (!recorded_) return Role::kUnknown;
   switch (f.tag) {
     case static_cast<uint8_t>(format::TagRole::kParameter):
@@ -360,10 +395,12 @@ Role RoleTracker::settled_role(RoleClass c) const {
       // Not (yet) kept into a later forward: the blocks its forward's earlier runs made at the
       // same place say what it is (the last forward's cache, one still running at a failure).
       if (hint == SiteHint::kKvCache) return Role::kKvCache;
-      return hint == SiteHint::kState ? Role::kState : Role::kUnknown;
+      if (hint == SiteHint::kState) return Role::kState;
+      return workspace ? Role::kLibrary : Role::kUnknown;
     case Where::kBackward:
       if (f.end == End::kInside) return Role::kTemporary;
-      return gradients_tagged_ ? Role::kUnknown : Role::kGradient;
+      if (!gradients_tagged_) return Role::kGradient;
+      return workspace ? Role::kLibrary : Role::kUnknown;
     case Where::kOptimizer:
       return f.end == End::kInside ? Role::kTemporary : Role::kOptimizerState;
     case Where::kCudaGraph:

@@ -109,6 +109,9 @@ class RoleTracker {
     uint64_t site = 0;    // made in a root forward: its stack << 32 | its order at that stack
     uint32_t pins = 0;    // snapshots holding it
     bool freed = false;
+    // PyTorch's cuBLAS or cuBLASLt workspace by its size and place (workspace_sized()), not
+    // freed before the program's end.
+    bool workspace = false;
   };
   struct Open {
     Where where;
@@ -194,6 +197,9 @@ class RoleTracker {
   uint64_t unmatched_tags_ = 0;
   std::optional<RoleClass> last_ended_;
   Made last_made_;
+  // By thread that made a block of a cuBLAS workspace's size: the address of its block taken
+  // for cuBLASLt's workspace, while it lives (0: none yet).
+  std::unordered_map<uint64_t, uint64_t> cublas_lt_workspaces_;
 };
 
 }  // namespace gmt::analyzer

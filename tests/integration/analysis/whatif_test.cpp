@@ -230,7 +230,11 @@ TEST_F(WhatIf, TheBatchScalesActivationsTemporariesAndInputsOnly) {
             std::string::npos)
       << text.out;
   EXPECT_NE(text.out.find("largest batch that fits: x"), std::string::npos) << text.out;
-  EXPECT_NE(text.out.find("(with 2 % of what the allocator may hold to spare; searched in steps of x0.03125, "), std::string::npos) << text.out;
+  EXPECT_NE(
+      text.out.find(
+          "(with 2 % of what the allocator may hold to spare; searched in steps of x0.03125, "),
+      std::string::npos)
+      << text.out;
 }
 
 // ZeRO-1 over 2 ranks halves AdamW's state (16 to 8 MiB at the peak), ZeRO-2 the gradient too,

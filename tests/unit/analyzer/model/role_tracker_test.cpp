@@ -197,7 +197,8 @@ TEST(Roles, ATagOfNoLiveBlockIsCountedAsUnmatched) {
 }
 
 // Where the framework tags gradients, a block that backward made and kept without a tag is no
-// gradient (PyTorch's cuBLAS workspace of the autograd thread: 32 MiB, never freed).
+// gradient: unknown (24 MiB), or PyTorch's cuBLAS workspace of the autograd thread where it has
+// the workspace's size (32 MiB) and is kept to the end.
 TEST(Roles, WithGradientTagsAnUntaggedBlockKeptByBackwardIsUnknown) {
   std::vector<format::Record> records = training_step(true);
   const auto backward_end = std::find_if(records.begin(), records.end(), [](const auto& r) {
@@ -205,11 +206,59 @@ TEST(Roles, WithGradientTagsAnUntaggedBlockKeptByBackwardIsUnknown) {
     return s != nullptr && s->kind == static_cast<uint32_t>(ScopeKind::kBackward) &&
            s->action == static_cast<uint32_t>(ScopeAction::kExit);
   });
-  records.insert(backward_end, block(24, kAutograd, BlockAction::kAlloc, 60 * kMiB, 32 * kMiB));
+  records.insert(backward_end, {block(24, kAutograd, BlockAction::kAlloc, 60 * kMiB, 32 * kMiB),
+                                block(24, kAutograd, BlockAction::kAlloc, 92 * kMiB, 8 * kMiB)});
   const TraceSummary s = replayed(records);
   const RoleBreakdown& exit = *s.devices.at(0).roles_at_exit;
   EXPECT_EQ(exit[Role::kGradient].bytes, 8 * kMiB);
-  EXPECT_EQ(exit[Role::kUnknown].bytes, 32 * kMiB);
+  EXPECT_EQ(exit[Role::kLibrary].bytes, 32 * kMiB);
+  EXPECT_EQ(exit[Role::kUnknown].bytes, 8 * kMiB);
+}
+
+// PyTorch's cuBLAS workspace (32 MiB on Hopper, 8.125 MiB before) and cuBLASLt's (the thread's
+// first 1 MiB block kept after it), made in a forward and kept to the program's end, are the
+// library's; a block of that size freed before the end is not, nor a second 1 MiB block, nor a
+// 1 MiB block on a thread that made no cuBLAS workspace.
+TEST(Roles, CublasWorkspacesKeptToTheEndAreTheLibrarys) {
+  const auto step = [](uint64_t workspace, bool freed_before_end) {
+    std::vector<format::Record> records = {name(1, "Net"), name(2, "fc1")};
+    records.push_back(test::alloc_at(1, 0, kSegment, 100 * kMiB));
+    records.push_back(block(2, kMain, BlockAction::kSegmentAlloc, 0, 100 * kMiB));
+    records.push_back(scope(3, kMain, ScopeAction::kEnter, ScopeKind::kModule, 1));
+    records.push_back(scope(4, kMain, ScopeAction::kEnter, ScopeKind::kModule, 2));
+    records.push_back(block(5, kMain, BlockAction::kAlloc, 50 * kMiB, kMiB));  // temporary
+    records.push_back(block(5, kMain, BlockAction::kAlloc, 0, workspace));
+    records.push_back(block(5, kMain, BlockAction::kAlloc, 51 * kMiB, kMiB));  // temporary
+    records.push_back(block(5, kMain, BlockAction::kFreeRequested, 51 * kMiB, 0));
+    records.push_back(block(5, kMain, BlockAction::kFreeRequested, 50 * kMiB, 0));
+    records.push_back(block(6, kMain, BlockAction::kAlloc, 40 * kMiB, kMiB));      // cuBLASLt's
+    records.push_back(block(7, kMain, BlockAction::kAlloc, 42 * kMiB, 4 * kMiB));  // kept output
+    records.push_back(block(8, kMain, BlockAction::kAlloc, 47 * kMiB, kMiB));      // kept 1 MiB
+    records.push_back(scope(9, kMain, ScopeAction::kExit, ScopeKind::kModule));
+    records.push_back(scope(10, kMain, ScopeAction::kExit, ScopeKind::kModule));
+    if (freed_before_end) records.push_back(block(11, kMain, BlockAction::kFreeRequested, 0, 0));
+    records.push_back(scope(12, kMain, ScopeAction::kEnter, ScopeKind::kProgramEnd, 1));
+    // The teardown frees the workspaces: they were kept to the end.
+    records.push_back(block(13, kMain, BlockAction::kFreeRequested, 40 * kMiB, 0));
+    return replayed(records);
+  };
+  for (const uint64_t workspace : {32 * kMiB, 8 * kMiB + 128 * 1024}) {
+    const TraceSummary kept = step(workspace, false);
+    const RoleBreakdown& at_exit = *kept.devices.at(0).roles_at_exit;
+    EXPECT_EQ(at_exit[Role::kLibrary].bytes, workspace + kMiB) << workspace;
+    EXPECT_EQ(at_exit[Role::kLibrary].count, 2u);
+    EXPECT_EQ(at_exit[Role::kUnknown].bytes, 5 * kMiB);
+    EXPECT_EQ(kept.devices.at(0).roles_at_peak->operator[](Role::kLibrary).bytes, workspace + kMiB);
+  }
+  const TraceSummary freed = step(32 * kMiB, true);
+  const RoleBreakdown& at_exit = *freed.devices.at(0).roles_at_exit;
+  EXPECT_EQ(at_exit[Role::kLibrary].bytes, kMiB);  // cuBLASLt's, still kept
+  // At the peak, in the forward still running, what no life places is the forward's work.
+  EXPECT_EQ(freed.devices.at(0).roles_at_peak->operator[](Role::kActivation).bytes, 37 * kMiB);
+  // Another size is no workspace, nor the 1 MiB after it.
+  const TraceSummary other = step(16 * kMiB, false);
+  EXPECT_EQ(other.devices.at(0).roles_at_exit->operator[](Role::kLibrary).bytes, 0u);
+  EXPECT_EQ(other.devices.at(0).roles_at_exit->operator[](Role::kUnknown).bytes, 22 * kMiB);
 }
 
 // A trace that ends while work runs (the program died in it): what the running work made is
