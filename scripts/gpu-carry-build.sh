@@ -12,7 +12,6 @@ cd "${1:-$(dirname "$0")/..}"
 source scripts/lib/cuda_args.sh
 cmake -S . -B build-gpu -DGMT_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo "${cuda_args[@]}" >/dev/null
 cmake --build build-gpu -j "$(nproc)"
-strip --strip-debug build-gpu/bin/gpumemtrace build-gpu/lib/libgpumemtrace.so
 mkdir -p build-gpu/lib/deps
 # libunwind is opened at run time by the preload (native stacks), so ldd does not list it.
 # (awk reads to the end: leaving early would kill ldconfig with SIGPIPE, which pipefail reports.)
@@ -25,4 +24,6 @@ for binary in build-gpu/bin/gpumemtrace build-gpu/lib/libgpumemtrace.so ${unwind
 done
 rm -rf build-gpu/dist
 scripts/build-wheel.sh build-gpu build-gpu/dist >/dev/null
+# Stripped last: the wheel's build links the binaries again (the carry holds 64 MiB at most).
+strip --strip-debug build-gpu/bin/gpumemtrace build-gpu/lib/libgpumemtrace.so
 du -sh build-gpu/bin build-gpu/lib build-gpu/dist

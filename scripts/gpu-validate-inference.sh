@@ -11,7 +11,8 @@
 #     run out of memory);
 #   - a hand-written decoder whose attention modules keep their keys and values: state, by module.
 # Usage: scripts/gpu-validate-inference.sh [OUTPUT_DIR]; exits non-zero when a check failed.
-# GMT_INFERENCE_COST_ROUNDS (default 3; 0 skips the cost) sets the traced and untraced runs timed.
+# GMT_INFERENCE_COST_ROUNDS (default 3; 0 skips the cost) sets the traced and untraced runs timed
+# (and traced without the roles hooks, GPUMEMTRACE_ROLES=0: the recorder's part of the cost).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-${OUT:-gpu-validate-output}}"
@@ -107,14 +108,18 @@ for round in $(seq 1 "${GMT_INFERENCE_COST_ROUNDS:-3}"); do
   python3 tests/gpu/inference_models.py time 32 128 "$out/inference_time.plain.$round.json" >/dev/null 2>&1
   "$gmt" run -o "$out/inference_time.%p.gmt" -- python3 tests/gpu/inference_models.py time 32 128 \
     "$out/inference_time.traced.$round.json" >/dev/null 2>&1
+  # The recorder alone (the roles hooks off): what of the cost is the hooks'.
+  GPUMEMTRACE_ROLES=0 "$gmt" run -o "$out/inference_time.%p.gmt" -- python3 tests/gpu/inference_models.py time 32 128 \
+    "$out/inference_time.noroles.$round.json" >/dev/null 2>&1
 done
 [ "${GMT_INFERENCE_COST_ROUNDS:-3}" -gt 0 ] && python3 - "$out" "${GMT_INFERENCE_COST_ROUNDS:-3}" <<'PY'
 import json, statistics, sys
 out = sys.argv[1]
 def median(kind):
     return statistics.median(json.load(open(f"{out}/inference_time.{kind}.{r}.json"))["seconds"] for r in range(1, int(sys.argv[2]) + 1))
-plain, traced = median("plain"), median("traced")
-print(f"INFO generate() of 128 tokens: untraced {plain:.3f} s, traced {traced:.3f} s, ratio {traced / plain:.3f}")
+plain, traced, noroles = median("plain"), median("traced"), median("noroles")
+print(f"INFO generate() of 128 tokens: untraced {plain:.3f} s, traced {traced:.3f} s, ratio {traced / plain:.3f}; "
+      f"traced without the roles hooks {noroles:.3f} s, ratio {noroles / plain:.3f}")
 PY
 rm -f "$out"/inference_time.*.gmt
 
