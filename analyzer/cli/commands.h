@@ -110,9 +110,10 @@ struct WhatIfCommandOptions {
   std::optional<std::string> alloc_conf;  // PYTORCH_CUDA_ALLOC_CONF, already parsed once
   std::optional<uint64_t> device_memory;
   std::optional<double> batch_scale;
-  std::optional<std::string> shard;  // N[:zero1|zero2|zero3|fsdp], already parsed once
-  std::vector<std::string> dtype;    // ROLE=DTYPE, each already parsed once
-  bool largest_batch = false;        // the largest batch scale that fits (also with batch_scale)
+  std::optional<std::string> batch_from;  // a trace of the same program at another batch
+  std::optional<std::string> shard;       // N[:zero1|zero2|zero3|fsdp], already parsed once
+  std::vector<std::string> dtype;         // ROLE=DTYPE, each already parsed once
+  bool largest_batch = false;  // the largest batch scale that fits (also with batch_scale)
   std::optional<std::string> empty_cache_at;  // step, backward or a phase's name
   std::vector<std::string> checkpoint;        // modules, qualified names
   bool json = false;

@@ -22,6 +22,7 @@ int whatif_command(const WhatIfCommandOptions& options, std::ostream& out, std::
   w.alloc_conf = options.alloc_conf;
   w.device_memory = options.device_memory;
   w.batch_scale = options.batch_scale;
+  w.batch_from = options.batch_from;
   if (options.shard) {
     allocator::Shard shard;
     allocator::parse_shard(*options.shard, shard);
@@ -36,7 +37,8 @@ int whatif_command(const WhatIfCommandOptions& options, std::ostream& out, std::
   w.checkpoint = options.checkpoint;
   if (options.empty_cache_at)
     w.empty_cache_at = allocator::parse_empty_cache_at(*options.empty_cache_at);
-  w.largest_batch = options.largest_batch || options.batch_scale.has_value();
+  w.largest_batch =
+      options.largest_batch || options.batch_scale.has_value() || options.batch_from.has_value();
   allocator::WhatIfResult result;
   try {
     result = allocator::predict_whatif_file(options.path, w);
@@ -96,6 +98,13 @@ Command add_whatif_command(CLI::App& app) {
           "Activations, temporaries and inputs K times larger (the batch); also the largest "
           "batch scale that fits")
       ->type_name("K");
+  command
+      ->add_option("--batch-from", options->batch_from,
+                   "A trace of the same program at another batch: each request's size fitted "
+                   "against the batch through both, not scaled in proportion (with --batch-scale, "
+                   "and the largest batch that fits)")
+      ->check(CLI::ExistingFile)
+      ->type_name("TRACE2");
   command->add_flag("--largest-batch", options->largest_batch,
                     "Search the largest batch scale that fits the device");
   command

@@ -142,13 +142,28 @@ json batch_json(const allocator::BatchSearch& b) {
           {"not_run", b.not_run.empty() ? json(nullptr) : json(b.not_run)}};
 }
 
+json batch_from_json(const WhatIfResult& result) {
+  if (!result.batch_from) return nullptr;
+  const WhatIfResult::BatchFrom& b = *result.batch_from;
+  return {{"trace", b.trace},
+          {"batch_ratio", b.ratio},
+          {"requests", b.requests},
+          {"matched_requests", b.matched}};
+}
+
 // What the changes by role do not model, one note each.
 std::vector<std::string> role_change_notes(const allocator::WhatIfOptions& o) {
   std::vector<std::string> notes;
-  if (o.batch_scale || o.largest_batch)
+  if (o.batch_from)
+    notes.emplace_back(
+        "batch from a second run: each request matched in it (the same module, role and order) "
+        "grows as its two sizes say, in a straight line through them; a request not matched "
+        "scales by its role (activations, temporaries and inputs with the batch)");
+  else if (o.batch_scale || o.largest_batch)
     notes.emplace_back(
         "batch scale: activations, temporaries and inputs scale with the batch, each request "
-        "by the same factor (a library's workspace that does not is not known apart)");
+        "by the same factor (a library's workspace that does not is not known apart; "
+        "--batch-from a run at another batch fits each request)");
   if (o.shard)
     notes.emplace_back(
         "shard: by formula, the sharded roles' requests divided over the ranks; not modelled: "
@@ -218,7 +233,9 @@ std::string empty_cache_at_text(const allocator::EmptyCacheAt& at) {
 std::string changes_text(const allocator::WhatIfOptions& o) {
   std::vector<std::string> parts;
   if (o.alloc_conf) parts.push_back("PYTORCH_CUDA_ALLOC_CONF='" + *o.alloc_conf + "'");
-  if (o.batch_scale) parts.push_back("batch x" + factor_text(*o.batch_scale));
+  if (o.batch_scale)
+    parts.push_back("batch x" + factor_text(*o.batch_scale) +
+                    (o.batch_from ? " (fitted from " + *o.batch_from + ")" : ""));
   if (o.shard)
     parts.push_back("shard over " + std::to_string(o.shard->ranks) + " ranks (" +
                     stage_name(o.shard->stage) + ")");
@@ -320,6 +337,7 @@ json whatif_json(const WhatIfRequest& request, const WhatIfResult& result) {
           {"alloc_conf", or_null(o.alloc_conf)},
           {"device_memory_bytes", or_null(o.device_memory)},
           {"batch_scale", or_null(o.batch_scale)},
+          {"batch_from", batch_from_json(result)},
           {"shard", shard},
           {"dtype", dtype},
           {"checkpoint", checkpoint},
@@ -345,6 +363,12 @@ void write_whatif_text(const WhatIfRequest& request, const WhatIfResult& result,
   }
   for (const std::string& n : role_change_notes(request.options)) out << "note: " << n << "\n";
   for (const std::string& n : checkpoint_lines(result)) out << "note: " << n << "\n";
+  if (result.batch_from) {
+    const WhatIfResult::BatchFrom& b = *result.batch_from;
+    out << "batch from: " << b.trace << ": its batch x" << factor_text(b.ratio)
+        << " of this run's (by their inputs); " << b.matched << " of " << b.requests
+        << " requests matched there and fitted\n";
+  }
   for (const std::string& k : result.conf.not_modelled)
     out << "note: not modelled: " << k << " (PyTorch would follow it; the prediction does not)\n";
   for (const std::string& k : result.conf.no_effect)
@@ -383,11 +407,11 @@ void write_whatif_text(const WhatIfRequest& request, const WhatIfResult& result,
     out << std::right;
     out << "  verdict: ";
     if (p.close) {
-      out << "too close to call: reserved at most "
-          << human_bytes(p.predicted_max_reserved) << " of the " << human_bytes(p.capacity)
+      out << "too close to call: reserved at most " << human_bytes(p.predicted_max_reserved)
+          << " of the " << human_bytes(p.capacity)
           << " the allocator may hold, less than the model's margin ("
-          << allocator::kVerdictMarginPercent << " %, " << human_bytes(allocator::verdict_margin(p.capacity))
-          << ") to spare";
+          << allocator::kVerdictMarginPercent << " %, "
+          << human_bytes(allocator::verdict_margin(p.capacity)) << ") to spare";
     } else if (p.fits) {
       out << "fits";
       if (p.total_bytes == 0 && p.capacity == UINT64_MAX)

@@ -68,9 +68,13 @@ void* must(void* p) {
 
 }  // namespace
 
-// `roles_training [SCALE]`: each layer keeps SCALE x 8 MiB for backward (default 1), for `diff`.
+// `roles_training [SCALE [BATCH]]`: each layer keeps SCALE x 8 MiB for backward (default 1), for
+// `diff`. BATCH (default 1) is the batch, for `whatif --batch-from`: the input is BATCH x 2 MiB and
+// what each layer keeps SCALE x (6 x BATCH + 2) MiB, growing with the batch but not in
+// proportion (2 MiB of it does not grow); the 1 MiB freed inside each forward does not grow.
 int main(int argc, char** argv) {
   const std::size_t scale = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 1;
+  const std::size_t batch = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 1;
   const Hooks hooks;
   sim::CachingAllocator allocator(0, sim::CachingAllocator::Reporting::kAsPytorch);
   void* weights[2] = {must(allocator.allocate(4 * kMiB)), must(allocator.allocate(4 * kMiB))};
@@ -80,7 +84,7 @@ int main(int argc, char** argv) {
   std::vector<void*> state;
   uint64_t peak_allocated = 0;
   for (int step = 0; step < 2; ++step) {
-    void* input = must(allocator.allocate(2 * kMiB));
+    void* input = must(allocator.allocate(batch * 2 * kMiB));
     // forward
     // The second forward in outline, as the hooks report most: its modules are the first's.
     const bool whole = step == 0;
@@ -89,7 +93,7 @@ int main(int argc, char** argv) {
     void* kept[2];
     for (int layer = 0; layer < 2; ++layer) {
       if (whole) hooks.enter(kModule, modules[layer]);
-      kept[layer] = must(allocator.allocate(scale * 8 * kMiB));
+      kept[layer] = must(allocator.allocate(scale * (6 * batch + 2) * kMiB));
       allocator.free(must(allocator.allocate(1 * kMiB)));
       if (whole) hooks.exit(kModule);
     }

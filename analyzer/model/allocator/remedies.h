@@ -30,7 +30,7 @@ struct Remedy {
                             // needs it)
   bool fits = false;
   bool close = false;  // no request failed, but too close to the capacity to call (too_close())
-  std::string note;  // what it does not model, or "the request of 6.13 GiB that failed is served"
+  std::string note;    // what it does not model, or "the request of 6.13 GiB that failed is served"
 };
 
 struct Remedies {

@@ -137,6 +137,16 @@ std::vector<uint64_t> ReplayEvents::requested_by_module(const BlockRoles& roles,
   return bytes;
 }
 
+std::vector<uint64_t> ReplayEvents::request_sizes() const {
+  std::vector<uint64_t> sizes;
+  for (const Block& b : blocks_) {
+    if (b.ordinal == kNoRequest) continue;
+    if (b.ordinal >= sizes.size()) sizes.resize(b.ordinal + 1, 0);
+    sizes[b.ordinal] = b.size;
+  }
+  return sizes;
+}
+
 ReplayEvents ReplayEvents::checkpointed(const BlockRoles& roles,
                                         const std::vector<std::string>& modules,
                                         std::vector<CheckpointedModule>& changed) const {

@@ -59,6 +59,8 @@ class ReplayEvents {
   // The bytes the requests of `role` asked for, by module (BlockRoles' module ids; `roles` with
   // the modules), over the whole trace.
   std::vector<uint64_t> requested_by_module(const BlockRoles& roles, Role role) const;
+  // The bytes each request asked for, by its ordinal (BlockRoles'), in the recording.
+  std::vector<uint64_t> request_sizes() const;
 
  private:
   struct Block {

@@ -380,10 +380,23 @@ void TraceReplay::settle(Device& d, bool next_is_request, bool next_is_oom) {
   d.pending_count = 0;
 }
 
+uint64_t TraceReplay::requested_size(uint64_t size, Role role, uint64_t ordinal) const {
+  const double scale = options_.scale[static_cast<std::size_t>(role)];
+  const std::vector<float>* slopes = options_.batch_slopes;
+  if (slopes == nullptr || ordinal >= slopes->size() || std::isnan((*slopes)[ordinal]))
+    return scaled_request(size, scale);
+  const bool batch_role =
+      role == Role::kActivation || role == Role::kTemporary || role == Role::kInput;
+  const double fitted =
+      std::max(1.0, static_cast<double>(size) + (*slopes)[ordinal] * (options_.batch_scale - 1.0));
+  const double other = batch_role ? scale / options_.batch_scale : scale;
+  return std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(fitted * other)));
+}
+
 void TraceReplay::request(Device& d, const format::BlockRecord& r, bool failed_in_recording,
                           Role role) {
   const std::size_t role_index = static_cast<std::size_t>(role);
-  const uint64_t size = scaled_request(r.size, options_.scale[role_index]);
+  const uint64_t size = requested_size(r.size, role, request_ordinal_ - 1);
   settle(d, true, failed_in_recording);
   const bool allocator_release = d.failure_pending || failed_in_recording;
   const uint64_t id = failed_in_recording ? kFailedRequestId : r.address;

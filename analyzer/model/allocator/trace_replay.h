@@ -82,6 +82,11 @@ struct ReplayOptions {
   // A what-if: each request of a role asks for its size times the role's scale (rounded to the
   // byte, at least one; the model then rounds it as PyTorch does). 1: unchanged.
   std::array<double, kRoleCount> scale = unit_scale();
+  // A what-if with the batch fitted from a second run (batch_fit.h), by request ordinal: a
+  // request with a slope asks for its size plus the slope times (batch_scale - 1), times its
+  // role's scale without the batch's part (dtype, shard); one without, as `scale` has it.
+  const std::vector<float>* batch_slopes = nullptr;
+  double batch_scale = 1.0;
   // A what-if: the allocator's cache released there too (each device's).
   std::optional<EmptyCacheAt> empty_cache_at;
   // A what-if that only asks whether the run fits: the replay stops at the first request the
@@ -199,6 +204,8 @@ class TraceReplay {
   void sampled_outside(const format::SampleRecord& s);
   void empty_cache_added();
   void request(Device& d, const format::BlockRecord& r, bool failed_in_recording, Role role);
+  // What request `ordinal` (of `size`, `role`) asks for under the scales and batch slopes.
+  uint64_t requested_size(uint64_t size, Role role, uint64_t ordinal) const;
   void free_requested(Device& d, const format::BlockRecord& r);
   void model_allocated(Device& d, uint64_t id, uint64_t bytes, std::size_t role);
   void model_freed(Device& d, uint64_t id);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "analyzer/model/allocator/batch_fit.h"
 #include "analyzer/model/input/mapped_file.h"
 
 namespace gmt::analyzer::allocator {
@@ -57,6 +58,7 @@ class BatchProbe {
     o.batch_scale = static_cast<double>(n) * kBatchStep;
     ReplayOptions r = changed_;
     r.scale = role_scales(o);
+    r.batch_scale = *o.batch_scale;
     r.stop_at_failure = true;
     ++search_.replays;
     TraceReplayResult result = events_.replay(r);
@@ -247,9 +249,14 @@ WhatIfResult predict_whatif(std::span<const uint8_t> bytes, const std::string& n
                             const WhatIfOptions& options, format::PageAccess pages) {
   WhatIfResult out;
   if (options.alloc_conf) out.conf = parse_alloc_conf(*options.alloc_conf);
-  const BlockRoles roles = read_block_roles(bytes, name, pages, !options.checkpoint.empty());
+  const BlockRoles roles =
+      read_block_roles(bytes, name, pages, !options.checkpoint.empty() || options.batch_from);
   out.roles_recorded = roles.recorded;
   check_roles(options, roles);
+  if (options.batch_from && !roles.recorded)
+    throw WhatIfError(
+        "--batch-from needs each block's module and role, and this trace has none (PyTorch's "
+        "roles hooks did not run: GPUMEMTRACE_ROLES=0, or not a Python program)");
   ReplayOptions base;
   base.roles = &roles;
   TraceReplayResult unchanged = replay_trace(bytes, name, base, pages);
@@ -266,6 +273,7 @@ WhatIfResult predict_whatif(std::span<const uint8_t> bytes, const std::string& n
   changed.what_if = true;
   changed.roles = &roles;
   changed.scale = role_scales(options);
+  changed.batch_scale = options.batch_scale.value_or(1.0);
   changed.empty_cache_at = options.empty_cache_at;
   for (const DeviceReplayResult& d : unchanged.devices) {
     DevicePrediction p;
@@ -290,8 +298,24 @@ WhatIfResult predict_whatif(std::span<const uint8_t> bytes, const std::string& n
   }
   // The events read once: where the search replays many times, or checkpointing changes them.
   std::optional<ReplayEvents> events;
+  std::optional<BatchFit> fit;
+  if (options.batch_from) {
+    events = ReplayEvents::read(bytes, name, pages);
+    MappedFile second_file(*options.batch_from);
+    const ReplayEvents second =
+        ReplayEvents::read(second_file.bytes(), *options.batch_from, second_file.page_access());
+    const BlockRoles second_roles =
+        read_block_roles(second_file.bytes(), *options.batch_from, second_file.page_access(), true);
+    if (!second_roles.recorded)
+      throw WhatIfError("--batch-from: " + *options.batch_from +
+                        " has no roles (PyTorch's roles hooks did not run there)");
+    fit = fit_batch(*events, roles, second, second_roles);
+    changed.batch_slopes = &fit->slopes;
+    out.batch_from =
+        WhatIfResult::BatchFrom{*options.batch_from, fit->ratio, fit->requests, fit->matched};
+  }
   if (!options.checkpoint.empty()) {
-    events = ReplayEvents::read(bytes, name, pages)
+    events = (events ? *events : ReplayEvents::read(bytes, name, pages))
                  .checkpointed(roles, options.checkpoint, out.checkpointed);
     if (std::all_of(out.checkpointed.begin(), out.checkpointed.end(),
                     [](const CheckpointedModule& m) { return m.forwards == 0; }))
@@ -316,7 +340,9 @@ WhatIfResult predict_whatif(std::span<const uint8_t> bytes, const std::string& n
       for (const DeviceReplayResult& d : unchanged.devices) {
         const auto c = changed.capacity.find(d.device);
         if (c == changed.capacity.end()) continue;
-        if (const auto g = guess_batch_scale(d, c->second - verdict_margin(c->second)); g && (!guess || *g < *guess)) guess = g;
+        if (const auto g = guess_batch_scale(d, c->second - verdict_margin(c->second));
+            g && (!guess || *g < *guess))
+          guess = g;
       }
       out.batch = search_largest_batch(*events, changed, options, guess);
     }

@@ -49,6 +49,9 @@ struct WhatIfOptions {
   std::optional<std::string> alloc_conf;  // PYTORCH_CUDA_ALLOC_CONF as a rerun would set it
   std::optional<uint64_t> device_memory;  // each device's memory; unset: the trace's
   std::optional<double> batch_scale;
+  // A second trace of the same program at another batch: each request's size fitted against the
+  // batch through both (batch_fit.h) instead of scaled in proportion.
+  std::optional<std::string> batch_from;
   std::optional<Shard> shard;
   std::vector<std::pair<Role, double>> dtype;  // role, factor
   std::optional<EmptyCacheAt> empty_cache_at;  // torch.cuda.empty_cache() added there
@@ -131,6 +134,14 @@ struct WhatIfResult {
   BatchSearch batch;
   AllocConf conf;  // --alloc-conf as parsed over the defaults (keys without effect...)
   std::vector<CheckpointedModule> checkpointed;  // --checkpoint: what it changed, by module
+  // --batch-from: the second trace's batch over this one's, and its requests matched.
+  struct BatchFrom {
+    std::string trace;
+    double ratio = 0;
+    uint64_t requests = 0;
+    uint64_t matched = 0;
+  };
+  std::optional<BatchFrom> batch_from;
   std::vector<DevicePrediction> devices;
   uint64_t block_events = 0;
   uint64_t cuda_graph_captures = 0;

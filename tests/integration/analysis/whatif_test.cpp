@@ -151,6 +151,56 @@ TEST_F(WhatIf, ByRoleAtTheHighestAllocated) {
 // parameters 8, state 16, input 4, activations 32, gradient 4 = 64 MiB; its segments: 20 (the
 // weights, inputs, temporaries and gradients), 16 (step 1's fc1, then AdamW's state), 16 (step
 // 1's fc2, then step 2's fc1), 16 (step 2's fc2) = 68 MiB, 4 cached.
+// whatif --batch-from: the roles workload at batches 1, 2 and 3. What each layer keeps grows
+// with the batch but not in proportion (6 x BATCH + 2 MiB), the input in proportion (2 x BATCH
+// MiB). Fitted through the runs at 1 and 2 (their inputs: a ratio of 2), the run at 1 scaled x3
+// reaches the run at 3's recorded highest allocated: 8 (parameters) + 16 (state) + 6 (input) +
+// 2 x 20 (kept) + 4 (a gradient) = 74 MiB; scaled in proportion, 8 + 16 + 6 + 2 x 24 + 4 = 82 MiB.
+TEST_F(WhatIf, ABatchFittedFromARunAtAnotherBatchPredictsARunAtAThird) {
+  const auto traced_at = [&](const std::string& batch) {
+    const std::vector<std::string> before = traces();
+    EXPECT_EQ(run_traced("workload_roles_training", {"1", batch}).exit_code, 0);
+    for (const std::string& t : traces()) {
+      if (std::find(before.begin(), before.end(), t) == before.end()) return t;
+    }
+    return std::string();
+  };
+  const std::string at1 = traced_at("1");
+  const std::string at2 = traced_at("2");
+  const std::string at3 = traced_at("3");
+  ASSERT_FALSE(at1.empty() || at2.empty() || at3.empty());
+  EXPECT_EQ(whatif_json({at3})["devices"][0]["recorded"]["max_allocated_bytes"], 74 * kMiB);
+
+  const json fitted = whatif_json({at1, "--batch-from", at2, "--batch-scale", "3"});
+  EXPECT_EQ(fitted["batch_from"]["batch_ratio"], 2.0);
+  EXPECT_EQ(fitted["batch_from"]["matched_requests"], fitted["batch_from"]["requests"]);
+  EXPECT_EQ(fitted["batch_from"]["requests"], 20u);  // 2 parameters, 4 of state, 7 a step
+  EXPECT_EQ(fitted["devices"][0]["predicted"]["max_allocated_bytes"], 74 * kMiB);
+  const json linear = whatif_json({at1, "--batch-scale", "3"});
+  EXPECT_EQ(linear["devices"][0]["predicted"]["max_allocated_bytes"], 82 * kMiB);
+  // The largest batch is searched with the fit too: it is larger than in proportion.
+  const uint64_t outside = fitted["devices"][0]["outside_bytes"];
+  const std::string device = std::to_string(outside + 200 * kMiB);
+  const json fitted_on_200 = whatif_json({at1, "--batch-from", at2, "--device-memory", device});
+  const json linear_on_200 = whatif_json({at1, "--largest-batch", "--device-memory", device});
+  EXPECT_GT(fitted_on_200["largest_batch_scale"]["largest_fitting"].get<double>(),
+            linear_on_200["largest_batch_scale"]["largest_fitting"].get<double>());
+
+  const ProcessResult text = cli({"whatif", at1, "--batch-from", at2, "--batch-scale", "3"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("batch from: " + at2 +
+                          ": its batch x2 of this run's (by their inputs); 20 of 20 requests "
+                          "matched there and fitted"),
+            std::string::npos)
+      << text.out;
+  // A run at the same batch says nothing of how sizes grow with it.
+  const ProcessResult same = cli({"whatif", at1, "--batch-from", at1, "--batch-scale", "3"});
+  EXPECT_EQ(same.exit_code, 1);
+  EXPECT_NE(same.err.find("--batch-from: the two runs' inputs are of the same size"),
+            std::string::npos)
+      << same.err;
+}
+
 // A prediction with less than 2 % of the capacity to spare is no verdict: at batch x2 the run
 // reserves at most 68 MiB; the allocator may hold 69 MiB (1.38 MiB kept: too close) or 70 MiB
 // (1.4 MiB kept, 68.6 left: it fits).
