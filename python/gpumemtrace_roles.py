@@ -176,10 +176,45 @@ def _install():
                     found[index] = qualified
         return found
 
-    def tag_cache(root, cache):
+    def forward_tokens(args, kwargs):
+        """The tokens a forward writes into its cache, from shapes alone (a tensor's values are
+        on the device: reading one would wait for it): generate()'s cache_position, else the
+        input ids' or embeddings' length; None when neither is given."""
+        if Tensor is None:
+            return None
+        position = kwargs.get("cache_position")
+        if isinstance(position, Tensor) and position.dim() == 1:
+            return position.shape[0]
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        if isinstance(ids, Tensor) and ids.dim() == 2:
+            return ids.shape[-1]
+        embeds = kwargs.get("inputs_embeds")
+        if isinstance(embeds, Tensor) and embeds.dim() == 3:
+            return embeds.shape[-2]
+        return None
+
+    # By preallocated cache (id): [weak reference, tokens written so far, the last forward's].
+    # A forward of several tokens after one of a single token starts a new sequence (a prompt
+    # after decoding: generate() resets a cache it reuses).
+    filled = {}
+
+    def fill(cache, tokens):
+        entry = filled.get(id(cache))
+        if entry is None or entry[0]() is not cache:
+            entry = filled[id(cache)] = [weakref.ref(cache), 0, 0]
+        if tokens is None:
+            entry[1] = None
+        elif entry[1] is not None:
+            entry[1] = tokens if tokens > 1 and entry[2] == 1 else entry[1] + tokens
+        entry[2] = tokens
+        return entry[1]
+
+    def tag_cache(root, cache, tokens_written):
         """Tags a cache's keys and values with the module of their layer, and reports its length:
         the sequences, the tokens each holds, the capacity of a preallocated one and the bytes one
         more token takes per sequence."""
+        growing = not type(cache).__name__.startswith(("Static", "Offloaded", "Hybrid", "Sliding"))
+        written = None if growing else fill(cache, tokens_written)
         if root.layer_modules is None:
             root.layer_modules = attention_modules(root.ref())
         pairs = []
@@ -200,11 +235,11 @@ def _install():
             return
         emit(KV_CACHE, pairs)
         # A cache that grows holds as many tokens as its tensors are long. A preallocated one
-        # (StaticCache) is as long as its capacity; how much of it is filled only the GPU knows
-        # (get_seq_length() reads it back, a synchronisation per forward): its tokens go unsaid (0).
-        growing = not type(cache).__name__.startswith(("Static", "Offloaded", "Hybrid", "Sliding"))
-        tokens = first.shape[-2] if growing else 0
+        # (StaticCache) is as long as its capacity; how much of it is filled the device knows
+        # (get_seq_length() reads it back, a synchronisation per forward), so the tokens its
+        # forwards wrote are counted instead; unsaid (0) where a forward's count is not known.
         capacity = 0 if growing else first.shape[-2]
+        tokens = first.shape[-2] if growing else min(capacity, written or 0)
         text = "batch=%d tokens=%d capacity=%d bytes_per_token=%d layers=%d" % (
             first.shape[0], tokens, capacity, per_token, len(pairs) // 2)
         scope(ENTER, KV_CACHE_LENGTH, name_id(text))
@@ -339,7 +374,7 @@ def _install():
             emit(OUTPUT, kept)
             cache = cache_of(args, kwargs, result)
             if cache is not None:
-                tag_cache(root, cache)
+                tag_cache(root, cache, forward_tokens(args, kwargs))
         except Exception as error:
             fail(error)
         return result

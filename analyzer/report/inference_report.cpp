@@ -33,7 +33,10 @@ std::optional<InferenceFigures> inference_figures(const RoleBreakdown& roles,
   f.device_free_bytes = device_free_bytes;
   f.allocator_cache_bytes = roles[Role::kAllocatorCache].bytes;
   if (f.length.capacity > 0) {
+    // Preallocated: what more it holds is what it has left, where the hooks counted its tokens.
     f.capacity_tokens = f.length.capacity;
+    if (f.length.tokens > 0)
+      f.tokens_that_fit = f.length.capacity - std::min(f.length.capacity, f.length.tokens);
     return f;
   }
   if (!device_free_bytes) return f;
@@ -98,8 +101,15 @@ void write_inference_text(const InferenceFigures& f, const std::string& when,
   if (l.tokens > 0) out << " of " << l.tokens << " tokens";
   out << ", " << human_bytes(l.bytes_per_token) << " per token per sequence\n";
   if (f.capacity_tokens) {
-    out << indent << "  preallocated for " << *f.capacity_tokens
-        << " tokens per sequence (how full it is, the hooks cannot tell)\n";
+    out << indent << "  preallocated for " << *f.capacity_tokens << " tokens per sequence";
+    if (f.tokens_that_fit) {
+      out << ", " << l.tokens << " of them written ("
+          << l.tokens * 100 / std::max<uint64_t>(1, *f.capacity_tokens)
+          << " % full): " << *f.tokens_that_fit << " more tokens per sequence fit in it\n";
+    } else {
+      out << " (how full it is, the hooks could not count: its forwards' token counts were not "
+             "given)\n";
+    }
     return;
   }
   if (!f.tokens_that_fit) {

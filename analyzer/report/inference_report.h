@@ -26,7 +26,8 @@ struct InferenceFigures {
   // A growing cache: more tokens for every sequence of the batch, and more sequences at the
   // current length. Each token a growing cache takes makes its layer's keys (or values) anew,
   // one token longer, while the old ones live: the last layer's copy is counted. None where the
-  // free memory is not known, or the cache is preallocated.
+  // free memory is not known. A preallocated cache: the tokens per sequence it has left, where
+  // the hooks counted what its forwards wrote (else none).
   std::optional<uint64_t> tokens_that_fit;
   std::optional<uint64_t> sequences_that_fit;
   // A preallocated cache: the tokens per sequence it can hold in all.

@@ -291,6 +291,35 @@ class DynamicCache(Cache):
             del old
 
 
+class StaticCache(Cache):
+    """Preallocated, as transformers' StaticCache is: each layer's keys and values made at their
+    full capacity by the first update, then written in place."""
+
+    def __init__(self, layers, capacity):
+        self.layers = [DynamicLayer() for _ in range(layers)]
+        self.capacity = capacity
+
+    def update(self, layer_idx, tokens):
+        layer = self.layers[layer_idx]
+        if layer.keys is None:
+            layer.keys = kv_tensor(self.capacity)
+            layer.values = kv_tensor(self.capacity)
+
+
+class Positions(Tensor):
+    """generate()'s cache_position: the positions this forward writes (the hooks read its length
+    alone, never its values, which are on the device)."""
+
+    is_cuda = False
+
+    def __init__(self, tokens):
+        self.shape = (tokens,)
+        self.nbytes = 0
+
+    def __del__(self):
+        pass
+
+
 KV_BATCH, KV_HEADS, KV_HEAD_DIM, KV_ELEMENT = 2, 2, 64, 2  # bf16: 2 bytes
 
 
@@ -331,24 +360,25 @@ class Decoder(Module):
         self.l0 = Attention(0)
         self.l1 = Attention(1)
 
-    def forward(self, input_ids, tokens, past_key_values=None):
+    def forward(self, input_ids, tokens, past_key_values=None, cache_position=None):
         self.l0(tokens, past_key_values)
         self.l1(tokens, past_key_values)
         logits = Tensor(1 * MiB)
         return Output(logits=logits, past_key_values=past_key_values)
 
 
-def generate(use_cache, prompt, new_tokens):
+def generate(cache, prompt, new_tokens):
     """A prompt, then one token at a time under no_grad, as generate() does; the last step's
-    logits kept at the end."""
+    logits kept at the end. A static cache is given the positions each forward writes."""
     decoder = Decoder()
-    cache = DynamicCache(2) if use_cache else None
     input_ids = Tensor(1 * MiB)
     out = None
     with sys.modules["torch"].no_grad():
         for step in range(new_tokens + 1):
             out = None  # the last step's logits go before the next forward, as generate() does
-            out = decoder(input_ids, prompt if step == 0 else 1, past_key_values=cache)
+            tokens = prompt if step == 0 else 1
+            positions = {"cache_position": Positions(tokens)} if isinstance(cache, StaticCache) else {}
+            out = decoder(input_ids, tokens, past_key_values=cache, **positions)
     return decoder, cache, input_ids, out
 
 
@@ -387,10 +417,13 @@ def train(input_sizes):
 model = Net()
 optimizer = Optimizer(model.parameters())
 mode = sys.argv[3] if len(sys.argv) > 3 else ""
-if mode in ("decode", "decode-kept"):
-    # Inference instead of training: a two-layer decoder, a prompt of 1024 tokens then 3 more.
+if mode in ("decode", "decode-kept", "decode-static"):
+    # Inference instead of training: a two-layer decoder, a prompt of 1024 tokens then 3 more,
+    # its cache grown by concatenation, kept by the modules, or preallocated for 2048 tokens.
     del model, optimizer
-    kept = generate(mode == "decode", 1024, 3)
+    caches = {"decode": lambda: DynamicCache(2), "decode-kept": lambda: None,
+              "decode-static": lambda: StaticCache(2, 2048)}
+    kept = generate(caches[mode](), 1024, 3)
     print("decoded")
     sys.exit(0)
 if mode.startswith("oom"):

@@ -524,6 +524,35 @@ TEST_F(Roles, AtAnOomInAForwardItsBlocksAreActivations) {
 // itself (`decode-kept`). At the program's end: the weights (8 MiB), the prompt's ids (1 MiB, an
 // input), the last step's logits (1 MiB, an output the program kept) and the cache: 2 layers'
 // keys and values of 2 sequences x 2 heads x 1027 tokens x 64 x 2 bytes, tagged as the key-value
+// The same decoder with a cache preallocated for 2048 tokens, as transformers' StaticCache is:
+// its keys and values are their full length from the first forward, and how full it is comes
+// from what the forwards wrote (generate()'s cache_position: 1024, then 1 a step), not from the
+// device: 1027 of 2048 tokens, 1021 more fit in it.
+TEST_F(Roles, APreallocatedCacheSaysHowFullItIs) {
+  if (system("python3 -c pass") != 0) GTEST_SKIP() << "python3 is not installed";
+  const ProcessResult run = run_hooks_standin({"decode-static"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const json report = command_json({"report", "--json", only_trace()});
+  const json& device = report["devices"][0];
+  const uint64_t layer = 2 * 2 * 2048 * 64 * 2;  // one layer's keys (or values), preallocated
+  EXPECT_EQ(nonzero_roles(device["by_role"]["at_exit"]),
+            (std::map<std::string, uint64_t>{{"parameter", 8 * kMiB},
+                                             {"input", 1 * kMiB},
+                                             {"output", 1 * kMiB},
+                                             {"kv_cache", 4 * layer}}));
+  const json& inference = device["inference"];
+  EXPECT_EQ(inference["kv_cache_bytes"], 4 * layer) << inference;
+  EXPECT_EQ(inference["tokens"], 1027);
+  EXPECT_EQ(inference["capacity"], 2048);
+  EXPECT_EQ(inference["tokens_that_fit"], 1021);
+  EXPECT_EQ(inference["sequences_that_fit"], nullptr);
+  const ProcessResult text = cli({"report", only_trace()});
+  EXPECT_NE(text.out.find("preallocated for 2048 tokens per sequence, 1027 of them written (50 % "
+                          "full): 1021 more tokens per sequence fit in it"),
+            std::string::npos)
+      << text.out;
+}
+
 // cache by layer module; kept by the modules themselves, their keys are their state.
 TEST_F(Roles, ADecodersCacheIsItsKvCacheByLayer) {
   if (system("python3 -c pass") != 0) GTEST_SKIP() << "python3 is not installed";
