@@ -42,6 +42,8 @@ for cache in dynamic static; do
   check "$name: nothing unknown at exit" 0 "$(role_at "$out/$name.report.json" at_exit unknown)"
   check "$name: bytes per token per sequence as the config gives" \
     "$(json_field "$out/$name.facts.json" "d['bytes_per_token']")" "$(json_field "$out/$name.report.json" "$dev['inference']['bytes_per_token']")"
+  check "$name: the tokens the cache holds per sequence, as its get_seq_length() says" \
+    "$(json_field "$out/$name.facts.json" "d['written']")" "$(json_field "$out/$name.report.json" "$dev['inference']['tokens']")"
   check "$name: the cache by layer: one attention module per layer" 8 \
     "$(json_field "$out/$name.report.json" "len([m for m in $dev['by_module']['at_exit'] if m['by_role'].get('kv_cache', 0) > 0 and m['module'].endswith('self_attn')])")"
   check "$name: the roles at exit add up to what is live" True \

@@ -108,6 +108,9 @@ def llama(cache, batch, prompt, new, filler_spec, out_path):
         kv_cache_storage_bytes=sum(storage_bytes(t) for t in tensors),
         cache_class=type(result.past_key_values).__name__,
         tokens=int(tensors[0].shape[-2]),
+        # What the cache holds, as it says (read back from the device: a static cache's keys
+        # are their full capacity long).
+        written=int(result.past_key_values.get_seq_length()),
         generated=int(result.sequences.shape[1] - prompt),
         max_memory_allocated=torch.cuda.max_memory_allocated(),
         max_memory_reserved=torch.cuda.max_memory_reserved(),
