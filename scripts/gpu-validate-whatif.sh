@@ -12,7 +12,9 @@
 # checkpointing within 5 % of the highest allocated; every fits / does-not-fit verdict right.
 # Output: OUTPUT_DIR/whatif_table.md (also printed), each case's files as whatif_CASE_*.
 # Usage: scripts/gpu-validate-whatif.sh [OUTPUT_DIR]   (default: $OUT, else gpu-validate-output)
-# GMT_WHATIF_CASES picks the cases (default "mlp resnet transformer fragmented").
+# GMT_WHATIF_CASES picks the cases (default "mlp resnet transformer fragmented"), GMT_WHATIF_LABELS
+# the changes by a pattern of their labels (unchanged, expandable, max_split, batch_x2, checkpoint,
+# batch_largest_x1...; default all: "batch_largest*" reruns only the verdict's edge).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-${OUT:-gpu-validate-output}}"
@@ -27,6 +29,8 @@ echo "--- whatif against the rerun"
 predict_and_rerun() {
   local case=$1 label=$2 conf=$3 batch=$4 whatif_args=$5
   shift 5
+  # shellcheck disable=SC2053  # GMT_WHATIF_LABELS is a pattern
+  [[ -z ${GMT_WHATIF_LABELS:-} || $label == $GMT_WHATIF_LABELS ]] || return 0
   local stem="$out/whatif_${case}_${label}"
   # shellcheck disable=SC2086  # the whatif arguments are words
   "$gmt" whatif "$trace" $whatif_args --json >"$stem.predicted.json" 2>"$stem.whatif.err" ||

@@ -57,8 +57,7 @@ void write_remedies_text(const allocator::Remedies& remedies, std::ostream& out)
       << " as recorded):\n";
   for (const allocator::Remedy& r : remedies.list) {
     out << "  " << r.change << ": " << allocator::verdict_text(r.fits, r.close)
-        << ", reserved at most "
-        << human_bytes(r.predicted_max_reserved_bytes);
+        << ", reserved at most " << human_bytes(r.predicted_max_reserved_bytes);
     if (r.saves_bytes != 0)
       out << " (" << (r.saves_bytes > 0 ? "-" : "+")
           << human_bytes(static_cast<uint64_t>(std::llabs(r.saves_bytes))) << ")";

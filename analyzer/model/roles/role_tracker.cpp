@@ -352,10 +352,10 @@ RoleTracker::RoleClass RoleTracker::class_of(const Facts& f, Running running) co
   // A live block's life is not over: whether the model replaces it is told by its site's.
   const bool kept_into_next = f.freed && f.root_forward_during;
   return static_cast<RoleClass>(
-      static_cast<unsigned>(f.workspace) << 22 | static_cast<unsigned>(site_hint(f)) << 20 | static_cast<unsigned>(f.output) << 19 |
-      static_cast<unsigned>(kept_into_next) << 18 | static_cast<unsigned>(running) << 15 |
-      f.tag << 7 | static_cast<unsigned>(f.where) << 4 | static_cast<unsigned>(f.end) << 2 |
-      forward_during << 1 | f.freed);
+      static_cast<unsigned>(f.workspace) << 22 | static_cast<unsigned>(site_hint(f)) << 20 |
+      static_cast<unsigned>(f.output) << 19 | static_cast<unsigned>(kept_into_next) << 18 |
+      static_cast<unsigned>(running) << 15 | f.tag << 7 | static_cast<unsigned>(f.where) << 4 |
+      static_cast<unsigned>(f.end) << 2 | forward_during << 1 | f.freed);
 }
 
 Role RoleTracker::settled_role(RoleClass c) const {
