@@ -9,7 +9,9 @@
 #   - tokens that fit: with the device filled but for a few GiB, the traced run's figure N is
 #     checked by generating N more tokens untraced (it must fit) and 1.1 x N + 64 more (it must
 #     run out of memory);
-#   - a hand-written decoder whose attention modules keep their keys and values: state, by module.
+#   - a hand-written decoder whose attention modules keep their keys and values: state, by module;
+#   - a decode step captured in a CUDA graph (torch.cuda.graph) and replayed: its pool's blocks
+#     live at the end are cuda_graph, to the byte.
 # Usage: scripts/gpu-validate-inference.sh [OUTPUT_DIR]; exits non-zero when a check failed.
 # GMT_INFERENCE_COST_ROUNDS (default 3; 0 skips the cost) sets the traced and untraced runs timed
 # (and traced without the roles hooks, GPUMEMTRACE_ROLES=0: the recorder's part of the cost).
@@ -103,6 +105,21 @@ if [ -n "$trace" ]; then
   check "kept: state by module equals what each attention module keeps" True \
     "$(python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["state_by_module"]; d=json.load(open(sys.argv[2]))["devices"][0]; got={m["module"]: m["by_role"].get("state", 0) for m in d["by_module"]["at_exit"] if m["by_role"].get("state", 0)}; print(got == e or (got, e))' "$out/$name.facts.json" "$out/$name.report.json")"
   check "kept: nothing unknown at exit" 0 "$(role_at "$out/$name.report.json" at_exit unknown)"
+fi
+
+echo "--- inference: a decode step captured in a CUDA graph and replayed"
+name=inference_graphed
+rm -f "$out/$name".*.gmt
+"$gmt" run -o "$out/$name.%p.gmt" -- python3 tests/gpu/inference_models.py graphed 8 1024 64 \
+  "$out/$name.facts.json" >"$out/$name.log" 2>&1 ||
+  { echo "FAIL $name (see $name.log)"; tail -5 "$out/$name.log"; failures=$((failures + 1)); }
+trace=$(ls "$out/$name".*.gmt 2>/dev/null | sed -n 1p)
+if [ -n "$trace" ]; then
+  "$gmt" report --json "$trace" >"$out/$name.report.json"
+  "$gmt" report "$trace" | sed -n '/by role at exit/,/by module/p'
+  check "graphed: cuda_graph at exit equals the graph pool's live blocks" \
+    "$(json_field "$out/$name.facts.json" "d['graph_pool_live_bytes']")" "$(role_at "$out/$name.report.json" at_exit cuda_graph)"
+  check "graphed: nothing unknown at exit" 0 "$(role_at "$out/$name.report.json" at_exit unknown)"
 fi
 
 echo "--- inference: the hooks' cost where module calls are densest (generate(), 32 layers, batch 1)"

@@ -19,6 +19,11 @@ downloaded). Each writes the figures the checks compare against to a JSON file.
   kept BATCH PROMPT NEW OUT.json
       A hand-written decoder (8 layers) whose attention modules keep their keys and values as
       attributes, grown by torch.cat: OUT gets the bytes each module keeps at the end.
+  graphed BATCH CAPACITY NEW OUT.json
+      A hand-written decoder (8 layers) with keys and values preallocated for CAPACITY tokens,
+      its decode step captured once in a CUDA graph (torch.cuda.graph) and replayed NEW times, as
+      a serving loop does: OUT gets the bytes of the blocks live at the end in the graphs' private
+      pools (memory_snapshot's segments of a pool other than the default).
 """
 import json
 import sys
@@ -184,6 +189,71 @@ def kept(batch, prompt, new, out_path):
     return model, logits
 
 
+class StaticAttention(torch.nn.Module):
+    def __init__(self, batch, capacity):
+        super().__init__()
+        self.q = torch.nn.Linear(HIDDEN, HIDDEN, bias=False)
+        self.kv = torch.nn.Linear(HIDDEN, 2 * KV_HEADS * HEAD_DIM, bias=False)
+        self.o = torch.nn.Linear(HIDDEN, HIDDEN, bias=False)
+        shape = (batch, KV_HEADS, capacity, HEAD_DIM)
+        self.keys = torch.zeros(shape, dtype=torch.bfloat16, device="cuda")
+        self.values = torch.zeros(shape, dtype=torch.bfloat16, device="cuda")
+
+    def forward(self, x, position):
+        b, t, _ = x.shape
+        k, v = self.kv(x).view(b, t, 2, KV_HEADS, HEAD_DIM).permute(2, 0, 3, 1, 4)
+        self.keys.index_copy_(2, position, k)
+        self.values.index_copy_(2, position, v)
+        q = self.q(x).view(b, t, HEADS, HEAD_DIM).transpose(1, 2)
+        rep = HEADS // KV_HEADS
+        a = torch.nn.functional.scaled_dot_product_attention(
+            q, self.keys.repeat_interleave(rep, dim=1), self.values.repeat_interleave(rep, dim=1))
+        return self.o(a.transpose(1, 2).reshape(b, t, HIDDEN))
+
+
+class StaticDecoder(torch.nn.Module):
+    def __init__(self, batch, capacity):
+        super().__init__()
+        self.embed = torch.nn.Embedding(32000, HIDDEN)
+        self.layers = torch.nn.ModuleList(StaticAttention(batch, capacity) for _ in range(LAYERS))
+        self.head = torch.nn.Linear(HIDDEN, 32000, bias=False)
+
+    def forward(self, ids, position):
+        x = self.embed(ids)
+        for layer in self.layers:
+            x = x + layer(x, position)
+        return self.head(x)
+
+
+def graphed(batch, capacity, new, out_path):
+    torch.manual_seed(0)
+    model = StaticDecoder(batch, capacity).to(device="cuda", dtype=torch.bfloat16).eval()
+    ids = torch.zeros(batch, 1, dtype=torch.long, device="cuda")
+    position = torch.zeros(1, dtype=torch.long, device="cuda")
+    with torch.no_grad():
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # warm-up off the capture, as torch.cuda.graph's docs ask
+            for _ in range(3):
+                model(ids, position)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            logits = model(ids, position)
+        for step in range(new):
+            position.fill_(step)
+            graph.replay()
+            ids.copy_(logits.argmax(-1))
+    torch.cuda.synchronize()
+    pooled = 0
+    for segment in torch.cuda.memory_snapshot():
+        if tuple(segment.get("segment_pool_id", (0, 0))) != (0, 0):
+            pooled += sum(b["size"] for b in segment["blocks"] if b["state"] == "active_allocated")
+    json.dump({"graph_pool_live_bytes": pooled}, open(out_path, "w"))
+    print(json.dumps({"graph_pool_live_bytes": pooled}))
+    return model, graph, logits, ids, position
+
+
 def timed(layers, new, out_path):
     import statistics
     import time
@@ -221,5 +291,8 @@ if __name__ == "__main__":
     elif kind == "kept":
         batch, prompt, new, out = sys.argv[2:6]
         kept_objects = kept(int(batch), int(prompt), int(new), out)
+    elif kind == "graphed":
+        batch, capacity, new, out = sys.argv[2:6]
+        kept_objects = graphed(int(batch), int(capacity), int(new), out)
     else:
-        sys.exit("usage: inference_models.py llama|kept ...")
+        sys.exit("usage: inference_models.py llama|time|kept|graphed ...")
