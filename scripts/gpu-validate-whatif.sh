@@ -6,8 +6,8 @@
 # (`whatif --json`) and a rerun untraced under the change, with PyTorch's max_memory_allocated,
 # max_memory_reserved and whether it ran out of memory. The changes: none (the model against an
 # untraced run), allocator settings (expandable_segments, max_split_size_mb), batch x0.5, x2,
-# x3, activation checkpointing of the repeated blocks, the largest batch whatif says fits and a
-# batch 1/8 above it.
+# x3, activation checkpointing of the repeated blocks, zero_grad(set_to_none=True) (from a run
+# traced with set_to_none=False), the largest batch whatif says fits and a batch 1/8 above it.
 # Targets (issue 48): allocator settings within 2 % of the highest reserved; batch scales and
 # checkpointing within 5 % of the highest allocated; every fits / does-not-fit verdict right.
 # Output: OUTPUT_DIR/whatif_table.md (also printed), each case's files as whatif_CASE_*.
@@ -82,6 +82,23 @@ for case in ${GMT_WHATIF_CASES-mlp resnet transformer fragmented}; do
     checkpoint_rerun+=(--checkpoint "$m")
   done
   predict_and_rerun "$case" checkpoint "" "$batch" "${checkpoint_whatif# }" "${checkpoint_rerun[@]}"
+  # zero_grad(set_to_none=False) traced, set to None predicted, and rerun set to None.
+  # shellcheck disable=SC2053  # GMT_WHATIF_LABELS is a pattern
+  if [[ -z ${GMT_WHATIF_LABELS:-} || set_to_none == $GMT_WHATIF_LABELS ]]; then
+    rm -f "$out/whatif_${case}_kept".*.gmt
+    if "$gmt" run -o "$out/whatif_${case}_kept.%p.gmt" -- python3 tests/gpu/whatif_rerun.py "$case" \
+      "$out/whatif_${case}_kept_traced.json" --batch "$batch" --set-to-none 0 \
+      >"$out/whatif_${case}_kept_traced.log" 2>&1; then
+      set_to_none_trace=$(ls "$out/whatif_${case}_kept".*.gmt | sed -n 1p)
+      echo "$case: traced with zero_grad(set_to_none=False): recorded max allocated $(json_field "$out/whatif_${case}_kept_traced.json" 'd["max_memory_allocated"]')"
+      trace_as_recorded=$trace trace=$set_to_none_trace
+      predict_and_rerun "$case" set_to_none "" "$batch" "--set-to-none" --set-to-none 1
+      trace=$trace_as_recorded
+    else
+      echo "FAIL $case: the traced run with set_to_none=False (see whatif_${case}_kept_traced.log)"
+      failures=$((failures + 1))
+    fi
+  fi
   # The largest batch whatif says fits, and 1/8 above it: the verdict's edge.
   "$gmt" whatif "$trace" --largest-batch --json >"$out/whatif_${case}_largest.json" ||
     { echo "FAIL $case: whatif --largest-batch"; failures=$((failures + 1)); continue; }

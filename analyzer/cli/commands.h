@@ -116,6 +116,7 @@ struct WhatIfCommandOptions {
   bool largest_batch = false;  // the largest batch scale that fits (also with batch_scale)
   std::optional<std::string> empty_cache_at;  // step, backward or a phase's name
   std::vector<std::string> checkpoint;        // modules, qualified names
+  bool set_to_none = false;                   // zero_grad(set_to_none=True)
   bool json = false;
 };
 int whatif_command(const WhatIfCommandOptions& options, std::ostream& out, std::ostream& err);

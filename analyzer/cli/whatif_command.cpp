@@ -35,6 +35,7 @@ int whatif_command(const WhatIfCommandOptions& options, std::ostream& out, std::
     w.dtype.emplace_back(role, factor);
   }
   w.checkpoint = options.checkpoint;
+  w.set_to_none = options.set_to_none;
   if (options.empty_cache_at)
     w.empty_cache_at = allocator::parse_empty_cache_at(*options.empty_cache_at);
   w.largest_batch =
@@ -152,6 +153,9 @@ Command add_whatif_command(CLI::App& app) {
           "torch.cuda.empty_cache() at the end of each optimizer step (step), each backward "
           "(backward), or each phase of a name (an NVTX range or a gpumemtrace phase)")
       ->type_name("PHASE");
+  command->add_flag("--set-to-none", options->set_to_none,
+                    "optimizer.zero_grad(set_to_none=True), in a run that zeroed its gradients "
+                    "in place: freed at each step's end, made anew in the next backward");
   command->add_flag("--json", options->json,
                     "Machine-readable output (contract in docs/commands.md)");
   return {command, [options] { return whatif_command(*options, std::cout, std::cerr); }};

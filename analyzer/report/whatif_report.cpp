@@ -241,6 +241,7 @@ std::string changes_text(const allocator::WhatIfOptions& o) {
                     stage_name(o.shard->stage) + ")");
   for (const auto& [role, factor] : o.dtype)
     parts.push_back(std::string(role_name(role)) + " x" + factor_text(factor) + " (dtype)");
+  if (o.set_to_none) parts.push_back("zero_grad(set_to_none=True)");
   if (!o.checkpoint.empty()) {
     std::string names;
     for (const std::string& m : o.checkpoint) names += (names.empty() ? "" : ", ") + m;
@@ -338,6 +339,11 @@ json whatif_json(const WhatIfRequest& request, const WhatIfResult& result) {
           {"device_memory_bytes", or_null(o.device_memory)},
           {"batch_scale", or_null(o.batch_scale)},
           {"batch_from", batch_from_json(result)},
+          {"set_to_none", result.set_to_none
+                              ? json{{"steps", result.set_to_none->steps},
+                                     {"gradients_freed", result.set_to_none->gradients_freed},
+                                     {"temporaries_kept", result.set_to_none->kept}}
+                              : json(nullptr)},
           {"shard", shard},
           {"dtype", dtype},
           {"checkpoint", checkpoint},
@@ -363,6 +369,13 @@ void write_whatif_text(const WhatIfRequest& request, const WhatIfResult& result,
   }
   for (const std::string& n : role_change_notes(request.options)) out << "note: " << n << "\n";
   for (const std::string& n : checkpoint_lines(result)) out << "note: " << n << "\n";
+  if (result.set_to_none) {
+    const allocator::SetToNoneChange& c = *result.set_to_none;
+    out << "set to none: the gradients freed at the ends of " << c.steps << " optimizer steps ("
+        << c.gradients_freed << " blocks); " << c.kept
+        << " of the backwards' temporaries kept as the gradients made anew (their bytes count "
+           "as temporaries by role)\n";
+  }
   if (result.batch_from) {
     const WhatIfResult::BatchFrom& b = *result.batch_from;
     out << "batch from: " << b.trace << ": its batch x" << factor_text(b.ratio)

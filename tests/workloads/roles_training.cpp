@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -68,13 +69,16 @@ void* must(void* p) {
 
 }  // namespace
 
-// `roles_training [SCALE [BATCH]]`: each layer keeps SCALE x 8 MiB for backward (default 1), for
-// `diff`. BATCH (default 1) is the batch, for `whatif --batch-from`: the input is BATCH x 2 MiB and
-// what each layer keeps SCALE x (6 x BATCH + 2) MiB, growing with the batch but not in
+// `roles_training [SCALE [BATCH [keep]]]`: each layer keeps SCALE x 8 MiB for backward (default 1),
+// for `diff`. BATCH (default 1) is the batch, for `whatif --batch-from`: the input is BATCH x 2
+// MiB and what each layer keeps SCALE x (6 x BATCH + 2) MiB, growing with the batch but not in
 // proportion (2 MiB of it does not grow); the 1 MiB freed inside each forward does not grow.
+// `keep`: zero_grad(set_to_none=False), for `whatif --set-to-none`: the gradients made in the
+// first backward are kept, and the second adds each new one (4 MiB, freed at once) into them.
 int main(int argc, char** argv) {
   const std::size_t scale = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 1;
   const std::size_t batch = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 1;
+  const bool keep_gradients = argc > 3 && std::string_view(argv[3]) == "keep";
   const Hooks hooks;
   sim::CachingAllocator allocator(0, sim::CachingAllocator::Reporting::kAsPytorch);
   void* weights[2] = {must(allocator.allocate(4 * kMiB)), must(allocator.allocate(4 * kMiB))};
@@ -102,9 +106,11 @@ int main(int argc, char** argv) {
     hooks.enter(kBackward, "backward");
     std::thread engine([&] {
       for (int layer = 1; layer >= 0; --layer) {
-        grads[layer] = must(allocator.allocate(4 * kMiB));
+        void* made = must(allocator.allocate(4 * kMiB));
+        if (grads[layer] == nullptr) grads[layer] = made;  // none yet: the new one is it
         if (allocator.allocated_bytes() > peak_allocated)
           peak_allocated = allocator.allocated_bytes();
+        if (made != grads[layer]) allocator.free(made);  // added into the one kept
         allocator.free(kept[layer]);
       }
     });
@@ -123,8 +129,11 @@ int main(int argc, char** argv) {
     hooks.exit(kOptimizer);
     allocator.free(input);
     // zero_grad(set_to_none=True), except after the last step: its gradients stay to the end
-    if (step == 0) {
-      for (void*& g : grads) allocator.free(g);
+    if (step == 0 && !keep_gradients) {
+      for (void*& g : grads) {
+        allocator.free(g);
+        g = nullptr;
+      }
     }
   }
   const uint64_t allocated_at_end = allocator.allocated_bytes();

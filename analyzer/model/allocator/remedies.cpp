@@ -277,6 +277,23 @@ Remedies find_remedies(std::span<const uint8_t> bytes, const std::string& name,
                            "--alloc-conf expandable_segments:True", {}, r.replays);
     });
   }
+  if (roles.recorded && roles.any(Role::kGradient)) {
+    // 2. Gradients set to None between steps, where the run zeroed them in place.
+    work.push_back([&c, &roles](Candidate& r) {
+      SetToNoneChange change;
+      std::optional<ReplayEvents> events;
+      try {
+        events = c.events().gradients_set_to_none(roles, change);
+      } catch (const WhatIfError&) {
+        return;  // they are set to None already, or the trace has no optimizer step
+      }
+      ReplayOptions o = c.base();
+      o.stop_at_failure = true;
+      ++r.replays;
+      r.remedy = c.of(events->replay(o), "optimizer.zero_grad(set_to_none=True)", "--set-to-none",
+                      "the gradients freed at each step's end, made anew in the next backward");
+    });
+  }
   if (roles.recorded) {  // the rest change blocks by role
     // 2. A smaller batch: the largest that fits.
     if (roles.any(Role::kActivation) || roles.any(Role::kTemporary) || roles.any(Role::kInput))

@@ -31,6 +31,13 @@ struct CheckpointedModule {
   uint64_t max_bytes = 0;  // the most of their bytes one forward freed
 };
 
+// What zero_grad(set_to_none=True) changed (ReplayEvents::gradients_set_to_none).
+struct SetToNoneChange {
+  uint64_t steps = 0;            // optimizer steps whose ends freed the gradients
+  uint64_t gradients_freed = 0;  // gradient blocks freed there, over all steps
+  uint64_t kept = 0;             // backward's temporaries kept as the new gradients
+};
+
 class ReplayEvents {
  public:
   // Throws TraceError when the trace is not readable at all.
@@ -56,6 +63,16 @@ class ReplayEvents {
   // checkpointed (its entry says 0 forwards).
   ReplayEvents checkpointed(const BlockRoles& roles, const std::vector<std::string>& modules,
                             std::vector<CheckpointedModule>& changed) const;
+  // The events as they would be with the gradients set to None at each optimizer step's end
+  // (optimizer.zero_grad(set_to_none=True), PyTorch's default since 2.0) in a run that zeroed
+  // them in place (set_to_none=False: made in the first backward, kept for good, each later
+  // backward adding its new gradient, a temporary of the same size, into them). At each step's
+  // end the gradients live then are freed; in the next backward, for each of them, the first
+  // temporary of its size that backward made is kept instead of freed: the gradient made anew
+  // (its role stays temporary in the figures by role), freed in turn at the next step's end.
+  // Throws WhatIfError where there is nothing to change: no optimizer step, no gradient, or
+  // gradients already made anew in a later backward (the run set them to None).
+  ReplayEvents gradients_set_to_none(const BlockRoles& roles, SetToNoneChange& changed) const;
   // The bytes the requests of `role` asked for, by module (BlockRoles' module ids; `roles` with
   // the modules), over the whole trace.
   std::vector<uint64_t> requested_by_module(const BlockRoles& roles, Role role) const;

@@ -17,6 +17,10 @@ bool batch_roles_present(const BlockRoles& roles) {
 
 // The changes by role need the roles, and blocks of the roles they change.
 void check_roles(const WhatIfOptions& options, const BlockRoles& roles) {
+  if (options.set_to_none && !roles.recorded)
+    throw WhatIfError(
+        "--set-to-none needs each block's role, and this trace has none (PyTorch's roles hooks "
+        "did not run: GPUMEMTRACE_ROLES=0, or not a Python program)");
   if (!options.checkpoint.empty() && !roles.recorded)
     throw WhatIfError(
         "--checkpoint needs each block's module and role, and this trace has none (PyTorch's "
@@ -266,7 +270,7 @@ WhatIfResult predict_whatif(std::span<const uint8_t> bytes, const std::string& n
   out.problems = unchanged.problems;
   out.changed = options.alloc_conf.has_value() || options.device_memory.has_value() ||
                 options.empty_cache_at.has_value() || !options.checkpoint.empty() ||
-                changes_roles(options);
+                options.set_to_none || changes_roles(options);
 
   ReplayOptions changed;
   changed.alloc_conf = options.alloc_conf;
@@ -313,6 +317,12 @@ WhatIfResult predict_whatif(std::span<const uint8_t> bytes, const std::string& n
     changed.batch_slopes = &fit->slopes;
     out.batch_from =
         WhatIfResult::BatchFrom{*options.batch_from, fit->ratio, fit->requests, fit->matched};
+  }
+  if (options.set_to_none) {
+    SetToNoneChange change;
+    events = (events ? *events : ReplayEvents::read(bytes, name, pages))
+                 .gradients_set_to_none(roles, change);
+    out.set_to_none = change;
   }
   if (!options.checkpoint.empty()) {
     events = (events ? *events : ReplayEvents::read(bytes, name, pages))

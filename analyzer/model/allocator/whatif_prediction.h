@@ -55,6 +55,9 @@ struct WhatIfOptions {
   std::optional<Shard> shard;
   std::vector<std::pair<Role, double>> dtype;  // role, factor
   std::optional<EmptyCacheAt> empty_cache_at;  // torch.cuda.empty_cache() added there
+  // optimizer.zero_grad(set_to_none=True) in a run that zeroed the gradients in place:
+  // ReplayEvents::gradients_set_to_none().
+  bool set_to_none = false;
   // Activation checkpointing of these modules (qualified names): ReplayEvents::checkpointed().
   std::vector<std::string> checkpoint;
   // Also the largest batch scale that fits (a search of replays, kBatchStep apart).
@@ -142,6 +145,7 @@ struct WhatIfResult {
     uint64_t matched = 0;
   };
   std::optional<BatchFrom> batch_from;
+  std::optional<SetToNoneChange> set_to_none;  // --set-to-none: what it changed
   std::vector<DevicePrediction> devices;
   uint64_t block_events = 0;
   uint64_t cuda_graph_captures = 0;

@@ -201,6 +201,48 @@ TEST_F(WhatIf, ABatchFittedFromARunAtAnotherBatchPredictsARunAtAThird) {
       << same.err;
 }
 
+// whatif --set-to-none on the roles workload run with zero_grad(set_to_none=False): its
+// gradients (2 x 4 MiB) kept from the first backward, the second adding a new 4 MiB one into
+// each. Recorded: 8 (parameters) + 16 (state) + 2 (input) + 16 (activations) + 8 (gradients) + 4
+// (the new one) = 54 MiB. Set to None at each step's end, the second backward's new gradient is
+// the gradient: 46 MiB, what the same workload set to None recorded itself.
+TEST_F(WhatIf, SettingGradientsToNonePredictsTheRunThatDid) {
+  const auto traced = [&](std::vector<std::string> args) {
+    const std::vector<std::string> before = traces();
+    EXPECT_EQ(run_traced("workload_roles_training", std::move(args)).exit_code, 0);
+    for (const std::string& t : traces()) {
+      if (std::find(before.begin(), before.end(), t) == before.end()) return t;
+    }
+    return std::string();
+  };
+  const std::string kept = traced({"1", "1", "keep"});
+  const std::string set_to_none = traced({});
+  ASSERT_FALSE(kept.empty() || set_to_none.empty());
+  EXPECT_EQ(whatif_json({kept})["devices"][0]["recorded"]["max_allocated_bytes"], 54 * kMiB);
+  EXPECT_EQ(whatif_json({set_to_none})["devices"][0]["recorded"]["max_allocated_bytes"], 46 * kMiB);
+
+  const json predicted = whatif_json({kept, "--set-to-none"});
+  EXPECT_EQ(predicted["changed"], true);
+  EXPECT_EQ(predicted["devices"][0]["predicted"]["max_allocated_bytes"], 46 * kMiB);
+  EXPECT_EQ(predicted["set_to_none"],
+            json({{"steps", 2}, {"gradients_freed", 4}, {"temporaries_kept", 2}}));
+  const ProcessResult text = cli({"whatif", kept, "--set-to-none"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("change: zero_grad(set_to_none=True)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("set to none: the gradients freed at the ends of 2 optimizer steps (4 "
+                          "blocks); 2 of the backwards' temporaries kept as the gradients made "
+                          "anew"),
+            std::string::npos)
+      << text.out;
+  // A run that set them to None already: nothing to change, said so.
+  const ProcessResult already = cli({"whatif", set_to_none, "--set-to-none"});
+  EXPECT_EQ(already.exit_code, 1);
+  EXPECT_NE(already.err.find("--set-to-none: this run already makes its gradients anew in each "
+                             "backward"),
+            std::string::npos)
+      << already.err;
+}
+
 // A prediction with less than 2 % of the capacity to spare is no verdict: at batch x2 the run
 // reserves at most 68 MiB; the allocator may hold 69 MiB (1.38 MiB kept: too close) or 70 MiB
 // (1.4 MiB kept, 68.6 left: it fits).
