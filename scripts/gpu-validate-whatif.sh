@@ -16,6 +16,7 @@
 # the changes by a pattern of their labels (unchanged, expandable, max_split, batch_x2, checkpoint,
 # batch_largest_x1...; default all: "batch_largest*" reruns only the verdict's edge).
 set -uo pipefail
+shopt -s extglob  # GMT_WHATIF_LABELS may be "@(batch_largest*|set_to_none)"
 cd "$(dirname "$0")/.."
 out="${1:-${OUT:-gpu-validate-output}}"
 mkdir -p "$out"
