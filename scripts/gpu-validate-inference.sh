@@ -66,33 +66,6 @@ for cache in dynamic static; do
     "$(cat "$out/$name.peak.json" "$out/$name.folded" | grep -c gpumemtrace_roles)"
 done
 
-echo "--- inference: tokens that fit, checked by generating them"
-name=inference_fit
-rm -f "$out/$name".*.gmt
-"$gmt" run -o "$out/$name.%p.gmt" -- python3 tests/gpu/inference_models.py llama dynamic 64 512 64 auto:3 \
-  "$out/$name.facts.json" >"$out/$name.log" 2>&1 ||
-  { echo "FAIL $name (see $name.log)"; tail -30 "$out/$name.log"; failures=$((failures + 1)); }
-trace=$(ls "$out/$name".*.gmt 2>/dev/null | sed -n 1p)
-if [ -n "$trace" ]; then
-  "$gmt" report --json "$trace" >"$out/$name.report.json"
-  "$gmt" report "$trace" >"$out/$name.report.txt"
-  grep -A2 "^    inference" "$out/$name.report.txt" || true
-  fit=$(json_field "$out/$name.report.json" "$dev['inference']['tokens_that_fit']")
-  filler=$(json_field "$out/$name.facts.json" "d['filler_bytes']")
-  echo "INFO tokens that fit after 64: $fit (filler $filler bytes)"
-  if [ "$fit" != None ] && [ "$fit" -gt 0 ]; then
-    python3 tests/gpu/inference_models.py llama dynamic 64 512 $((64 + fit)) "$filler" "$out/$name.more.json" >"$out/$name.more.log" 2>&1
-    [ -f "$out/$name.more.json" ] || tail -20 "$out/$name.more.log"
-    check "tokens that fit: $fit more tokens fit (untraced)" False "$(json_field "$out/$name.more.json" "d['oom']")"
-    over=$((64 + fit * 11 / 10 + 64))
-    python3 tests/gpu/inference_models.py llama dynamic 64 512 "$over" "$filler" "$out/$name.over.json" >"$out/$name.over.log" 2>&1
-    [ -f "$out/$name.over.json" ] || tail -20 "$out/$name.over.log"
-    check "tokens that fit: 10 % more than that run out of memory (untraced)" True "$(json_field "$out/$name.over.json" "d['oom']")"
-  else
-    check "tokens that fit: a figure above 0" True False
-  fi
-fi
-
 echo "--- inference: a decoder keeping its own keys and values"
 name=inference_kept
 rm -f "$out/$name".*.gmt
@@ -120,6 +93,33 @@ if [ -n "$trace" ]; then
   check "graphed: cuda_graph at exit equals the graph pool's live blocks" \
     "$(json_field "$out/$name.facts.json" "d['graph_pool_live_bytes']")" "$(role_at "$out/$name.report.json" at_exit cuda_graph)"
   check "graphed: nothing unknown at exit" 0 "$(role_at "$out/$name.report.json" at_exit unknown)"
+fi
+
+echo "--- inference: tokens that fit, checked by generating them"
+name=inference_fit
+rm -f "$out/$name".*.gmt
+"$gmt" run -o "$out/$name.%p.gmt" -- python3 tests/gpu/inference_models.py llama dynamic 64 512 64 auto:3 \
+  "$out/$name.facts.json" >"$out/$name.log" 2>&1 ||
+  { echo "FAIL $name (see $name.log)"; tail -30 "$out/$name.log"; failures=$((failures + 1)); }
+trace=$(ls "$out/$name".*.gmt 2>/dev/null | sed -n 1p)
+if [ -n "$trace" ]; then
+  "$gmt" report --json "$trace" >"$out/$name.report.json"
+  "$gmt" report "$trace" >"$out/$name.report.txt"
+  grep -A2 "^    inference" "$out/$name.report.txt" || true
+  fit=$(json_field "$out/$name.report.json" "$dev['inference']['tokens_that_fit']")
+  filler=$(json_field "$out/$name.facts.json" "d['filler_bytes']")
+  echo "INFO tokens that fit after 64: $fit (filler $filler bytes)"
+  if [ "$fit" != None ] && [ "$fit" -gt 0 ]; then
+    python3 tests/gpu/inference_models.py llama dynamic 64 512 $((64 + fit)) "$filler" "$out/$name.more.json" >"$out/$name.more.log" 2>&1
+    [ -f "$out/$name.more.json" ] || tail -20 "$out/$name.more.log"
+    check "tokens that fit: $fit more tokens fit (untraced)" False "$(json_field "$out/$name.more.json" "d['oom']")"
+    over=$((64 + fit * 11 / 10 + 64))
+    python3 tests/gpu/inference_models.py llama dynamic 64 512 "$over" "$filler" "$out/$name.over.json" >"$out/$name.over.log" 2>&1
+    [ -f "$out/$name.over.json" ] || tail -20 "$out/$name.over.log"
+    check "tokens that fit: 10 % more than that run out of memory (untraced)" True "$(json_field "$out/$name.over.json" "d['oom']")"
+  else
+    check "tokens that fit: a figure above 0" True False
+  fi
 fi
 
 echo "--- inference: the hooks' cost where module calls are densest (generate(), 32 layers, batch 1)"
