@@ -130,22 +130,11 @@ ReplayEvents ReplayEvents::gradients_set_to_none(const BlockRoles& roles,
     }
   }
 
-  ReplayEvents out;
-  out.history_dropped_ = history_dropped_;
-  out.problems_ = problems_;
-  out.blocks_.reserve(blocks_.size());
-  auto other = others_.begin();
-  for (std::size_t i = 0; i <= blocks_.size(); ++i) {
-    for (; other != others_.end() && other->first == i; ++other)
-      out.others_.emplace_back(out.blocks_.size(), other->second);
-    out.blocks_.insert(out.blocks_.end(), before[i].begin(), before[i].end());
-    if (i == blocks_.size()) break;
-    if (dropped[i]) continue;
-    Block b = blocks_[i];
+  return spliced(before, {}, [&](std::size_t i, Block& b) {
+    if (dropped[i]) return false;
     if (const auto r = renamed.find(i); r != renamed.end()) b.address = r->second;
-    out.blocks_.push_back(b);
-  }
-  return out;
+    return true;
+  });
 }
 
 }  // namespace gmt::analyzer::allocator

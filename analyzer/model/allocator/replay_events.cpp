@@ -262,6 +262,12 @@ ReplayEvents ReplayEvents::checkpointed(const BlockRoles& roles,
     }
   }
 
+  return spliced(before, after, nullptr);
+}
+
+ReplayEvents ReplayEvents::spliced(const std::vector<std::vector<Block>>& before,
+                                   const std::vector<std::vector<Block>>& after,
+                                   const std::function<bool(std::size_t, Block&)>& edit) const {
   ReplayEvents out;
   out.history_dropped_ = history_dropped_;
   out.problems_ = problems_;
@@ -270,10 +276,13 @@ ReplayEvents ReplayEvents::checkpointed(const BlockRoles& roles,
   for (std::size_t i = 0; i <= blocks_.size(); ++i) {
     for (; other != others_.end() && other->first == i; ++other)
       out.others_.emplace_back(out.blocks_.size(), other->second);
-    out.blocks_.insert(out.blocks_.end(), before[i].begin(), before[i].end());
+    if (i < before.size())
+      out.blocks_.insert(out.blocks_.end(), before[i].begin(), before[i].end());
     if (i == blocks_.size()) break;
-    out.blocks_.push_back(blocks_[i]);
-    out.blocks_.insert(out.blocks_.end(), after[i].begin(), after[i].end());
+    Block b = blocks_[i];
+    if (edit && !edit(i, b)) continue;
+    out.blocks_.push_back(b);
+    if (i < after.size()) out.blocks_.insert(out.blocks_.end(), after[i].begin(), after[i].end());
   }
   return out;
 }

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <utility>
@@ -91,6 +92,13 @@ class ReplayEvents {
   };
   static constexpr uint32_t kNoRequest = UINT32_MAX;
   static_assert(sizeof(Block) == 32);
+
+  // These events changed: `before[i]` inserted before block event i (before[size()]: at the
+  // end), `after[i]` after it, and each event itself passed through `edit` (none: kept as it
+  // is), which may change it or drop it (false).
+  ReplayEvents spliced(const std::vector<std::vector<Block>>& before,
+                       const std::vector<std::vector<Block>>& after,
+                       const std::function<bool(std::size_t, Block&)>& edit) const;
 
   std::vector<Block> blocks_;
   // Each other record with the number of block events before it.
