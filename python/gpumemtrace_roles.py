@@ -195,10 +195,25 @@ def _install():
 
     # By preallocated cache (id): [weak reference, tokens written so far, the last forward's].
     # A forward of several tokens after one of a single token starts a new sequence (a prompt
-    # after decoding: generate() resets a cache it reuses).
+    # after decoding: generate() resets a cache it reuses). Where torch.compile was asked for,
+    # forwards may run compiled, past this wrapper (generate() compiles its decode step for a
+    # static cache): their tokens cannot be counted, so none are (None: not known).
     filled = {}
+    compiled = [False]
+    original_compile = getattr(torch, "compile", None)
+    if callable(original_compile):
 
-    def fill(cache, tokens):
+        def compile_and_note(*args, **kwargs):
+            compiled[0] = True
+            return original_compile(*args, **kwargs)
+
+        compile_and_note.__wrapped__ = original_compile
+        compile_and_note.__doc__ = getattr(original_compile, "__doc__", None)
+        torch.compile = compile_and_note
+
+    def fill(cache, tokens, root_module):
+        if compiled[0] or type(root_module).__name__ == "OptimizedModule":
+            return None
         entry = filled.get(id(cache))
         if entry is None or entry[0]() is not cache:
             entry = filled[id(cache)] = [weakref.ref(cache), 0, 0]
@@ -214,7 +229,7 @@ def _install():
         the sequences, the tokens each holds, the capacity of a preallocated one and the bytes one
         more token takes per sequence."""
         growing = not type(cache).__name__.startswith(("Static", "Offloaded", "Hybrid", "Sliding"))
-        written = None if growing else fill(cache, tokens_written)
+        written = None if growing else fill(cache, tokens_written, root.ref())
         if root.layer_modules is None:
             root.layer_modules = attention_modules(root.ref())
         pairs = []

@@ -44,8 +44,12 @@ for cache in dynamic static; do
   check "$name: nothing unknown at exit" 0 "$(role_at "$out/$name.report.json" at_exit unknown)"
   check "$name: bytes per token per sequence as the config gives" \
     "$(json_field "$out/$name.facts.json" "d['bytes_per_token']")" "$(json_field "$out/$name.report.json" "$dev['inference']['bytes_per_token']")"
+  # generate() compiles a static cache's decode step, whose forwards run past the hooks: the
+  # tokens written are then not counted, and said so (null), never a wrong count.
+  expected_tokens=$(json_field "$out/$name.facts.json" "d['written']")
+  [ "$cache" = static ] && expected_tokens=None
   check "$name: the tokens the cache holds per sequence, as its get_seq_length() says" \
-    "$(json_field "$out/$name.facts.json" "d['written']")" "$(json_field "$out/$name.report.json" "$dev['inference']['tokens']")"
+    "$expected_tokens" "$(json_field "$out/$name.report.json" "$dev['inference']['tokens']")"
   check "$name: the cache by layer: one attention module per layer" 8 \
     "$(json_field "$out/$name.report.json" "len([m for m in $dev['by_module']['at_exit'] if m['by_role'].get('kv_cache', 0) > 0 and m['module'].endswith('self_attn')])")"
   check "$name: the roles at exit add up to what is live" True \

@@ -107,8 +107,8 @@ void write_inference_text(const InferenceFigures& f, const std::string& when,
           << l.tokens * 100 / std::max<uint64_t>(1, *f.capacity_tokens)
           << " % full): " << *f.tokens_that_fit << " more tokens per sequence fit in it\n";
     } else {
-      out << " (how full it is, the hooks could not count: its forwards' token counts were not "
-             "given)\n";
+      out << " (how full it is, the hooks could not count: torch.compile was asked for, whose "
+             "forwards run past them, or the forwards gave no token count)\n";
     }
     return;
   }

@@ -218,6 +218,7 @@ def stand_in_torch():
     torch.is_grad_enabled = lambda: grad["enabled"]
     torch.no_grad = NoGrad
     torch.compiler = types.SimpleNamespace(is_compiling=lambda: False)
+    torch.compile = lambda fn, **options: fn  # nothing compiles here: the hooks see it asked for
     torch.cuda = types.SimpleNamespace(graph=GraphCapture)
     module_mod = types.ModuleType("torch.nn.modules.module")
     module_mod.Module = Module
@@ -417,12 +418,16 @@ def train(input_sizes):
 model = Net()
 optimizer = Optimizer(model.parameters())
 mode = sys.argv[3] if len(sys.argv) > 3 else ""
-if mode in ("decode", "decode-kept", "decode-static"):
+if mode in ("decode", "decode-kept", "decode-static", "decode-static-compiled"):
     # Inference instead of training: a two-layer decoder, a prompt of 1024 tokens then 3 more,
     # its cache grown by concatenation, kept by the modules, or preallocated for 2048 tokens.
     del model, optimizer
     caches = {"decode": lambda: DynamicCache(2), "decode-kept": lambda: None,
-              "decode-static": lambda: StaticCache(2, 2048)}
+              "decode-static": lambda: StaticCache(2, 2048),
+              "decode-static-compiled": lambda: StaticCache(2, 2048)}
+    if mode == "decode-static-compiled":
+        # As generate() does for a static cache: its decode step compiled (here a no-op).
+        sys.modules["torch"].compile(lambda: None, mode="reduce-overhead")
     kept = generate(caches[mode](), 1024, 3)
     print("decoded")
     sys.exit(0)
