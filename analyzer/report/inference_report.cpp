@@ -10,10 +10,20 @@ namespace gmt::analyzer {
 namespace {
 
 // More tokens per sequence that `available` bytes hold for a cache that grows by
-// concatenation: n tokens take n x batch x per_token, and the last of them makes one layer's
-// keys anew at its full length (T + n tokens) while the old ones live.
-uint64_t more_tokens(const KvCacheLength& l, uint64_t available) {
+// concatenation: n tokens take n x batch x per_token, and the step that writes the last of them
+// needs its working memory at that length. The last step's (`step`, at T tokens) is taken to grow
+// with the length: attention's scratch and the layer's keys made anew are as long as the cache
+// (a grouped-query attention that repeats the keys for every head needs several layers' worth),
+// so n fit while n x per_step + step x (T + n) / T <= available. Without a step seen, one layer's
+// keys made anew while the old ones live is what the last token needs.
+uint64_t more_tokens(const KvCacheLength& l, uint64_t available, std::optional<uint64_t> step) {
   const double per_step = static_cast<double>(l.batch) * static_cast<double>(l.bytes_per_token);
+  if (step && *step > 0 && l.tokens > 0 && per_step > 0) {
+    const double work = static_cast<double>(*step);
+    if (static_cast<double>(available) <= work) return 0;
+    return static_cast<uint64_t>((static_cast<double>(available) - work) /
+                                 (per_step + work / static_cast<double>(l.tokens)));
+  }
   // Keys and values of every layer: the largest single tensor is at most a layer's keys, a
   // 2 x layers-th of the cache; with the layers not told, the whole cache's worth is kept back.
   const double copy = l.layers > 0 ? 1.0 / (2.0 * static_cast<double>(l.layers)) : 1.0;
@@ -41,7 +51,8 @@ std::optional<InferenceFigures> inference_figures(const RoleBreakdown& roles,
   }
   if (!device_free_bytes) return f;
   const uint64_t available = *device_free_bytes + f.allocator_cache_bytes;
-  f.tokens_that_fit = more_tokens(f.length, available);
+  f.step_bytes = roles.step_bytes;
+  f.tokens_that_fit = more_tokens(f.length, available, roles.step_bytes);
   const uint64_t per_sequence = f.length.tokens * f.length.bytes_per_token;
   if (per_sequence > 0) f.sequences_that_fit = available / per_sequence;
   return f;
@@ -89,6 +100,7 @@ nlohmann::ordered_json inference_json(const InferenceFigures& f) {
           {"bytes_per_token", f.length.bytes_per_token},
           {"device_free_bytes", optional(f.device_free_bytes)},
           {"allocator_cache_bytes", f.allocator_cache_bytes},
+          {"step_bytes", optional(f.step_bytes)},
           {"tokens_that_fit", optional(f.tokens_that_fit)},
           {"sequences_that_fit", optional(f.sequences_that_fit)}};
 }
@@ -120,7 +132,11 @@ void write_inference_text(const InferenceFigures& f, const std::string& when,
   if (f.sequences_that_fit)
     out << ", or " << *f.sequences_that_fit << " more sequences of this length";
   out << " (" << human_bytes(*f.device_free_bytes) << " free on the device, "
-      << human_bytes(f.allocator_cache_bytes) << " in the allocator's cache)\n";
+      << human_bytes(f.allocator_cache_bytes) << " in the allocator's cache";
+  if (f.step_bytes)
+    out << "; a step needs " << human_bytes(*f.step_bytes)
+        << " more at this length, growing with it";
+  out << ")\n";
 }
 
 }  // namespace gmt::analyzer

@@ -30,6 +30,8 @@ struct InferenceFigures {
   // the hooks counted what its forwards wrote (else none).
   std::optional<uint64_t> tokens_that_fit;
   std::optional<uint64_t> sequences_that_fit;
+  // The last step's working memory (RoleBreakdown::step_bytes), which tokens_that_fit counts.
+  std::optional<uint64_t> step_bytes;
   // A preallocated cache: the tokens per sequence it can hold in all.
   std::optional<uint64_t> capacity_tokens;
 };
@@ -47,7 +49,8 @@ std::optional<InferenceFigures> peak_inference(const DeviceSummary& device);
 std::optional<InferenceFigures> failure_inference(const FailedAllocation& failure);
 
 // {"kv_cache_bytes", "batch", "tokens", "capacity", "bytes_per_token", "device_free_bytes",
-// "allocator_cache_bytes", "tokens_that_fit", "sequences_that_fit"} (null where not known).
+// "allocator_cache_bytes", "step_bytes", "tokens_that_fit", "sequences_that_fit"} (null where not
+// known).
 nlohmann::ordered_json inference_json(const InferenceFigures& figures);
 // A few lines under `indent`, titled "inference" + `when`.
 void write_inference_text(const InferenceFigures& figures, const std::string& when,

@@ -96,6 +96,10 @@ struct RoleBreakdown {
   std::vector<StackRoles> block_stacks;  // by stack, ascending
   // The key-value cache's length then, where the framework's hooks reported one.
   std::optional<KvCacheLength> kv_cache;
+  // The most the last root forward ended before then held above what was live when it began
+  // (a decode step's working memory: its attention's scratch, a layer's keys made anew, its
+  // logits); none before any root forward ended.
+  std::optional<uint64_t> step_bytes;
 
   RoleFigure& operator[](Role role) { return roles[static_cast<std::size_t>(role)]; }
   const RoleFigure& operator[](Role role) const { return roles[static_cast<std::size_t>(role)]; }

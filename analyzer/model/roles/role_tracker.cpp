@@ -88,6 +88,7 @@ void RoleTracker::on(const format::ScopeRecord& r) {
           ++forward_epoch_;
           root_forward_backwards_[r.name].push_back(backwards_);
         }
+        if (root_forwards_.empty()) step_net_ = step_high_ = 0;
         RootForward& root = root_forwards_[instance];
         root.root = r.name;
         root.outline = action == format::ScopeAction::kEnterOutline;
@@ -120,6 +121,7 @@ void RoleTracker::on(const format::ScopeRecord& r) {
   if (root == root_forwards_.end()) return;
   if (!root->second.outline) root_modules_[root->second.root] = std::move(root->second.modules);
   root_forwards_.erase(root);
+  if (root_forwards_.empty()) last_step_bytes_ = static_cast<uint64_t>(step_high_);
 }
 
 void RoleTracker::mark_no_grad(const std::vector<Open>& open) {
@@ -182,6 +184,11 @@ void RoleTracker::on_block(const format::BlockRecord& r) {
     const uint32_t i = new_facts();
     Facts& f = facts_[i];
     f.forward_epoch = forward_epoch_;
+    f.size = r.size;
+    if (!root_forwards_.empty()) {
+      step_net_ += static_cast<int64_t>(r.size);
+      step_high_ = std::max(step_high_, step_net_);
+    }
     const auto thread = threads_.find(r.thread);
     const Open* capture = nullptr;
     if (thread != threads_.end()) {
@@ -232,6 +239,7 @@ void RoleTracker::on_block(const format::BlockRecord& r) {
       Facts& old = facts_[live->value];
       last_ended_ = class_of(old);
       old.freed = true;
+      if (!root_forwards_.empty()) step_net_ -= static_cast<int64_t>(old.size);
       if (old.pins == 0) free_facts_.push_back(live->value);
       live->value = i;
     }
@@ -244,6 +252,7 @@ void RoleTracker::on_block(const format::BlockRecord& r) {
   live_.erase(live);
   Facts& f = facts_[i];
   f.freed = true;
+  if (!root_forwards_.empty()) step_net_ -= static_cast<int64_t>(f.size);
   // A workspace is freed only by the teardown (or torch._C._cuda_clearCublasWorkspaces()): a
   // block freed before is none, and cuBLASLt's is the thread's next one of its size.
   if (!program_ended_ && f.workspace) {
@@ -292,6 +301,7 @@ void RoleTracker::snapshot(int device, int slot, const std::vector<Block>& block
     s.running.push_back(running_now(facts_[live->value]));
   }
   s.kv_cache = kv_cache_;
+  s.step_bytes = last_step_bytes_;
   for (const PeakSite& row : rows) {
     if (row.cache) {
       s.cache_bytes += row.bytes;
@@ -467,6 +477,7 @@ std::optional<RoleBreakdown> RoleTracker::resolve(int device, int slot) const {
   table[Role::kAllocatorCache].count += s.cache_count;
   table.outside = s.outside;
   table.kv_cache = s.kv_cache;
+  table.step_bytes = s.step_bytes;
   for (const auto& [stack, bytes] : by_stack) table.block_stacks.push_back({stack, bytes});
   for (auto& [name, m] : modules) {
     m.module = name;

@@ -109,6 +109,7 @@ class RoleTracker {
     uint64_t site = 0;    // made in a root forward: its stack << 32 | its order at that stack
     uint32_t pins = 0;    // snapshots holding it
     bool freed = false;
+    uint64_t size = 0;
     // PyTorch's cuBLAS or cuBLASLt workspace by its size and place (workspace_sized()), not
     // freed before the program's end.
     bool workspace = false;
@@ -143,6 +144,7 @@ class RoleTracker {
     uint64_t cache_count = 0;
     std::vector<RoleBreakdown::Outside> outside;
     std::optional<KvCacheLength> kv_cache;
+    std::optional<uint64_t> step_bytes;
   };
 
   Running running_now(const Facts& f) const;
@@ -185,6 +187,11 @@ class RoleTracker {
   std::unordered_map<uint32_t, std::unordered_map<uint64_t, SiteHint>> site_hints_;
   SiteHint site_hint(const Facts& f) const;
   std::optional<KvCacheLength> kv_cache_;  // the hooks' latest report
+  // While root forwards run (any thread): the bytes made less the bytes freed since the first
+  // began, and the most of it; the last one's most once they all ended (RoleBreakdown's).
+  int64_t step_net_ = 0;
+  int64_t step_high_ = 0;
+  std::optional<uint64_t> last_step_bytes_;
   std::vector<Facts> facts_;
   std::vector<uint32_t> free_facts_;
   FlatHashMap<uint64_t, uint32_t, AddressHash> live_;  // address -> facts index

@@ -596,6 +596,20 @@ TEST_F(Roles, ADecodersCacheIsItsKvCacheByLayer) {
   EXPECT_EQ(inference["batch"], 2);
   EXPECT_EQ(inference["tokens"], 1027);
   EXPECT_EQ(inference["bytes_per_token"], 2 * 2 * 2 * 64 * 2);  // per sequence
+  // The last step's working memory: above what was live when it began, its attention's 1 MiB
+  // scratch is freed before each layer's keys and values grow by a token (512 bytes each, the old
+  // freed once the new is made: one of them at its full length at most), then its logits are
+  // made: 1 MiB and the 2 layers' growth, 2 x 2 x 512.
+  EXPECT_EQ(inference["step_bytes"], 1 * kMiB + 2048) << inference;
+  // Tokens that fit: n tokens take n x 2 sequences x 1 KiB, and the step writing the last needs
+  // its working memory grown with the length: n x 2048 + step x (1027 + n) / 1027 <= available.
+  ASSERT_TRUE(inference["device_free_bytes"].is_number()) << inference;
+  const double available = inference["device_free_bytes"].get<double>() +
+                           inference["allocator_cache_bytes"].get<double>();
+  const double step = 1 * kMiB + 2048;
+  EXPECT_EQ(inference["tokens_that_fit"],
+            static_cast<uint64_t>((available - step) / (2 * 1024 + step / 1027)))
+      << inference;
   // The hooks' wrapper of Module.__call__ stands between every module call and its caller, and
   // shows in no stack: every frame shown, the stand-in's own are there, the hooks' are not.
   const ProcessResult peak = cli({"peak", "--frames", "all", only_trace()});
