@@ -99,6 +99,18 @@ json TracedRun::traced_report(const std::string& name, std::vector<std::string> 
   return report(found);
 }
 
+std::string TracedRun::traced_run(const std::string& name, std::vector<std::string> ops,
+                                  std::map<std::string, std::string> extra_env) const {
+  const std::vector<std::string> before = traces();
+  const ProcessResult r = run_traced(name, std::move(ops), std::move(extra_env));
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  for (const std::string& t : traces()) {
+    if (!std::binary_search(before.begin(), before.end(), t)) return t;
+  }
+  ADD_FAILURE() << name << " left no new trace in " << dir_;
+  return {};
+}
+
 std::vector<std::string> TracedRun::traces() const {
   std::vector<std::string> found;
   for (const auto& entry : fs::directory_iterator(dir_)) {

@@ -55,6 +55,11 @@ class TracedRun : public ::testing::Test {
   nlohmann::json traced_report(const std::string& name, std::vector<std::string> ops,
                                std::map<std::string, std::string> extra_env = {});
 
+  // Runs a workload traced, expects it to succeed, and returns the trace it left (the one not in
+  // dir_ before): for tests that compare several runs.
+  std::string traced_run(const std::string& name, std::vector<std::string> ops,
+                         std::map<std::string, std::string> extra_env = {}) const;
+
   // The trace files in dir_, sorted.
   std::vector<std::string> traces() const;
   std::string only_trace() const;

@@ -302,9 +302,12 @@ WhatIfResult predict_whatif(std::span<const uint8_t> bytes, const std::string& n
   }
   // The events read once: where the search replays many times, or checkpointing changes them.
   std::optional<ReplayEvents> events;
+  const auto decoded = [&]() -> const ReplayEvents& {
+    if (!events) events = ReplayEvents::read(bytes, name, pages);
+    return *events;
+  };
   std::optional<BatchFit> fit;
   if (options.batch_from) {
-    events = ReplayEvents::read(bytes, name, pages);
     MappedFile second_file(*options.batch_from);
     const ReplayEvents second =
         ReplayEvents::read(second_file.bytes(), *options.batch_from, second_file.page_access());
@@ -313,20 +316,18 @@ WhatIfResult predict_whatif(std::span<const uint8_t> bytes, const std::string& n
     if (!second_roles.recorded)
       throw WhatIfError("--batch-from: " + *options.batch_from +
                         " has no roles (PyTorch's roles hooks did not run there)");
-    fit = fit_batch(*events, roles, second, second_roles);
+    fit = fit_batch(decoded(), roles, second, second_roles);
     changed.batch_slopes = &fit->slopes;
     out.batch_from =
         WhatIfResult::BatchFrom{*options.batch_from, fit->ratio, fit->requests, fit->matched};
   }
   if (options.set_to_none) {
     SetToNoneChange change;
-    events = (events ? *events : ReplayEvents::read(bytes, name, pages))
-                 .gradients_set_to_none(roles, change);
+    events = decoded().gradients_set_to_none(roles, change);
     out.set_to_none = change;
   }
   if (!options.checkpoint.empty()) {
-    events = (events ? *events : ReplayEvents::read(bytes, name, pages))
-                 .checkpointed(roles, options.checkpoint, out.checkpointed);
+    events = decoded().checkpointed(roles, options.checkpoint, out.checkpointed);
     if (std::all_of(out.checkpointed.begin(), out.checkpointed.end(),
                     [](const CheckpointedModule& m) { return m.forwards == 0; }))
       throw WhatIfError(
@@ -345,7 +346,6 @@ WhatIfResult predict_whatif(std::span<const uint8_t> bytes, const std::string& n
     } else if (!capacity_known) {
       out.batch.not_run = "the device's memory is not in the trace: give --device-memory";
     } else {
-      if (!events) events = ReplayEvents::read(bytes, name, pages);
       std::optional<double> guess;
       for (const DeviceReplayResult& d : unchanged.devices) {
         const auto c = changed.capacity.find(d.device);
@@ -354,7 +354,7 @@ WhatIfResult predict_whatif(std::span<const uint8_t> bytes, const std::string& n
             g && (!guess || *g < *guess))
           guess = g;
       }
-      out.batch = search_largest_batch(*events, changed, options, guess);
+      out.batch = search_largest_batch(decoded(), changed, options, guess);
     }
   }
   if (!out.changed) return out;

@@ -23,14 +23,8 @@ class HtmlRunComparison : public HtmlPageProbe {
  protected:
   // The roles workload traced twice: as it is, then keeping twice as much for backward.
   std::pair<std::string, std::string> two_runs() {
-    EXPECT_EQ(run_traced("workload_roles_training", {}).exit_code, 0);
-    const std::string before = only_trace();
-    EXPECT_EQ(run_traced("workload_roles_training", {"2"}).exit_code, 0);
-    std::string after;
-    for (const std::string& t : traces()) {
-      if (t != before) after = t;
-    }
-    return {before, after};
+    const std::string before = traced_run("workload_roles_training", {});
+    return {before, traced_run("workload_roles_training", {"2"})};
   }
 
   json diff_json(const std::string& before, const std::string& after) {
@@ -128,13 +122,8 @@ TEST_F(HtmlRunComparison, TheDiffPageShowsDiffJsonsChangesByRoleAndModule) {
 // workload): both drawn on one time axis from the first allocation, each run's tallest stack its
 // peak, and the one site that moved with diff --json's figures.
 TEST_F(HtmlRunComparison, RunsWithoutStepsAreAlignedByTimeAndTheirSitesChangesAreDiffs) {
-  ASSERT_EQ(run_traced("workload_runtime_shared", {"alloc:a:2097152"}).exit_code, 0);
-  const std::string before = only_trace();
-  ASSERT_EQ(run_traced("workload_runtime_shared", {"alloc:a:5242880"}).exit_code, 0);
-  std::string after;
-  for (const std::string& t : traces()) {
-    if (t != before) after = t;
-  }
+  const std::string before = traced_run("workload_runtime_shared", {"alloc:a:2097152"});
+  const std::string after = traced_run("workload_runtime_shared", {"alloc:a:5242880"});
   const json diff = diff_json(before, after);
   ASSERT_EQ(diff["sites"].size(), 1u) << diff.dump();
   EXPECT_EQ(diff["sites"][0]["peak_change"], 3 * kMiB);

@@ -5,7 +5,6 @@
 // changes the verdict, and bad input gets one line and its exit status.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -157,17 +156,9 @@ TEST_F(WhatIf, ByRoleAtTheHighestAllocated) {
 // reaches the run at 3's recorded highest allocated: 8 (parameters) + 16 (state) + 6 (input) +
 // 2 x 20 (kept) + 4 (a gradient) = 74 MiB; scaled in proportion, 8 + 16 + 6 + 2 x 24 + 4 = 82 MiB.
 TEST_F(WhatIf, ABatchFittedFromARunAtAnotherBatchPredictsARunAtAThird) {
-  const auto traced_at = [&](const std::string& batch) {
-    const std::vector<std::string> before = traces();
-    EXPECT_EQ(run_traced("workload_roles_training", {"1", batch}).exit_code, 0);
-    for (const std::string& t : traces()) {
-      if (std::find(before.begin(), before.end(), t) == before.end()) return t;
-    }
-    return std::string();
-  };
-  const std::string at1 = traced_at("1");
-  const std::string at2 = traced_at("2");
-  const std::string at3 = traced_at("3");
+  const std::string at1 = traced_run("workload_roles_training", {"1", "1"});
+  const std::string at2 = traced_run("workload_roles_training", {"1", "2"});
+  const std::string at3 = traced_run("workload_roles_training", {"1", "3"});
   ASSERT_FALSE(at1.empty() || at2.empty() || at3.empty());
   EXPECT_EQ(whatif_json({at3})["devices"][0]["recorded"]["max_allocated_bytes"], 74 * kMiB);
 
@@ -207,16 +198,8 @@ TEST_F(WhatIf, ABatchFittedFromARunAtAnotherBatchPredictsARunAtAThird) {
 // (the new one) = 54 MiB. Set to None at each step's end, the second backward's new gradient is
 // the gradient: 46 MiB, what the same workload set to None recorded itself.
 TEST_F(WhatIf, SettingGradientsToNonePredictsTheRunThatDid) {
-  const auto traced = [&](std::vector<std::string> args) {
-    const std::vector<std::string> before = traces();
-    EXPECT_EQ(run_traced("workload_roles_training", std::move(args)).exit_code, 0);
-    for (const std::string& t : traces()) {
-      if (std::find(before.begin(), before.end(), t) == before.end()) return t;
-    }
-    return std::string();
-  };
-  const std::string kept = traced({"1", "1", "keep"});
-  const std::string set_to_none = traced({});
+  const std::string kept = traced_run("workload_roles_training", {"1", "1", "keep"});
+  const std::string set_to_none = traced_run("workload_roles_training", {});
   ASSERT_FALSE(kept.empty() || set_to_none.empty());
   EXPECT_EQ(whatif_json({kept})["devices"][0]["recorded"]["max_allocated_bytes"], 54 * kMiB);
   EXPECT_EQ(whatif_json({set_to_none})["devices"][0]["recorded"]["max_allocated_bytes"], 46 * kMiB);
