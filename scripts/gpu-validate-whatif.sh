@@ -13,7 +13,8 @@
 # Output: OUTPUT_DIR/whatif_table.md (also printed), each case's files as whatif_CASE_*.
 # Usage: scripts/gpu-validate-whatif.sh [OUTPUT_DIR]   (default: $OUT, else gpu-validate-output)
 # GMT_WHATIF_CASES picks the cases (default "mlp resnet transformer fragmented"), GMT_WHATIF_LABELS
-# the changes by a pattern of their labels (unchanged, expandable, max_split, batch_x2, checkpoint,
+# the changes by a pattern of their labels (unchanged, expandable, max_split, batch_x2, batch_from_x2
+# (needs batch_x2), checkpoint,
 # batch_largest_x1...; default all: "batch_largest*" reruns only the verdict's edge).
 set -uo pipefail
 shopt -s extglob  # GMT_WHATIF_LABELS may be "@(batch_largest*|set_to_none)"
@@ -47,6 +48,22 @@ predict_and_rerun() {
   echo "$case $label: predicted $(json_field "$stem.predicted.json" 'd["devices"][0]["predicted"]'), rerun $(json_field "$stem.rerun.json" '{k: d[k] for k in ("batch", "max_memory_allocated", "max_memory_reserved", "oom")}')"
 }
 
+# predict_against CASE LABEL RERUN_LABEL "WHATIF ARGS": a prediction checked against another
+# change's rerun (the same program under the same change, predicted another way).
+predict_against() {
+  local case=$1 label=$2 rerun_label=$3 whatif_args=$4
+  # shellcheck disable=SC2053  # GMT_WHATIF_LABELS is a pattern
+  [[ -z ${GMT_WHATIF_LABELS:-} || $label == $GMT_WHATIF_LABELS ]] || return 0
+  local stem="$out/whatif_${case}_${label}" rerun="$out/whatif_${case}_${rerun_label}.rerun.json"
+  [ -f "$rerun" ] || { echo "FAIL $case $label: no rerun $rerun_label to check against"; failures=$((failures + 1)); return; }
+  # shellcheck disable=SC2086  # the whatif arguments are words
+  "$gmt" whatif "$trace" $whatif_args --json >"$stem.predicted.json" 2>"$stem.whatif.err" ||
+    { echo "FAIL $case $label: whatif $whatif_args: $(head -1 "$stem.whatif.err")"; failures=$((failures + 1)); return; }
+  python3 -c 'import json,sys; print(json.dumps(dict(zip(["case","label","change","predicted","rerun"], sys.argv[1:]))))' \
+    "$case" "$label" "$whatif_args" "$stem.predicted.json" "$rerun" >>"$rows"
+  echo "$case $label: predicted $(json_field "$stem.predicted.json" 'd["devices"][0]["predicted"]'), rerun $(json_field "$rerun" '{k: d[k] for k in ("batch", "max_memory_allocated", "max_memory_reserved", "oom")}')"
+}
+
 for case in ${GMT_WHATIF_CASES-mlp resnet transformer fragmented}; do
   rm -f "$out/whatif_$case".*.gmt
   "$gmt" run -o "$out/whatif_$case.%p.gmt" -- python3 tests/gpu/whatif_rerun.py "$case" \
@@ -71,6 +88,24 @@ for case in ${GMT_WHATIF_CASES-mlp resnet transformer fragmented}; do
     b=$(python3 -c "print(max(1, round($batch * $k)))")
     predict_and_rerun "$case" "batch_x$k" "" "$b" "--batch-scale $(python3 -c "print($b / $batch)")"
   done
+  # --batch-from: each request's size fitted through this run and one at half the batch, checked
+  # against the batch x2 and x3 reruns.
+  # shellcheck disable=SC2053  # GMT_WHATIF_LABELS is a pattern
+  if [[ -z ${GMT_WHATIF_LABELS:-} || batch_from_x2 == $GMT_WHATIF_LABELS || batch_from_x3 == $GMT_WHATIF_LABELS ]]; then
+    half=$(python3 -c "print(max(1, round($batch / 2)))")
+    rm -f "$out/whatif_${case}_half".*.gmt
+    if "$gmt" run -o "$out/whatif_${case}_half.%p.gmt" -- python3 tests/gpu/whatif_rerun.py "$case" \
+      "$out/whatif_${case}_half_traced.json" --batch "$half" >"$out/whatif_${case}_half_traced.log" 2>&1; then
+      half_trace=$(ls "$out/whatif_${case}_half".*.gmt | sed -n 1p)
+      for k in 2 3; do
+        b=$(python3 -c "print(max(1, round($batch * $k)))")
+        predict_against "$case" "batch_from_x$k" "batch_x$k" "--batch-from $half_trace --batch-scale $(python3 -c "print($b / $batch)")"
+      done
+    else
+      echo "FAIL $case: the traced run at half the batch (see whatif_${case}_half_traced.log)"
+      failures=$((failures + 1))
+    fi
+  fi
   # Activation checkpointing of the network's repeated blocks (the modules peak's remedies pick).
   case "$case" in
     resnet) modules="layer1 layer2 layer3 layer4" ;;

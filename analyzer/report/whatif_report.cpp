@@ -352,6 +352,7 @@ json whatif_json(const WhatIfRequest& request, const WhatIfResult& result) {
           {"changed", result.changed},
           {"roles_recorded", result.roles_recorded},
           {"block_events", result.block_events},
+          {"steps_skipped", result.steps_skipped},
           {"devices", devices},
           {"largest_batch_scale", batch_json(result.batch)},
           {"fidelity", {{"exact", all_exact}, {"devices", fidelity_devices}}},

@@ -74,11 +74,14 @@ void* must(void* p) {
 // MiB and what each layer keeps SCALE x (6 x BATCH + 2) MiB, growing with the batch but not in
 // proportion (2 MiB of it does not grow); the 1 MiB freed inside each forward does not grow.
 // `keep`: zero_grad(set_to_none=False), for `whatif --set-to-none`: the gradients made in the
-// first backward are kept, and the second adds each new one (4 MiB, freed at once) into them.
+// first backward are kept, and each later one adds its new one (4 MiB, freed at once) into them
+// ("-": set to None). STEPS (default 2): the steps run, every one after the first alike, for
+// the replay that skips repeated steps.
 int main(int argc, char** argv) {
   const std::size_t scale = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 1;
   const std::size_t batch = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 1;
   const bool keep_gradients = argc > 3 && std::string_view(argv[3]) == "keep";
+  const int steps = argc > 4 ? std::atoi(argv[4]) : 2;
   const Hooks hooks;
   sim::CachingAllocator allocator(0, sim::CachingAllocator::Reporting::kAsPytorch);
   void* weights[2] = {must(allocator.allocate(4 * kMiB)), must(allocator.allocate(4 * kMiB))};
@@ -87,7 +90,7 @@ int main(int argc, char** argv) {
   void* grads[2] = {nullptr, nullptr};
   std::vector<void*> state;
   uint64_t peak_allocated = 0;
-  for (int step = 0; step < 2; ++step) {
+  for (int step = 0; step < steps; ++step) {
     void* input = must(allocator.allocate(batch * 2 * kMiB));
     // forward
     // The second forward in outline, as the hooks report most: its modules are the first's.
@@ -129,7 +132,7 @@ int main(int argc, char** argv) {
     hooks.exit(kOptimizer);
     allocator.free(input);
     // zero_grad(set_to_none=True), except after the last step: its gradients stay to the end
-    if (step == 0 && !keep_gradients) {
+    if (step + 1 < steps && !keep_gradients) {
       for (void*& g : grads) {
         allocator.free(g);
         g = nullptr;

@@ -790,4 +790,64 @@ std::vector<SegmentView> CachingAllocatorModel::segments() const {
   return out;
 }
 
+// ---- the state, for a replay that skips repeated steps ---------------------------------------
+
+void CachingAllocatorModel::append_state(std::vector<uint64_t>& out) const {
+  // Block slots and the order blocks were made in decide nothing: a segment is its blocks in
+  // address order, and segments are taken in address order.
+  std::vector<uint32_t> heads;
+  for (uint32_t b = 0; b < blocks_.size(); ++b) {
+    if (blocks_[b].live && blocks_[b].prev == kNone) heads.push_back(b);
+  }
+  std::sort(heads.begin(), heads.end(),
+            [&](uint32_t a, uint32_t b) { return blocks_[a].address < blocks_[b].address; });
+  out.push_back(heads.size());
+  for (const uint32_t head : heads) {
+    for (uint32_t b = head; b != kNone; b = blocks_[b].next) {
+      const Block& k = blocks_[b];
+      const BlockPool& pool = pools_[k.pool];
+      out.insert(out.end(),
+                 {k.address, k.size, k.stream, k.requested, k.request_id,
+                  static_cast<uint64_t>(k.pool), static_cast<uint64_t>(k.expandable),
+                  static_cast<uint64_t>(k.allocated) | k.free_requested << 1 | k.mapped << 2,
+                  // Its age for the collector, which compares only ages.
+                  static_cast<uint64_t>(pool.get_free_blocks_call_count - k.gc_count_base)});
+    }
+    out.push_back(UINT64_MAX);
+  }
+  out.push_back(pools_.size());
+  for (const BlockPool& pool : pools_) out.push_back(pool.owner);
+  out.push_back(private_pools_.size());
+  for (const auto& [id, p] : private_pools_) {
+    out.insert(out.end(),
+               {id, static_cast<uint64_t>(p.use_count), static_cast<uint64_t>(p.cuda_malloc_count),
+                p.large, p.small, static_cast<uint64_t>(p.freeable)});
+  }
+  out.push_back(captures_.size());
+  for (const Capture& c : captures_) out.insert(out.end(), {c.pool, c.stream.value_or(UINT64_MAX)});
+  out.push_back(expandable_.size());
+  for (const ExpandableSegment& e : expandable_) {
+    out.insert(out.end(), {e.base, e.page, e.pages, static_cast<uint64_t>(e.live)});
+    for (const bool m : e.mapped) out.push_back(m);
+  }
+  out.insert(out.end(), {stats_.allocated_bytes, stats_.reserved_bytes, stats_.requested_bytes,
+                         stats_.segments, next_address_, capacity_});
+}
+
+void CachingAllocatorModel::append_summary(std::vector<uint64_t>& out) const {
+  out.insert(out.end(), {stats_.allocated_bytes, stats_.reserved_bytes, stats_.requested_bytes,
+                         stats_.segments, blocks_.size() - free_slots_.size(), pools_.size()});
+  for (const BlockPool& pool : pools_)
+    out.insert(out.end(), {pool.blocks.size(), pool.unmapped.size()});
+}
+
+void CachingAllocatorModel::visit_counters(const std::function<void(uint64_t&)>& visit) {
+  visit(stats_.num_alloc_retries);
+  visit(stats_.num_ooms);
+  visit(stats_.num_device_alloc);
+  visit(stats_.num_device_free);
+  visit(stats_.requests);
+  for (std::size_t g = 0; g < kGapCount; ++g) visit(gaps_.count(static_cast<Gap>(g)));
+}
+
 }  // namespace gmt::analyzer::allocator

@@ -165,6 +165,19 @@ class CachingAllocatorModel {
   std::vector<SegmentView> segments() const;
   const Gaps& gaps() const { return gaps_; }
 
+  // The state that decides how later requests are served, appended as words: each segment's
+  // blocks by address, the free blocks' ages where garbage collection is on, the private pools,
+  // the captures under way, the expandable segments, the figures now, the next synthetic
+  // address. Neither counters nor highest figures: two equal states serve the same requests
+  // alike and reach the same figures. (A what-if replay skips steps that repeat by it.)
+  void append_state(std::vector<uint64_t>& out) const;
+  // A few words of it, at once: two states alike have the same summary (the figures now, how
+  // many blocks, how many cached in each pool), so only states whose summaries agree need
+  // comparing in whole.
+  void append_summary(std::vector<uint64_t>& out) const;
+  // Each count that only grows (the stats' counts, the gaps met), in a fixed order.
+  void visit_counters(const std::function<void(uint64_t&)>& visit);
+
  private:
   static constexpr uint32_t kNone = UINT32_MAX;
 

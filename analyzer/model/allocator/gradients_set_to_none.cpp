@@ -109,6 +109,9 @@ ReplayEvents ReplayEvents::gradients_set_to_none(const BlockRoles& roles,
         ++changed.gradients_freed;
       }
       live_gradients.clear();
+      // Every gradient made anew is freed here: the next step's may take their ids again, so
+      // that steps alike stay alike (ReplayEvents::replay skips steps that repeat).
+      next_id = kRenewedAddress;
       ++step;
     }
     if (i == blocks_.size()) break;

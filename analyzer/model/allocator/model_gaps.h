@@ -52,6 +52,7 @@ class Gaps {
  public:
   void note(Gap gap) { ++counts_[static_cast<std::size_t>(gap)]; }
   uint64_t count(Gap gap) const { return counts_[static_cast<std::size_t>(gap)]; }
+  uint64_t& count(Gap gap) { return counts_[static_cast<std::size_t>(gap)]; }
   // Met at least once, or always present.
   bool present(Gap gap) const { return count(gap) > 0 || always_present(gap); }
 

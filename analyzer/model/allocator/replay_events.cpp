@@ -2,7 +2,13 @@
 #include "analyzer/model/allocator/replay_events.h"
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
 #include <map>
+#include <optional>
+#include <queue>
 #include <set>
 #include <stdexcept>
 #include <unordered_map>
@@ -20,10 +26,78 @@ bool is_pytorch(uint32_t allocator) {
   return allocator == static_cast<uint32_t>(format::BlockAllocator::kPytorch);
 }
 
+// Whether two records kept beside the block events do the same to a replay (TraceReplay::apply)
+// when met at the same place of two steps: the ends of steps and backwards, a capture's
+// beginning, ranges pushed and popped. Any other (settings, a failed cudaMalloc, a name, a
+// started range, whose id is new each time) makes its step unlike any other.
+bool alike(const format::Record& a, const format::Record& b) {
+  if (const auto* x = std::get_if<format::ScopeRecord>(&a)) {
+    const auto* y = std::get_if<format::ScopeRecord>(&b);
+    return y != nullptr && x->kind == y->kind && x->action == y->action;
+  }
+  if (const auto* x = std::get_if<format::PhaseRecord>(&a)) {
+    const auto* y = std::get_if<format::PhaseRecord>(&b);
+    const auto action = static_cast<format::PhaseAction>(x->action);
+    return y != nullptr && action != format::PhaseAction::kStart &&
+           action != format::PhaseAction::kEnd && x->action == y->action && x->tid == y->tid &&
+           x->name == y->name;
+  }
+  return false;
+}
+
+// GPUMEMTRACE_REPLAY_EVERY_STEP=1: repeated steps replayed all the same (to check that skipping
+// them changes no figure, and to time what it saves).
+bool replay_every_step() {
+  const char* every = std::getenv("GPUMEMTRACE_REPLAY_EVERY_STEP");
+  return every != nullptr && std::string(every) == "1";
+}
+
 bool sample_has_total(const format::SampleRecord& s) {
   return ((s.present & format::SampleField::kDriverTotal) != 0 && s.driver_total != 0) ||
          ((s.present & format::SampleField::kNvmlDeviceTotal) != 0 && s.nvml_device_total != 0);
 }
+
+// Each block's id in a what-if replay: not its recorded address but the lowest number free,
+// taken at its request and free again once its free completed. The model serves requests by
+// size, stream and order alone, so the ids change no figure; but where the recording gave a
+// step's blocks other addresses than the step before's (cudaMalloc placed its segments
+// elsewhere), the ids of a step that asks for the same sizes in the same order are still the
+// same: steps alike are seen to be alike (find_repeats).
+class RequestIds {
+ public:
+  // Above any CUDA address, and below the recomputation's and renewed gradients' own ids.
+  static constexpr uint64_t kFirst = 1ull << 62;
+
+  uint64_t requested(uint64_t address) {
+    if (const auto it = live_.find(address); it != live_.end()) return it->second;  // no free
+    uint64_t id = next_;
+    if (!free_.empty()) {
+      id = free_.top();
+      free_.pop();
+    } else {
+      ++next_;
+    }
+    live_.emplace(address, id);
+    return id;
+  }
+  // A free's id: its request's, else (a free of a block the trace did not show made) the
+  // address as it was.
+  uint64_t freed(uint64_t address, bool completed) {
+    const auto it = live_.find(address);
+    if (it == live_.end()) return address;
+    const uint64_t id = it->second;
+    if (completed) {
+      free_.push(id);
+      live_.erase(it);
+    }
+    return id;
+  }
+
+ private:
+  std::unordered_map<uint64_t, uint64_t> live_;
+  std::priority_queue<uint64_t, std::vector<uint64_t>, std::greater<>> free_;
+  uint64_t next_ = kFirst;
+};
 
 }  // namespace
 
@@ -38,13 +112,20 @@ ReplayEvents ReplayEvents::read(std::span<const uint8_t> bytes, const std::strin
   std::set<int32_t> sampled;
   uint64_t requests = 0;
   int backwards = 0;  // open, on any thread
+  RequestIds ids;
   while (const format::Record* record = reader.next_record()) {
     if (const auto* b = std::get_if<format::BlockRecord>(record)) {
       if (!is_pytorch(b->allocator)) continue;
       const auto action = static_cast<BlockAction>(b->action);
       const bool request = action == BlockAction::kAlloc || action == BlockAction::kOom;
+      uint64_t id = b->address;
+      if (action == BlockAction::kAlloc) {
+        id = ids.requested(b->address);
+      } else if (action == BlockAction::kFreeRequested || action == BlockAction::kFreeCompleted) {
+        id = ids.freed(b->address, action == BlockAction::kFreeCompleted);
+      }
       out.blocks_.push_back(
-          {b->address, b->size, b->stream, request ? static_cast<uint32_t>(requests++) : kNoRequest,
+          {id, b->size, b->stream, request ? static_cast<uint32_t>(requests++) : kNoRequest,
            static_cast<int16_t>(b->device), static_cast<uint8_t>(b->action), backwards > 0});
       continue;
     }
@@ -76,7 +157,81 @@ ReplayEvents ReplayEvents::read(std::span<const uint8_t> bytes, const std::strin
   out.history_dropped_ = reader.window().dropped;
   for (const format::ReadProblem& p : reader.problems())
     out.problems_.push_back("byte " + std::to_string(p.offset) + ": " + p.reason);
+  out.find_repeats();
   return out;
+}
+
+void ReplayEvents::find_repeats() {
+  steps_.clear();
+  others_at_.clear();
+  repeats_.clear();
+  for (std::size_t o = 0; o < others_.size(); ++o) {
+    const auto* sc = std::get_if<format::ScopeRecord>(&others_[o].second);
+    if (sc == nullptr || sc->kind != static_cast<uint32_t>(format::ScopeKind::kOptimizer) ||
+        sc->action != static_cast<uint32_t>(format::ScopeAction::kExit))
+      continue;
+    // Several optimizers' steps at one place are one boundary.
+    if (!steps_.empty() && steps_.back() == others_[o].first) continue;
+    steps_.push_back(others_[o].first);
+    // The window's first other record: whatever sits at its first block event, before it.
+    std::size_t first = o;
+    while (first > 0 && others_[first - 1].first == others_[o].first) --first;
+    others_at_.push_back(first);
+  }
+  repeats_.assign(steps_.size(), 0);
+  for (std::size_t w = 1; w + 1 < steps_.size(); ++w) {
+    const uint64_t begin = steps_[w], length = steps_[w + 1] - begin;
+    if (length == 0 || steps_[w] - steps_[w - 1] != length) continue;
+    bool same = true;
+    for (uint64_t k = 0; k < length && same; ++k) {
+      const Block& a = blocks_[steps_[w - 1] + k];
+      const Block& b = blocks_[begin + k];
+      same = a.address == b.address && a.size == b.size && a.stream == b.stream &&
+             a.device == b.device && a.action == b.action && a.in_backward == b.in_backward &&
+             (a.ordinal == kNoRequest) == (b.ordinal == kNoRequest);
+    }
+    const std::size_t others_a = others_at_[w + 1] - others_at_[w];
+    same = same && others_at_[w] - others_at_[w - 1] == others_a;
+    for (std::size_t k = 0; k < others_a && same; ++k) {
+      const auto& a = others_[others_at_[w - 1] + k];
+      const auto& b = others_[others_at_[w] + k];
+      same = b.first - a.first == length && alike(a.second, b.second);
+    }
+    repeats_[w] = same;
+  }
+}
+
+std::size_t ReplayEvents::cycle_skip(std::size_t from, std::size_t to,
+                                     const ReplayOptions& options) const {
+  // The cycle's windows and those skipped ask alike under the options too (roles, batch
+  // slopes): each skipped window as the one a cycle before it.
+  for (std::size_t w = from; w + 1 < to; ++w) {
+    if (!same_requests(to - 1, w, options)) return 0;
+  }
+  std::size_t alike = 0;
+  while (to + alike + 1 < steps_.size() && repeats_[to + alike] &&
+         same_requests(to - 1, to + alike, options))
+    ++alike;
+  const std::size_t cycle = to - from;
+  return alike / cycle * cycle;
+}
+
+bool ReplayEvents::same_requests(std::size_t a, std::size_t b, const ReplayOptions& options) const {
+  if (options.roles == nullptr && options.batch_slopes == nullptr) return true;
+  const uint64_t length = steps_[a + 1] - steps_[a];
+  for (uint64_t k = 0; k < length; ++k) {
+    const uint32_t x = blocks_[steps_[a] + k].ordinal, y = blocks_[steps_[b] + k].ordinal;
+    if (x == kNoRequest) continue;
+    if (options.roles != nullptr && options.roles->of(x) != options.roles->of(y)) return false;
+    if (const std::vector<float>* slopes = options.batch_slopes; slopes != nullptr) {
+      const float sx = x < slopes->size() ? (*slopes)[x] : std::nanf("");
+      const float sy = y < slopes->size() ? (*slopes)[y] : std::nanf("");
+      if (std::bit_cast<uint32_t>(sx) != std::bit_cast<uint32_t>(sy) &&
+          !(std::isnan(sx) && std::isnan(sy)))
+        return false;
+    }
+  }
+  return true;
 }
 
 TraceReplayResult ReplayEvents::replay(const ReplayOptions& options) const {
@@ -86,7 +241,71 @@ TraceReplayResult ReplayEvents::replay(const ReplayOptions& options) const {
   auto other = others_.begin();
   format::BlockRecord r;
   r.allocator = static_cast<uint32_t>(format::BlockAllocator::kPytorch);
+  // Within a run of windows alike (see steps_), whether the allocator's state comes back: it may
+  // only every few steps (best fit goes round a few layouts), and from the one it came back to,
+  // the windows alike go round the same cycle again, each cycle ending where it began. Found as
+  // Brent's cycle finding does: each window's state against one kept, kept anew at windows 1,
+  // 2, 4, 8... into the run, so that a cycle of any length is met once the kept one is in it.
+  // A window's state is built in whole only where its summary is the kept one's: the cost is a
+  // few words a window where the state never comes back.
+  struct Kept {
+    std::size_t window = 0;
+    std::vector<uint64_t> summary, state, counters;
+    uint64_t failed = 0;
+  };
+  std::optional<Kept> kept;
+  std::size_t power = 1, since_kept = 0;
+  std::vector<uint64_t> summary, state;
+  std::size_t window = 0;
+  uint64_t skipped = 0;
+  const bool skip_repeats = options.skip_repeated_steps && !replay_every_step();
+  const auto keep = [&](std::size_t at) {
+    Kept k{at, summary, {}, {}, replay.failed_requests()};
+    replay.append_state(k.state);
+    replay.visit_counters([&](uint64_t& c) { k.counters.push_back(c); });
+    kept = std::move(k);
+    since_kept = 0;
+  };
   for (uint64_t i = 0; i <= blocks_.size(); ++i) {
+    if (skip_repeats && window < steps_.size() && i == steps_[window]) {
+      const bool in_run = repeats_[window];
+      if (!in_run) {
+        kept.reset();
+        power = 1;
+      }
+      if (in_run || (window + 1 < steps_.size() && repeats_[window + 1])) {
+        summary.clear();
+        replay.append_summary(summary);
+        std::size_t skip = 0;
+        // The failed requests are the one count a cycle may not grow: the first failure's
+        // figures are kept.
+        if (kept && in_run && summary == kept->summary &&
+            replay.failed_requests() == kept->failed) {
+          state.clear();
+          replay.append_state(state);
+          if (state == kept->state) skip = cycle_skip(kept->window, window, options);
+        }
+        if (skip > 0) {
+          const std::size_t cycle = window - kept->window;
+          std::size_t c = 0;
+          replay.visit_counters([&](uint64_t& value) {
+            value += (value - kept->counters[c]) * (skip / cycle);
+            ++c;
+          });
+          window += skip;
+          skipped += skip;
+          i = steps_[window];
+          other = others_.begin() + static_cast<std::ptrdiff_t>(others_at_[window]);
+          keep(window);
+          power = 1;
+        } else if (!kept || since_kept == power) {
+          keep(window);
+          power *= 2;
+        }
+        ++since_kept;
+      }
+      ++window;
+    }
     for (; other != others_.end() && other->first == i; ++other) replay.apply(other->second);
     if (i == blocks_.size()) break;
     const Block& b = blocks_[i];
@@ -100,6 +319,7 @@ TraceReplayResult ReplayEvents::replay(const ReplayOptions& options) const {
     if (options.stop_at_failure && replay.failed()) break;
   }
   TraceReplayResult result = replay.finish();
+  result.steps_skipped = skipped;
   result.history_dropped = history_dropped_;
   for (DeviceReplayResult& d : result.devices) d.history_dropped = history_dropped_;
   result.problems = problems_;
@@ -181,8 +401,10 @@ ReplayEvents ReplayEvents::checkpointed(const BlockRoles& roles,
   }
 
   std::vector<std::vector<Block>> before(blocks_.size() + 1), after(blocks_.size());
-  uint64_t next_recomputed = kRecomputedAddress;
   for (const auto& [key, group] : groups) {
+    // Each recomputation frees all its own blocks before the next begins: their ids are taken
+    // again, so that steps alike stay alike (replay() skips steps that repeat).
+    uint64_t next_recomputed = kRecomputedAddress;
     const std::size_t exit = group.back();  // the forward's last block: it ends right after
     std::vector<std::size_t> kept;          // activations the backward releases
     for (const std::size_t a : group) {
@@ -284,6 +506,7 @@ ReplayEvents ReplayEvents::spliced(const std::vector<std::vector<Block>>& before
     out.blocks_.push_back(b);
     if (i < after.size()) out.blocks_.insert(out.blocks_.end(), after[i].begin(), after[i].end());
   }
+  out.find_repeats();
   return out;
 }
 

@@ -100,9 +100,29 @@ class ReplayEvents {
                        const std::vector<std::vector<Block>>& after,
                        const std::function<bool(std::size_t, Block&)>& edit) const;
 
+  // Where the events repeat: steps_ and repeats_ found again over blocks_ and others_.
+  void find_repeats();
+  // Whether window `b` asks what window `a` asked under `options`: each request's role and
+  // batch slope (the windows' events are alike: repeats_).
+  bool same_requests(std::size_t a, std::size_t b, const ReplayOptions& options) const;
+  // The state at window `to`'s beginning is window `from`'s again: how many windows from `to`
+  // on go round that cycle again (whole cycles; 0 where they do not ask alike).
+  std::size_t cycle_skip(std::size_t from, std::size_t to, const ReplayOptions& options) const;
+
   std::vector<Block> blocks_;
   // Each other record with the number of block events before it.
   std::vector<std::pair<uint64_t, format::Record>> others_;
+  // A training loop repeats its step: from the second or third on, every step asks for the
+  // same sizes in the same order, at the same addresses, and the allocator's state before it
+  // is the same; replaying one such step again changes nothing but counts. The windows are
+  // the block events between optimizer steps' ends: steps_[w] is where window w begins (its
+  // first block event; it ends where window w + 1 begins), others_at_[w] its first other
+  // record, and repeats_[w] says its events are window w - 1's again (block events alike but
+  // for their request ordinals, other records alike at the same places). The last entry of
+  // steps_ closes the last window.
+  std::vector<uint64_t> steps_;
+  std::vector<std::size_t> others_at_;
+  std::vector<uint8_t> repeats_;
   bool history_dropped_ = false;
   std::vector<std::string> problems_;
 };

@@ -594,6 +594,74 @@ TraceReplayResult TraceReplay::finish() {
   return out;
 }
 
+void TraceReplay::append_state(std::vector<uint64_t>& out) const {
+  if (unchanged_) throw std::logic_error("TraceReplay::append_state: the unchanged replay");
+  out.push_back(static_cast<uint64_t>(failed_) | static_cast<uint64_t>(expandable_seen_) << 1);
+  out.push_back(pushed_.size());
+  for (const auto& [thread, ranges] : pushed_) {
+    out.insert(out.end(), {thread, ranges.size()});
+    for (const bool phase : ranges) out.push_back(phase);
+  }
+  std::vector<uint64_t> sorted(started_.begin(), started_.end());
+  std::sort(sorted.begin(), sorted.end());
+  out.push_back(sorted.size());
+  out.insert(out.end(), sorted.begin(), sorted.end());
+  out.push_back(devices_.size());
+  for (const auto& [ordinal, dp] : devices_) {
+    const Device& d = *dp;
+    out.insert(out.end(),
+               {static_cast<uint64_t>(ordinal), d.reserved, d.capacity_bound, d.pending_released,
+                d.pending_count, d.taken_since_request, static_cast<uint64_t>(d.failure_pending),
+                d.last_free_requested.value_or(UINT64_MAX),
+                static_cast<uint64_t>(d.last_free_requested.has_value()), d.next_synthetic});
+    sorted.assign(d.failed.begin(), d.failed.end());
+    std::sort(sorted.begin(), sorted.end());
+    out.push_back(sorted.size());
+    out.insert(out.end(), sorted.begin(), sorted.end());
+    out.insert(out.end(), d.model_roles.begin(), d.model_roles.end());
+    std::vector<std::pair<uint64_t, uint64_t>> blocks;
+    d.model_blocks.for_each([&](uint64_t id, uint64_t value) { blocks.emplace_back(id, value); });
+    std::sort(blocks.begin(), blocks.end());
+    out.push_back(blocks.size());
+    for (const auto& [id, value] : blocks) out.insert(out.end(), {id, value});
+    d.model.append_state(out);
+  }
+}
+
+void TraceReplay::append_summary(std::vector<uint64_t>& out) const {
+  out.push_back(devices_.size());
+  for (const auto& [ordinal, dp] : devices_) {
+    const Device& d = *dp;
+    out.insert(out.end(), {d.reserved, d.pending_count, d.failed.size(), d.model_blocks.size(),
+                           d.next_synthetic});
+    d.model.append_summary(out);
+  }
+}
+
+uint64_t TraceReplay::failed_requests() const {
+  uint64_t failed = 0;
+  for (const auto& [ordinal, d] : devices_) failed += d->result.failed_requests;
+  return failed;
+}
+
+void TraceReplay::visit_counters(const std::function<void(uint64_t&)>& visit) {
+  visit(block_events_);
+  visit(cuda_graph_captures_);
+  for (auto& [ordinal, dp] : devices_) {
+    Device& d = *dp;
+    visit(d.ooms);
+    visit(d.result.requests);
+    visit(d.result.failed_requests);
+    visit(d.result.recorded_failures_served);
+    visit(d.result.empty_cache_mirrored);
+    visit(d.result.empty_cache_added);
+    visit(d.result.allocator_releases);
+    visit(d.result.deferred_frees);
+    visit(d.result.synthetic_addresses);
+    d.model.visit_counters(visit);
+  }
+}
+
 TraceReplayResult replay_trace(std::span<const uint8_t> bytes, const std::string& name,
                                const ReplayOptions& options, format::PageAccess pages) {
   const format::HeaderCheck header = format::check_header(bytes);

@@ -36,6 +36,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -92,6 +93,9 @@ struct ReplayOptions {
   // A what-if that only asks whether the run fits: the replay stops at the first request the
   // model fails (the figures are then those up to it).
   bool stop_at_failure = false;
+  // ReplayEvents::replay: optimizer steps that repeat the one before from the same state are
+  // not run again (the figures are the same either way; false checks that they are).
+  bool skip_repeated_steps = true;
 
   static std::array<double, kRoleCount> unit_scale() {
     std::array<double, kRoleCount> s{};
@@ -167,8 +171,11 @@ struct TraceReplayResult {
   std::vector<DeviceReplayResult> devices;  // by device
   uint64_t block_events = 0;                // PyTorch's
   uint64_t cuda_graph_captures = 0;         // captures seen (their private pools not followed)
-  bool history_dropped = false;             // a bounded trace: the run's start is not in it
-  std::vector<std::string> problems;        // what the reader left out
+  // Optimizer steps a what-if replay did not run again: each repeated the one before it from
+  // the same state (ReplayEvents::replay).
+  uint64_t steps_skipped = 0;
+  bool history_dropped = false;       // a bounded trace: the run's start is not in it
+  std::vector<std::string> problems;  // what the reader left out
 };
 
 class TraceReplay {
@@ -184,9 +191,23 @@ class TraceReplay {
   void set_next_request(uint64_t ordinal) { request_ordinal_ = ordinal; }
   // Whether the model has failed a request the recording served (a what-if's OOM).
   bool failed() const { return failed_; }
+  // The requests the model failed so far, every device's.
+  uint64_t failed_requests() const;
   // After the last record: segment frees left pending are the program's, the last segments
   // compared.
   TraceReplayResult finish();
+
+  // A what-if replay's state (CachingAllocatorModel::append_state): every device's model, and
+  // what the replay carries from one event to the next, without counters or highest figures.
+  // Where it is the same before two runs of the same events, the second run repeats the first:
+  // the same figures, no new highest, its counters grown by as much (ReplayEvents::replay skips
+  // such runs). std::logic_error for the unchanged replay, whose recording's state is not in it.
+  void append_state(std::vector<uint64_t>& out) const;
+  // A few words of the state, at once (CachingAllocatorModel::append_summary): states alike
+  // have the same summary.
+  void append_summary(std::vector<uint64_t>& out) const;
+  // Each count that only grows, every device's, in a fixed order.
+  void visit_counters(const std::function<void(uint64_t&)>& visit);
 
  private:
   struct Device;

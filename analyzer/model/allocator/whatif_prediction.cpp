@@ -359,8 +359,11 @@ WhatIfResult predict_whatif(std::span<const uint8_t> bytes, const std::string& n
   }
   if (!out.changed) return out;
 
+  // One replay streams the trace (its memory bounded by the live blocks, not the events);
+  // events decoded already are replayed skipping the steps that repeat.
   const TraceReplayResult what_if =
       events ? events->replay(changed) : replay_trace(bytes, name, changed, pages);
+  out.steps_skipped = what_if.steps_skipped;
   for (DevicePrediction& p : out.devices) {
     const auto it = std::find_if(what_if.devices.begin(), what_if.devices.end(),
                                  [&](const DeviceReplayResult& d) { return d.device == p.device; });

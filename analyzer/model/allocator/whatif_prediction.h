@@ -149,6 +149,8 @@ struct WhatIfResult {
   std::vector<DevicePrediction> devices;
   uint64_t block_events = 0;
   uint64_t cuda_graph_captures = 0;
+  // The what-if's replay: optimizer steps not run again, each a repeat of the one before.
+  uint64_t steps_skipped = 0;
   bool history_dropped = false;
   std::vector<std::string> problems;
 };

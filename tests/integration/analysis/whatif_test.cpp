@@ -226,6 +226,52 @@ TEST_F(WhatIf, SettingGradientsToNonePredictsTheRunThatDid) {
       << already.err;
 }
 
+// A what-if replay does not run again the optimizer steps that repeat the one before from the
+// same allocator state, and says so (steps_skipped); every other figure is the same as when it
+// replays every step (GPUMEMTRACE_REPLAY_EVERY_STEP=1). The roles workload over 12 steps: from
+// one step's end to the next, 11 windows, each asking what the one before asked; at batch x2
+// the allocator's state at the second one's beginning is not the first's, at the third's it is
+// the second's again, so the 9 from the third on are skipped. Over 2 steps there is nothing to
+// skip.
+TEST_F(WhatIf, RepeatedStepsAreSkippedWithTheSameFigures) {
+  const std::string twelve = traced_run("workload_roles_training", {"1", "1", "-", "12"});
+  const std::string kept = traced_run("workload_roles_training", {"1", "1", "keep", "12"});
+  const std::string two = traced_run("workload_roles_training", {});
+  ASSERT_FALSE(twelve.empty() || kept.empty() || two.empty());
+  const auto without_skipped = [](json j) {
+    j.erase("steps_skipped");
+    return j;
+  };
+  const std::vector<std::vector<std::string>> changes = {
+      {twelve, "--batch-scale", "2"},
+      {twelve, "--alloc-conf", "expandable_segments:True"},
+      {twelve, "--shard", "2"},
+      {twelve, "--dtype", "activation=bf16"},
+      {twelve, "--largest-batch", "--device-memory", "400MiB"},
+      {twelve, "--device-memory", "320MiB"},  // 20 MiB left beside the context: fails
+      {kept, "--set-to-none"},
+      {kept, "--batch-scale", "3"}};
+  for (const std::vector<std::string>& change : changes) {
+    std::vector<std::string> args{"whatif"};
+    args.insert(args.end(), change.begin(), change.end());
+    args.push_back("--json");
+    const ProcessResult skipping = cli(args);
+    const ProcessResult every = cli(args, {{"GPUMEMTRACE_REPLAY_EVERY_STEP", "1"}});
+    ASSERT_EQ(skipping.exit_code, 0) << skipping.err;
+    ASSERT_EQ(every.exit_code, 0) << every.err;
+    const json a = json::parse(skipping.out), b = json::parse(every.out);
+    EXPECT_EQ(b["steps_skipped"], 0) << change[1];
+    EXPECT_EQ(without_skipped(a), without_skipped(b)) << change[1];
+  }
+  EXPECT_EQ(whatif_json({twelve, "--batch-scale", "2"})["steps_skipped"], 9);
+  EXPECT_EQ(whatif_json({kept, "--set-to-none"})["steps_skipped"], 9);
+  EXPECT_EQ(whatif_json({two, "--batch-scale", "2"})["steps_skipped"], 0);
+  // The device too small: the replay fails in the first step, before any repeat.
+  const json failed = whatif_json({twelve, "--device-memory", "320MiB"});
+  EXPECT_EQ(failed["devices"][0]["predicted"]["fits"], false);
+  EXPECT_EQ(failed["steps_skipped"], 0);
+}
+
 // A prediction with less than 2 % of the capacity to spare is no verdict: at batch x2 the run
 // reserves at most 68 MiB; the allocator may hold 69 MiB (1.38 MiB kept: too close) or 70 MiB
 // (1.4 MiB kept, 68.6 left: it fits).
