@@ -27,7 +27,7 @@ gmt_generator_args "$dir"
 
 echo "fuzz: building trace_fuzzer in $dir (clang)" >&2
 cmake -S . -B "$dir" "${generator_args[@]}" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGMT_BUILD_TESTS=OFF -DGMT_BUILD_FUZZERS=ON \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGMT_LINE_TABLES_ONLY=ON -DGMT_BUILD_TESTS=OFF -DGMT_BUILD_FUZZERS=ON \
   "${cuda_args[@]}" >/dev/null
 cmake --build "$dir" -j "$(nproc)" --target trace_fuzzer >/dev/null
 
