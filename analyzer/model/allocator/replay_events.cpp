@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <variant>
 
+#include "analyzer/model/containers/flat_hash_map.h"
 #include "analyzer/model/input/trace_error.h"
 #include "format/file_header.h"
 
@@ -69,7 +70,7 @@ class RequestIds {
   static constexpr uint64_t kFirst = 1ull << 62;
 
   uint64_t requested(uint64_t address) {
-    if (const auto it = live_.find(address); it != live_.end()) return it->second;  // no free
+    if (const auto* e = live_.find(address); e != nullptr) return e->value;  // no free seen
     uint64_t id = next_;
     if (!free_.empty()) {
       id = free_.top();
@@ -77,24 +78,24 @@ class RequestIds {
     } else {
       ++next_;
     }
-    live_.emplace(address, id);
+    live_.insert(address, id);
     return id;
   }
   // A free's id: its request's, else (a free of a block the trace did not show made) the
   // address as it was.
   uint64_t freed(uint64_t address, bool completed) {
-    const auto it = live_.find(address);
-    if (it == live_.end()) return address;
-    const uint64_t id = it->second;
+    auto* e = live_.find(address);
+    if (e == nullptr) return address;
+    const uint64_t id = e->value;
     if (completed) {
       free_.push(id);
-      live_.erase(it);
+      live_.erase(e);
     }
     return id;
   }
 
  private:
-  std::unordered_map<uint64_t, uint64_t> live_;
+  FlatHashMap<uint64_t, uint64_t, MixedHash> live_;
   std::priority_queue<uint64_t, std::vector<uint64_t>, std::greater<>> free_;
   uint64_t next_ = kFirst;
 };
