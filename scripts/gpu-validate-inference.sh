@@ -99,7 +99,8 @@ rm -f "$out/$name".*.gmt
 trace=$(ls "$out/$name".*.gmt 2>/dev/null | sed -n 1p)
 if [ -n "$trace" ]; then
   "$gmt" report --json "$trace" >"$out/$name.report.json"
-  "$gmt" report "$trace" | sed -n '/by role at exit/,/by module/p'
+  "$gmt" report "$trace" >"$out/$name.report.txt"
+  sed -n '/by role at exit/,/top sites at the peak/p' "$out/$name.report.txt"
   check "graphed: cuda_graph at exit equals the graph pool's live blocks" \
     "$(json_field "$out/$name.facts.json" "d['graph_pool_live_bytes']")" "$(role_at "$out/$name.report.json" at_exit cuda_graph)"
   check "graphed: nothing unknown at exit" 0 "$(role_at "$out/$name.report.json" at_exit unknown)"
@@ -152,5 +153,6 @@ print(f"INFO generate() of 128 tokens: untraced {plain:.3f} s, traced {traced:.3
 PY
 rm -f "$out"/inference_time.*.gmt
 
+check_summary
 echo "inference: $failures failure(s)"
 [ "$failures" -eq 0 ]

@@ -2,10 +2,24 @@
 # Sourced by the GPU validation scripts, from the repository root, after scripts/lib/gpu_build.sh
 # (which sets $gmt) and with $out set: the checks and the traced torchrun they share.
 failures=0
+mkdir -p "$out"
+: >"$out/checks.txt"
 
 # check NAME EXPECTED ACTUAL: one PASS or FAIL line; a FAIL is counted.
+# Each line is also kept in $out/checks.txt, which check_summary prints: the GPU machine hands
+# back only the end of a run's output, where long reports would push the checks out.
 check() {
-  if [ "$2" = "$3" ]; then echo "PASS $1: $3"; else echo "FAIL $1: expected $2, got $3"; failures=$((failures + 1)); fi
+  local line
+  if [ "$2" = "$3" ]; then line="PASS $1: $3"; else line="FAIL $1: expected $2, got $3"; failures=$((failures + 1)); fi
+  echo "$line"
+  echo "$line" >>"$out/checks.txt"
+}
+
+# check_summary: every check of this run so far, one line each, cut to 200 characters.
+check_summary() {
+  echo "--- the checks"
+  [ -f "$out/checks.txt" ] && cut -c1-200 "$out/checks.txt"
+  return 0
 }
 
 # json_field FILE EXPRESSION [ARG...]: the Python expression's value, with the file's JSON as d.
