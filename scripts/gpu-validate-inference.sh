@@ -68,6 +68,9 @@ for cache in dynamic static; do
     # generate() compiles the decode step (mode reduce-overhead) where its cache is static; where
     # the compiled step captured CUDA graphs (cudagraph trees skip a step that mutates its
     # inputs, as a static cache's update does), their pools are cuda_graph.
+    # What of them is live where: cudagraph trees hand their outputs back as views of the pool
+    # and may leave its blocks free (allocator_cache) once a replay's outputs die.
+    echo "INFO $name: cuda_graph at the peak $(role_at "$out/$name.report.json" at_peak cuda_graph) B, at exit $(role_at "$out/$name.report.json" at_exit cuda_graph) B; allocator_cache at exit $(role_at "$out/$name.report.json" at_exit allocator_cache) B"
     check "$name: the compiled decode step's CUDA graphs are cuda_graph at exit" True \
       "$(json_field "$out/$name.report.json" "any(r['role'] == 'cuda_graph' and r['bytes'] > 0 for r in $dev['by_role']['at_exit'])")"
   fi
