@@ -17,12 +17,6 @@ constexpr std::size_t kNone = SIZE_MAX;
 // The ids of the gradients made anew: no CUDA address is this high.
 constexpr uint64_t kRenewedAddress = 5ull << 60;
 
-bool is_step_end(const format::Record& r) {
-  const auto* s = std::get_if<format::ScopeRecord>(&r);
-  return s != nullptr && s->kind == static_cast<uint32_t>(format::ScopeKind::kOptimizer) &&
-         s->action == static_cast<uint32_t>(format::ScopeAction::kExit);
-}
-
 }  // namespace
 
 ReplayEvents ReplayEvents::gradients_set_to_none(const BlockRoles& roles,

@@ -2,7 +2,6 @@
 #include "analyzer/model/allocator/replay_events.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
@@ -162,15 +161,18 @@ ReplayEvents ReplayEvents::read(std::span<const uint8_t> bytes, const std::strin
   return out;
 }
 
+bool ReplayEvents::is_step_end(const format::Record& r) {
+  const auto* s = std::get_if<format::ScopeRecord>(&r);
+  return s != nullptr && s->kind == static_cast<uint32_t>(format::ScopeKind::kOptimizer) &&
+         s->action == static_cast<uint32_t>(format::ScopeAction::kExit);
+}
+
 void ReplayEvents::find_repeats() {
   steps_.clear();
   others_at_.clear();
   repeats_.clear();
   for (std::size_t o = 0; o < others_.size(); ++o) {
-    const auto* sc = std::get_if<format::ScopeRecord>(&others_[o].second);
-    if (sc == nullptr || sc->kind != static_cast<uint32_t>(format::ScopeKind::kOptimizer) ||
-        sc->action != static_cast<uint32_t>(format::ScopeAction::kExit))
-      continue;
+    if (!is_step_end(others_[o].second)) continue;
     // Several optimizers' steps at one place are one boundary.
     if (!steps_.empty() && steps_.back() == others_[o].first) continue;
     steps_.push_back(others_[o].first);
@@ -227,9 +229,7 @@ bool ReplayEvents::same_requests(std::size_t a, std::size_t b, const ReplayOptio
     if (const std::vector<float>* slopes = options.batch_slopes; slopes != nullptr) {
       const float sx = x < slopes->size() ? (*slopes)[x] : std::nanf("");
       const float sy = y < slopes->size() ? (*slopes)[y] : std::nanf("");
-      if (std::bit_cast<uint32_t>(sx) != std::bit_cast<uint32_t>(sy) &&
-          !(std::isnan(sx) && std::isnan(sy)))
-        return false;
+      if (sx != sy && !(std::isnan(sx) && std::isnan(sy))) return false;
     }
   }
   return true;
@@ -259,7 +259,7 @@ TraceReplayResult ReplayEvents::replay(const ReplayOptions& options) const {
   std::vector<uint64_t> summary, state;
   std::size_t window = 0;
   uint64_t skipped = 0;
-  const bool skip_repeats = options.skip_repeated_steps && !replay_every_step();
+  const bool skip_repeats = !replay_every_step();
   const auto keep = [&](std::size_t at) {
     Kept k{at, summary, {}, {}, replay.failed_requests()};
     replay.append_state(k.state);

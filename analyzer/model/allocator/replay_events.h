@@ -100,6 +100,8 @@ class ReplayEvents {
                        const std::vector<std::vector<Block>>& after,
                        const std::function<bool(std::size_t, Block&)>& edit) const;
 
+  // An optimizer step's end (its scope's exit): where steps are told apart.
+  static bool is_step_end(const format::Record& r);
   // Where the events repeat: steps_ and repeats_ found again over blocks_ and others_.
   void find_repeats();
   // Whether window `b` asks what window `a` asked under `options`: each request's role and

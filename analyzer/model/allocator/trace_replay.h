@@ -93,9 +93,6 @@ struct ReplayOptions {
   // A what-if that only asks whether the run fits: the replay stops at the first request the
   // model fails (the figures are then those up to it).
   bool stop_at_failure = false;
-  // ReplayEvents::replay: optimizer steps that repeat the one before from the same state are
-  // not run again (the figures are the same either way; false checks that they are).
-  bool skip_repeated_steps = true;
 
   static std::array<double, kRoleCount> unit_scale() {
     std::array<double, kRoleCount> s{};
