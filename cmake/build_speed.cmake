@@ -111,6 +111,7 @@ gmt_unity_groups(end_to_end_tests
   integration/analysis/whatif_test.cpp |
   integration/analysis/bounded_trace_test.cpp integration/analysis/hidden_pool_test.cpp
   integration/analysis/framework_blocks_test.cpp integration/analysis/roles_test.cpp
+  integration/analysis/decode_ahead_test.cpp
   integration/analysis/job_report_test.cpp integration/analysis/promises_under_stress_test.cpp |
   integration/analysis/html_report_test.cpp integration/analysis/leak_classes_test.cpp
   integration/analysis/remedies_test.cpp integration/analysis/top_test.cpp

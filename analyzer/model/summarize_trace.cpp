@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "analyzer/model/summarize_trace.h"
 
+#include <algorithm>
 #include <array>
 #include <span>
 
@@ -34,6 +35,26 @@ bool replay_all(RecordPipeline& records, Replay& replay, ProgressBar& progress) 
       replay.apply(*batch.other);
     }
     progress.advance(batch.events + (batch.other != nullptr ? 1 : 0));
+  }
+}
+
+// A growing key-value cache at exit: how many more tokens fit, by the allocator's model (a third
+// pass, only for such traces).
+void model_decode_ahead(std::span<const uint8_t> bytes, const std::string& path,
+                        const format::PageAccess& pages, TraceSummary& summary) {
+  const bool growing = std::any_of(summary.devices.begin(), summary.devices.end(), [](auto& d) {
+    const auto& roles = d.second.roles_at_exit;
+    return roles && roles->kv_cache && roles->kv_cache->capacity == 0;
+  });
+  if (!growing) return;
+  allocator::DecodeAheadResult ahead = allocator::decode_ahead(bytes, path, pages);
+  for (allocator::DecodeAhead& a : ahead.devices) {
+    if (const auto d = summary.devices.find(a.device); d != summary.devices.end())
+      d->second.decode_ahead = a;
+  }
+  for (auto& [device, why] : ahead.why_not) {
+    if (const auto d = summary.devices.find(device); d != summary.devices.end())
+      d->second.decode_ahead_why_not = std::move(why);
   }
 }
 
@@ -108,6 +129,7 @@ TraceSummary summarize_trace_bytes(std::span<const uint8_t> bytes, const std::st
     add_history_samples(replay.summary(), reader.window());
     classify_leaks(replay.summary());
     split_outside_roles(replay.summary());
+    model_decode_ahead(bytes, path, pages, replay.summary());
   }
 
   TraceSummary& summary = replay.summary();

@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "analyzer/model/allocator/decode_ahead.h"
 #include "analyzer/model/input/process_liveness.h"
 #include "analyzer/model/roles/role.h"
 #include "analyzer/model/views/views_model.h"
@@ -109,6 +110,10 @@ struct DeviceSummary {
   std::optional<RoleBreakdown> roles_at_exit;
   // Read from a summary, which keeps no stacks to work it out from: its trace's hidden pool.
   std::optional<HiddenPool> kept_hidden_pool;
+  // A decode loop whose cache grows (the hooks' reports at exit): its last step run forward
+  // through the allocator's model (allocator/decode_ahead.h), or why it was not.
+  std::optional<allocator::DecodeAhead> decode_ahead;
+  std::string decode_ahead_why_not;
 };
 
 // An allocation freed this soon after it was made, by a free call, is a temporary: scratch

@@ -35,7 +35,8 @@ uint64_t more_tokens(const KvCacheLength& l, uint64_t available, std::optional<u
 }  // namespace
 
 std::optional<InferenceFigures> inference_figures(const RoleBreakdown& roles,
-                                                  std::optional<uint64_t> device_free_bytes) {
+                                                  std::optional<uint64_t> device_free_bytes,
+                                                  const allocator::DecodeAhead* ahead) {
   if (!roles.kv_cache) return std::nullopt;
   InferenceFigures f;
   f.kv_cache_bytes = roles[Role::kKvCache].bytes;
@@ -53,6 +54,11 @@ std::optional<InferenceFigures> inference_figures(const RoleBreakdown& roles,
   const uint64_t available = *device_free_bytes + f.allocator_cache_bytes;
   f.step_bytes = roles.step_bytes;
   f.tokens_that_fit = more_tokens(f.length, available, roles.step_bytes);
+  f.estimated_tokens_that_fit = f.tokens_that_fit;
+  if (ahead != nullptr) {
+    f.modelled = *ahead;
+    f.tokens_that_fit = ahead->tokens_that_fit;
+  }
   const uint64_t per_sequence = f.length.tokens * f.length.bytes_per_token;
   if (per_sequence > 0) f.sequences_that_fit = available / per_sequence;
   return f;
@@ -69,8 +75,12 @@ std::optional<uint64_t> free_of(const std::optional<ViewValues>& views) {
 }  // namespace
 
 std::optional<InferenceFigures> device_inference(const DeviceSummary& device) {
-  if (device.roles_at_exit && device.roles_at_exit->kv_cache)
-    return inference_figures(*device.roles_at_exit, free_of(device.views_at_exit));
+  if (device.roles_at_exit && device.roles_at_exit->kv_cache) {
+    auto f = inference_figures(*device.roles_at_exit, free_of(device.views_at_exit),
+                               device.decode_ahead ? &*device.decode_ahead : nullptr);
+    if (f && !f->capacity_tokens && !f->modelled) f->not_modelled = device.decode_ahead_why_not;
+    return f;
+  }
   if (device.roles_at_peak && device.roles_at_peak->kv_cache)
     return inference_figures(*device.roles_at_peak, free_of(device.views_at_peak));
   return std::nullopt;
@@ -85,6 +95,20 @@ std::optional<InferenceFigures> failure_inference(const FailedAllocation& failur
   if (!failure.roles || !failure.roles->kv_cache) return std::nullopt;
   return inference_figures(*failure.roles, failure.driver_free_bytes());
 }
+
+namespace {
+
+nlohmann::ordered_json modelled_json(const allocator::DecodeAhead& a) {
+  return {{"steps", a.steps},
+          {"tokens_per_step", a.tokens_per_step},
+          {"requests_per_step", a.requests_per_step},
+          {"capacity_bytes", a.capacity},
+          {"kept_free_bytes", a.kept_free},
+          {"failed_request_bytes", a.failed_size ? nlohmann::ordered_json(*a.failed_size)
+                                                 : nlohmann::ordered_json(nullptr)}};
+}
+
+}  // namespace
 
 nlohmann::ordered_json inference_json(const InferenceFigures& f) {
   const auto optional = [](const std::optional<uint64_t>& v) {
@@ -102,8 +126,40 @@ nlohmann::ordered_json inference_json(const InferenceFigures& f) {
           {"allocator_cache_bytes", f.allocator_cache_bytes},
           {"step_bytes", optional(f.step_bytes)},
           {"tokens_that_fit", optional(f.tokens_that_fit)},
-          {"sequences_that_fit", optional(f.sequences_that_fit)}};
+          {"sequences_that_fit", optional(f.sequences_that_fit)},
+          {"tokens_that_fit_by", !f.tokens_that_fit || f.capacity_tokens
+                                     ? nlohmann::ordered_json(nullptr)
+                                 : f.modelled ? nlohmann::ordered_json("allocator_model")
+                                              : nlohmann::ordered_json("estimate")},
+          {"modelled", f.modelled ? modelled_json(*f.modelled) : nlohmann::ordered_json(nullptr)},
+          {"estimated_tokens_that_fit", optional(f.estimated_tokens_that_fit)},
+          {"not_modelled", f.not_modelled.empty() ? nlohmann::ordered_json(nullptr)
+                                                  : nlohmann::ordered_json(f.not_modelled)}};
 }
+
+namespace {
+
+void write_modelled(const InferenceFigures& f, const std::string& indent, std::ostream& out) {
+  const allocator::DecodeAhead& a = *f.modelled;
+  out << indent << "  " << (a.failed_size ? "" : "at least ") << *f.tokens_that_fit
+      << " more tokens per sequence fit";
+  if (f.sequences_that_fit)
+    out << " (or about " << *f.sequences_that_fit << " more sequences of this length)";
+  out << ": the last decode step run forward through the allocator's model, each request "
+         "grown as it grew the step before, ";
+  if (a.failed_size) {
+    out << "until a request of " << human_bytes(*a.failed_size) << " failed";
+  } else {
+    out << "stopped after " << a.steps_that_fit << " steps, none failed";
+  }
+  out << ", with " << human_bytes(a.kept_free) << " of the " << human_bytes(a.capacity)
+      << " the allocator could hold kept free\n";
+  if (!a.failed_size && f.estimated_tokens_that_fit)
+    out << indent << "  (the free bytes less a step's working memory would hold about "
+        << *f.estimated_tokens_that_fit << ")\n";
+}
+
+}  // namespace
 
 void write_inference_text(const InferenceFigures& f, const std::string& when,
                           const std::string& indent, std::ostream& out) {
@@ -128,6 +184,10 @@ void write_inference_text(const InferenceFigures& f, const std::string& when,
     out << indent << "  tokens that fit: not known (the device's free memory was not sampled)\n";
     return;
   }
+  if (f.modelled) {
+    write_modelled(f, indent, out);
+    return;
+  }
   out << indent << "  " << *f.tokens_that_fit << " more tokens per sequence fit";
   if (f.sequences_that_fit)
     out << ", or " << *f.sequences_that_fit << " more sequences of this length";
@@ -137,6 +197,10 @@ void write_inference_text(const InferenceFigures& f, const std::string& when,
     out << "; a step needs " << human_bytes(*f.step_bytes)
         << " more at this length, growing with it";
   out << ")\n";
+  if (!f.not_modelled.empty())
+    out << indent << "  (an estimate: the decode loop was not run forward through the "
+                     "allocator's model: "
+        << f.not_modelled << ")\n";
 }
 
 }  // namespace gmt::analyzer

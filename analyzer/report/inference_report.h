@@ -34,11 +34,20 @@ struct InferenceFigures {
   std::optional<uint64_t> step_bytes;
   // A preallocated cache: the tokens per sequence it can hold in all.
   std::optional<uint64_t> capacity_tokens;
+  // At exit, a growing cache: tokens_that_fit is the allocator's model's, its decode loop run
+  // forward (allocator/decode_ahead.h), not the estimate from the free bytes; else why not.
+  std::optional<allocator::DecodeAhead> modelled;
+  std::string not_modelled;
+  // The estimate from the free bytes (a growing cache), beside the model's figure: what it
+  // says where the model stopped at its bound.
+  std::optional<uint64_t> estimated_tokens_that_fit;
 };
 
-// None where the hooks reported no cache before the moment.
+// None where the hooks reported no cache before the moment. `ahead`: the decode loop run
+// forward from that moment, where it was.
 std::optional<InferenceFigures> inference_figures(const RoleBreakdown& roles,
-                                                  std::optional<uint64_t> device_free_bytes);
+                                                  std::optional<uint64_t> device_free_bytes,
+                                                  const allocator::DecodeAhead* ahead = nullptr);
 
 // A device's: at exit (the program's end, with the device's free memory sampled at the end),
 // else at the peak.
@@ -49,8 +58,10 @@ std::optional<InferenceFigures> peak_inference(const DeviceSummary& device);
 std::optional<InferenceFigures> failure_inference(const FailedAllocation& failure);
 
 // {"kv_cache_bytes", "batch", "tokens", "capacity", "bytes_per_token", "device_free_bytes",
-// "allocator_cache_bytes", "step_bytes", "tokens_that_fit", "sequences_that_fit"} (null where not
-// known).
+// "allocator_cache_bytes", "step_bytes", "tokens_that_fit", "sequences_that_fit",
+// "tokens_that_fit_by" ("allocator_model", "estimate"), "modelled": {"steps",
+// "tokens_per_step", "requests_per_step", "capacity_bytes", "kept_free_bytes",
+// "failed_request_bytes"}, "estimated_tokens_that_fit", "not_modelled"} (null where not known).
 nlohmann::ordered_json inference_json(const InferenceFigures& figures);
 // A few lines under `indent`, titled "inference" + `when`.
 void write_inference_text(const InferenceFigures& figures, const std::string& when,

@@ -157,6 +157,11 @@ TraceReplay::Device& TraceReplay::device(int ordinal) {
   return *last_;
 }
 
+const CachingAllocatorModel* TraceReplay::model(int device) const {
+  const auto it = devices_.find(device);
+  return it != devices_.end() ? &it->second->model : nullptr;
+}
+
 void TraceReplay::apply(const format::Record& record) {
   if (const auto* b = std::get_if<format::BlockRecord>(&record)) {
     if (is_pytorch(b->allocator)) on(*b);

@@ -186,6 +186,8 @@ class TraceReplay {
   // The next request's ordinal (BlockRoles'), where the records are not the trace's own (a
   // what-if that adds requests: checkpointing's recomputation asks again for what a module made).
   void set_next_request(uint64_t ordinal) { request_ordinal_ = ordinal; }
+  // A device's model as the records so far left it; none before its first PyTorch block event.
+  const CachingAllocatorModel* model(int device) const;
   // Whether the model has failed a request the recording served (a what-if's OOM).
   bool failed() const { return failed_; }
   // The requests the model failed so far, every device's.

@@ -601,15 +601,24 @@ TEST_F(Roles, ADecodersCacheIsItsKvCacheByLayer) {
   // freed once the new is made: one of them at its full length at most), then its logits are
   // made: 1 MiB and the 2 layers' growth, 2 x 2 x 512.
   EXPECT_EQ(inference["step_bytes"], 1 * kMiB + 2048) << inference;
-  // Tokens that fit: n tokens take n x 2 sequences x 1 KiB, and the step writing the last needs
-  // its working memory grown with the length: n x 2048 + step x (1027 + n) / 1027 <= available.
+  // The estimate from the free bytes: n tokens take n x 2 sequences x 1 KiB, and the step
+  // writing the last needs its working memory grown with the length: n x 2048 + step x (1027 +
+  // n) / 1027 <= available.
   ASSERT_TRUE(inference["device_free_bytes"].is_number()) << inference;
   const double available = inference["device_free_bytes"].get<double>() +
                            inference["allocator_cache_bytes"].get<double>();
   const double step = 1 * kMiB + 2048;
-  EXPECT_EQ(inference["tokens_that_fit"],
+  EXPECT_EQ(inference["estimated_tokens_that_fit"],
             static_cast<uint64_t>((available - step) / (2 * 1024 + step / 1027)))
       << inference;
+  // The allocator's model runs the last step forward (7 requests a step: the scratch and the
+  // keys and values of each layer, the logits) on the 16 GiB device and stops at its bound
+  // without a failure: at least 5,000,000 / 7 steps fit, a token each.
+  EXPECT_EQ(inference["tokens_that_fit_by"], "allocator_model");
+  EXPECT_EQ(inference["modelled"]["steps"], 3);
+  EXPECT_EQ(inference["modelled"]["requests_per_step"], 7);
+  EXPECT_EQ(inference["modelled"]["failed_request_bytes"], nullptr);
+  EXPECT_EQ(inference["tokens_that_fit"], 5'000'000 / 7) << inference;
   // The hooks' wrapper of Module.__call__ stands between every module call and its caller, and
   // shows in no stack: every frame shown, the stand-in's own are there, the hooks' are not.
   const ProcessResult peak = cli({"peak", "--frames", "all", only_trace()});

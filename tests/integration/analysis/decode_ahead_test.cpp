@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: Apache-2.0
+// How many more tokens a decode loop fits, by the allocator's model: generate() of a decoder
+// whose key-value cache grows by concatenation, behind the simulated allocator that reports its
+// blocks as PyTorch's trace tracker does (tests/workloads/decode_loop.cpp), traced for 64
+// tokens; the figure is checked against the same loop run on until a request fails.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tests/integration/traced_run_fixture.h"
+
+using nlohmann::json;
+
+namespace gmt::test {
+namespace {
+
+constexpr uint64_t kDecodeMiB = 1 << 20;
+
+class DecodeAhead : public TracedRun {
+ protected:
+  json report_json() const {
+    const ProcessResult r = cli({"report", "--json", only_trace()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0 ? json::parse(r.out) : json::object();
+  }
+
+  // The tokens the loop generates after a 600-token prompt before a request fails, untraced,
+  // on a device of `memory` bytes with 32 MiB held by the context.
+  uint64_t generated_until_full(uint64_t memory) const {
+    const ProcessResult run = run_untraced("workload_decode_loop", {"600", "max"},
+                                           {{"FAKECUDA_DEVICE_MEMORY", std::to_string(memory)},
+                                            {"FAKECUDA_CONTEXT_OVERHEAD", "33554432"}});
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_EQ(run.out.rfind("generated ", 0), 0u) << run.out;
+    return std::strtoull(run.out.c_str() + 10, nullptr, 10);
+  }
+
+  json inference_after_64(uint64_t memory) {
+    const ProcessResult run = run_traced("workload_decode_loop", {"600", "64"},
+                                         {{"FAKECUDA_DEVICE_MEMORY", std::to_string(memory)},
+                                          {"FAKECUDA_CONTEXT_OVERHEAD", "33554432"}});
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_EQ(run.out, "generated 64\n");
+    return report_json()["devices"][0]["inference"];
+  }
+};
+
+// On 160 MiB less the 32 MiB context the allocator could hold 128 MiB; 2 % of it is kept free.
+// The model runs the last of the 63 decode steps forward (19 requests a step: per layer its
+// keys and values anew, its scores and output; the hidden state, the logits, the ids) until a
+// layer's keys of 10 MiB fail; the loop itself, on a device smaller by what the figure keeps
+// free, generates exactly that many more tokens before it runs out.
+TEST_F(DecodeAhead, TheTokensThatFitAreThoseTheLoopGenerates) {
+  const uint64_t memory = 160 * kDecodeMiB;
+  const json inference = inference_after_64(memory);
+  ASSERT_EQ(inference["tokens_that_fit_by"], "allocator_model") << inference;
+  const json& m = inference["modelled"];
+  EXPECT_EQ(m["steps"], 63);
+  EXPECT_EQ(m["tokens_per_step"], 1);
+  EXPECT_EQ(m["requests_per_step"], 19);
+  EXPECT_EQ(m["capacity_bytes"], 128 * kDecodeMiB);
+  EXPECT_EQ(m["kept_free_bytes"], 128 * kDecodeMiB / 100 * 2);
+  // 600 + 64 - 1 cached, and the failing step's keys: 4 sequences x 4 heads x 64 x 2 bytes a
+  // token, rounded to 2 MiB for a segment of their own.
+  EXPECT_EQ(inference["tokens"], 663);
+  const uint64_t tokens = inference["tokens_that_fit"].get<uint64_t>();
+  EXPECT_EQ(m["failed_request_bytes"], (663 + tokens + 1) * 2048) << inference;
+  EXPECT_EQ(generated_until_full(memory - m["kept_free_bytes"].get<uint64_t>()), 64 + tokens);
+  EXPECT_EQ(inference["not_modelled"], nullptr);
+
+  const ProcessResult text = cli({"report", only_trace()});
+  EXPECT_NE(text.out.find("      " + std::to_string(tokens) +
+                          " more tokens per sequence fit (or about "),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("the last decode step run forward through the allocator's model, "
+                          "each request grown as it grew the step before, until a request of "
+                          "10.0 MiB failed, with 2.56 MiB of the 128 MiB the allocator could "
+                          "hold kept free"),
+            std::string::npos)
+      << text.out;
+}
+
+// A smaller device: the keys stop fitting before they need segments of their own, and the
+// freed keys, one token too short, are what the cache holds. The estimate from the free bytes
+// says more than fit; the model says what the loop generates.
+TEST_F(DecodeAhead, FragmentationIsCounted) {
+  const uint64_t memory = 120 * kDecodeMiB;
+  const json inference = inference_after_64(memory);
+  ASSERT_EQ(inference["tokens_that_fit_by"], "allocator_model") << inference;
+  const uint64_t tokens = inference["tokens_that_fit"].get<uint64_t>();
+  const uint64_t kept = inference["modelled"]["kept_free_bytes"].get<uint64_t>();
+  EXPECT_EQ(generated_until_full(memory - kept), 64 + tokens);
+  EXPECT_GT(inference["estimated_tokens_that_fit"].get<uint64_t>(), tokens + 100) << inference;
+}
+
+// Fewer than three decode steps: nothing to take the growth from; the estimate stands, and
+// says why.
+TEST_F(DecodeAhead, TooFewStepsKeepTheEstimate) {
+  const ProcessResult run = run_traced("workload_decode_loop", {"600", "3"},
+                                       {{"FAKECUDA_DEVICE_MEMORY", std::to_string(160 * kDecodeMiB)},
+                                        {"FAKECUDA_CONTEXT_OVERHEAD", "33554432"}});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const json report = report_json();
+  const json& inference = report["devices"][0]["inference"];
+  EXPECT_EQ(inference["tokens_that_fit_by"], "estimate") << inference;
+  EXPECT_EQ(inference["modelled"], nullptr);
+  EXPECT_EQ(inference["not_modelled"], "fewer than three decode steps");
+  EXPECT_EQ(inference["tokens_that_fit"], inference["estimated_tokens_that_fit"]);
+  const ProcessResult text = cli({"report", only_trace()});
+  EXPECT_NE(text.out.find("(an estimate: the decode loop was not run forward through the "
+                          "allocator's model: fewer than three decode steps)"),
+            std::string::npos)
+      << text.out;
+}
+
+}  // namespace
+}  // namespace gmt::test
