@@ -198,8 +198,9 @@ void write_inference_text(const InferenceFigures& f, const std::string& when,
         << " more at this length, growing with it";
   out << ")\n";
   if (!f.not_modelled.empty())
-    out << indent << "  (an estimate: the decode loop was not run forward through the "
-                     "allocator's model: "
+    out << indent
+        << "  (an estimate: the decode loop was not run forward through the "
+           "allocator's model: "
         << f.not_modelled << ")\n";
 }
 

@@ -114,7 +114,8 @@ class Decoder {
     }
     cached_ = grown;
     void* scores = ok ? allocator_.allocate(kSequences * kHeads * queries * grown * 2) : nullptr;
-    void* out = scores != nullptr ? allocator_.allocate(kSequences * queries * kModel * 2) : nullptr;
+    void* out =
+        scores != nullptr ? allocator_.allocate(kSequences * queries * kModel * 2) : nullptr;
     allocator_.free(scores);
     if (out != nullptr) {
       allocator_.free(hidden);
@@ -161,9 +162,8 @@ int main(int argc, char** argv) {
     const std::size_t queries = generated == 0 ? prompt : 1;
     if (!decoder.forward(queries, length, logits)) break;
     length += queries;
-    hooks.enter(kKvCacheLength, "batch=" + std::to_string(kSequences) +
-                                    " tokens=" + std::to_string(length) +
-                                    " capacity=0 bytes_per_token=" +
+    hooks.enter(kKvCacheLength, "batch=" + std::to_string(kSequences) + " tokens=" +
+                                    std::to_string(length) + " capacity=0 bytes_per_token=" +
                                     std::to_string(kLayers * 2 * kKeysPerToken / kSequences) +
                                     " layers=" + std::to_string(kLayers));
     ++generated;

@@ -198,8 +198,7 @@ DecodeAheadResult decode_ahead(std::span<const uint8_t> bytes, const std::string
     } else if (const auto* s = std::get_if<format::ScopeRecord>(record)) {
       if (s->kind != static_cast<uint32_t>(format::ScopeKind::kKvCacheLength)) continue;
       const auto text = names.find(s->name);
-      const auto length =
-          text != names.end() ? parse_kv_cache_length(text->second) : std::nullopt;
+      const auto length = text != names.end() ? parse_kv_cache_length(text->second) : std::nullopt;
       if (!length || length->capacity != 0) continue;  // a preallocated cache: its own count
       lengths.push_back(*length);
       if (lengths.size() > 3) lengths.pop_front();
@@ -227,7 +226,8 @@ DecodeAheadResult decode_ahead(std::span<const uint8_t> bytes, const std::string
       continue;
     }
     const uint64_t tokens = lengths[2].tokens - std::min(lengths[2].tokens, lengths[1].tokens);
-    if (tokens == 0 || lengths[1].tokens - std::min(lengths[1].tokens, lengths[0].tokens) != tokens ||
+    if (tokens == 0 ||
+        lengths[1].tokens - std::min(lengths[1].tokens, lengths[0].tokens) != tokens ||
         lengths[1].batch != lengths[2].batch) {
       why_not("the last two steps did not write the same tokens");
       continue;
@@ -245,8 +245,8 @@ DecodeAheadResult decode_ahead(std::span<const uint8_t> bytes, const std::string
     a.device = device;
     a.steps = d.steps - 1;
     a.tokens_per_step = tokens;
-    a.requests_per_step = static_cast<uint64_t>(
-        std::count_if(steps.begin(), steps.end(), [](const TemplateEvent& t) { return t.request; }));
+    a.requests_per_step = static_cast<uint64_t>(std::count_if(
+        steps.begin(), steps.end(), [](const TemplateEvent& t) { return t.request; }));
     a.capacity = d.total - std::min(d.total, *d.outside);
     a.kept_free = verdict_margin(a.capacity);
     CachingAllocatorModel model = std::move(*d.at_last_end);

@@ -72,9 +72,9 @@ TEST_F(DecodeAhead, TheTokensThatFitAreThoseTheLoopGenerates) {
   EXPECT_EQ(inference["not_modelled"], nullptr);
 
   const ProcessResult text = cli({"report", only_trace()});
-  EXPECT_NE(text.out.find("      " + std::to_string(tokens) +
-                          " more tokens per sequence fit (or about "),
-            std::string::npos)
+  EXPECT_NE(
+      text.out.find("      " + std::to_string(tokens) + " more tokens per sequence fit (or about "),
+      std::string::npos)
       << text.out;
   EXPECT_NE(text.out.find("the last decode step run forward through the allocator's model, "
                           "each request grown as it grew the step before, until a request of "
@@ -100,9 +100,10 @@ TEST_F(DecodeAhead, FragmentationIsCounted) {
 // Fewer than three decode steps: nothing to take the growth from; the estimate stands, and
 // says why.
 TEST_F(DecodeAhead, TooFewStepsKeepTheEstimate) {
-  const ProcessResult run = run_traced("workload_decode_loop", {"600", "3"},
-                                       {{"FAKECUDA_DEVICE_MEMORY", std::to_string(160 * kDecodeMiB)},
-                                        {"FAKECUDA_CONTEXT_OVERHEAD", "33554432"}});
+  const ProcessResult run =
+      run_traced("workload_decode_loop", {"600", "3"},
+                 {{"FAKECUDA_DEVICE_MEMORY", std::to_string(160 * kDecodeMiB)},
+                  {"FAKECUDA_CONTEXT_OVERHEAD", "33554432"}});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const json report = report_json();
   const json& inference = report["devices"][0]["inference"];
