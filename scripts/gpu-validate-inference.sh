@@ -6,8 +6,8 @@
 #     allocator's block), by each layer's attention module; bytes per token per sequence equal
 #     2 x layers x kv heads x head dim x 2; no frame of our hooks in any stack shown or exported;
 #   - the same with cache_implementation="static": kv_cache equals the preallocated cache;
-#   - tokens that fit: with the device filled but for a few GiB, the traced run's figure N is
-#     checked by generating N more tokens untraced (it must fit) and 1.1 x N + 64 more (it must
+#   - tokens that fit: with the device filled but for a few GiB, the traced run's figure N (the
+#     allocator's model running the decode loop forward) is checked by generating N more tokens untraced (it must fit) and 1.1 x N + 64 more (it must
 #     run out of memory);
 #   - a hand-written decoder whose attention modules keep their keys and values: state, by module;
 #   - a decode step captured in a CUDA graph (torch.cuda.graph) and replayed: its pool's blocks
@@ -122,7 +122,7 @@ if [ -n "$trace" ]; then
   grep -A2 "^    inference" "$out/$name.report.txt" || true
   fit=$(json_field "$out/$name.report.json" "$dev['inference']['tokens_that_fit']")
   filler=$(json_field "$out/$name.facts.json" "d['filler_bytes']")
-  echo "INFO tokens that fit after 64: $fit (filler $filler bytes)"
+  echo "INFO tokens that fit after 64: $fit (filler $filler bytes; by $(json_field "$out/$name.report.json" "$dev['inference']['tokens_that_fit_by']"), estimate $(json_field "$out/$name.report.json" "$dev['inference']['estimated_tokens_that_fit']"), modelled $(json_field "$out/$name.report.json" "$dev['inference']['modelled']"), not modelled: $(json_field "$out/$name.report.json" "$dev['inference']['not_modelled']"))"
   if [ "$fit" != None ] && [ "$fit" -gt 0 ]; then
     python3 tests/gpu/inference_models.py llama dynamic 64 512 $((64 + fit)) "$filler" "$out/$name.more.json" >"$out/$name.more.log" 2>&1
     [ -f "$out/$name.more.json" ] || tail -20 "$out/$name.more.log"
