@@ -7,8 +7,9 @@
 #     2 x layers x kv heads x head dim x 2; no frame of our hooks in any stack shown or exported;
 #   - the same with cache_implementation="static": kv_cache equals the preallocated cache;
 #   - tokens that fit: with the device filled but for a few GiB, the traced run's figure N (the
-#     allocator's model running the decode loop forward) is checked by generating N more tokens untraced (it must fit) and 1.1 x N + 64 more (it must
-#     run out of memory);
+#     allocator's model running the decode loop forward) is checked by generating N more tokens
+#     untraced (it must fit) and against the tokens generate() makes before it runs out (at most
+#     1.1 x N + 64 more);
 #   - a hand-written decoder whose attention modules keep their keys and values: state, by module;
 #   - a decode step captured in a CUDA graph (torch.cuda.graph) and replayed: its pool's blocks
 #     live at the end are cuda_graph, to the byte.
@@ -22,130 +23,149 @@ mkdir -p "$out"
 . scripts/lib/gpu_build.sh
 . scripts/lib/gpu_checks.sh
 dev='d["devices"][0]'
+# GMT_INFERENCE_ONLY: the sections run, a pattern of their names (models, kept, graphed, fit,
+# cost); all by default.
+shopt -s extglob
+wanted() {
+  # shellcheck disable=SC2053  # GMT_INFERENCE_ONLY is a pattern
+  [[ -z ${GMT_INFERENCE_ONLY:-} || $1 == $GMT_INFERENCE_ONLY ]]
+}
 role_at() {  # role_at FILE WHEN ROLE
   json_field "$1" "sum(r['bytes'] for r in $dev['by_role']['$2'] if r['role'] == '$3')"
 }
 
-echo "--- inference: Llama-shaped generate(), DynamicCache and StaticCache"
-for cache in dynamic static; do
-  name="inference_$cache"
+if wanted models; then
+  echo "--- inference: Llama-shaped generate(), DynamicCache and StaticCache"
+  for cache in dynamic static; do
+    name="inference_$cache"
+    rm -f "$out/$name".*.gmt
+    "$gmt" run -o "$out/$name.%p.gmt" -- python3 tests/gpu/inference_models.py llama "$cache" 8 1024 256 0 \
+      "$out/$name.facts.json" >"$out/$name.log" 2>&1 ||
+      { echo "FAIL $name (see $name.log)"; tail -30 "$out/$name.log"; failures=$((failures + 1)); continue; }
+    trace=$(ls "$out/$name".*.gmt | sed -n 1p)
+    "$gmt" report --json "$trace" >"$out/$name.report.json"
+    "$gmt" peak --json "$trace" >"$out/$name.peak.json"
+    "$gmt" report "$trace" >"$out/$name.report.txt"
+    sed -n '/by role at exit/,/inference/p' "$out/$name.report.txt"
+    grep -A2 "^    inference" "$out/$name.report.txt" || true
+    check "$name: kv_cache at exit equals the cache's keys and values" \
+      "$(json_field "$out/$name.facts.json" "d['kv_cache_bytes']")" "$(role_at "$out/$name.report.json" at_exit kv_cache)"
+    unknown=$(role_at "$out/$name.report.json" at_exit unknown)
+    check "$name: nothing unknown at exit" 0 "$unknown"
+    # What is unknown, printed: the machine returns few files.
+    [ "$unknown" != 0 ] && json_field "$out/$name.report.json" \
+      "[(m['module'], m['by_role']['unknown']) for m in $dev['by_module']['at_exit'] if m['by_role'].get('unknown')]" &&
+      { "$gmt" leaks "$trace" >"$out/$name.leaks.txt"; sed -n 1,40p "$out/$name.leaks.txt"; }
+    check "$name: bytes per token per sequence as the config gives" \
+      "$(json_field "$out/$name.facts.json" "d['bytes_per_token']")" "$(json_field "$out/$name.report.json" "$dev['inference']['bytes_per_token']")"
+    # generate() compiles a static cache's decode step, whose forwards run past the hooks: the
+    # tokens written are then not counted, and said so (null), never a wrong count.
+    expected_tokens=$(json_field "$out/$name.facts.json" "d['written']")
+    [ "$cache" = static ] && expected_tokens=None
+    check "$name: the tokens the cache holds per sequence, as its get_seq_length() says" \
+      "$expected_tokens" "$(json_field "$out/$name.report.json" "$dev['inference']['tokens']")"
+    check "$name: the cache by layer: one attention module per layer" 8 \
+      "$(json_field "$out/$name.report.json" "len([m for m in $dev['by_module']['at_exit'] if m['by_role'].get('kv_cache', 0) > 0 and m['module'].endswith('self_attn')])")"
+    check "$name: the roles at exit add up to what is live" True \
+      "$(json_field "$out/$name.report.json" "sum(r['bytes'] for r in $dev['by_role']['at_exit']) == $dev['live_at_exit_bytes']")"
+    echo "INFO $name: graphs torch.compile made in generate(): $(json_field "$out/$name.facts.json" "d['compiled_graphs']")"
+    "$gmt" whatif --json "$trace" >"$out/$name.whatif.json" 2>/dev/null
+    captures=$(json_field "$out/$name.whatif.json" "sum(int(n.split('(')[1].split(')')[0]) for n in d['notes'] if n.startswith('CUDA graph captures'))" 2>/dev/null || echo 0)
+    echo "INFO $name: CUDA graph captures: $captures"
+    json_field "$out/$name.whatif.json" "[n for n in d['notes'] if 'graph' in n.lower()]"
+    if [ "${captures:-0}" -gt 0 ]; then
+      # generate() compiles the decode step (mode reduce-overhead) where its cache is static; where
+      # the compiled step captured CUDA graphs (cudagraph trees skip a step that mutates its
+      # inputs, as a static cache's update does), their pools are cuda_graph.
+      # What of them is live where: cudagraph trees hand their outputs back as views of the pool
+      # and may leave its blocks free (allocator_cache) once a replay's outputs die.
+      echo "INFO $name: cuda_graph at the peak $(role_at "$out/$name.report.json" at_peak cuda_graph) B, at exit $(role_at "$out/$name.report.json" at_exit cuda_graph) B; allocator_cache at exit $(role_at "$out/$name.report.json" at_exit allocator_cache) B"
+      check "$name: the compiled decode step's CUDA graphs are cuda_graph at exit" True \
+        "$(json_field "$out/$name.report.json" "any(r['role'] == 'cuda_graph' and r['bytes'] > 0 for r in $dev['by_role']['at_exit'])")"
+    fi
+    "$gmt" export --format folded -o "$out/$name.folded" "$trace" 2>/dev/null
+    check "$name: no frame of our hooks in the peak's stacks or the folded export" 0 \
+      "$(cat "$out/$name.peak.json" "$out/$name.folded" | grep -c gpumemtrace_roles)"
+  done
+fi
+
+if wanted kept; then
+  echo "--- inference: a decoder keeping its own keys and values"
+  name=inference_kept
   rm -f "$out/$name".*.gmt
-  "$gmt" run -o "$out/$name.%p.gmt" -- python3 tests/gpu/inference_models.py llama "$cache" 8 1024 256 0 \
+  "$gmt" run -o "$out/$name.%p.gmt" -- python3 tests/gpu/inference_models.py kept 8 512 64 \
     "$out/$name.facts.json" >"$out/$name.log" 2>&1 ||
-    { echo "FAIL $name (see $name.log)"; tail -30 "$out/$name.log"; failures=$((failures + 1)); continue; }
-  trace=$(ls "$out/$name".*.gmt | sed -n 1p)
-  "$gmt" report --json "$trace" >"$out/$name.report.json"
-  "$gmt" peak --json "$trace" >"$out/$name.peak.json"
-  "$gmt" report "$trace" >"$out/$name.report.txt"
-  sed -n '/by role at exit/,/inference/p' "$out/$name.report.txt"
-  grep -A2 "^    inference" "$out/$name.report.txt" || true
-  check "$name: kv_cache at exit equals the cache's keys and values" \
-    "$(json_field "$out/$name.facts.json" "d['kv_cache_bytes']")" "$(role_at "$out/$name.report.json" at_exit kv_cache)"
-  unknown=$(role_at "$out/$name.report.json" at_exit unknown)
-  check "$name: nothing unknown at exit" 0 "$unknown"
-  # What is unknown, printed: the machine returns few files.
-  [ "$unknown" != 0 ] && json_field "$out/$name.report.json" \
-    "[(m['module'], m['by_role']['unknown']) for m in $dev['by_module']['at_exit'] if m['by_role'].get('unknown')]" &&
-    { "$gmt" leaks "$trace" >"$out/$name.leaks.txt"; sed -n 1,40p "$out/$name.leaks.txt"; }
-  check "$name: bytes per token per sequence as the config gives" \
-    "$(json_field "$out/$name.facts.json" "d['bytes_per_token']")" "$(json_field "$out/$name.report.json" "$dev['inference']['bytes_per_token']")"
-  # generate() compiles a static cache's decode step, whose forwards run past the hooks: the
-  # tokens written are then not counted, and said so (null), never a wrong count.
-  expected_tokens=$(json_field "$out/$name.facts.json" "d['written']")
-  [ "$cache" = static ] && expected_tokens=None
-  check "$name: the tokens the cache holds per sequence, as its get_seq_length() says" \
-    "$expected_tokens" "$(json_field "$out/$name.report.json" "$dev['inference']['tokens']")"
-  check "$name: the cache by layer: one attention module per layer" 8 \
-    "$(json_field "$out/$name.report.json" "len([m for m in $dev['by_module']['at_exit'] if m['by_role'].get('kv_cache', 0) > 0 and m['module'].endswith('self_attn')])")"
-  check "$name: the roles at exit add up to what is live" True \
-    "$(json_field "$out/$name.report.json" "sum(r['bytes'] for r in $dev['by_role']['at_exit']) == $dev['live_at_exit_bytes']")"
-  echo "INFO $name: graphs torch.compile made in generate(): $(json_field "$out/$name.facts.json" "d['compiled_graphs']")"
-  "$gmt" whatif --json "$trace" >"$out/$name.whatif.json" 2>/dev/null
-  captures=$(json_field "$out/$name.whatif.json" "sum(int(n.split('(')[1].split(')')[0]) for n in d['notes'] if n.startswith('CUDA graph captures'))" 2>/dev/null || echo 0)
-  echo "INFO $name: CUDA graph captures: $captures"
-  json_field "$out/$name.whatif.json" "[n for n in d['notes'] if 'graph' in n.lower()]"
-  if [ "${captures:-0}" -gt 0 ]; then
-    # generate() compiles the decode step (mode reduce-overhead) where its cache is static; where
-    # the compiled step captured CUDA graphs (cudagraph trees skip a step that mutates its
-    # inputs, as a static cache's update does), their pools are cuda_graph.
-    # What of them is live where: cudagraph trees hand their outputs back as views of the pool
-    # and may leave its blocks free (allocator_cache) once a replay's outputs die.
-    echo "INFO $name: cuda_graph at the peak $(role_at "$out/$name.report.json" at_peak cuda_graph) B, at exit $(role_at "$out/$name.report.json" at_exit cuda_graph) B; allocator_cache at exit $(role_at "$out/$name.report.json" at_exit allocator_cache) B"
-    check "$name: the compiled decode step's CUDA graphs are cuda_graph at exit" True \
-      "$(json_field "$out/$name.report.json" "any(r['role'] == 'cuda_graph' and r['bytes'] > 0 for r in $dev['by_role']['at_exit'])")"
-  fi
-  "$gmt" export --format folded -o "$out/$name.folded" "$trace" 2>/dev/null
-  check "$name: no frame of our hooks in the peak's stacks or the folded export" 0 \
-    "$(cat "$out/$name.peak.json" "$out/$name.folded" | grep -c gpumemtrace_roles)"
-done
-
-echo "--- inference: a decoder keeping its own keys and values"
-name=inference_kept
-rm -f "$out/$name".*.gmt
-"$gmt" run -o "$out/$name.%p.gmt" -- python3 tests/gpu/inference_models.py kept 8 512 64 \
-  "$out/$name.facts.json" >"$out/$name.log" 2>&1 ||
-  { echo "FAIL $name (see $name.log)"; tail -5 "$out/$name.log"; failures=$((failures + 1)); }
-trace=$(ls "$out/$name".*.gmt 2>/dev/null | sed -n 1p)
-if [ -n "$trace" ]; then
-  "$gmt" report --json "$trace" >"$out/$name.report.json"
-  check "kept: state by module equals what each attention module keeps" True \
-    "$(python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["state_by_module"]; d=json.load(open(sys.argv[2]))["devices"][0]; got={m["module"]: m["by_role"].get("state", 0) for m in d["by_module"]["at_exit"] if m["by_role"].get("state", 0)}; print(got == e or (got, e))' "$out/$name.facts.json" "$out/$name.report.json")"
-  check "kept: nothing unknown at exit" 0 "$(role_at "$out/$name.report.json" at_exit unknown)"
-fi
-
-echo "--- inference: a decode step captured in a CUDA graph and replayed"
-name=inference_graphed
-rm -f "$out/$name".*.gmt
-"$gmt" run -o "$out/$name.%p.gmt" -- python3 tests/gpu/inference_models.py graphed 8 1024 64 \
-  "$out/$name.facts.json" >"$out/$name.log" 2>&1 ||
-  { echo "FAIL $name (see $name.log)"; tail -5 "$out/$name.log"; failures=$((failures + 1)); }
-trace=$(ls "$out/$name".*.gmt 2>/dev/null | sed -n 1p)
-if [ -n "$trace" ]; then
-  "$gmt" report --json "$trace" >"$out/$name.report.json"
-  "$gmt" report "$trace" >"$out/$name.report.txt"
-  sed -n '/by role at exit/,/top sites at the peak/p' "$out/$name.report.txt"
-  check "graphed: cuda_graph at exit equals the graph pool's live blocks" \
-    "$(json_field "$out/$name.facts.json" "d['graph_pool_live_bytes']")" "$(role_at "$out/$name.report.json" at_exit cuda_graph)"
-  check "graphed: nothing unknown at exit" 0 "$(role_at "$out/$name.report.json" at_exit unknown)"
-fi
-
-echo "--- inference: tokens that fit, checked by generating them"
-name=inference_fit
-rm -f "$out/$name".*.gmt
-"$gmt" run -o "$out/$name.%p.gmt" -- python3 tests/gpu/inference_models.py llama dynamic 64 512 64 auto:3 \
-  "$out/$name.facts.json" >"$out/$name.log" 2>&1 ||
-  { echo "FAIL $name (see $name.log)"; tail -30 "$out/$name.log"; failures=$((failures + 1)); }
-trace=$(ls "$out/$name".*.gmt 2>/dev/null | sed -n 1p)
-if [ -n "$trace" ]; then
-  "$gmt" report --json "$trace" >"$out/$name.report.json"
-  "$gmt" report "$trace" >"$out/$name.report.txt"
-  grep -A2 "^    inference" "$out/$name.report.txt" || true
-  fit=$(json_field "$out/$name.report.json" "$dev['inference']['tokens_that_fit']")
-  filler=$(json_field "$out/$name.facts.json" "d['filler_bytes']")
-  echo "INFO tokens that fit after 64: $fit (filler $filler bytes; by $(json_field "$out/$name.report.json" "$dev['inference']['tokens_that_fit_by']"), estimate $(json_field "$out/$name.report.json" "$dev['inference']['estimated_tokens_that_fit']"), modelled $(json_field "$out/$name.report.json" "$dev['inference']['modelled']"), not modelled: $(json_field "$out/$name.report.json" "$dev['inference']['not_modelled']"))"
-  if [ "$fit" != None ] && [ "$fit" -gt 0 ]; then
-    python3 tests/gpu/inference_models.py llama dynamic 64 512 $((64 + fit)) "$filler" "$out/$name.more.json" >"$out/$name.more.log" 2>&1
-    [ -f "$out/$name.more.json" ] || tail -20 "$out/$name.more.log"
-    check "tokens that fit: $fit more tokens fit (untraced)" False "$(json_field "$out/$name.more.json" "d['oom']")"
-    over=$((64 + fit * 11 / 10 + 64))
-    python3 tests/gpu/inference_models.py llama dynamic 64 512 "$over" "$filler" "$out/$name.over.json" >"$out/$name.over.log" 2>&1
-    [ -f "$out/$name.over.json" ] || tail -20 "$out/$name.over.log"
-    check "tokens that fit: 10 % more than that run out of memory (untraced)" True "$(json_field "$out/$name.over.json" "d['oom']")"
-  else
-    check "tokens that fit: a figure above 0" True False
+    { echo "FAIL $name (see $name.log)"; tail -5 "$out/$name.log"; failures=$((failures + 1)); }
+  trace=$(ls "$out/$name".*.gmt 2>/dev/null | sed -n 1p)
+  if [ -n "$trace" ]; then
+    "$gmt" report --json "$trace" >"$out/$name.report.json"
+    check "kept: state by module equals what each attention module keeps" True \
+      "$(python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["state_by_module"]; d=json.load(open(sys.argv[2]))["devices"][0]; got={m["module"]: m["by_role"].get("state", 0) for m in d["by_module"]["at_exit"] if m["by_role"].get("state", 0)}; print(got == e or (got, e))' "$out/$name.facts.json" "$out/$name.report.json")"
+    check "kept: nothing unknown at exit" 0 "$(role_at "$out/$name.report.json" at_exit unknown)"
   fi
 fi
 
-echo "--- inference: the hooks' cost where module calls are densest (generate(), 32 layers, batch 1)"
-for round in $(seq 1 "${GMT_INFERENCE_COST_ROUNDS:-3}"); do
-  python3 tests/gpu/inference_models.py time 32 128 "$out/inference_time.plain.$round.json" >/dev/null 2>&1
-  "$gmt" run -o "$out/inference_time.%p.gmt" -- python3 tests/gpu/inference_models.py time 32 128 \
-    "$out/inference_time.traced.$round.json" >/dev/null 2>&1
-  # The recorder alone (the roles hooks off): what of the cost is the hooks'.
-  GPUMEMTRACE_ROLES=0 "$gmt" run -o "$out/inference_time.%p.gmt" -- python3 tests/gpu/inference_models.py time 32 128 \
-    "$out/inference_time.noroles.$round.json" >/dev/null 2>&1
-done
-[ "${GMT_INFERENCE_COST_ROUNDS:-3}" -gt 0 ] && python3 - "$out" "${GMT_INFERENCE_COST_ROUNDS:-3}" <<'PY'
+if wanted graphed; then
+  echo "--- inference: a decode step captured in a CUDA graph and replayed"
+  name=inference_graphed
+  rm -f "$out/$name".*.gmt
+  "$gmt" run -o "$out/$name.%p.gmt" -- python3 tests/gpu/inference_models.py graphed 8 1024 64 \
+    "$out/$name.facts.json" >"$out/$name.log" 2>&1 ||
+    { echo "FAIL $name (see $name.log)"; tail -5 "$out/$name.log"; failures=$((failures + 1)); }
+  trace=$(ls "$out/$name".*.gmt 2>/dev/null | sed -n 1p)
+  if [ -n "$trace" ]; then
+    "$gmt" report --json "$trace" >"$out/$name.report.json"
+    "$gmt" report "$trace" >"$out/$name.report.txt"
+    sed -n '/by role at exit/,/top sites at the peak/p' "$out/$name.report.txt"
+    check "graphed: cuda_graph at exit equals the graph pool's live blocks" \
+      "$(json_field "$out/$name.facts.json" "d['graph_pool_live_bytes']")" "$(role_at "$out/$name.report.json" at_exit cuda_graph)"
+    check "graphed: nothing unknown at exit" 0 "$(role_at "$out/$name.report.json" at_exit unknown)"
+  fi
+fi
+
+if wanted fit; then
+  echo "--- inference: tokens that fit, checked by generating them"
+  name=inference_fit
+  rm -f "$out/$name".*.gmt
+  "$gmt" run -o "$out/$name.%p.gmt" -- python3 tests/gpu/inference_models.py llama dynamic 64 512 64 auto:3 \
+    "$out/$name.facts.json" >"$out/$name.log" 2>&1 ||
+    { echo "FAIL $name (see $name.log)"; tail -30 "$out/$name.log"; failures=$((failures + 1)); }
+  trace=$(ls "$out/$name".*.gmt 2>/dev/null | sed -n 1p)
+  if [ -n "$trace" ]; then
+    "$gmt" report --json "$trace" >"$out/$name.report.json"
+    "$gmt" report "$trace" >"$out/$name.report.txt"
+    grep -A2 "^    inference" "$out/$name.report.txt" || true
+    fit=$(json_field "$out/$name.report.json" "$dev['inference']['tokens_that_fit']")
+    filler=$(json_field "$out/$name.facts.json" "d['filler_bytes']")
+    echo "INFO tokens that fit after 64: $fit (filler $filler bytes; by $(json_field "$out/$name.report.json" "$dev['inference']['tokens_that_fit_by']"), estimate $(json_field "$out/$name.report.json" "$dev['inference']['estimated_tokens_that_fit']"), modelled $(json_field "$out/$name.report.json" "$dev['inference']['modelled']"), not modelled: $(json_field "$out/$name.report.json" "$dev['inference']['not_modelled']"))"
+    if [ "$fit" != None ] && [ "$fit" -gt 0 ]; then
+      python3 tests/gpu/inference_models.py llama dynamic 64 512 $((64 + fit)) "$filler" "$out/$name.more.json" >"$out/$name.more.log" 2>&1
+      [ -f "$out/$name.more.json" ] || tail -20 "$out/$name.more.log"
+      check "tokens that fit: $fit more tokens fit (untraced)" False "$(json_field "$out/$name.more.json" "d['oom']")"
+      # The truth: the same generate() run on until it runs out, its tokens counted as they come.
+      python3 tests/gpu/inference_models.py llama dynamic 64 512 max "$filler" "$out/$name.max.json" >"$out/$name.max.log" 2>&1
+      [ -f "$out/$name.max.json" ] || tail -20 "$out/$name.max.log"
+      most=$(json_field "$out/$name.max.json" "d.get('generated_before_oom', -1)")
+      echo "INFO tokens that fit after 64: generate() ran out after $most tokens, $((most - 64)) more than 64"
+      check "tokens that fit: within a tenth (and 64 tokens) of those generated before running out" True \
+        "$(python3 -c "print($most >= 64 + $fit and 64 + $fit * 11 // 10 + 64 >= $most)")"
+    else
+      check "tokens that fit: a figure above 0" True False
+    fi
+  fi
+fi
+
+if wanted cost; then
+  echo "--- inference: the hooks' cost where module calls are densest (generate(), 32 layers, batch 1)"
+  for round in $(seq 1 "${GMT_INFERENCE_COST_ROUNDS:-3}"); do
+    python3 tests/gpu/inference_models.py time 32 128 "$out/inference_time.plain.$round.json" >/dev/null 2>&1
+    "$gmt" run -o "$out/inference_time.%p.gmt" -- python3 tests/gpu/inference_models.py time 32 128 \
+      "$out/inference_time.traced.$round.json" >/dev/null 2>&1
+    # The recorder alone (the roles hooks off): what of the cost is the hooks'.
+    GPUMEMTRACE_ROLES=0 "$gmt" run -o "$out/inference_time.%p.gmt" -- python3 tests/gpu/inference_models.py time 32 128 \
+      "$out/inference_time.noroles.$round.json" >/dev/null 2>&1
+  done
+  [ "${GMT_INFERENCE_COST_ROUNDS:-3}" -gt 0 ] && python3 - "$out" "${GMT_INFERENCE_COST_ROUNDS:-3}" <<'PY'
 import json, statistics, sys
 out = sys.argv[1]
 def median(kind):
@@ -154,7 +174,8 @@ plain, traced, noroles = median("plain"), median("traced"), median("noroles")
 print(f"INFO generate() of 128 tokens: untraced {plain:.3f} s, traced {traced:.3f} s, ratio {traced / plain:.3f}; "
       f"traced without the roles hooks {noroles:.3f} s, ratio {noroles / plain:.3f}")
 PY
-rm -f "$out"/inference_time.*.gmt
+  rm -f "$out"/inference_time.*.gmt
+fi
 
 check_summary
 echo "inference: $failures failure(s)"

@@ -103,6 +103,7 @@ nlohmann::ordered_json modelled_json(const allocator::DecodeAhead& a) {
           {"tokens_per_step", a.tokens_per_step},
           {"requests_per_step", a.requests_per_step},
           {"capacity_bytes", a.capacity},
+          {"reserved_bytes", a.reserved},
           {"kept_free_bytes", a.kept_free},
           {"failed_request_bytes", a.failed_size ? nlohmann::ordered_json(*a.failed_size)
                                                  : nlohmann::ordered_json(nullptr)}};
@@ -152,8 +153,9 @@ void write_modelled(const InferenceFigures& f, const std::string& indent, std::o
   } else {
     out << "stopped after " << a.steps_that_fit << " steps, none failed";
   }
-  out << ", with " << human_bytes(a.kept_free) << " of the " << human_bytes(a.capacity)
-      << " the allocator could hold kept free\n";
+  out << ", with " << human_bytes(a.kept_free) << " kept free of the "
+      << human_bytes(a.capacity - std::min(a.capacity, a.reserved))
+      << " the allocator could take beside its " << human_bytes(a.reserved) << "\n";
   if (!a.failed_size && f.estimated_tokens_that_fit)
     out << indent << "  (the free bytes less a step's working memory would hold about "
         << *f.estimated_tokens_that_fit << ")\n";

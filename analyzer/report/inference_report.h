@@ -60,7 +60,7 @@ std::optional<InferenceFigures> failure_inference(const FailedAllocation& failur
 // {"kv_cache_bytes", "batch", "tokens", "capacity", "bytes_per_token", "device_free_bytes",
 // "allocator_cache_bytes", "step_bytes", "tokens_that_fit", "sequences_that_fit",
 // "tokens_that_fit_by" ("allocator_model", "estimate"), "modelled": {"steps",
-// "tokens_per_step", "requests_per_step", "capacity_bytes", "kept_free_bytes",
+// "tokens_per_step", "requests_per_step", "capacity_bytes", "reserved_bytes", "kept_free_bytes",
 // "failed_request_bytes"}, "estimated_tokens_that_fit", "not_modelled"} (null where not known).
 nlohmann::ordered_json inference_json(const InferenceFigures& figures);
 // A few lines under `indent`, titled "inference" + `when`.

@@ -11,7 +11,9 @@ downloaded). Each writes the figures the checks compare against to a JSON file.
       loaded. The output (and its cache) is kept to the program's end. OUT gets: the cache's
       bytes (its keys' and values' storages, each rounded up to the allocator's 512 bytes), the
       bytes one token takes per sequence by the config (2 x layers x kv heads x head dim x 2),
-      the tokens held, the filler's bytes, and whether generate() ran out of memory.
+      the tokens held, the filler's bytes, and whether generate() ran out of memory. NEW "max":
+      until it runs out of memory; OUT gets the tokens generated before (a stopping criterion
+      counts them as they come).
   time LAYERS NEW OUT.json
       The cost of the hooks where module calls are densest: a Llama-shaped model of LAYERS layers
       (small: hidden 512), batch 1, generate() of NEW tokens, timed three times after a warm-up;
@@ -84,8 +86,22 @@ def llama(cache, batch, prompt, new, filler_spec, out_path):
     ids = torch.randint(0, config.vocab_size, (batch, prompt), device="cuda")
     facts.update(filler_bytes=filler_bytes, bytes_per_token=2 * LAYERS * KV_HEADS * HEAD_DIM * 2,
                  batch=batch)
+    counted = {"tokens": 0}
+    if new == "max":
+        from transformers import StoppingCriteria, StoppingCriteriaList
+
+        class Count(StoppingCriteria):
+            def __call__(self, input_ids, scores, **kwargs):
+                counted["tokens"] = int(input_ids.shape[-1]) - prompt
+                return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+
+        new = config.max_position_embeddings - prompt
+        kwargs_more = dict(stopping_criteria=StoppingCriteriaList([Count()]))
+    else:
+        new = int(new)
+        kwargs_more = {}
     kwargs = dict(max_new_tokens=new, min_new_tokens=new, do_sample=False,
-                  return_dict_in_generate=True, pad_token_id=0)
+                  return_dict_in_generate=True, pad_token_id=0, **kwargs_more)
     if cache == "static":
         kwargs["cache_implementation"] = "static"
     try:
@@ -94,6 +110,7 @@ def llama(cache, batch, prompt, new, filler_spec, out_path):
     except torch.OutOfMemoryError as error:
         facts["oom"] = True
         facts["error"] = str(error).splitlines()[0]
+        facts["generated_before_oom"] = counted["tokens"]
         json.dump(facts, open(out_path, "w"))
         print("OOM", facts["error"])
         return None
@@ -284,7 +301,7 @@ if __name__ == "__main__":
     kind = sys.argv[1]
     if kind == "llama":
         cache, batch, prompt, new, filler, out = sys.argv[2:8]
-        kept_objects = llama(cache, int(batch), int(prompt), int(new), filler, out)
+        kept_objects = llama(cache, int(batch), int(prompt), new, filler, out)
     elif kind == "time":
         layers, new, out = sys.argv[2:5]
         timed(int(layers), int(new), out)

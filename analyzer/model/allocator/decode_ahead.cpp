@@ -247,9 +247,10 @@ DecodeAheadResult decode_ahead(std::span<const uint8_t> bytes, const std::string
     a.tokens_per_step = tokens;
     a.requests_per_step = static_cast<uint64_t>(std::count_if(
         steps.begin(), steps.end(), [](const TemplateEvent& t) { return t.request; }));
-    a.capacity = d.total - std::min(d.total, *d.outside);
-    a.kept_free = verdict_margin(a.capacity);
     CachingAllocatorModel model = std::move(*d.at_last_end);
+    a.capacity = d.total - std::min(d.total, *d.outside);
+    a.reserved = model.stats().reserved_bytes;
+    a.kept_free = verdict_margin(a.capacity - std::min(a.capacity, a.reserved));
     model.set_capacity(a.capacity - a.kept_free);
     model.clear_events();
     run_forward(std::move(model), steps, d.closed[2], max_requests, a);
