@@ -165,6 +165,15 @@ def _install():
         values = getattr(cache, "value_cache", None) or []
         return list(zip(keys, values))
 
+    def cache_layer_state(cache):
+        """(layer index, name, tensor) of what else each layer of a transformers 5 Cache keeps on
+        the device beside its keys and values: a StaticLayer's `cumulative_length`, the tokens it
+        has written (one small tensor a layer)."""
+        for index, layer in enumerate(getattr(cache, "layers", None) or []):
+            for name, t in getattr(layer, "__dict__", {}).items():
+                if name not in ("keys", "values") and isinstance(t, Tensor) and t.is_cuda:
+                    yield index, name, t
+
     def attention_modules(root):
         """The module of each layer index (`layer_idx`, as transformers' attention modules keep
         it), the innermost one where several have it."""
@@ -248,6 +257,10 @@ def _install():
                 pairs.append((block_of(t), name_id(module + "." + kind)))
         if not pairs:
             return
+        layers = len(pairs) // 2
+        for index, name, t in cache_layer_state(cache):
+            module = root.layer_modules.get(index, "layers.%d" % index)
+            pairs.append((block_of(t), name_id(module + "." + name)))
         emit(KV_CACHE, pairs)
         # A cache that grows holds as many tokens as its tensors are long. A preallocated one
         # (StaticCache) is as long as its capacity; how much of it is filled the device knows
@@ -256,7 +269,7 @@ def _install():
         capacity = 0 if growing else first.shape[-2]
         tokens = first.shape[-2] if growing else min(capacity, written or 0)
         text = "batch=%d tokens=%d capacity=%d bytes_per_token=%d layers=%d" % (
-            first.shape[0], tokens, capacity, per_token, len(pairs) // 2)
+            first.shape[0], tokens, capacity, per_token, layers)
         scope(ENTER, KV_CACHE_LENGTH, name_id(text))
 
     class _Root:

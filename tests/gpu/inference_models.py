@@ -44,9 +44,14 @@ def storage_bytes(t):
 
 
 def cache_tensors(cache):
+    """The cache's tensors on the device: each layer's keys and values first, then what else a
+    layer keeps there (a StaticLayer's cumulative_length)."""
     layers = getattr(cache, "layers", None)
     if layers is not None:
-        return [t for layer in layers for t in (layer.keys, layer.values) if t is not None]
+        kv = [t for layer in layers for t in (layer.keys, layer.values) if t is not None]
+        other = [t for layer in layers for name, t in vars(layer).items()
+                 if name not in ("keys", "values") and isinstance(t, torch.Tensor) and t.is_cuda]
+        return kv + other
     return list(cache.key_cache) + list(cache.value_cache)
 
 

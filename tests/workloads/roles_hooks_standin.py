@@ -294,7 +294,8 @@ class DynamicCache(Cache):
 
 class StaticCache(Cache):
     """Preallocated, as transformers' StaticCache is: each layer's keys and values made at their
-    full capacity by the first update, then written in place."""
+    full capacity by the first update, then written in place, beside the count of tokens the
+    layer has written (StaticLayer's cumulative_length: an int64 on the device)."""
 
     def __init__(self, layers, capacity):
         self.layers = [DynamicLayer() for _ in range(layers)]
@@ -305,6 +306,7 @@ class StaticCache(Cache):
         if layer.keys is None:
             layer.keys = kv_tensor(self.capacity)
             layer.values = kv_tensor(self.capacity)
+            layer.cumulative_length = Tensor(8, (), 8)
 
 
 class Positions(Tensor):

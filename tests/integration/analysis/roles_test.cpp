@@ -519,15 +519,12 @@ TEST_F(Roles, AtAnOomInAForwardItsBlocksAreActivations) {
       << text.out;
 }
 
-// Inference: the stand-in's decoder under no_grad, a prompt of 1024 tokens then 3 more, with a
-// transformers-like DynamicCache (`decode`) or with each attention module keeping its keys
-// itself (`decode-kept`). At the program's end: the weights (8 MiB), the prompt's ids (1 MiB, an
-// input), the last step's logits (1 MiB, an output the program kept) and the cache: 2 layers'
-// keys and values of 2 sequences x 2 heads x 1027 tokens x 64 x 2 bytes, tagged as the key-value
 // The same decoder with a cache preallocated for 2048 tokens, as transformers' StaticCache is:
 // its keys and values are their full length from the first forward, and how full it is comes
 // from what the forwards wrote (generate()'s cache_position: 1024, then 1 a step), not from the
-// device: 1027 of 2048 tokens, 1021 more fit in it.
+// device: 1027 of 2048 tokens, 1021 more fit in it. Each layer also keeps the count of tokens it
+// wrote on the device (StaticLayer's cumulative_length, 8 bytes in a 512-byte block): the
+// cache's too.
 TEST_F(Roles, APreallocatedCacheSaysHowFullItIs) {
   if (system("python3 -c pass") != 0) GTEST_SKIP() << "python3 is not installed";
   const ProcessResult run = run_hooks_standin({"decode-static"});
@@ -539,9 +536,9 @@ TEST_F(Roles, APreallocatedCacheSaysHowFullItIs) {
             (std::map<std::string, uint64_t>{{"parameter", 8 * kMiB},
                                              {"input", 1 * kMiB},
                                              {"output", 1 * kMiB},
-                                             {"kv_cache", 4 * layer}}));
+                                             {"kv_cache", 4 * layer + 2 * 512}}));
   const json& inference = device["inference"];
-  EXPECT_EQ(inference["kv_cache_bytes"], 4 * layer) << inference;
+  EXPECT_EQ(inference["kv_cache_bytes"], 4 * layer + 2 * 512) << inference;
   EXPECT_EQ(inference["tokens"], 1027);
   EXPECT_EQ(inference["capacity"], 2048);
   EXPECT_EQ(inference["tokens_that_fit"], 1021);
@@ -562,7 +559,7 @@ TEST_F(Roles, APreallocatedCacheOfACompiledModelSaysItsFullnessIsNotKnown) {
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const json report = command_json({"report", "--json", only_trace()});
   const json& inference = report["devices"][0]["inference"];
-  EXPECT_EQ(inference["kv_cache_bytes"], 4 * (2 * 2 * 2048 * 64 * 2)) << inference;
+  EXPECT_EQ(inference["kv_cache_bytes"], 4 * (2 * 2 * 2048 * 64 * 2) + 2 * 512) << inference;
   EXPECT_EQ(inference["tokens"], nullptr);
   EXPECT_EQ(inference["capacity"], 2048);
   EXPECT_EQ(inference["tokens_that_fit"], nullptr);
@@ -573,6 +570,11 @@ TEST_F(Roles, APreallocatedCacheOfACompiledModelSaysItsFullnessIsNotKnown) {
       << text.out;
 }
 
+// Inference: the stand-in's decoder under no_grad, a prompt of 1024 tokens then 3 more, with a
+// transformers-like DynamicCache (`decode`) or with each attention module keeping its keys
+// itself (`decode-kept`). At the program's end: the weights (8 MiB), the prompt's ids (1 MiB, an
+// input), the last step's logits (1 MiB, an output the program kept) and the cache: 2 layers'
+// keys and values of 2 sequences x 2 heads x 1027 tokens x 64 x 2 bytes, tagged as the key-value
 // cache by layer module; kept by the modules themselves, their keys are their state.
 TEST_F(Roles, ADecodersCacheIsItsKvCacheByLayer) {
   if (system("python3 -c pass") != 0) GTEST_SKIP() << "python3 is not installed";
