@@ -129,7 +129,8 @@ void write_oom_text(const TraceSummary& trace, ResolvedStacks& frames, FrameMode
       const PeakSite& holder = f.holders[h];
       if (holder.cache) {
         out << "      " << human_bytes(holder.bytes) << " free in the "
-            << allocator_name(holder.allocator) << " cache\n";
+            << allocator_name(holder.allocator)
+            << (holder.graph ? " allocator's CUDA graph pools\n" : " cache\n");
         continue;
       }
       out << "      " << human_bytes(holder.bytes) << " in " << holder.count;

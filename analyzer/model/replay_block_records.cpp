@@ -17,6 +17,7 @@ void Replay::on(const format::BlockRecord& r) {
     blocks_.on(r);
   }
   if (r.action == static_cast<uint32_t>(format::BlockAction::kSegmentAlloc)) {
+    if (roles_.capturing(r.thread)) blocks_.graph_segment(r.allocator, r.device, r.address);
     if (const auto* e = live_.find(Key{Space::kAddress, r.address})) {
       site_rest_[e->site].stats->framework_segments = true;
     }

@@ -40,6 +40,9 @@ struct PeakSite {
   // made them.
   int allocator = -1;
   bool cache = false;
+  // A cache row of the segments taken while a CUDA graph was captured: its private pool's,
+  // free to the allocator's count but only for the graph's replays.
+  bool graph = false;
 };
 
 // One frame of a symbolized stack.
@@ -60,6 +63,7 @@ struct ResolvedSite {
   std::vector<SiteFrame> frames;  // leaf first; empty when the allocation had no stack
   int allocator = -1;             // as PeakSite's
   bool cache = false;
+  bool graph = false;
   // Its bytes by role at the peak (RoleTracker's blocks of its stack, the cache, or an outside
   // allocation's owner); all 0 where the trace recorded no roles.
   std::array<uint64_t, kRoleCount> roles{};

@@ -20,7 +20,7 @@ std::array<uint64_t, kRoleCount> roles_of(const PeakSite& site, const RoleBreakd
   std::array<uint64_t, kRoleCount> roles{};
   const auto slot = [&](Role role) -> uint64_t& { return roles[static_cast<std::size_t>(role)]; };
   if (site.cache) {
-    slot(Role::kAllocatorCache) = site.bytes;
+    slot(site.graph ? Role::kCudaGraph : Role::kAllocatorCache) = site.bytes;
   } else if (site.allocator < 0) {
     slot(outside_role(owners.of(site.stack))) = site.bytes;
   } else {
@@ -53,7 +53,7 @@ std::vector<std::string> resolve_peak_sites(TraceSummary& trace, std::size_t top
       const PeakSite& site = sites[i];
       device.top_sites.push_back(ResolvedSite{
           site.bytes, site.count, site.cache ? std::vector<SiteFrame>{} : resolved[site.stack],
-          site.allocator, site.cache});
+          site.allocator, site.cache, site.graph});
       if (trace.roles_recorded && device.roles_at_peak)
         device.top_sites.back().roles = roles_of(site, *device.roles_at_peak, owners);
     }

@@ -79,7 +79,8 @@ void write_sites(const DeviceSummary& d, FrameMode frames, std::ostream& out) {
   for (const ResolvedSite& site : d.top_sites) {
     if (site.cache) {
       out << "      " << human_bytes(site.bytes) << " free in the "
-          << allocator_name(site.allocator) << " cache (" << site.count
+          << allocator_name(site.allocator)
+          << (site.graph ? " allocator's CUDA graph pools (" : " cache (") << site.count
           << (site.count == 1 ? " segment" : " segments") << ")\n";
       continue;
     }

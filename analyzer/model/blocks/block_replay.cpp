@@ -2,6 +2,7 @@
 #include "analyzer/model/blocks/block_replay.h"
 
 #include <algorithm>
+#include <iterator>
 
 namespace gmt::analyzer {
 
@@ -103,6 +104,7 @@ void BlockReplay::on(const format::BlockRecord& r) {
       break;
     }
     case BlockAction::kSegmentFree: {
+      p.graph_segments.erase(r.address);
       const auto it = p.segments.find(r.address);
       const uint64_t size = it != p.segments.end() ? it->second : r.size;
       if (it != p.segments.end()) p.segments.erase(it);
@@ -127,6 +129,12 @@ void BlockReplay::on(const format::BlockRecord& r) {
       r.action <= static_cast<uint32_t>(BlockAction::kSegmentUnmap)) {
     u.live_segments = p.segments.size() + (p.extents ? p.extents->mapped_runs() : 0);
   }
+}
+
+void BlockReplay::graph_segment(uint32_t allocator, int device, uint64_t address) {
+  Pool& p = pool(allocator, device);
+  if (const auto it = p.segments.find(address); it != p.segments.end())
+    p.graph_segments[address] = it->second;
 }
 
 bool BlockReplay::has_blocks(int device) const {
@@ -208,17 +216,29 @@ std::vector<PeakSite> BlockReplay::rows_on(int device, std::vector<PeakSite> row
       row->count -= taken.count;
     }
     std::map<uint32_t, PeakSite> block_rows;  // by stack
-    p.blocks.for_each([&](uint64_t, const Block& b) {
+    uint64_t graph_allocated = 0;             // of the blocks, in graphs' segments
+    p.blocks.for_each([&](uint64_t address, const Block& b) {
       PeakSite& row = block_rows[sites_[b.site].stack];
       row.bytes += b.size;
       ++row.count;
+      if (p.graph_segments.empty()) return;
+      const auto in = p.graph_segments.upper_bound(address);
+      if (in != p.graph_segments.begin() && address < std::prev(in)->first + std::prev(in)->second)
+        graph_allocated += b.size;
     });
     const int allocator = static_cast<int>(key.first);
     for (const auto& [stack, row] : block_rows) {
       rows.push_back(PeakSite{stack, row.bytes, row.count, allocator, false});
     }
-    rows.push_back(
-        PeakSite{0, segment_bytes - p.usage.allocated_bytes, p.segments.size(), allocator, true});
+    uint64_t graph_bytes = 0;
+    for (const auto& [address, size] : p.graph_segments) graph_bytes += size;
+    const uint64_t graph_free = graph_bytes - std::min(graph_bytes, graph_allocated);
+    const uint64_t cache = segment_bytes - p.usage.allocated_bytes;
+    rows.push_back(PeakSite{0, cache - std::min(cache, graph_free),
+                            p.segments.size() - p.graph_segments.size(), allocator, true});
+    if (!p.graph_segments.empty())
+      rows.push_back(
+          PeakSite{0, std::min(cache, graph_free), p.graph_segments.size(), allocator, true, true});
     replaced = true;
   }
   if (!replaced) return {};

@@ -30,6 +30,9 @@ class BlockReplay {
 
   // Applies one event.
   void on(const format::BlockRecord& r);
+  // The segment at `address` (a kSegmentAlloc just replayed) was taken while a CUDA graph was
+  // captured: its private pool's until it is freed.
+  void graph_segment(uint32_t allocator, int device, uint64_t address);
   // An allocator's settings: its blocks from now on, on every device, are rebuilt by them.
   void on(const format::AllocatorSettingsRecord& r);
 
@@ -85,6 +88,7 @@ class BlockReplay {
   struct Pool {
     FlatHashMap<uint64_t, Block, AddressHash> blocks;  // live blocks by address
     std::unordered_map<uint64_t, uint64_t> segments;   // reported segments by address: size
+    std::map<uint64_t, uint64_t> graph_segments;       // of them, graphs' private pools'
     AllocatorUsage usage;
     // PyTorch reports the sizes asked for; the blocks' own come from here (extents_'s).
     BlockExtents* extents = nullptr;

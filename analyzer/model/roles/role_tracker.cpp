@@ -285,6 +285,13 @@ void RoleTracker::on_block(const format::BlockRecord& r) {
   if (f.pins == 0) free_facts_.push_back(i);
 }
 
+bool RoleTracker::capturing(uint64_t thread) const {
+  const auto it = threads_.find(thread);
+  return it != threads_.end() &&
+         std::any_of(it->second.begin(), it->second.end(),
+                     [](const Open& o) { return o.where == Where::kCudaGraph; });
+}
+
 void RoleTracker::snapshot(int device, int slot, const std::vector<Block>& blocks,
                            const std::vector<PeakSite>& rows) {
   Snapshot s;
@@ -303,7 +310,10 @@ void RoleTracker::snapshot(int device, int slot, const std::vector<Block>& block
   s.kv_cache = kv_cache_;
   s.step_bytes = last_step_bytes_;
   for (const PeakSite& row : rows) {
-    if (row.cache) {
+    if (row.cache && row.graph) {
+      s.graph_cache_bytes += row.bytes;
+      s.graph_cache_count += row.count;
+    } else if (row.cache) {
       s.cache_bytes += row.bytes;
       s.cache_count += row.count;
     } else if (row.allocator < 0) {
@@ -475,6 +485,10 @@ std::optional<RoleBreakdown> RoleTracker::resolve(int device, int slot) const {
   table[Role::kUnknown].count += s.unknown_count;
   table[Role::kAllocatorCache].bytes += s.cache_bytes;
   table[Role::kAllocatorCache].count += s.cache_count;
+  // A graph's private pool serves only its captures: what is free in it is the graph's, kept for
+  // its replays (CUDA graph trees free a capture's tensors and replay into the same memory).
+  table[Role::kCudaGraph].bytes += s.graph_cache_bytes;
+  table[Role::kCudaGraph].count += s.graph_cache_count;
   table.outside = s.outside;
   table.kv_cache = s.kv_cache;
   table.step_bytes = s.step_bytes;

@@ -34,6 +34,9 @@ class RoleTracker {
   uint64_t unmatched_tags() const { return unmatched_tags_; }
   // Whether a ScopeRecord of kind kProgramEnd has come: the moment "at exit" is taken at.
   bool program_ended() const { return program_ended_; }
+  // Whether a CUDA graph's capture is open on `thread`: a segment its allocator takes now is
+  // the capture's private pool's.
+  bool capturing(uint64_t thread) const;
 
   // The blocks live now (address, size), to be resolved at the end: replaces the device's
   // snapshot `slot` (0: the peak) and keeps its blocks' facts until then. `rows` are the
@@ -142,6 +145,8 @@ class RoleTracker {
     uint64_t unknown_count = 0;
     uint64_t cache_bytes = 0;
     uint64_t cache_count = 0;
+    uint64_t graph_cache_bytes = 0;  // free in CUDA graphs' private pools: the graphs'
+    uint64_t graph_cache_count = 0;
     std::vector<RoleBreakdown::Outside> outside;
     std::optional<KvCacheLength> kv_cache;
     std::optional<uint64_t> step_bytes;

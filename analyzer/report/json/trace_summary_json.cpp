@@ -124,6 +124,7 @@ ordered_json devices_json(const TraceSummary& t, StackTable& stacks) {
                        {"count", s.count},
                        {"allocator", s.allocator},
                        {"cache", s.cache},
+                       {"graph", s.graph},
                        {"stack", stacks.index(s.frames)},
                        {"roles", role_bytes_json(s.roles)}});
     }
@@ -601,6 +602,8 @@ SummaryInput read_trace_summary(const std::string& path) {
       site.count = r.get<uint64_t>(s, "count");
       site.allocator = r.get<int>(s, "allocator");
       site.cache = r.get<bool>(s, "cache");
+      // Summaries written before graph pools were told apart have no "graph".
+      if (const auto graph = s.find("graph"); graph != s.end()) site.graph = graph->get<bool>();
       const uint32_t stack = r.stack(s, table.size());
       if (stack != 0) site.frames = table[stack - 1];
       if (s.contains("roles")) site.roles = r.role_bytes(r.at(s, "roles"));

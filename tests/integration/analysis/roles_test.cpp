@@ -466,6 +466,27 @@ TEST_F(Roles, TheHooksWrapACudaGraphsCapture) {
   EXPECT_EQ(at_exit, expected);
 }
 
+// The same capture given a private pool of its own, as PyTorch gives each: a 32 MiB segment
+// taken at its first allocation, the outputs' 16 MiB in it. What is free in that segment serves
+// only the graph's replays (CUDA graph trees free a capture's tensors and replay into the same
+// memory): it is the graph's too, 32 MiB, not the allocator's cache.
+TEST_F(Roles, AGraphsPrivatePoolIsTheGraphs) {
+  if (system("python3 -c pass") != 0) GTEST_SKIP() << "python3 is not installed";
+  const ProcessResult run = run_hooks_standin({"graph-pool"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const json report = command_json({"report", "--json", only_trace()});
+  const json& device = report["devices"][0];
+  const auto at_exit = bytes_by_role(device["by_role"]["at_exit"]);
+  const uint64_t live = device["live_at_exit_bytes"].get<uint64_t>();
+  EXPECT_EQ(at_exit.at("cuda_graph"), 32 * kMiB);
+  EXPECT_EQ(at_exit.at("allocator_cache"), live - 58 * kMiB);
+  EXPECT_EQ(at_exit.at("unknown"), 0u);
+  const ProcessResult text = cli({"report", only_trace()});
+  EXPECT_NE(text.out.find("free in the pytorch allocator's CUDA graph pools (1 segment)"),
+            std::string::npos)
+      << text.out;
+}
+
 // An OOM in a forward, the most common kind: the stand-in's first forward fails in fc2, after fc1
 // kept 8 MiB. At the failure that forward is still running: what it made is an activation (a
 // temporary under no_grad), with its module, and nothing is unknown; `how` says so.
