@@ -16,8 +16,10 @@ void Replay::on(const format::BlockRecord& r) {
   } else {
     blocks_.on(r);
   }
+  const bool taken = r.action == static_cast<uint32_t>(format::BlockAction::kSegmentAlloc) ||
+                     r.action == static_cast<uint32_t>(format::BlockAction::kAlloc);
+  if (taken && roles_.capturing(r.thread)) blocks_.graph_segment(r.allocator, r.device, r.address);
   if (r.action == static_cast<uint32_t>(format::BlockAction::kSegmentAlloc)) {
-    if (roles_.capturing(r.thread)) blocks_.graph_segment(r.allocator, r.device, r.address);
     if (const auto* e = live_.find(Key{Space::kAddress, r.address})) {
       site_rest_[e->site].stats->framework_segments = true;
     }

@@ -133,8 +133,17 @@ void BlockReplay::on(const format::BlockRecord& r) {
 
 void BlockReplay::graph_segment(uint32_t allocator, int device, uint64_t address) {
   Pool& p = pool(allocator, device);
-  if (const auto it = p.segments.find(address); it != p.segments.end())
+  if (const auto it = p.segments.find(address); it != p.segments.end()) {
     p.graph_segments[address] = it->second;
+    return;
+  }
+  // Captures make few blocks: a walk over the segments is enough.
+  for (const auto& [start, size] : p.segments) {
+    if (address >= start && address < start + size) {
+      p.graph_segments[start] = size;
+      return;
+    }
+  }
 }
 
 bool BlockReplay::has_blocks(int device) const {

@@ -30,8 +30,10 @@ class BlockReplay {
 
   // Applies one event.
   void on(const format::BlockRecord& r);
-  // The segment at `address` (a kSegmentAlloc just replayed) was taken while a CUDA graph was
-  // captured: its private pool's until it is freed.
+  // A CUDA graph's capture took the segment at `address` (a kSegmentAlloc just replayed), or a
+  // block in the segment that holds `address` (a kAlloc): the segment is the graph's private
+  // pool's until it is freed. PyTorch serves a capture only from its pool, whose segments may
+  // have been taken before the capture (CUDA graph trees warm up in the pool first).
   void graph_segment(uint32_t allocator, int device, uint64_t address);
   // An allocator's settings: its blocks from now on, on every device, are rebuilt by them.
   void on(const format::AllocatorSettingsRecord& r);
