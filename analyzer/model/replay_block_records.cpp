@@ -12,14 +12,14 @@ void Replay::on(const format::BlockRecord& r) {
   if (r.action == static_cast<uint32_t>(format::BlockAction::kAlloc)) {
     format::BlockRecord attributed = r;
     attributed.stack = backward_.stack_for(summary_, r.thread, r.stack);
-    blocks_.on(attributed);
+    const bool captured = roles_.captured(r.address);
+    blocks_.on(attributed, captured);
+    if (captured) blocks_.graph_segment(r.allocator, r.device, r.address);
   } else {
     blocks_.on(r);
   }
-  const bool taken = r.action == static_cast<uint32_t>(format::BlockAction::kSegmentAlloc) ||
-                     r.action == static_cast<uint32_t>(format::BlockAction::kAlloc);
-  if (taken && roles_.capturing(r.thread)) blocks_.graph_segment(r.allocator, r.device, r.address);
   if (r.action == static_cast<uint32_t>(format::BlockAction::kSegmentAlloc)) {
+    if (roles_.capturing(r.thread)) blocks_.graph_segment(r.allocator, r.device, r.address);
     if (const auto* e = live_.find(Key{Space::kAddress, r.address})) {
       site_rest_[e->site].stats->framework_segments = true;
     }

@@ -67,7 +67,7 @@ uint64_t BlockReplay::block_size(Pool& p, const format::BlockRecord& r) {
       r.address, r.size, [&](uint64_t address, uint64_t size) { resize_block(p, address, size); });
 }
 
-void BlockReplay::on(const format::BlockRecord& r) {
+void BlockReplay::on(const format::BlockRecord& r, bool captured) {
   Pool& p = pool(r.allocator, r.device);
   ++p.usage.block_events;
   if (p.extents) p.extents->follow(r);
@@ -77,7 +77,7 @@ void BlockReplay::on(const format::BlockRecord& r) {
       end_block(p, r.address);  // the same block twice: its free was not reported
       const uint64_t size = block_size(p, r);
       const uint32_t index = site(r.allocator, r.device, r.stack);
-      p.blocks.insert(r.address, Block{size, index});
+      p.blocks.insert(r.address, Block{size, index, captured});
       BlockSiteStats& s = sites_[index];
       s.live_bytes += size;
       ++s.live_count;
@@ -225,29 +225,39 @@ std::vector<PeakSite> BlockReplay::rows_on(int device, std::vector<PeakSite> row
       row->count -= taken.count;
     }
     std::map<uint32_t, PeakSite> block_rows;  // by stack
-    uint64_t graph_allocated = 0;             // of the blocks, in graphs' segments
+    // Each graph segment's live bytes, and whether a block the capture did not make is there.
+    std::map<uint64_t, std::pair<uint64_t, bool>> in_graph;
     p.blocks.for_each([&](uint64_t address, const Block& b) {
       PeakSite& row = block_rows[sites_[b.site].stack];
       row.bytes += b.size;
       ++row.count;
       if (p.graph_segments.empty()) return;
       const auto in = p.graph_segments.upper_bound(address);
-      if (in != p.graph_segments.begin() && address < std::prev(in)->first + std::prev(in)->second)
-        graph_allocated += b.size;
+      if (in == p.graph_segments.begin()) return;
+      const auto& [start, size] = *std::prev(in);
+      if (address >= start + size) return;
+      auto& [bytes, shared] = in_graph[start];
+      bytes += b.size;
+      shared = shared || !b.captured;
     });
     const int allocator = static_cast<int>(key.first);
     for (const auto& [stack, row] : block_rows) {
       rows.push_back(PeakSite{stack, row.bytes, row.count, allocator, false});
     }
-    uint64_t graph_bytes = 0;
-    for (const auto& [address, size] : p.graph_segments) graph_bytes += size;
-    const uint64_t graph_free = graph_bytes - std::min(graph_bytes, graph_allocated);
+    uint64_t graph_free = 0;
+    uint64_t graph_count = 0;
+    for (const auto& [address, size] : p.graph_segments) {
+      const auto live = in_graph.find(address);
+      if (live != in_graph.end() && live->second.second) continue;  // shared
+      graph_free += size - std::min(size, live != in_graph.end() ? live->second.first : 0);
+      ++graph_count;
+    }
     const uint64_t cache = segment_bytes - p.usage.allocated_bytes;
-    rows.push_back(PeakSite{0, cache - std::min(cache, graph_free),
-                            p.segments.size() - p.graph_segments.size(), allocator, true});
-    if (!p.graph_segments.empty())
-      rows.push_back(
-          PeakSite{0, std::min(cache, graph_free), p.graph_segments.size(), allocator, true, true});
+    graph_free = std::min(cache, graph_free);
+    rows.push_back(
+        PeakSite{0, cache - graph_free, p.segments.size() - graph_count, allocator, true});
+    if (graph_count > 0)
+      rows.push_back(PeakSite{0, graph_free, graph_count, allocator, true, true});
     replaced = true;
   }
   if (!replaced) return {};

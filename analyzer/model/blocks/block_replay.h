@@ -29,11 +29,14 @@ class BlockReplay {
   BlockReplay& operator=(const BlockReplay&) = delete;
 
   // Applies one event.
-  void on(const format::BlockRecord& r);
+  // `captured`: a kAlloc a CUDA graph's capture made (RoleTracker::captured()).
+  void on(const format::BlockRecord& r, bool captured = false);
   // A CUDA graph's capture took the segment at `address` (a kSegmentAlloc just replayed), or a
   // block in the segment that holds `address` (a kAlloc): the segment is the graph's private
   // pool's until it is freed. PyTorch serves a capture only from its pool, whose segments may
-  // have been taken before the capture (CUDA graph trees warm up in the pool first).
+  // have been taken before the capture (CUDA graph trees warm up in the pool first). Where a
+  // block the capture did not make lives in such a segment, the segment is not the graph's
+  // alone (an allocator that shares its segments): its free bytes stay the cache's.
   void graph_segment(uint32_t allocator, int device, uint64_t address);
   // An allocator's settings: its blocks from now on, on every device, are rebuilt by them.
   void on(const format::AllocatorSettingsRecord& r);
@@ -85,7 +88,8 @@ class BlockReplay {
  private:
   struct Block {
     uint64_t size = 0;
-    uint32_t site = 0;  // index in sites_
+    uint32_t site = 0;      // index in sites_
+    bool captured = false;  // made by a CUDA graph's capture
   };
   struct Pool {
     FlatHashMap<uint64_t, Block, AddressHash> blocks;  // live blocks by address

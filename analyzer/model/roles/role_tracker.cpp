@@ -292,6 +292,11 @@ bool RoleTracker::capturing(uint64_t thread) const {
                      [](const Open& o) { return o.where == Where::kCudaGraph; });
 }
 
+bool RoleTracker::captured(uint64_t address) const {
+  const auto* live = live_.find(address);
+  return live != nullptr && facts_[live->value].where == Where::kCudaGraph;
+}
+
 void RoleTracker::snapshot(int device, int slot, const std::vector<Block>& blocks,
                            const std::vector<PeakSite>& rows) {
   Snapshot s;

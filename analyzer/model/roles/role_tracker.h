@@ -37,6 +37,9 @@ class RoleTracker {
   // Whether a CUDA graph's capture is open on `thread`: a segment its allocator takes now is
   // the capture's private pool's.
   bool capturing(uint64_t thread) const;
+  // Whether the live block at `address` was made by a CUDA graph's capture (on its thread, or
+  // for a backward begun inside it).
+  bool captured(uint64_t address) const;
 
   // The blocks live now (address, size), to be resolved at the end: replaces the device's
   // snapshot `slot` (0: the peak) and keeps its blocks' facts until then. `rows` are the
