@@ -48,8 +48,9 @@ const char* role_basis(Role role, bool tagged) {
              "8.125 MiB, and a thread's first 1 MiB after it, made in a forward or backward and "
              "kept to the end)";
     case Role::kCudaGraph:
-      return "inferred: made while a CUDA graph was captured (torch.cuda.graph), its private "
-             "pool's (the pool's free space is in allocator_cache)";
+      return "inferred: made while a CUDA graph was captured (torch.cuda.graph), and the free "
+             "space of its private pool's segments (those its capture took or made blocks in), "
+             "kept for its replays";
     case Role::kKvCache:
       return "inferred: made where the model's earlier forwards made its key-value cache's "
              "tagged keys and values, not yet tagged (the last forward's, or one still running)";
