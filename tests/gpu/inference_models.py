@@ -25,7 +25,8 @@ downloaded). Each writes the figures the checks compare against to a JSON file.
       A hand-written decoder (8 layers) with keys and values preallocated for CAPACITY tokens,
       its decode step captured once in a CUDA graph (torch.cuda.graph) and replayed NEW times, as
       a serving loop does: OUT gets the bytes of the blocks live at the end in the graphs' private
-      pools (memory_snapshot's segments of a pool other than the default).
+      pools (memory_snapshot's segments of a pool other than the default), and those segments'
+      bytes.
 """
 import json
 import sys
@@ -53,6 +54,13 @@ def cache_tensors(cache):
                  if name not in ("keys", "values") and isinstance(t, torch.Tensor) and t.is_cuda]
         return kv + other
     return list(cache.key_cache) + list(cache.value_cache)
+
+
+def graph_pool_bytes():
+    """The segments of CUDA graphs' private pools (memory_snapshot's of a pool other than the
+    default), whole: their live blocks and their free space, which only the graphs use."""
+    return sum(s["total_size"] for s in torch.cuda.memory_snapshot()
+               if tuple(s.get("segment_pool_id", (0, 0))) != (0, 0))
 
 
 def take_filler(spec):
@@ -142,7 +150,8 @@ def llama(cache, batch, prompt, new, filler_spec, out_path):
         max_memory_allocated=torch.cuda.max_memory_allocated(),
         max_memory_reserved=torch.cuda.max_memory_reserved(),
         # generate() compiles the decode step (mode reduce-overhead: CUDA graphs) for a static cache
-        compiled_graphs=compiled_graphs())
+        compiled_graphs=compiled_graphs(),
+        graph_pool_bytes=graph_pool_bytes())
     json.dump(facts, open(out_path, "w"))
     print(json.dumps(facts))
     return model, result, filler  # kept to the program's end
@@ -271,8 +280,9 @@ def graphed(batch, capacity, new, out_path):
     for segment in torch.cuda.memory_snapshot():
         if tuple(segment.get("segment_pool_id", (0, 0))) != (0, 0):
             pooled += sum(b["size"] for b in segment["blocks"] if b["state"] == "active_allocated")
-    json.dump({"graph_pool_live_bytes": pooled}, open(out_path, "w"))
-    print(json.dumps({"graph_pool_live_bytes": pooled}))
+    facts = {"graph_pool_live_bytes": pooled, "graph_pool_bytes": graph_pool_bytes()}
+    json.dump(facts, open(out_path, "w"))
+    print(json.dumps(facts))
     return model, graph, logits, ids, position
 
 
