@@ -144,14 +144,22 @@ void link_exec_images(ReportInput& input) {
     by_process[{input.traces[i].host, input.traces[i].pid}].push_back(i);
   for (auto& [process, traces] : by_process) {
     if (traces.size() < 2) continue;
+    // The exec's time counts from the trace's monotonic start: compared on that clock, the next
+    // image began after it. The wall clock, read a moment apart from the monotonic one at each
+    // start, can put an image that began within microseconds of the exec before it.
+    const bool monotonic = std::all_of(traces.begin(), traces.end(), [&](std::size_t i) {
+      return input.traces[i].mono_start_ns != 0;
+    });
+    const auto start = [&](const TraceSummary& t) {
+      return monotonic ? t.mono_start_ns : t.wall_start_ns;
+    };
     std::sort(traces.begin(), traces.end(), [&](std::size_t a, std::size_t b) {
-      return input.traces[a].wall_start_ns < input.traces[b].wall_start_ns;
+      return start(input.traces[a]) < start(input.traces[b]);
     });
     for (std::size_t k = 1; k < traces.size(); ++k) {
       const TraceSummary& before = input.traces[traces[k - 1]];
       TraceSummary& after = input.traces[traces[k]];
-      if (before.end == TraceEnd::kExec &&
-          after.wall_start_ns >= before.wall_start_ns + before.exec_time_ns)
+      if (before.end == TraceEnd::kExec && start(after) >= start(before) + before.exec_time_ns)
         after.exec_image = before.exec_image + 1;
     }
   }
