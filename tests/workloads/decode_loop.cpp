@@ -11,8 +11,6 @@
 //   one row a query, one column a cached token) and its output; then the last token's logits
 //   (fp32, a 32,000-word vocabulary), kept to the next forward. Between forwards the token ids
 //   grow by concatenation too (int64).
-#include <dlfcn.h>
-
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +19,7 @@
 #include <string_view>
 
 #include "tests/workloads/caching_allocator.h"
+#include "tests/workloads/framework_hooks.h"
 
 namespace {
 
@@ -28,33 +27,16 @@ constexpr std::size_t kSequences = 4, kHeads = 4, kHeadDim = 64, kLayers = 4, kM
 constexpr std::size_t kVocabulary = 32000;
 constexpr std::size_t kKeysPerToken = kSequences * kHeads * kHeadDim * 2;  // one layer's keys
 
-// format/records.h's ScopeAction, ScopeKind and TagRole.
-constexpr uint32_t kEnter = 0, kExit = 1;
-constexpr uint32_t kModule = 0, kProgramEnd = 3, kNoGrad = 5, kKvCacheLength = 6;
-constexpr uint32_t kParameter = 0, kKvCache = 4;
+using sim::kExit, sim::kKvCache, sim::kKvCacheLength, sim::kModule, sim::kNoGrad;
+using sim::kParameter, sim::kProgramEnd;
 
-using NameFn = uint32_t (*)(const char*);
-using ScopeFn = void (*)(uint32_t, uint32_t, uint32_t);
-using TagsFn = void (*)(uint32_t, uint32_t, const uint64_t*, const uint32_t*);
-
-// The library's entry points, as the hooks find them (no-ops untraced).
-struct Hooks {
-  NameFn name = reinterpret_cast<NameFn>(dlsym(RTLD_DEFAULT, "gpumemtrace_framework_name"));
-  ScopeFn scope = reinterpret_cast<ScopeFn>(dlsym(RTLD_DEFAULT, "gpumemtrace_framework_scope"));
-  TagsFn tags = reinterpret_cast<TagsFn>(dlsym(RTLD_DEFAULT, "gpumemtrace_framework_tags"));
-
-  uint32_t id(const std::string& text) const { return name != nullptr ? name(text.c_str()) : 0; }
+// The hooks' entry points, named by std::string, a tensor tagged at a time.
+struct Hooks : sim::FrameworkHooks {
   void enter(uint32_t kind, const std::string& text) const {
-    if (scope != nullptr) scope(kEnter, kind, id(text));
-  }
-  void exit(uint32_t kind) const {
-    if (scope != nullptr) scope(kExit, kind, 0);
+    FrameworkHooks::enter(kind, text.c_str());
   }
   void tag(uint32_t role, void* p, const std::string& text) const {
-    if (tags == nullptr) return;
-    const uint64_t address = reinterpret_cast<uintptr_t>(p);
-    const uint32_t n = id(text);
-    tags(role, 1, &address, &n);
+    FrameworkHooks::tag(role, {{p, text.c_str()}});
   }
 };
 

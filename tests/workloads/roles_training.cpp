@@ -10,8 +10,6 @@
 // The users hold the most in step 2, when fc2's gradient is made: parameters 8, state 16,
 // input 2, activations 16, gradient 4 MiB. At its end the program holds parameters, gradients
 // and state (32 MiB); then its teardown frees the state.
-#include <dlfcn.h>
-
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -20,44 +18,15 @@
 #include <vector>
 
 #include "tests/workloads/caching_allocator.h"
+#include "tests/workloads/framework_hooks.h"
 
 namespace {
 
 constexpr std::size_t kMiB = 1024 * 1024;
 
-// format/records.h's ScopeAction, ScopeKind and TagRole.
-constexpr uint32_t kEnter = 0, kExit = 1, kEnterOutline = 2;
-constexpr uint32_t kModule = 0, kBackward = 1, kOptimizer = 2, kProgramEnd = 3;
-constexpr uint32_t kParameter = 0, kGradient = 2, kOptimizerState = 3;
-
-using NameFn = uint32_t (*)(const char*);
-using ScopeFn = void (*)(uint32_t, uint32_t, uint32_t);
-using TagsFn = void (*)(uint32_t, uint32_t, const uint64_t*, const uint32_t*);
-
-// The library's entry points, as the hooks find them (no-ops untraced).
-struct Hooks {
-  NameFn name = reinterpret_cast<NameFn>(dlsym(RTLD_DEFAULT, "gpumemtrace_framework_name"));
-  ScopeFn scope = reinterpret_cast<ScopeFn>(dlsym(RTLD_DEFAULT, "gpumemtrace_framework_scope"));
-  TagsFn tags = reinterpret_cast<TagsFn>(dlsym(RTLD_DEFAULT, "gpumemtrace_framework_tags"));
-
-  uint32_t id(const char* text) const { return name != nullptr ? name(text) : 0; }
-  void enter(uint32_t kind, const char* text, uint32_t action = kEnter) const {
-    if (scope != nullptr) scope(action, kind, id(text));
-  }
-  void exit(uint32_t kind) const {
-    if (scope != nullptr) scope(kExit, kind, 0);
-  }
-  void tag(uint32_t role, const std::vector<std::pair<void*, const char*>>& tensors) const {
-    if (tags == nullptr) return;
-    std::vector<uint64_t> addresses;
-    std::vector<uint32_t> names;
-    for (const auto& [p, text] : tensors) {
-      addresses.push_back(reinterpret_cast<uintptr_t>(p));
-      names.push_back(id(text));
-    }
-    tags(role, static_cast<uint32_t>(addresses.size()), addresses.data(), names.data());
-  }
-};
+using sim::kBackward, sim::kEnter, sim::kEnterOutline, sim::kGradient, sim::kModule;
+using sim::kOptimizer, sim::kOptimizerState, sim::kParameter, sim::kProgramEnd;
+using Hooks = sim::FrameworkHooks;
 
 void* must(void* p) {
   if (p == nullptr) {
