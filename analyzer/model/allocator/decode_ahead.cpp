@@ -157,6 +157,33 @@ void run_forward(CachingAllocatorModel model, const std::vector<TemplateEvent>& 
   }
 }
 
+// One device's steps run forward into `out`; why not, where they cannot be.
+std::string run_device(DeviceSteps& d, const std::deque<KvCacheLength>& lengths,
+                       uint64_t max_requests, DecodeAhead& out) {
+  if (d.failed) return "the recording ran out of memory";
+  // Three decode steps: the first forward's (the prompt's, and all before it) is not one.
+  if (d.steps < 4 || lengths.size() < 3) return "fewer than three decode steps";
+  const uint64_t tokens = lengths[2].tokens - std::min(lengths[2].tokens, lengths[1].tokens);
+  if (tokens == 0 || lengths[1].tokens - std::min(lengths[1].tokens, lengths[0].tokens) != tokens ||
+      lengths[1].batch != lengths[2].batch)
+    return "the last two steps did not write the same tokens";
+  std::vector<TemplateEvent> steps;
+  if (std::string why = make_template(d.closed, steps); !why.empty()) return why;
+  if (!d.outside || !d.at_last_end) return "the device's free memory was not sampled";
+  out.steps = d.steps - 1;
+  out.tokens_per_step = tokens;
+  out.requests_per_step = static_cast<uint64_t>(
+      std::count_if(steps.begin(), steps.end(), [](const TemplateEvent& t) { return t.request; }));
+  CachingAllocatorModel model = std::move(*d.at_last_end);
+  out.capacity = d.total - std::min(d.total, *d.outside);
+  out.reserved = model.stats().reserved_bytes;
+  out.kept_free = verdict_margin(out.capacity - std::min(out.capacity, out.reserved));
+  model.set_capacity(out.capacity - out.kept_free);
+  model.clear_events();
+  run_forward(std::move(model), steps, d.closed[2], max_requests, out);
+  return {};
+}
+
 }  // namespace
 
 DecodeAheadResult decode_ahead(std::span<const uint8_t> bytes, const std::string& name,
@@ -215,46 +242,13 @@ DecodeAheadResult decode_ahead(std::span<const uint8_t> bytes, const std::string
   DecodeAheadResult result;
   for (auto& [device, d] : devices) {
     if (d.steps == 0) continue;  // no cache reported
-    auto why_not = [&](std::string why) { result.why_not[device] = std::move(why); };
-    if (d.failed) {
-      why_not("the recording ran out of memory");
-      continue;
+    DecodeAhead ahead;
+    ahead.device = device;
+    if (std::string why = run_device(d, lengths, max_requests, ahead); !why.empty()) {
+      result.why_not[device] = std::move(why);
+    } else {
+      result.devices.push_back(ahead);
     }
-    // Three decode steps: the first forward's (the prompt's, and all before it) is not one.
-    if (d.steps < 4 || lengths.size() < 3) {
-      why_not("fewer than three decode steps");
-      continue;
-    }
-    const uint64_t tokens = lengths[2].tokens - std::min(lengths[2].tokens, lengths[1].tokens);
-    if (tokens == 0 ||
-        lengths[1].tokens - std::min(lengths[1].tokens, lengths[0].tokens) != tokens ||
-        lengths[1].batch != lengths[2].batch) {
-      why_not("the last two steps did not write the same tokens");
-      continue;
-    }
-    std::vector<TemplateEvent> steps;
-    if (std::string why = make_template(d.closed, steps); !why.empty()) {
-      why_not(why);
-      continue;
-    }
-    if (!d.outside || !d.at_last_end) {
-      why_not("the device's free memory was not sampled");
-      continue;
-    }
-    DecodeAhead a;
-    a.device = device;
-    a.steps = d.steps - 1;
-    a.tokens_per_step = tokens;
-    a.requests_per_step = static_cast<uint64_t>(std::count_if(
-        steps.begin(), steps.end(), [](const TemplateEvent& t) { return t.request; }));
-    CachingAllocatorModel model = std::move(*d.at_last_end);
-    a.capacity = d.total - std::min(d.total, *d.outside);
-    a.reserved = model.stats().reserved_bytes;
-    a.kept_free = verdict_margin(a.capacity - std::min(a.capacity, a.reserved));
-    model.set_capacity(a.capacity - a.kept_free);
-    model.clear_events();
-    run_forward(std::move(model), steps, d.closed[2], max_requests, a);
-    result.devices.push_back(a);
   }
   return result;
 }

@@ -227,13 +227,14 @@ std::vector<PeakSite> BlockReplay::rows_on(int device, std::vector<PeakSite> row
     std::map<uint32_t, PeakSite> block_rows;  // by stack
     // Each graph segment's live bytes, and whether a block the capture did not make is there.
     std::map<uint64_t, std::pair<uint64_t, bool>> in_graph;
+    const auto& graph_segments = p.graph_segments;  // a structured binding clang cannot capture
     p.blocks.for_each([&](uint64_t address, const Block& b) {
       PeakSite& row = block_rows[sites_[b.site].stack];
       row.bytes += b.size;
       ++row.count;
-      if (p.graph_segments.empty()) return;
-      const auto in = p.graph_segments.upper_bound(address);
-      if (in == p.graph_segments.begin()) return;
+      if (graph_segments.empty()) return;
+      const auto in = graph_segments.upper_bound(address);
+      if (in == graph_segments.begin()) return;
       const auto& [start, size] = *std::prev(in);
       if (address >= start + size) return;
       auto& [bytes, shared] = in_graph[start];
