@@ -52,16 +52,14 @@ struct DeviceSteps {
   std::optional<uint64_t> outside;
 };
 
-// The device's memory held outside the allocator at a sample (cuMemGetInfo's): the CUDA
-// context, libraries, other processes. The latest sample is taken: at the program's end
-// nothing moves, where a sample taken while segments are made can be read before its segment
-// is recorded.
+// What the device held outside the allocator at the latest sample: at the program's end nothing
+// moves, where a sample taken while segments are made can be read before its segment is
+// recorded.
 void sampled(const format::SampleRecord& s, DeviceSteps& d) {
-  constexpr uint32_t kDriver = format::SampleField::kDriverFree | format::SampleField::kDriverTotal;
-  if ((s.present & kDriver) != kDriver || s.driver_total == 0) return;
-  const uint64_t held = s.driver_total - std::min(s.driver_total, s.driver_free);
-  d.total = s.driver_total;
-  d.outside = held - std::min(held, d.reserved);
+  if (const auto outside = held_outside(s, d.reserved)) {
+    d.total = s.driver_total;
+    d.outside = outside;
+  }
 }
 
 // `step`'s events as a template against `before` (the step before it); an error text where a

@@ -198,13 +198,18 @@ void TraceReplay::apply(const format::Record& record) {
 // The device's memory neither free nor the allocator's at a sample (cuMemGetInfo's): the CUDA
 // context, libraries' own allocations, other processes. Only while the allocator holds some (a
 // sample before its first segment sees a context still growing).
-void TraceReplay::sampled_outside(const format::SampleRecord& s) {
+std::optional<uint64_t> held_outside(const format::SampleRecord& s, uint64_t reserved) {
   constexpr uint32_t kDriver = format::SampleField::kDriverFree | format::SampleField::kDriverTotal;
-  if ((s.present & kDriver) != kDriver || s.driver_total == 0) return;
+  if ((s.present & kDriver) != kDriver || s.driver_total == 0) return std::nullopt;
+  const uint64_t held = s.driver_total - std::min(s.driver_total, s.driver_free);
+  return held - std::min(held, reserved);
+}
+
+void TraceReplay::sampled_outside(const format::SampleRecord& s) {
   const auto it = devices_.find(s.device);
   if (it == devices_.end() || it->second->reserved == 0) return;
-  const uint64_t held = s.driver_total - std::min(s.driver_total, s.driver_free);
-  it->second->outside_samples.push_back(held - std::min(held, it->second->reserved));
+  if (const auto outside = held_outside(s, it->second->reserved))
+    it->second->outside_samples.push_back(*outside);
 }
 
 EmptyCacheAt parse_empty_cache_at(const std::string& text) {

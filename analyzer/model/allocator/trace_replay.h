@@ -101,6 +101,11 @@ struct ReplayOptions {
   }
 };
 
+// The device's memory neither free nor the allocator's (`reserved` then) at a sample of the
+// driver (cuMemGetInfo's): the CUDA context, libraries, other processes. None where the sample
+// has no driver figures.
+std::optional<uint64_t> held_outside(const format::SampleRecord& s, uint64_t reserved);
+
 // The size a request of `size` asks under `scale` (ReplayOptions::scale's rule).
 uint64_t scaled_request(uint64_t size, double scale);
 

@@ -95,9 +95,8 @@ void RoleTracker::on(const format::ScopeRecord& r) {
       }
       if (where == Where::kBackward) {
         ++backwards_;
-        const auto capture = std::find_if(
-            open.rbegin(), open.rend(), [](const Open& o) { return o.where == Where::kCudaGraph; });
-        open_backwards_.push_back({instance, capture == open.rend()
+        const Open* capture = capture_in(open);
+        open_backwards_.push_back({instance, capture == nullptr
                                                  ? std::nullopt
                                                  : std::optional<uint32_t>(capture->instance)});
       }
@@ -190,12 +189,7 @@ void RoleTracker::on_block(const format::BlockRecord& r) {
       step_high_ = std::max(step_high_, step_net_);
     }
     const auto thread = threads_.find(r.thread);
-    const Open* capture = nullptr;
-    if (thread != threads_.end()) {
-      for (const Open& o : thread->second) {
-        if (o.where == Where::kCudaGraph) capture = &o;
-      }
-    }
+    const Open* capture = thread != threads_.end() ? capture_in(thread->second) : nullptr;
     if (capture != nullptr) {
       // A graph's private pool keeps what its capture made, whatever scope made it.
       f.where = Where::kCudaGraph;
@@ -285,11 +279,15 @@ void RoleTracker::on_block(const format::BlockRecord& r) {
   if (f.pins == 0) free_facts_.push_back(i);
 }
 
+const RoleTracker::Open* RoleTracker::capture_in(const std::vector<Open>& open) {
+  const auto it = std::find_if(open.rbegin(), open.rend(),
+                               [](const Open& o) { return o.where == Where::kCudaGraph; });
+  return it != open.rend() ? &*it : nullptr;
+}
+
 bool RoleTracker::capturing(uint64_t thread) const {
   const auto it = threads_.find(thread);
-  return it != threads_.end() &&
-         std::any_of(it->second.begin(), it->second.end(),
-                     [](const Open& o) { return o.where == Where::kCudaGraph; });
+  return it != threads_.end() && capture_in(it->second) != nullptr;
 }
 
 bool RoleTracker::captured(uint64_t address) const {

@@ -162,6 +162,8 @@ class RoleTracker {
   RoleClass class_of(const Facts& f) const { return class_of(f, running_now(f)); }
   RoleClass class_of(const Facts& f, Running running) const;
   void mark_no_grad(const std::vector<Open>& open);
+  // The innermost CUDA graph capture open among a thread's scopes; none where none is.
+  static const Open* capture_in(const std::vector<Open>& open);
   uint32_t new_facts();
   void unpin(Snapshot& s);
   std::string module_of(const Facts& f, Role role) const;
