@@ -109,13 +109,21 @@ double growth_rate(const TraceSummary& trace, const Site& site, std::size_t last
   return seconds > 0 ? grown / seconds : 0;
 }
 
+// Growth is judged only of a site that allocated at least as often as the samples are taken:
+// with fewer allocations, which of its frees fall between two samples decides what the samples
+// show, and that depends on how many records (driver samples among them) the run wrote.
+template <class Site>
+bool judged_by_growth(const TraceSummary& trace, const Site& site) {
+  return site.allocations >= kLeakSamples && site.live_samples.size() == trace.sample_times.size();
+}
+
 // A site that kept growing until the trace's last stretch and then gave memory back: a Python
 // program frees what a leak kept when its modules are torn down at exit, after the harm (the
 // growth, the OOM it leads to) was done.
 template <class Site>
 bool grew_until_exit(const TraceSummary& trace, const Site& site) {
   const std::size_t n = site.live_samples.size();
-  if (n != trace.sample_times.size() || n < 4 || site.live_count_samples.size() != n) return false;
+  if (!judged_by_growth(trace, site) || n < 4 || site.live_count_samples.size() != n) return false;
   if (site.live_samples[n - 1] >= site.live_samples[n - 2]) return false;
   const std::vector<uint64_t> before_exit(site.live_samples.begin(), site.live_samples.end() - 1);
   return keeps_growing(before_exit);
@@ -140,7 +148,7 @@ void classify_blocks(TraceSummary& trace) {
     if (site.live_count == 0) continue;
     group.bytes = group.resident_bytes = site.live_bytes;
     group.count = site.live_count;
-    if (site.live_samples.size() == trace.sample_times.size() && keeps_growing(site.live_samples)) {
+    if (judged_by_growth(trace, site) && keeps_growing(site.live_samples)) {
       group.leak_class = LeakClass::kProbableLeak;
       group.growth_bytes_per_s = growth_rate(trace, site, site.live_samples.size() - 1);
     }
@@ -197,8 +205,7 @@ void classify_leaks(TraceSummary& trace) {
                     0};
     // A growing site is reported as a probable leak even inside a caching allocator: growth
     // without bound is what a leak looks like when a cache sits in between.
-    if (!framework && site.live_samples.size() == trace.sample_times.size() &&
-        keeps_growing(site.live_samples)) {
+    if (!framework && judged_by_growth(trace, site) && keeps_growing(site.live_samples)) {
       group.leak_class = LeakClass::kProbableLeak;
       group.growth_bytes_per_s = growth_rate(trace, site, site.live_samples.size() - 1);
     } else if (keeps_memory_on_purpose(owners.of(site.stack))) {

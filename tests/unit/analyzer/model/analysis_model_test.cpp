@@ -116,6 +116,7 @@ TEST(LeakClasses, GrowthFreedOnlyAtExitIsAProbableLeak) {
   leaking.stack = 7;
   leaking.live_samples = {16, 32, 48, 64, 80, 0};
   leaking.live_count_samples = {1, 2, 3, 4, 5, 0};
+  leaking.allocations = kLeakSamples;  // growth is judged of a site that allocated this often
   SiteStats steady;  // held the same until exit: not a leak, and freed: nothing to report
   steady.device = 0;
   steady.stack = 8;

@@ -37,6 +37,7 @@ SiteStats site(uint32_t stack, std::vector<uint64_t> samples, uint64_t count) {
   s.stack = stack;
   s.live_bytes = s.live_resident_bytes = samples.back();
   s.live_count = s.live_resident_count = count;
+  s.allocations = count;
   s.live_samples = std::move(samples);
   s.live_count_samples.assign(s.live_samples.size(), count);
   return s;
@@ -77,6 +78,28 @@ TEST(LeakClasses, ALibrarySiteThatKeepsGrowingIsAProbableLeak) {
   EXPECT_EQ(t.leaks[0].leak_class, LeakClass::kProbableLeak);
   EXPECT_EQ(t.leaks[0].bytes, 40 * kMiB);
   EXPECT_EQ(leaked_on(t, 0), 40 * kMiB);
+}
+
+TEST(LeakClasses, ASiteOfFewerAllocationsThanSamplesIsNotJudgedByGrowth) {
+  TraceSummary t = trace_with_library_and_program();
+  // Six allocations, three of them never freed, whose samples happened to miss its frees: what
+  // the samples show depends on where they fell, so the site is what it is at the end.
+  std::vector<uint64_t> seen = {0, 0, 0, 0, 1 * kMiB, 5 * kMiB, 6 * kMiB, 13 * kMiB, 13 * kMiB,
+                                10 * kMiB};
+  t.sites[site_key(0, 3)] = site(3, seen, 3);
+  t.sites[site_key(0, 3)].allocations = 6;
+  classify_leaks(t);
+  ASSERT_EQ(t.leaks.size(), 1u);
+  EXPECT_EQ(t.leaks[0].leak_class, LeakClass::kUnfreed);
+  EXPECT_EQ(t.leaks[0].bytes, 10 * kMiB);
+
+  // The same samples of a site that allocated as often as the samples are taken: it grew until
+  // its exit.
+  t.sites[site_key(0, 3)].allocations = kLeakSamples;
+  classify_leaks(t);
+  ASSERT_EQ(t.leaks.size(), 1u);
+  EXPECT_EQ(t.leaks[0].leak_class, LeakClass::kProbableLeak);
+  EXPECT_EQ(t.leaks[0].bytes, 13 * kMiB);
 }
 
 }  // namespace
