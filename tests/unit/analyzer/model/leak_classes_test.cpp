@@ -84,8 +84,8 @@ TEST(LeakClasses, ASiteOfFewerAllocationsThanSamplesIsNotJudgedByGrowth) {
   TraceSummary t = trace_with_library_and_program();
   // Six allocations, three of them never freed, whose samples happened to miss its frees: what
   // the samples show depends on where they fell, so the site is what it is at the end.
-  std::vector<uint64_t> seen = {0, 0, 0, 0, 1 * kMiB, 5 * kMiB, 6 * kMiB, 13 * kMiB, 13 * kMiB,
-                                10 * kMiB};
+  std::vector<uint64_t> seen = {0,        0,        0,         0,         1 * kMiB,
+                                5 * kMiB, 6 * kMiB, 13 * kMiB, 13 * kMiB, 10 * kMiB};
   t.sites[site_key(0, 3)] = site(3, seen, 3);
   t.sites[site_key(0, 3)].allocations = 6;
   classify_leaks(t);
