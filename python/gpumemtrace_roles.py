@@ -12,7 +12,9 @@ library's entry points (format 4.8's Scope and Tag records):
   by its class name; inside it, each module's forward by its qualified name (`layer3.2.conv1`, as
   the root's `named_modules()` gives it) in the root's first three forwards and one in sixteen
   after (the others in outline); backward(); each optimizer's step(); each CUDA graph's capture
-  (torch.cuda.graph, which torch.compile's CUDA graphs use too); the program's end (atexit);
+  (torch.cuda.graph, which torch.compile's CUDA graphs use too), and CUDA graph trees' other
+  allocations in the graphs' pool (the warm-up, the recording's inputs); the program's end
+  (atexit);
   inside a root forward that autograd does not record (no_grad, inference_mode), a no-grad scope;
 - tags: a model's parameters and buffers in its forwards reported whole (when they moved), the
   gradients after each backward (or before a step), the optimizer's state after each step when it
@@ -506,6 +508,61 @@ def _install():
         graph.__enter__ = enter
         graph.__exit__ = exit_
 
+    # CUDA graph trees (torch.compile's "reduce-overhead") also allocate in their graphs' private
+    # pool outside any capture: the warm-up run and the recording's inputs, inside
+    # torch._inductor.cudagraph_trees._use_cuda_memory_pool_manager, which turns the pool on
+    # through these functions of torch._C. Those are wrapped rather than the manager (its module
+    # is imported only when a compiled graph first runs), and only the calls made from
+    # torch._inductor open the scope: a user's torch.cuda.MemPool goes through the same functions
+    # and is not a graph's.
+    def wrap_graph_pool_allocation(c_module):
+        if c_module is None:
+            return
+        pool_name = name_id("cuda graph pool allocation")
+        open_threads = set()
+
+        def wrap_begin(original):
+            def begin(*args, **kwargs):
+                result = original(*args, **kwargs)
+                try:
+                    caller = sys._getframe(1).f_globals.get("__name__") or ""
+                    if caller.startswith("torch._inductor."):
+                        open_threads.add(threading.get_ident())
+                        scope(ENTER, CUDA_GRAPH, pool_name)
+                except Exception as error:  # never the program's problem
+                    fail(error)
+                return result
+
+            return begin
+
+        def wrap_end(original):
+            def end(*args, **kwargs):
+                try:
+                    return original(*args, **kwargs)
+                finally:
+                    ident = threading.get_ident()
+                    if ident in open_threads:
+                        open_threads.discard(ident)
+                        scope(EXIT, CUDA_GRAPH, 0)
+
+            return end
+
+        # The names differ between PyTorch versions.
+        for names, wrap in (
+            (("_cuda_beginAllocateCurrentThreadToPool", "_cuda_beginAllocateCurrentStreamToPool"),
+             wrap_begin),
+            (("_cuda_endAllocateToPool", "_cuda_endAllocateCurrentThreadToPool",
+              "_cuda_endAllocateCurrentStreamToPool"), wrap_end),
+        ):
+            for attribute in names:
+                original = getattr(c_module, attribute, None)
+                if original is None or hasattr(original, "__wrapped__"):
+                    continue
+                wrapped = wrap(original)
+                wrapped.__wrapped__ = original
+                wrapped.__name__ = attribute
+                setattr(c_module, attribute, wrapped)
+
     # Module.__call__ rather than the global forward hooks: with any global hook registered, every
     # module call takes _call_impl's slow path (about 5 us a call on the H200, 4.5 % of a
     # ResNet-50 AMP step), whether or not the hook reports anything.
@@ -524,6 +581,7 @@ def _install():
             if function is not None and not hasattr(function, "__wrapped__"):
                 setattr(autograd, attribute, scoped_backward(function))
     wrap_graph_capture(getattr(getattr(torch, "cuda", None), "graph", None))
+    wrap_graph_pool_allocation(getattr(torch, "_C", None))
     import atexit
 
     # What the program holds when its code is done, before the interpreter's teardown frees it:

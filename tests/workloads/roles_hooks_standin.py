@@ -33,6 +33,12 @@ hooks wrap) and its outputs kept: at the program's end they are the graph's, 16 
 `graph-pool` the same, the capture's blocks handed out of a private pool, as PyTorch gives each
 capture: a 32 MiB segment of its own, taken at the capture's first allocation.
 
+With `graph-warmup`, the forward is first run as CUDA graph trees warm a graph up (torch.compile's
+"reduce-overhead"): inside torch._inductor.cudagraph_trees' pool manager, outside any capture, in a
+32 MiB segment of the graphs' pool taken then, and what it kept is dropped after; then a user's
+memory pool (torch.cuda.MemPool, through the same torch._C functions) takes a 16 MiB segment and
+frees its block. At the end the first segment, all free, is the graph's; the second is the cache.
+
 Usage: python3 roles_hooks_standin.py PATH_TO_LIBCUDART PATH_TO_GPUMEMTRACE_ROLES_PY [graph]
 """
 import ctypes
@@ -210,6 +216,37 @@ class GraphCapture:
         return False
 
 
+pool_calls = []  # (function, pool) as the allocator saw them
+
+
+class CudaBindings(types.ModuleType):
+    """torch._C: the calls that send a thread's allocations to a memory pool and back."""
+
+    @staticmethod
+    def _cuda_beginAllocateCurrentThreadToPool(device, pool):
+        pool_calls.append(("begin", pool))
+
+    @staticmethod
+    def _cuda_endAllocateToPool(device, pool):
+        pool_calls.append(("end", pool))
+
+
+# torch/_inductor/cudagraph_trees.py's pool manager, run in a module of that name.
+CUDAGRAPH_TREES = '''
+import contextlib
+import torch
+
+
+@contextlib.contextmanager
+def _use_cuda_memory_pool_manager(device, mem_pool, stream):
+    torch._C._cuda_beginAllocateCurrentThreadToPool(device, mem_pool)
+    try:
+        yield
+    finally:
+        torch._C._cuda_endAllocateToPool(device, mem_pool)
+'''
+
+
 def stand_in_torch():
     torch = types.ModuleType("torch")
     torch.__version__ = "stand-in"
@@ -228,8 +265,13 @@ def stand_in_torch():
     optimizer_mod.register_optimizer_step_post_hook = step_hooks["post"].append
     autograd = types.ModuleType("torch.autograd")
     autograd.backward = autograd_backward
+    torch._C = CudaBindings("torch._C")
     sys.modules.update({"torch": torch, "torch.nn.modules.module": module_mod,
-                        "torch.optim.optimizer": optimizer_mod, "torch.autograd": autograd})
+                        "torch.optim.optimizer": optimizer_mod, "torch.autograd": autograd,
+                        "torch._C": torch._C})
+    trees = types.ModuleType("torch._inductor.cudagraph_trees")
+    sys.modules["torch._inductor.cudagraph_trees"] = trees
+    exec(CUDAGRAPH_TREES, trees.__dict__)
 
 
 class Linear(Module):
@@ -459,6 +501,24 @@ if mode in ("graph", "graph-pool"):
         model(static_in)
     if mode == "graph-pool":
         allocator = shared_pool
+if mode == "graph-warmup":
+    # CUDA graph trees' warm-up: the forward run in the graphs' pool, outside any capture.
+    static_in = Tensor(2 * MiB)
+    trees = sys.modules["torch._inductor.cudagraph_trees"]
+    with trees._use_cuda_memory_pool_manager(0, (0, 1), None):
+        shared_pool, allocator = allocator, Allocator(32 * MiB)
+        model(static_in)
+        allocator = shared_pool
+    tape.clear()
+    # A user's memory pool, through the same bindings: not a graph's.
+    torch_c = sys.modules["torch"]._C
+    torch_c._cuda_beginAllocateCurrentThreadToPool(0, (1, 0))
+    shared_pool, allocator = allocator, Allocator(16 * MiB)
+    scratch = Tensor(4 * MiB)
+    del scratch
+    allocator = shared_pool
+    torch_c._cuda_endAllocateToPool(0, (1, 0))
+    print(f"pool_calls={pool_calls}")
 print(f"modules={','.join(name for name, _ in model.named_modules() if name)}")
 if len(sys.argv) > 3 and sys.argv[3] == "delete":
     # Then the program lets go of its model and optimizer, as one that trains several models in

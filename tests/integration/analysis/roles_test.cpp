@@ -487,6 +487,30 @@ TEST_F(Roles, AGraphsPrivatePoolIsTheGraphs) {
       << text.out;
 }
 
+// CUDA graph trees warm a graph up in the graphs' pool, outside any capture: the 32 MiB segment
+// the warm-up took, all free at the end, is the graph's. A user's memory pool goes through the
+// same torch._C calls, from its own code: its 16 MiB segment is the allocator's cache.
+TEST_F(Roles, AGraphTreesWarmUpSegmentIsTheGraphs) {
+  if (system("python3 -c pass") != 0) GTEST_SKIP() << "python3 is not installed";
+  const ProcessResult run = run_hooks_standin({"graph-warmup"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  // The program's calls reached the bindings, the hooks' wrappers in between.
+  EXPECT_NE(run.out.find("pool_calls=[('begin', (0, 1)), ('end', (0, 1)), ('begin', (1, 0)), "
+                         "('end', (1, 0))]"),
+            std::string::npos)
+      << run.out;
+  const json report = command_json({"report", "--json", only_trace()});
+  const json& device = report["devices"][0];
+  const auto at_exit = bytes_by_role(device["by_role"]["at_exit"]);
+  const uint64_t live = device["live_at_exit_bytes"].get<uint64_t>();
+  EXPECT_EQ(at_exit.at("cuda_graph"), 32 * kMiB);
+  // Parameters, gradients, state (8 MiB each) and the static input (2 MiB); the rest of the
+  // first segment and all of the user's pool are the cache.
+  EXPECT_EQ(at_exit.at("input"), 2 * kMiB);
+  EXPECT_EQ(at_exit.at("allocator_cache"), live - 58 * kMiB);
+  EXPECT_EQ(at_exit.at("unknown"), 0u);
+}
+
 // An OOM in a forward, the most common kind: the stand-in's first forward fails in fc2, after fc1
 // kept 8 MiB. At the failure that forward is still running: what it made is an activation (a
 // temporary under no_grad), with its module, and nothing is unknown; `how` says so.
