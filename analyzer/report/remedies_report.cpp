@@ -42,6 +42,7 @@ void add_remedies_json(const allocator::Remedies& remedies, nlohmann::ordered_js
   answer["remedies_note"] = remedies.none_because.empty()
                                 ? nlohmann::ordered_json(nullptr)
                                 : nlohmann::ordered_json(remedies.none_because);
+  answer["remedies_not_predicted"] = remedies.past_caught_failure;
 }
 
 void write_remedies_text(const allocator::Remedies& remedies, std::ostream& out) {
@@ -64,6 +65,10 @@ void write_remedies_text(const allocator::Remedies& remedies, std::ostream& out)
     if (!r.note.empty()) out << "; " << r.note;
     out << "  [whatif " << r.whatif << "]\n";
   }
+  if (remedies.past_caught_failure > 0)
+    out << "  (" << remedies.past_caught_failure
+        << " more change(s) get past the failure the program caught and went on from; what it "
+           "asked for after it is not predicted, so they are not shown)\n";
 }
 
 }  // namespace gmt::analyzer

@@ -302,12 +302,14 @@ json whatif_json(const WhatIfRequest& request, const WhatIfResult& result) {
                        {"predicted",
                         {{"max_allocated_bytes", p.predicted_max_allocated},
                          {"max_reserved_bytes", p.predicted_max_reserved},
-                         {"fits", p.fits && !p.close},
+                         {"fits", p.past_caught_failure ? json(nullptr) : json(p.fits && !p.close)},
+                         {"not_predicted_after_failure", p.past_caught_failure},
                          {"too_close", p.close},
                          {"margin_bytes", allocator::verdict_margin(p.capacity)},
                          {"exact", exact},
                          {"first_failed_request_bytes", or_null(p.first_failed_size)},
                          {"recorded_failures_served", p.recorded_failures_served},
+                         {"requests_after_served_failure", p.requests_after_served_failure},
                          {"empty_cache_added", p.empty_cache_added}}},
                        {"by_role", by_role_json(p)},
                        {"gaps", gaps_json(p.gaps)}});
@@ -420,7 +422,15 @@ void write_whatif_text(const WhatIfRequest& request, const WhatIfResult& result,
     }
     out << std::right;
     out << "  verdict: ";
-    if (p.close) {
+    if (p.past_caught_failure) {
+      out << "not predicted: the request of " << human_bytes(p.served_failure_size)
+          << " that failed in the recording is served, but the program caught that failure and "
+             "went on ("
+          << p.requests_after_served_failure
+          << " more request(s), made in answer to it: a program that fills the device until a "
+             "request fails asks for more where more fits); whether the run fits is not in the "
+             "trace";
+    } else if (p.close) {
       out << "too close to call: reserved at most " << human_bytes(p.predicted_max_reserved)
           << " of the " << human_bytes(p.capacity)
           << " the allocator may hold, less than the model's margin ("
@@ -439,7 +449,7 @@ void write_whatif_text(const WhatIfRequest& request, const WhatIfResult& result,
     if (request.options.empty_cache_at)
       out << "; torch.cuda.empty_cache() added " << p.empty_cache_added << " time(s)"
           << (p.empty_cache_added == 0 ? " (that never ended in the trace: nothing changed)" : "");
-    if (p.recorded_failures_served > 0)
+    if (p.recorded_failures_served > 0 && !p.past_caught_failure)
       out << "; " << p.recorded_failures_served
           << " request(s) that failed in the recording are served (what the program did "
              "after its failure is not in the trace)";

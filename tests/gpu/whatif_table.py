@@ -30,8 +30,10 @@ def row(r):
     device = predicted["devices"][0]
     p = device["predicted"]
     fits = bool(p["fits"])
-    # Too close to call (within the model's margin of the capacity): no verdict to be wrong.
-    close = bool(p.get("too_close", False))
+    # Too close to call (within the model's margin of the capacity), or past a failure the
+    # program caught and went on from (fits is null): no verdict to be wrong.
+    unpredicted = p["fits"] is None
+    close = bool(p.get("too_close", False)) or unpredicted
     oom = bool(rerun["oom"])
     verdict_right = close or fits != oom
     is_conf = r["label"] in ("expandable", "max_split")
@@ -50,9 +52,9 @@ def row(r):
         "real reserved": f"{rerun['max_memory_reserved'] / GiB:.3f}",
         "error": "-" if oom or not (fits or close) else f"{err:+.2f} % ({'reserved' if is_conf else 'allocated'})",
         f"within target": within,
-        "pred fits": "too close" if close else "fits" if fits else "OOM",
+        "pred fits": "not predicted" if unpredicted else "too close" if close else "fits" if fits else "OOM",
         "real": "OOM" if oom else "fits",
-        "verdict": "none (too close)" if close else "right" if verdict_right else "WRONG",
+        "verdict": "none (past a caught failure)" if unpredicted else "none (too close)" if close else "right" if verdict_right else "WRONG",
         "fidelity": "exact" if predicted["fidelity"]["exact"] else "NOT exact",
     }, verdict_right and within != "NO"
 

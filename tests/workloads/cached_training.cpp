@@ -11,6 +11,10 @@
 // SIM_ALLOCATOR=pytorch it first takes a small segment and frees its one block: the allocator
 // releases that segment and asks again before its OOM, as PyTorch does (`released=N`).
 //
+// `cached_training fill` allocates 4 MiB blocks until one fails, catches the failure (as a program
+// that sizes a pool by filling the device does), frees two blocks of every three, and asks for
+// 16 MiB. Prints `filled=N` (the blocks it held) and `oom=1` when the last request failed.
+//
 // `cached_training seed`: the README's scenario, x = a 1 GiB tensor, y = x * 2, del x; prints
 // the allocator's most allocated and reserved (torch.cuda.max_memory_allocated() and
 // max_memory_reserved(): 2 GiB each).
@@ -103,6 +107,20 @@ int fragment() {
   return 0;
 }
 
+int fill() {
+  sim::CachingAllocator allocator(0, reporting());
+  std::vector<void*> blocks;
+  while (void* block = allocator.allocate(4 * kMiB)) blocks.push_back(block);
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    if (i % 3 != 0) allocator.free(blocks[i]);
+  }
+  void* big = allocator.allocate(16 * kMiB);
+  std::printf("filled=%zu\n", blocks.size());
+  std::printf("oom=%d\n", big == nullptr ? 1 : 0);
+  std::fflush(stdout);
+  return 0;
+}
+
 __attribute__((noinline)) void* make_tensor(sim::CachingAllocator& allocator, std::size_t bytes) {
   return must(allocator.allocate(bytes));
 }
@@ -138,6 +156,7 @@ __attribute__((noinline)) void hold_scalar_and_unsplit_block(sim::CachingAllocat
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "fragment") == 0) return training::fragment();
   if (argc > 1 && std::strcmp(argv[1], "seed") == 0) return training::seed();
+  if (argc > 1 && std::strcmp(argv[1], "fill") == 0) return training::fill();
   const int steps = argc > 1 ? std::atoi(argv[1]) : 60;
   if (argc > 2) training::keep_every = std::max(1, std::atoi(argv[2]));
   const bool as_pytorch = training::reporting() == sim::CachingAllocator::Reporting::kAsPytorch;

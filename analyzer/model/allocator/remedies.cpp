@@ -23,6 +23,10 @@ std::string number(double v) {
   return s.str();
 }
 
+constexpr const char* kPastCaughtFailure =
+    "the program caught its failure and went on, and what it asked for after the failure "
+    "answered it: nothing is predicted past it";
+
 // A candidate's figures from its replay (under `capacity`, each device's): it fits where no
 // request failed and it kept the verdict's margin free (too_close()).
 Remedy remedy_of(const TraceReplayResult& result, const std::map<int, uint64_t>& capacity,
@@ -41,6 +45,9 @@ Remedy remedy_of(const TraceReplayResult& result, const std::map<int, uint64_t>&
       remedy.close = true;
     }
   }
+  remedy.past_caught_failure =
+      std::any_of(result.devices.begin(), result.devices.end(),
+                  [](const DeviceReplayResult& d) { return d.verdict_past_caught_failure(); });
   uint64_t served = 0;
   for (const DeviceReplayResult& d : result.devices) {
     if (d.device != device) continue;
@@ -252,7 +259,13 @@ Remedies find_remedies(std::span<const uint8_t> bytes, const std::string& name,
     }
   }
   if (out.device < 0) {
-    out.none_because = "the run fits: nothing to remedy";
+    const bool past_failure =
+        std::any_of(as_is.devices.begin(), as_is.devices.end(),
+                    [](const DeviceReplayResult& d) { return d.verdict_past_caught_failure(); });
+    out.none_because = past_failure
+                           ? kPastCaughtFailure +
+                                 std::string(" (on this device the request that failed is served)")
+                           : "the run fits: nothing to remedy";
     return out;
   }
   for (const DeviceReplayResult& d : unchanged.devices) {
@@ -323,8 +336,14 @@ Remedies find_remedies(std::span<const uint8_t> bytes, const std::string& name,
   for_each_index(work.size(), worker_count(), [&](std::size_t i) { work[i](done[i]); });
   for (Candidate& d : done) {
     out.replays += d.replays;
-    if (d.remedy) out.list.push_back(std::move(*d.remedy));
+    if (!d.remedy) continue;
+    if (d.remedy->past_caught_failure) {
+      ++out.past_caught_failure;
+    } else {
+      out.list.push_back(std::move(*d.remedy));
+    }
   }
+  if (out.list.empty() && out.past_caught_failure > 0) out.none_because = kPastCaughtFailure;
   return out;
 }
 

@@ -31,6 +31,9 @@ struct Remedy {
   bool fits = false;
   bool close = false;  // no request failed, but too close to the capacity to call (too_close())
   std::string note;    // what it does not model, or "the request of 6.13 GiB that failed is served"
+  // It gets past a failure the program caught and went on from: what follows is not predicted
+  // (DeviceReplayResult::verdict_past_caught_failure()), and the remedy is not offered.
+  bool past_caught_failure = false;
 };
 
 struct Remedies {
@@ -43,6 +46,9 @@ struct Remedies {
   uint64_t total_bytes = 0;
   uint64_t recorded_max_reserved_bytes = 0;
   uint32_t replays = 0;
+  // Changes left out: they get past the failure the program caught, and what it asked for after
+  // it answered the failure.
+  uint32_t past_caught_failure = 0;
 };
 
 // `device_memory`: each device's memory (unset: the recorded). Throws TraceError when the trace

@@ -412,6 +412,7 @@ void TraceReplay::request(Device& d, const format::BlockRecord& r, bool failed_i
   const uint64_t id = failed_in_recording ? kFailedRequestId : r.address;
   const uint64_t requests_before = d.result.requests;
   ++d.result.requests;
+  if (d.result.recorded_failures_served > 0) ++d.result.requests_after_served_failure;
   // The recording's allocated bytes (the block as PyTorch counts it), for the fidelity.
   if (unchanged_ && !failed_in_recording) {
     const uint64_t size =
@@ -502,7 +503,10 @@ void TraceReplay::request(Device& d, const format::BlockRecord& r, bool failed_i
       v.recorded_bytes = r.size;
       d.match.diverge(v);
     } else {
-      ++d.result.recorded_failures_served;
+      if (d.result.recorded_failures_served++ == 0) {
+        d.result.first_served_failure_request = requests_before;
+        d.result.first_served_failure_size = r.size;
+      }
     }
   }
 }
@@ -663,6 +667,7 @@ void TraceReplay::visit_counters(const std::function<void(uint64_t&)>& visit) {
     visit(d.result.requests);
     visit(d.result.failed_requests);
     visit(d.result.recorded_failures_served);
+    visit(d.result.requests_after_served_failure);
     visit(d.result.empty_cache_mirrored);
     visit(d.result.empty_cache_added);
     visit(d.result.allocator_releases);

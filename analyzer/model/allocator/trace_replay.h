@@ -136,6 +136,18 @@ struct DeviceReplayResult {
   std::optional<uint64_t> first_failed_request;  // and how many requests came before it
   // A what-if: requests the recording failed that the model served (then freed at once).
   uint64_t recorded_failures_served = 0;
+  // Requests after the first of those: the program caught its failure and went on, and what it
+  // asked for then answered the failure (a loop that fills the device until a request fails asks
+  // for more where more fits), so the replay past the failure is not a prediction.
+  uint64_t requests_after_served_failure = 0;
+  std::optional<uint64_t> first_served_failure_request;  // how many requests came before it
+  uint64_t first_served_failure_size = 0;
+  // Whether the verdict rests on those requests: the program went on after a failure the replay
+  // served, and no request failed in the replay before it.
+  bool verdict_past_caught_failure() const {
+    return requests_after_served_failure > 0 && first_served_failure_request &&
+           (!first_failed_request || *first_failed_request > *first_served_failure_request);
+  }
 
   // How the recording was followed.
   uint64_t empty_cache_mirrored = 0;  // runs of segment frees taken as empty_cache()

@@ -374,6 +374,9 @@ WhatIfResult predict_whatif(std::span<const uint8_t> bytes, const std::string& n
     p.close = p.fits && too_close(p.predicted_max_reserved, p.capacity);
     p.first_failed_size = it->first_failed_size;
     p.recorded_failures_served = it->recorded_failures_served;
+    p.past_caught_failure = it->verdict_past_caught_failure();
+    p.requests_after_served_failure = it->requests_after_served_failure;
+    p.served_failure_size = it->first_served_failure_size;
     p.empty_cache_added = it->empty_cache_added;
     p.gaps = it->gaps;
     p.predicted_roles = it->roles_at_peak;

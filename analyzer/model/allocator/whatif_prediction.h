@@ -107,8 +107,13 @@ struct DevicePrediction {
   bool close = false;
   std::optional<uint64_t> first_failed_size;
   uint64_t recorded_failures_served = 0;  // requests the recording failed, served
-  uint64_t empty_cache_added = 0;         // the prediction's empty_cache() calls added
-  DeviceReplayResult fidelity;            // the unchanged replay
+  // The program caught that failure and went on (DeviceReplayResult::
+  // verdict_past_caught_failure()): no verdict, whatever `fits` says.
+  bool past_caught_failure = false;
+  uint64_t requests_after_served_failure = 0;
+  uint64_t served_failure_size = 0;  // the first request served that failed in the recording
+  uint64_t empty_cache_added = 0;    // the prediction's empty_cache() calls added
+  DeviceReplayResult fidelity;       // the unchanged replay
   // By role at the highest allocated (DeviceReplayResult's): the recording's and the
   // prediction's.
   std::array<uint64_t, kRoleCount> recorded_roles{};

@@ -106,6 +106,50 @@ TEST_F(WhatIf, TheFragmentedOomIsReproducedAndALargerDeviceFits) {
       << small.out;
 }
 
+// A program that fills the device until a request fails, catches the failure and goes on: on a
+// larger device the recorded failure is served, but the program would have filled more before
+// failing (it does: 15 blocks on 64 MiB against 5 on 32) and its last request then fails. What
+// it asked for after its failure answered it, so there is no verdict, and no remedy past it.
+TEST_F(WhatIf, AfterAFailureTheProgramCaughtNothingIsPredicted) {
+  const std::map<std::string, std::string> on32 = {{"SIM_ALLOCATOR", "pytorch"},
+                                                   {"FAKECUDA_DEVICE_MEMORY", "33554432"},
+                                                   {"FAKECUDA_CONTEXT_OVERHEAD", "0"}};
+  const ProcessResult run = run_traced("workload_cached_training", {"fill"}, on32);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "filled=5\noom=1\n");
+  std::map<std::string, std::string> on64 = on32;
+  on64["FAKECUDA_DEVICE_MEMORY"] = "67108864";
+  const ProcessResult larger_run = run_untraced("workload_cached_training", {"fill"}, on64);
+  EXPECT_EQ(larger_run.out, "filled=15\noom=1\n");
+  const std::string trace = only_trace();
+
+  const json recorded = whatif_json({trace});
+  EXPECT_EQ(recorded["devices"][0]["predicted"]["fits"], false);  // the recorded device: it failed
+
+  const json w = whatif_json({trace, "--device-memory", "64MiB"});
+  const json& p = w["devices"][0]["predicted"];
+  EXPECT_TRUE(p["fits"].is_null()) << p.dump(1);
+  EXPECT_EQ(p["not_predicted_after_failure"], true);
+  EXPECT_EQ(p["recorded_failures_served"], 2);  // the fill's failure and the last request
+  EXPECT_EQ(p["requests_after_served_failure"], 1);
+  const ProcessResult text = cli({"whatif", trace, "--device-memory", "64MiB"});
+  EXPECT_NE(text.out.find("verdict: not predicted: the request of 4.00 MiB that failed in the "
+                          "recording is served, but the program caught that failure and went on "
+                          "(1 more request(s)"),
+            std::string::npos)
+      << text.out;
+
+  // On 40 MiB the run as recorded gets past its failure: not "the run fits".
+  const ProcessResult peak = cli({"peak", trace, "--device-memory", "40MiB", "--json"});
+  ASSERT_EQ(peak.exit_code, 0) << peak.err;
+  const json remedies = json::parse(peak.out);
+  EXPECT_EQ(remedies["remedies"], json::array());
+  EXPECT_EQ(remedies["remedies_note"],
+            "the program caught its failure and went on, and what it asked for after the failure "
+            "answered it: nothing is predicted past it (on this device the request that failed "
+            "is served)");
+}
+
 // The two-layer stand-in with roles (tests/workloads/roles_training.cpp): the most is held in
 // step 2 when fc2's gradient is made, parameters 8, optimizer state 16, input 2, activations 16,
 // gradient 4 MiB, in segments of 20 (weights, input, fc1's kept, then AdamW's state), 2 (the
