@@ -122,13 +122,20 @@ def main():
         base = args.batch or default_batch(args.case, total)
         batch = max(1, round(base * args.batch_scale))
     oom = ""
+    at_oom = None
     try:
         if args.case == "fragmented":
             fragmented()
         else:
             train(args.case, batch, args.steps, args.checkpoint, bool(args.set_to_none))
     except torch.cuda.OutOfMemoryError as error:
-        oom = str(error).split("\n")[0][:200]
+        # The whole first paragraph: PyTorch names the memory outside its allocator there
+        # ("Including non-PyTorch memory, this process has ... in use").
+        oom = str(error).split("\n\n")[0][:1000]
+        free, _ = torch.cuda.mem_get_info()
+        at_oom = {"driver_free": free, "memory_reserved": torch.cuda.memory_reserved(),
+                  "memory_allocated": torch.cuda.memory_allocated(),
+                  "outside_allocator": total - free - torch.cuda.memory_reserved()}
     figures = {
         "case": args.case,
         "torch": torch.__version__,
@@ -141,6 +148,7 @@ def main():
         "max_memory_allocated": torch.cuda.max_memory_allocated(),
         "max_memory_reserved": torch.cuda.max_memory_reserved(),
         "oom": oom,
+        "at_oom": at_oom,
     }
     with open(args.figures, "w") as f:
         json.dump(figures, f, indent=1)
