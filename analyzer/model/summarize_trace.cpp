@@ -56,6 +56,16 @@ void model_decode_ahead(std::span<const uint8_t> bytes, const std::string& path,
     if (const auto d = summary.devices.find(device); d != summary.devices.end())
       d->second.decode_ahead_why_not = std::move(why);
   }
+  // A decode step that ran out with the cache as long as at exit: none fit, whatever is free.
+  for (const FailedAllocation& f : summary.failures) {
+    const auto d = summary.devices.find(f.device);
+    if (d == summary.devices.end() || !f.in_decode_step() || !d->second.roles_at_exit) continue;
+    const auto& at_exit = d->second.roles_at_exit->kv_cache;
+    const KvCacheLength& then = *f.roles->kv_cache;
+    if (at_exit && at_exit->capacity == 0 && at_exit->batch == then.batch &&
+        at_exit->tokens == then.tokens)
+      d->second.decode_ran_out_bytes = f.program_requested_bytes();
+  }
 }
 
 }  // namespace

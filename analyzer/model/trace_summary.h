@@ -118,6 +118,9 @@ struct DeviceSummary {
   // through the allocator's model (allocator/decode_ahead.h), or why it was not.
   std::optional<allocator::DecodeAhead> decode_ahead;
   std::string decode_ahead_why_not;
+  // The decode loop ran out of memory (FailedAllocation::in_decode_step()) and its cache was no
+  // longer at exit than then: the request that failed. No more tokens fit.
+  std::optional<uint64_t> decode_ran_out_bytes;
 };
 
 // An allocation freed this soon after it was made, by a free call, is a temporary: scratch
@@ -270,6 +273,18 @@ struct FailedAllocation {
   // (RoleTracker, as at the peak).
   std::optional<RoleBreakdown> roles;
 
+  // A decode step ran out: the failure came from a caching allocator inside a root forward while
+  // a cache that grows was held (the hooks' reports).
+  bool in_decode_step() const {
+    return allocator >= 0 && roles && roles->in_forward && roles->kv_cache &&
+           roles->kv_cache->capacity == 0;
+  }
+  // What its program asked for: the allocator's request where one reported the failure (the
+  // cudaMalloc is its segment), else the call's.
+  uint64_t program_requested_bytes() const {
+    return allocator >= 0 && allocator_requested_bytes > 0 ? allocator_requested_bytes
+                                                           : requested_bytes;
+  }
   // The driver's free memory (cuMemGetInfo) right after the failure, when it was sampled.
   std::optional<uint64_t> driver_free_bytes() const {
     if (!views || !views->driver_used_bytes || !views->driver_total_bytes) return std::nullopt;

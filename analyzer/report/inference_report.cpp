@@ -36,7 +36,8 @@ uint64_t more_tokens(const KvCacheLength& l, uint64_t available, std::optional<u
 
 std::optional<InferenceFigures> inference_figures(const RoleBreakdown& roles,
                                                   std::optional<uint64_t> device_free_bytes,
-                                                  const allocator::DecodeAhead* ahead) {
+                                                  const allocator::DecodeAhead* ahead,
+                                                  std::optional<uint64_t> ran_out_bytes) {
   if (!roles.kv_cache) return std::nullopt;
   InferenceFigures f;
   f.kv_cache_bytes = roles[Role::kKvCache].bytes;
@@ -48,6 +49,13 @@ std::optional<InferenceFigures> inference_figures(const RoleBreakdown& roles,
     f.capacity_tokens = f.length.capacity;
     if (f.length.tokens > 0)
       f.tokens_that_fit = f.length.capacity - std::min(f.length.capacity, f.length.tokens);
+    return f;
+  }
+  if (ran_out_bytes) {
+    f.ran_out_bytes = ran_out_bytes;
+    f.tokens_that_fit = 0;
+    f.sequences_that_fit = 0;
+    f.step_bytes = roles.step_bytes;
     return f;
   }
   if (!device_free_bytes) return f;
@@ -77,8 +85,10 @@ std::optional<uint64_t> free_of(const std::optional<ViewValues>& views) {
 std::optional<InferenceFigures> device_inference(const DeviceSummary& device) {
   if (device.roles_at_exit && device.roles_at_exit->kv_cache) {
     auto f = inference_figures(*device.roles_at_exit, free_of(device.views_at_exit),
-                               device.decode_ahead ? &*device.decode_ahead : nullptr);
-    if (f && !f->capacity_tokens && !f->modelled) f->not_modelled = device.decode_ahead_why_not;
+                               device.decode_ahead ? &*device.decode_ahead : nullptr,
+                               device.decode_ran_out_bytes);
+    if (f && !f->capacity_tokens && !f->modelled && !f->ran_out_bytes)
+      f->not_modelled = device.decode_ahead_why_not;
     return f;
   }
   if (device.roles_at_peak && device.roles_at_peak->kv_cache)
@@ -93,7 +103,9 @@ std::optional<InferenceFigures> peak_inference(const DeviceSummary& device) {
 
 std::optional<InferenceFigures> failure_inference(const FailedAllocation& failure) {
   if (!failure.roles || !failure.roles->kv_cache) return std::nullopt;
-  return inference_figures(*failure.roles, failure.driver_free_bytes());
+  return inference_figures(
+      *failure.roles, failure.driver_free_bytes(), nullptr,
+      failure.in_decode_step() ? std::optional(failure.program_requested_bytes()) : std::nullopt);
 }
 
 namespace {
@@ -130,8 +142,10 @@ nlohmann::ordered_json inference_json(const InferenceFigures& f) {
           {"sequences_that_fit", optional(f.sequences_that_fit)},
           {"tokens_that_fit_by", !f.tokens_that_fit || f.capacity_tokens
                                      ? nlohmann::ordered_json(nullptr)
-                                 : f.modelled ? nlohmann::ordered_json("allocator_model")
-                                              : nlohmann::ordered_json("estimate")},
+                                 : f.ran_out_bytes ? nlohmann::ordered_json("failure")
+                                 : f.modelled      ? nlohmann::ordered_json("allocator_model")
+                                                   : nlohmann::ordered_json("estimate")},
+          {"ran_out_request_bytes", optional(f.ran_out_bytes)},
           {"modelled", f.modelled ? modelled_json(*f.modelled) : nlohmann::ordered_json(nullptr)},
           {"estimated_tokens_that_fit", optional(f.estimated_tokens_that_fit)},
           {"not_modelled", f.not_modelled.empty() ? nlohmann::ordered_json(nullptr)
@@ -180,6 +194,12 @@ void write_inference_text(const InferenceFigures& f, const std::string& when,
       out << " (how full it is, the hooks could not count: torch.compile was asked for, whose "
              "forwards run past them, or the forwards gave no token count)\n";
     }
+    return;
+  }
+  if (f.ran_out_bytes) {
+    out << indent << "  no more tokens or sequences fit: the decode step at " << l.tokens
+        << " tokens per sequence ran out of memory (a request of " << human_bytes(*f.ran_out_bytes)
+        << " failed)\n";
     return;
   }
   if (!f.tokens_that_fit) {

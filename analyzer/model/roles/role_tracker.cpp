@@ -312,6 +312,7 @@ void RoleTracker::snapshot(int device, int slot, const std::vector<Block>& block
   }
   s.kv_cache = kv_cache_;
   s.step_bytes = last_step_bytes_;
+  s.in_forward = !root_forwards_.empty();
   for (const PeakSite& row : rows) {
     if (row.cache && row.graph) {
       s.graph_cache_bytes += row.bytes;
@@ -495,6 +496,7 @@ std::optional<RoleBreakdown> RoleTracker::resolve(int device, int slot) const {
   table.outside = s.outside;
   table.kv_cache = s.kv_cache;
   table.step_bytes = s.step_bytes;
+  table.in_forward = s.in_forward;
   for (const auto& [stack, bytes] : by_stack) table.block_stacks.push_back({stack, bytes});
   for (auto& [name, m] : modules) {
     m.module = name;

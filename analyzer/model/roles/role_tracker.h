@@ -153,6 +153,7 @@ class RoleTracker {
     std::vector<RoleBreakdown::Outside> outside;
     std::optional<KvCacheLength> kv_cache;
     std::optional<uint64_t> step_bytes;
+    bool in_forward = false;  // a root forward was open then
   };
 
   Running running_now(const Facts& f) const;

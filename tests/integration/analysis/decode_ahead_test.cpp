@@ -121,5 +121,44 @@ TEST_F(DecodeAhead, TooFewStepsKeepTheEstimate) {
       << text.out;
 }
 
+// The loop run on until a request fails, traced: at the failure, and at exit with the cache as
+// long as then, no more tokens fit, whatever the free bytes say (the cache held 41.8 MiB free, in
+// pieces a step's 10 MiB keys did not fit in; the estimate from the free bytes said 2,037 more).
+TEST_F(DecodeAhead, AtALoopThatRanOutNoMoreFit) {
+  const ProcessResult run =
+      run_traced("workload_decode_loop", {"64", "max"},
+                 {{"FAKECUDA_DEVICE_MEMORY", std::to_string(160 * kDecodeMiB)},
+                  {"FAKECUDA_CONTEXT_OVERHEAD", "33554432"}});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "generated 5057\n");
+  const ProcessResult oom = cli({"oom", "--json", only_trace()});
+  ASSERT_EQ(oom.exit_code, 0) << oom.err;
+  const json ooms = json::parse(oom.out)["ooms"];
+  const json* failure = nullptr;
+  for (const json& o : ooms) {
+    if (o.contains("allocator")) failure = &o;  // the allocator's: the other is its first try
+  }
+  ASSERT_NE(failure, nullptr) << ooms;
+  const json& then = (*failure)["inference"];
+  EXPECT_EQ(then["tokens"], 64 + 5057 - 1);
+  EXPECT_EQ(then["tokens_that_fit"], 0) << then;
+  EXPECT_EQ(then["sequences_that_fit"], 0);
+  EXPECT_EQ(then["tokens_that_fit_by"], "failure");
+  // A layer's keys one token longer than the cache: 4 sequences x 4 heads x 64 x 2 bytes a token.
+  EXPECT_EQ(then["ran_out_request_bytes"], (64 + 5057 - 1 + 1) * 2048);
+  EXPECT_EQ((*failure)["allocator_requested_bytes"], then["ran_out_request_bytes"]);
+
+  const json at_exit = report_json()["devices"][0]["inference"];
+  EXPECT_EQ(at_exit["tokens_that_fit"], 0) << at_exit;
+  EXPECT_EQ(at_exit["tokens_that_fit_by"], "failure");
+  EXPECT_EQ(at_exit["ran_out_request_bytes"], then["ran_out_request_bytes"]);
+  EXPECT_EQ(at_exit["not_modelled"], nullptr);
+  const ProcessResult text = cli({"report", only_trace()});
+  EXPECT_NE(text.out.find("no more tokens or sequences fit: the decode step at 5120 tokens per "
+                          "sequence ran out of memory (a request of 10.0 MiB failed)"),
+            std::string::npos)
+      << text.out;
+}
+
 }  // namespace
 }  // namespace gmt::test
