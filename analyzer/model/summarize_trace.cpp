@@ -56,15 +56,16 @@ void model_decode_ahead(std::span<const uint8_t> bytes, const std::string& path,
     if (const auto d = summary.devices.find(device); d != summary.devices.end())
       d->second.decode_ahead_why_not = std::move(why);
   }
-  // A decode step that ran out with the cache as long as at exit: none fit, whatever is free.
+}
+
+// The last decode step that ran out, by device: what the run itself says of the tokens that fit
+// before it (inference_report.h).
+void note_decode_ran_out(TraceSummary& summary) {
   for (const FailedAllocation& f : summary.failures) {
     const auto d = summary.devices.find(f.device);
-    if (d == summary.devices.end() || !f.in_decode_step() || !d->second.roles_at_exit) continue;
-    const auto& at_exit = d->second.roles_at_exit->kv_cache;
-    const KvCacheLength& then = *f.roles->kv_cache;
-    if (at_exit && at_exit->capacity == 0 && at_exit->batch == then.batch &&
-        at_exit->tokens == then.tokens)
-      d->second.decode_ran_out_bytes = f.program_requested_bytes();
+    if (d != summary.devices.end() && f.in_decode_step())
+      d->second.decode_ran_out =
+          DeviceSummary::DecodeRanOut{*f.roles->kv_cache, f.program_requested_bytes()};
   }
 }
 
@@ -140,6 +141,7 @@ TraceSummary summarize_trace_bytes(std::span<const uint8_t> bytes, const std::st
     classify_leaks(replay.summary());
     split_outside_roles(replay.summary());
     model_decode_ahead(bytes, path, pages, replay.summary());
+    note_decode_ran_out(replay.summary());
   }
 
   TraceSummary& summary = replay.summary();

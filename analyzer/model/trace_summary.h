@@ -118,9 +118,13 @@ struct DeviceSummary {
   // through the allocator's model (allocator/decode_ahead.h), or why it was not.
   std::optional<allocator::DecodeAhead> decode_ahead;
   std::string decode_ahead_why_not;
-  // The decode loop ran out of memory (FailedAllocation::in_decode_step()) and its cache was no
-  // longer at exit than then: the request that failed. No more tokens fit.
-  std::optional<uint64_t> decode_ran_out_bytes;
+  // The last decode step that ran out of memory (FailedAllocation::in_decode_step()): the cache
+  // then, and the request that failed.
+  struct DecodeRanOut {
+    KvCacheLength cache;
+    uint64_t request_bytes = 0;
+  };
+  std::optional<DecodeRanOut> decode_ran_out;
 };
 
 // An allocation freed this soon after it was made, by a free call, is a temporary: scratch

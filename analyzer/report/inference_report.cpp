@@ -34,10 +34,21 @@ uint64_t more_tokens(const KvCacheLength& l, uint64_t available, std::optional<u
 
 }  // namespace
 
-std::optional<InferenceFigures> inference_figures(const RoleBreakdown& roles,
-                                                  std::optional<uint64_t> device_free_bytes,
-                                                  const allocator::DecodeAhead* ahead,
-                                                  std::optional<uint64_t> ran_out_bytes) {
+namespace {
+
+// Whether `later` is the same decode loop as `now`, as long or longer: one growth of the cache
+// (KvCacheLength::growing_since_ns).
+bool same_loop_later(const KvCacheLength& now, const KvCacheLength& later) {
+  return now.capacity == 0 && later.capacity == 0 && now.batch == later.batch &&
+         now.growing_since_ns == later.growing_since_ns && now.tokens <= later.tokens;
+}
+
+}  // namespace
+
+std::optional<InferenceFigures> inference_figures(
+    const RoleBreakdown& roles, std::optional<uint64_t> device_free_bytes,
+    const allocator::DecodeAhead* ahead,
+    const std::optional<DeviceSummary::DecodeRanOut>& ran_out) {
   if (!roles.kv_cache) return std::nullopt;
   InferenceFigures f;
   f.kv_cache_bytes = roles[Role::kKvCache].bytes;
@@ -51,10 +62,11 @@ std::optional<InferenceFigures> inference_figures(const RoleBreakdown& roles,
       f.tokens_that_fit = f.length.capacity - std::min(f.length.capacity, f.length.tokens);
     return f;
   }
-  if (ran_out_bytes) {
-    f.ran_out_bytes = ran_out_bytes;
-    f.tokens_that_fit = 0;
-    f.sequences_that_fit = 0;
+  if (ran_out && same_loop_later(f.length, ran_out->cache)) {
+    f.ran_out_tokens = ran_out->cache.tokens;
+    f.ran_out_bytes = ran_out->request_bytes;
+    f.tokens_that_fit = ran_out->cache.tokens - f.length.tokens;
+    if (*f.tokens_that_fit == 0) f.sequences_that_fit = 0;
     f.step_bytes = roles.step_bytes;
     return f;
   }
@@ -86,26 +98,30 @@ std::optional<InferenceFigures> device_inference(const DeviceSummary& device) {
   if (device.roles_at_exit && device.roles_at_exit->kv_cache) {
     auto f = inference_figures(*device.roles_at_exit, free_of(device.views_at_exit),
                                device.decode_ahead ? &*device.decode_ahead : nullptr,
-                               device.decode_ran_out_bytes);
+                               device.decode_ran_out);
     if (f && !f->capacity_tokens && !f->modelled && !f->ran_out_bytes)
       f->not_modelled = device.decode_ahead_why_not;
     return f;
   }
   if (device.roles_at_peak && device.roles_at_peak->kv_cache)
-    return inference_figures(*device.roles_at_peak, free_of(device.views_at_peak));
+    return inference_figures(*device.roles_at_peak, free_of(device.views_at_peak), nullptr,
+                             device.decode_ran_out);
   return std::nullopt;
 }
 
 std::optional<InferenceFigures> peak_inference(const DeviceSummary& device) {
   if (!device.roles_at_peak || !device.roles_at_peak->kv_cache) return std::nullopt;
-  return inference_figures(*device.roles_at_peak, free_of(device.views_at_peak));
+  return inference_figures(*device.roles_at_peak, free_of(device.views_at_peak), nullptr,
+                           device.decode_ran_out);
 }
 
 std::optional<InferenceFigures> failure_inference(const FailedAllocation& failure) {
   if (!failure.roles || !failure.roles->kv_cache) return std::nullopt;
-  return inference_figures(
-      *failure.roles, failure.driver_free_bytes(), nullptr,
-      failure.in_decode_step() ? std::optional(failure.program_requested_bytes()) : std::nullopt);
+  std::optional<DeviceSummary::DecodeRanOut> ran_out;
+  if (failure.in_decode_step())
+    ran_out =
+        DeviceSummary::DecodeRanOut{*failure.roles->kv_cache, failure.program_requested_bytes()};
+  return inference_figures(*failure.roles, failure.driver_free_bytes(), nullptr, ran_out);
 }
 
 namespace {
@@ -145,6 +161,7 @@ nlohmann::ordered_json inference_json(const InferenceFigures& f) {
                                  : f.ran_out_bytes ? nlohmann::ordered_json("failure")
                                  : f.modelled      ? nlohmann::ordered_json("allocator_model")
                                                    : nlohmann::ordered_json("estimate")},
+          {"ran_out_tokens", optional(f.ran_out_tokens)},
           {"ran_out_request_bytes", optional(f.ran_out_bytes)},
           {"modelled", f.modelled ? modelled_json(*f.modelled) : nlohmann::ordered_json(nullptr)},
           {"estimated_tokens_that_fit", optional(f.estimated_tokens_that_fit)},
@@ -196,10 +213,17 @@ void write_inference_text(const InferenceFigures& f, const std::string& when,
     }
     return;
   }
-  if (f.ran_out_bytes) {
+  if (f.ran_out_tokens && *f.tokens_that_fit == 0) {
     out << indent << "  no more tokens or sequences fit: the decode step at " << l.tokens
         << " tokens per sequence ran out of memory (a request of " << human_bytes(*f.ran_out_bytes)
         << " failed)\n";
+    return;
+  }
+  if (f.ran_out_tokens) {
+    out << indent << "  " << *f.tokens_that_fit
+        << " more tokens per sequence fit: the decode loop went on to " << *f.ran_out_tokens
+        << " tokens per sequence and ran out of memory there (a request of "
+        << human_bytes(*f.ran_out_bytes) << " failed)\n";
     return;
   }
   if (!f.tokens_that_fit) {

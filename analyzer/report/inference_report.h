@@ -41,18 +41,20 @@ struct InferenceFigures {
   // The estimate from the free bytes (a growing cache), beside the model's figure: what it
   // says where the model stopped at its bound.
   std::optional<uint64_t> estimated_tokens_that_fit;
-  // A decode step at this length ran out of memory (FailedAllocation::in_decode_step()): the
-  // request that failed. No more tokens or sequences fit, whatever the free bytes say (they were
-  // too few, or in pieces too small, for the step).
+  // The same decode loop ran out of memory (FailedAllocation::in_decode_step()) at this length or
+  // later: the tokens per sequence then and the request that failed. tokens_that_fit is what
+  // the run itself then generated past this moment (none at the failure), whatever the free
+  // bytes say (too few, or in pieces too small, for the step).
+  std::optional<uint64_t> ran_out_tokens;
   std::optional<uint64_t> ran_out_bytes;
 };
 
 // None where the hooks reported no cache before the moment. `ahead`: the decode loop run
 // forward from that moment, where it was.
-std::optional<InferenceFigures> inference_figures(const RoleBreakdown& roles,
-                                                  std::optional<uint64_t> device_free_bytes,
-                                                  const allocator::DecodeAhead* ahead = nullptr,
-                                                  std::optional<uint64_t> ran_out_bytes = {});
+std::optional<InferenceFigures> inference_figures(
+    const RoleBreakdown& roles, std::optional<uint64_t> device_free_bytes,
+    const allocator::DecodeAhead* ahead = nullptr,
+    const std::optional<DeviceSummary::DecodeRanOut>& ran_out = std::nullopt);
 
 // A device's: at exit (the program's end, with the device's free memory sampled at the end),
 // else at the peak.
@@ -64,7 +66,8 @@ std::optional<InferenceFigures> failure_inference(const FailedAllocation& failur
 
 // {"kv_cache_bytes", "batch", "tokens", "capacity", "bytes_per_token", "device_free_bytes",
 // "allocator_cache_bytes", "step_bytes", "tokens_that_fit", "sequences_that_fit",
-// "tokens_that_fit_by" ("allocator_model", "estimate", "failure"), "modelled": {"steps",
+// "tokens_that_fit_by" ("allocator_model", "estimate", "failure"), "ran_out_tokens",
+// "ran_out_request_bytes", "modelled": {"steps",
 // "tokens_per_step", "requests_per_step", "capacity_bytes", "reserved_bytes", "kept_free_bytes",
 // "failed_request_bytes"}, "estimated_tokens_that_fit", "not_modelled"} (null where not known).
 nlohmann::ordered_json inference_json(const InferenceFigures& figures);

@@ -66,6 +66,10 @@ struct KvCacheLength {
   uint64_t capacity = 0;         // tokens per sequence a preallocated cache holds; 0: it grows
   uint64_t bytes_per_token = 0;  // one more token, per sequence, every layer's keys and values
   uint64_t layers = 0;           // layers with keys and values; 0: not told
+  // When the reports began to tell of this growth: the first of them whose tokens were not
+  // fewer than the report's before, in the same batch and capacity (a new generate() starts
+  // anew). Two moments with the same are of one decode loop.
+  uint64_t growing_since_ns = 0;
 };
 // Parses the scope's name ("batch=8 tokens=1536 capacity=0 bytes_per_token=32768"); none when a
 // field is missing or not a number.

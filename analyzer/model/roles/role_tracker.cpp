@@ -59,7 +59,13 @@ void RoleTracker::on(const format::ScopeRecord& r) {
       return;
     case format::ScopeKind::kKvCacheLength:
       if (const auto name = names_.find(r.name); name != names_.end()) {
-        if (auto length = parse_kv_cache_length(name->second)) kv_cache_ = length;
+        if (auto length = parse_kv_cache_length(name->second)) {
+          const bool grows = kv_cache_ && kv_cache_->batch == length->batch &&
+                             kv_cache_->capacity == length->capacity &&
+                             kv_cache_->tokens <= length->tokens;
+          length->growing_since_ns = grows ? kv_cache_->growing_since_ns : r.time_ns;
+          kv_cache_ = length;
+        }
       }
       return;
     case format::ScopeKind::kNoGrad:

@@ -123,7 +123,8 @@ TEST_F(DecodeAhead, TooFewStepsKeepTheEstimate) {
 
 // The loop run on until a request fails, traced: at the failure, and at exit with the cache as
 // long as then, no more tokens fit, whatever the free bytes say (the cache held 41.8 MiB free, in
-// pieces a step's 10 MiB keys did not fit in; the estimate from the free bytes said 2,037 more).
+// pieces a step's 10 MiB keys did not fit in; the estimate from the free bytes said 2,037 more);
+// earlier in the loop, as many as it went on to make.
 TEST_F(DecodeAhead, AtALoopThatRanOutNoMoreFit) {
   const ProcessResult run =
       run_traced("workload_decode_loop", {"64", "max"},
@@ -147,6 +148,26 @@ TEST_F(DecodeAhead, AtALoopThatRanOutNoMoreFit) {
   // A layer's keys one token longer than the cache: 4 sequences x 4 heads x 64 x 2 bytes a token.
   EXPECT_EQ(then["ran_out_request_bytes"], (64 + 5057 - 1 + 1) * 2048);
   EXPECT_EQ((*failure)["allocator_requested_bytes"], then["ran_out_request_bytes"]);
+
+  EXPECT_EQ(then["ran_out_tokens"], 5120);
+
+  // At the peak, earlier in the same loop: as many more as the loop went on to make there (the
+  // estimate from the free bytes said 1,469).
+  const ProcessResult peak = cli({"peak", "--json", only_trace()});
+  ASSERT_EQ(peak.exit_code, 0) << peak.err;
+  const json at_peak = json::parse(peak.out)["devices"][0]["inference"];
+  const uint64_t peak_tokens = at_peak["tokens"].get<uint64_t>();
+  EXPECT_LT(peak_tokens, 5120u) << at_peak;
+  EXPECT_EQ(at_peak["tokens_that_fit"], 5120 - peak_tokens) << at_peak;
+  EXPECT_EQ(at_peak["tokens_that_fit_by"], "failure");
+  EXPECT_EQ(at_peak["ran_out_tokens"], 5120);
+  EXPECT_EQ(at_peak["sequences_that_fit"], nullptr);
+  const ProcessResult peak_text = cli({"peak", only_trace()});
+  EXPECT_NE(peak_text.out.find(std::to_string(5120 - peak_tokens) +
+                               " more tokens per sequence fit: the decode loop went on to 5120 "
+                               "tokens per sequence and ran out of memory there"),
+            std::string::npos)
+      << peak_text.out;
 
   const json at_exit = report_json()["devices"][0]["inference"];
   EXPECT_EQ(at_exit["tokens_that_fit"], 0) << at_exit;

@@ -610,5 +610,30 @@ TEST(Roles, AKvCacheLengthParsesOnlyWhenWhole) {
   EXPECT_FALSE(parse_kv_cache_length("").has_value());
 }
 
+// A cache's growth is one decode loop from its first report on; a report of fewer tokens (a new
+// generate()) or another batch begins another.
+TEST(Roles, ACacheGrowsFromItsFirstReportUntilANewLoopBegins) {
+  const auto growing_since = [](const std::vector<std::string>& reports) {
+    std::vector<format::Record> records = {test::alloc_at(1, 0, kSegment, 100 * kMiB)};
+    records.push_back(block(2, kMain, BlockAction::kSegmentAlloc, 0, 100 * kMiB));
+    uint64_t t = 10;
+    for (std::size_t i = 0; i < reports.size(); ++i, t += 10) {
+      records.push_back(name(static_cast<uint32_t>(i + 1), reports[i].c_str()));
+      records.push_back(scope(t, kMain, ScopeAction::kEnter, ScopeKind::kKvCacheLength,
+                              static_cast<uint32_t>(i + 1)));
+    }
+    const TraceSummary summary = replayed(records);
+    return summary.devices.at(0).roles_at_exit->kv_cache->growing_since_ns;
+  };
+  const std::string b2t7 = "batch=2 tokens=7 capacity=0 bytes_per_token=4096";
+  const std::string b2t8 = "batch=2 tokens=8 capacity=0 bytes_per_token=4096";
+  const std::string b2t3 = "batch=2 tokens=3 capacity=0 bytes_per_token=4096";
+  const std::string b4t9 = "batch=4 tokens=9 capacity=0 bytes_per_token=4096";
+  EXPECT_EQ(growing_since({b2t7, b2t8, b2t8}), 10u);
+  EXPECT_EQ(growing_since({b2t7, b2t8, b2t3}), 30u);
+  EXPECT_EQ(growing_since({b2t7, b2t8, b4t9}), 30u);
+  EXPECT_EQ(growing_since({b2t7, b2t3, b2t8}), 20u);
+}
+
 }  // namespace
 }  // namespace gmt::analyzer
