@@ -519,18 +519,22 @@ def _install():
         if c_module is None:
             return
         pool_name = name_id("cuda graph pool allocation")
-        open_threads = set()
+        # Per thread, each begin not yet ended, and whether it opened a scope: an end closes only
+        # what its own begin opened (nested pools, or a pool ended by other code).
+        begun = {}
 
         def wrap_begin(original):
             def begin(*args, **kwargs):
                 result = original(*args, **kwargs)
+                opened = False
                 try:
                     caller = sys._getframe(1).f_globals.get("__name__") or ""
-                    if caller.startswith("torch._inductor."):
-                        open_threads.add(threading.get_ident())
+                    opened = caller.startswith("torch._inductor.")
+                    if opened:
                         scope(ENTER, CUDA_GRAPH, pool_name)
                 except Exception as error:  # never the program's problem
                     fail(error)
+                begun.setdefault(threading.get_ident(), []).append(opened)
                 return result
 
             return begin
@@ -540,9 +544,8 @@ def _install():
                 try:
                     return original(*args, **kwargs)
                 finally:
-                    ident = threading.get_ident()
-                    if ident in open_threads:
-                        open_threads.discard(ident)
+                    stack = begun.get(threading.get_ident())
+                    if stack and stack.pop():
                         scope(EXIT, CUDA_GRAPH, 0)
 
             return end

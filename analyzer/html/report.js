@@ -279,9 +279,12 @@ gmt.inferenceLine = function (f) {
                  (f.tokens !== null ? " of " + f.tokens + " tokens" : "") + "), " +
                  gmt.bytes(f.bytes_per_token) + " per token per sequence"];
   if (f.capacity !== null) parts.push("preallocated for " + f.capacity + " tokens per sequence");
-  else if (f.tokens_that_fit_by === "failure")
+  else if (f.tokens_that_fit_by === "failure" && f.tokens_that_fit === 0)
     parts.push("no more tokens or sequences fit: the decode step at this length ran out of memory" +
                " (a request of " + gmt.bytes(f.ran_out_request_bytes) + " failed)");
+  else if (f.tokens_that_fit_by === "failure")
+    parts.push(f.tokens_that_fit + " more tokens per sequence fit: the decode loop went on to " +
+               f.ran_out_tokens + " tokens per sequence and ran out of memory there");
   else if (f.tokens_that_fit !== null)
     parts.push(f.tokens_that_fit + " more tokens per sequence fit, or " + f.sequences_that_fit +
                " more sequences of this length");

@@ -109,12 +109,14 @@ double growth_rate(const TraceSummary& trace, const Site& site, std::size_t last
   return seconds > 0 ? grown / seconds : 0;
 }
 
-// Growth is judged only of a site that allocated at least as often as the samples are taken:
-// with fewer allocations, which of its frees fall between two samples decides what the samples
-// show, and that depends on how many records (driver samples among them) the run wrote.
+// Growth is judged only of a site that allocated at least as often as the samples are taken, or
+// never freed: with fewer allocations and some frees, which of its frees fall between two
+// samples decides what the samples show, and that depends on how many records (driver samples
+// among them) the run wrote.
 template <class Site>
 bool judged_by_growth(const TraceSummary& trace, const Site& site) {
-  return site.allocations >= kLeakSamples && site.live_samples.size() == trace.sample_times.size();
+  return (site.allocations >= kLeakSamples || site.live_count == site.allocations) &&
+         site.live_samples.size() == trace.sample_times.size();
 }
 
 // A site that kept growing until the trace's last stretch and then gave memory back: a Python

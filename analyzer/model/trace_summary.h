@@ -277,11 +277,11 @@ struct FailedAllocation {
   // (RoleTracker, as at the peak).
   std::optional<RoleBreakdown> roles;
 
-  // A decode step ran out: the failure came from a caching allocator inside a root forward while
-  // a cache that grows was held (the hooks' reports).
+  // A decode step ran out: the failure came from a caching allocator inside the decode loop's
+  // next step (RoleBreakdown::in_decode_step) while a cache that grows was live.
   bool in_decode_step() const {
-    return allocator >= 0 && roles && roles->in_forward && roles->kv_cache &&
-           roles->kv_cache->capacity == 0;
+    return allocator >= 0 && roles && roles->in_decode_step && roles->kv_cache &&
+           roles->kv_cache->capacity == 0 && (*roles)[Role::kKvCache].bytes > 0;
   }
   // What its program asked for: the allocator's request where one reported the failure (the
   // cudaMalloc is its segment), else the call's.

@@ -118,6 +118,8 @@ class Decoder {
 // `decode_loop PROMPT NEW`: generate() of NEW tokens after a PROMPT-token prompt, NEW forwards
 // (the prompt's, then one a token); prints "generated NEW" and exits 0, or "out of memory after
 // N tokens" and exits 3. NEW `max`: until a request fails, then "generated N" and 0.
+// `decode_loop PROMPT NEW train`: then the decoder's next forward with autograd on (a training
+// step on the model, not a decode step), whose 64 GiB request fails; prints "train failed".
 int main(int argc, char** argv) {
   if (argc < 3) {
     std::fprintf(stderr, "usage: decode_loop PROMPT NEW|max\n");
@@ -154,6 +156,11 @@ int main(int argc, char** argv) {
     if (longer == nullptr) break;
     allocator.free(ids);
     ids = longer;
+  }
+  if (argc > 3 && std::string_view(argv[3]) == "train") {
+    hooks.enter(kModule, "Decoder");
+    if (allocator.allocate(std::size_t{64} << 30) == nullptr) std::printf("train failed\n");
+    hooks.exit(kModule);
   }
   hooks.enter(kProgramEnd, "program end");
   if (until_full || generated == wanted) {

@@ -38,6 +38,7 @@ With `graph-warmup`, the forward is first run as CUDA graph trees warm a graph u
 32 MiB segment of the graphs' pool taken then, and what it kept is dropped after; then a user's
 memory pool (torch.cuda.MemPool, through the same torch._C functions) takes a 16 MiB segment and
 frees its block. At the end the first segment, all free, is the graph's; the second is the cache.
+Inside the warm-up, before its segment is taken, a user's pool is begun and ended, nested.
 
 Usage: python3 roles_hooks_standin.py PATH_TO_LIBCUDART PATH_TO_GPUMEMTRACE_ROLES_PY [graph]
 """
@@ -506,6 +507,10 @@ if mode == "graph-warmup":
     static_in = Tensor(2 * MiB)
     trees = sys.modules["torch._inductor.cudagraph_trees"]
     with trees._use_cuda_memory_pool_manager(0, (0, 1), None):
+        # A user's pool begun and ended inside it: its end ends none of the graphs' pool.
+        torch_c = sys.modules["torch"]._C
+        torch_c._cuda_beginAllocateCurrentThreadToPool(0, (2, 0))
+        torch_c._cuda_endAllocateToPool(0, (2, 0))
         shared_pool, allocator = allocator, Allocator(32 * MiB)
         model(static_in)
         allocator = shared_pool

@@ -66,9 +66,12 @@ class BatchProbe {
     r.stop_at_failure = true;
     ++search_.replays;
     TraceReplayResult result = events_.replay(r);
+    // A scale that gets past a failure the program caught is not known to fit (its later
+    // requests answered the failure): not one the search may give.
     const bool fits =
-        std::all_of(result.devices.begin(), result.devices.end(),
-                    [](const DeviceReplayResult& d) { return d.failed_requests == 0; });
+        std::all_of(result.devices.begin(), result.devices.end(), [](const DeviceReplayResult& d) {
+          return d.failed_requests == 0 && !d.verdict_past_caught_failure();
+        });
     if (fits && n > best_) {
       best_ = n;
       search_.at_largest = std::move(result);

@@ -104,8 +104,9 @@ struct RoleBreakdown {
   // (a decode step's working memory: its attention's scratch, a layer's keys made anew, its
   // logits); none before any root forward ended.
   std::optional<uint64_t> step_bytes;
-  // A root forward was running then (on any thread).
-  bool in_forward = false;
+  // The decode loop's next step was running then: a forward under no_grad of the root whose
+  // forward the last cache report followed, the first begun since that report.
+  bool in_decode_step = false;
 
   RoleFigure& operator[](Role role) { return roles[static_cast<std::size_t>(role)]; }
   const RoleFigure& operator[](Role role) const { return roles[static_cast<std::size_t>(role)]; }

@@ -65,6 +65,8 @@ void RoleTracker::on(const format::ScopeRecord& r) {
                              kv_cache_->tokens <= length->tokens;
           length->growing_since_ns = grows ? kv_cache_->growing_since_ns : r.time_ns;
           kv_cache_ = length;
+          kv_report_root_ = last_ended_root_;
+          kv_report_begun_ = root_forwards_begun_;
         }
       }
       return;
@@ -97,6 +99,7 @@ void RoleTracker::on(const format::ScopeRecord& r) {
         if (root_forwards_.empty()) step_net_ = step_high_ = 0;
         RootForward& root = root_forwards_[instance];
         root.root = r.name;
+        root.ordinal = ++root_forwards_begun_;
         root.outline = action == format::ScopeAction::kEnterOutline;
       }
       if (where == Where::kBackward) {
@@ -125,6 +128,7 @@ void RoleTracker::on(const format::ScopeRecord& r) {
   const auto root = root_forwards_.find(instance);
   if (root == root_forwards_.end()) return;
   if (!root->second.outline) root_modules_[root->second.root] = std::move(root->second.modules);
+  last_ended_root_ = root->second.root;
   root_forwards_.erase(root);
   if (root_forwards_.empty()) last_step_bytes_ = static_cast<uint64_t>(step_high_);
 }
@@ -285,6 +289,14 @@ void RoleTracker::on_block(const format::BlockRecord& r) {
   if (f.pins == 0) free_facts_.push_back(i);
 }
 
+bool RoleTracker::decode_step_open() const {
+  if (!kv_cache_ || kv_report_root_ == 0) return false;
+  return std::any_of(root_forwards_.begin(), root_forwards_.end(), [&](const auto& open) {
+    return open.second.root == kv_report_root_ && open.second.ordinal == kv_report_begun_ + 1 &&
+           instance_no_grad_[open.first];
+  });
+}
+
 const RoleTracker::Open* RoleTracker::capture_in(const std::vector<Open>& open) {
   const auto it = std::find_if(open.rbegin(), open.rend(),
                                [](const Open& o) { return o.where == Where::kCudaGraph; });
@@ -318,7 +330,7 @@ void RoleTracker::snapshot(int device, int slot, const std::vector<Block>& block
   }
   s.kv_cache = kv_cache_;
   s.step_bytes = last_step_bytes_;
-  s.in_forward = !root_forwards_.empty();
+  s.in_decode_step = decode_step_open();
   for (const PeakSite& row : rows) {
     if (row.cache && row.graph) {
       s.graph_cache_bytes += row.bytes;
@@ -502,7 +514,7 @@ std::optional<RoleBreakdown> RoleTracker::resolve(int device, int slot) const {
   table.outside = s.outside;
   table.kv_cache = s.kv_cache;
   table.step_bytes = s.step_bytes;
-  table.in_forward = s.in_forward;
+  table.in_decode_step = s.in_decode_step;
   for (const auto& [stack, bytes] : by_stack) table.block_stacks.push_back({stack, bytes});
   for (auto& [name, m] : modules) {
     m.module = name;

@@ -131,6 +131,7 @@ class RoleTracker {
   struct RootForward {
     uint32_t root = 0;  // Name id
     bool outline = false;
+    uint64_t ordinal = 0;                            // root forwards begun before it, and it
     std::unordered_map<uint32_t, uint32_t> made;     // stack -> blocks made so far
     std::unordered_map<uint64_t, uint32_t> modules;  // stack << 32 | order -> module
   };
@@ -153,7 +154,7 @@ class RoleTracker {
     std::vector<RoleBreakdown::Outside> outside;
     std::optional<KvCacheLength> kv_cache;
     std::optional<uint64_t> step_bytes;
-    bool in_forward = false;  // a root forward was open then
+    bool in_decode_step = false;  // decode_step_open() then
   };
 
   Running running_now(const Facts& f) const;
@@ -174,6 +175,13 @@ class RoleTracker {
   std::vector<bool> instance_open_;                          // by instance id (from 0)
   // By instance id: a root forward that autograd does not record (ScopeKind::kNoGrad in it).
   std::vector<bool> instance_no_grad_;
+  // The decode loop's next step: a root forward under no_grad, of the root whose forward ended
+  // right before the last cache report, and the first begun since that report.
+  bool decode_step_open() const;
+  uint64_t root_forwards_begun_ = 0;
+  uint32_t last_ended_root_ = 0;  // Name id of the root whose forward ended last
+  uint32_t kv_report_root_ = 0;   // last_ended_root_ at the last cache report
+  uint64_t kv_report_begun_ = 0;  // root_forwards_begun_ then
   std::unordered_map<uint32_t, RootForward> root_forwards_;  // open ones, by instance
   // By root (Name id): the modules of its last forward reported whole.
   std::unordered_map<uint32_t, std::unordered_map<uint64_t, uint32_t>> root_modules_;

@@ -181,5 +181,32 @@ TEST_F(DecodeAhead, AtALoopThatRanOutNoMoreFit) {
       << text.out;
 }
 
+// The decoder's next forward with autograd on (a training step, not a decode step) fails after
+// the loop: no decode step ran out there, and the figures at the failure and at exit are the
+// estimate and the allocator's model as without it.
+TEST_F(DecodeAhead, AFailureOutsideTheDecodeLoopIsNoDecodeStepRunningOut) {
+  const ProcessResult run =
+      run_traced("workload_decode_loop", {"600", "64", "train"},
+                 {{"FAKECUDA_DEVICE_MEMORY", std::to_string(160 * kDecodeMiB)},
+                  {"FAKECUDA_CONTEXT_OVERHEAD", "33554432"}});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "train failed\ngenerated 64\n");
+  const ProcessResult oom = cli({"oom", "--json", only_trace()});
+  ASSERT_EQ(oom.exit_code, 0) << oom.err;
+  const json ooms = json::parse(oom.out)["ooms"];
+  const json* failure = nullptr;
+  for (const json& o : ooms) {
+    if (o.contains("allocator")) failure = &o;
+  }
+  ASSERT_NE(failure, nullptr) << ooms;
+  EXPECT_EQ((*failure)["allocator_requested_bytes"], uint64_t{64} << 30);
+  const json& then = (*failure)["inference"];
+  EXPECT_EQ(then["tokens_that_fit_by"], "estimate") << then;
+  EXPECT_EQ(then["ran_out_tokens"], nullptr);
+  const json at_exit = report_json()["devices"][0]["inference"];
+  EXPECT_NE(at_exit["tokens_that_fit_by"], "failure") << at_exit;
+  EXPECT_EQ(at_exit["ran_out_tokens"], nullptr);
+}
+
 }  // namespace
 }  // namespace gmt::test

@@ -100,6 +100,16 @@ TEST(LeakClasses, ASiteOfFewerAllocationsThanSamplesIsNotJudgedByGrowth) {
   ASSERT_EQ(t.leaks.size(), 1u);
   EXPECT_EQ(t.leaks[0].leak_class, LeakClass::kProbableLeak);
   EXPECT_EQ(t.leaks[0].bytes, 13 * kMiB);
+
+  // Six allocations never freed, growing: where the samples fall, they show growth.
+  std::vector<uint64_t> kept = {0,        0,        0,        0,        1 * kMiB,
+                                2 * kMiB, 3 * kMiB, 4 * kMiB, 5 * kMiB, 6 * kMiB};
+  t.sites[site_key(0, 3)] = site(3, kept, 6);
+  t.sites[site_key(0, 3)].allocations = 6;
+  classify_leaks(t);
+  ASSERT_EQ(t.leaks.size(), 1u);
+  EXPECT_EQ(t.leaks[0].leak_class, LeakClass::kProbableLeak);
+  EXPECT_EQ(t.leaks[0].bytes, 6 * kMiB);
 }
 
 }  // namespace
