@@ -38,6 +38,20 @@ class DecodeAhead : public TracedRun {
     return std::strtoull(run.out.c_str() + 10, nullptr, 10);
   }
 
+  // The last failure `oom --json` names that the allocator reported (a failed cudaMalloc it
+  // retried after releasing its cache is another); null when none.
+  json allocator_failure() const {
+    const ProcessResult oom = cli({"oom", "--json", only_trace()});
+    EXPECT_EQ(oom.exit_code, 0) << oom.err;
+    const json ooms = json::parse(oom.out)["ooms"];
+    json found;
+    for (const json& o : ooms) {
+      if (o.contains("allocator")) found = o;
+    }
+    EXPECT_FALSE(found.is_null()) << oom.out;
+    return found;
+  }
+
   json inference_after_64(uint64_t memory) {
     const ProcessResult run = run_traced("workload_decode_loop", {"600", "64"},
                                          {{"FAKECUDA_DEVICE_MEMORY", std::to_string(memory)},
@@ -132,22 +146,15 @@ TEST_F(DecodeAhead, AtALoopThatRanOutNoMoreFit) {
                   {"FAKECUDA_CONTEXT_OVERHEAD", "33554432"}});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.out, "generated 5057\n");
-  const ProcessResult oom = cli({"oom", "--json", only_trace()});
-  ASSERT_EQ(oom.exit_code, 0) << oom.err;
-  const json ooms = json::parse(oom.out)["ooms"];
-  const json* failure = nullptr;
-  for (const json& o : ooms) {
-    if (o.contains("allocator")) failure = &o;  // the allocator's: the other is its first try
-  }
-  ASSERT_NE(failure, nullptr) << ooms;
-  const json& then = (*failure)["inference"];
+  const json failure = allocator_failure();
+  const json& then = failure["inference"];
   EXPECT_EQ(then["tokens"], 64 + 5057 - 1);
   EXPECT_EQ(then["tokens_that_fit"], 0) << then;
   EXPECT_EQ(then["sequences_that_fit"], 0);
   EXPECT_EQ(then["tokens_that_fit_by"], "failure");
   // A layer's keys one token longer than the cache: 4 sequences x 4 heads x 64 x 2 bytes a token.
   EXPECT_EQ(then["ran_out_request_bytes"], (64 + 5057 - 1 + 1) * 2048);
-  EXPECT_EQ((*failure)["allocator_requested_bytes"], then["ran_out_request_bytes"]);
+  EXPECT_EQ(failure["allocator_requested_bytes"], then["ran_out_request_bytes"]);
 
   EXPECT_EQ(then["ran_out_tokens"], 5120);
 
@@ -191,16 +198,9 @@ TEST_F(DecodeAhead, AFailureOutsideTheDecodeLoopIsNoDecodeStepRunningOut) {
                   {"FAKECUDA_CONTEXT_OVERHEAD", "33554432"}});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.out, "train failed\ngenerated 64\n");
-  const ProcessResult oom = cli({"oom", "--json", only_trace()});
-  ASSERT_EQ(oom.exit_code, 0) << oom.err;
-  const json ooms = json::parse(oom.out)["ooms"];
-  const json* failure = nullptr;
-  for (const json& o : ooms) {
-    if (o.contains("allocator")) failure = &o;
-  }
-  ASSERT_NE(failure, nullptr) << ooms;
-  EXPECT_EQ((*failure)["allocator_requested_bytes"], uint64_t{64} << 30);
-  const json& then = (*failure)["inference"];
+  const json failure = allocator_failure();
+  EXPECT_EQ(failure["allocator_requested_bytes"], uint64_t{64} << 30);
+  const json& then = failure["inference"];
   EXPECT_EQ(then["tokens_that_fit_by"], "estimate") << then;
   EXPECT_EQ(then["ran_out_tokens"], nullptr);
   const json at_exit = report_json()["devices"][0]["inference"];
