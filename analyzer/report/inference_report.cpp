@@ -32,10 +32,6 @@ uint64_t more_tokens(const KvCacheLength& l, uint64_t available, std::optional<u
   return static_cast<uint64_t>((static_cast<double>(available) - held) / (per_step * (1 + copy)));
 }
 
-}  // namespace
-
-namespace {
-
 // Whether `later` is the same decode loop as `now`, as long or longer: one growth of the cache
 // (KvCacheLength::growing_since_ns).
 bool same_loop_later(const KvCacheLength& now, const KvCacheLength& later) {
