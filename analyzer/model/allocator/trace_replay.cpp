@@ -291,6 +291,17 @@ void TraceReplay::on_alloc_failed(const format::AllocFailedRecord& r) {
   if (r.size > 0) d.capacity_bound = std::min(d.capacity_bound, d.reserved + r.size - 1);
 }
 
+namespace {
+
+// A request made outside any forward, backward and optimizer step (BlockRoles: no role, or an
+// input): a failure there was the program's own to catch. Inside one, a library may catch it
+// and try another way (cuDNN's benchmark tries another algorithm when a workspace fails).
+bool outside_model_code(Role role) {
+  return role == Role::kUnknown || role == Role::kInput;
+}
+
+}  // namespace
+
 void TraceReplay::on(const format::BlockRecord& r) {
   ++block_events_;
   Device& d = device(r.device);
@@ -412,7 +423,7 @@ void TraceReplay::request(Device& d, const format::BlockRecord& r, bool failed_i
   const uint64_t id = failed_in_recording ? kFailedRequestId : r.address;
   const uint64_t requests_before = d.result.requests;
   ++d.result.requests;
-  if (d.result.recorded_failures_served > 0) ++d.result.requests_after_served_failure;
+  if (d.result.first_served_failure_request) ++d.result.requests_after_served_failure;
   // The recording's allocated bytes (the block as PyTorch counts it), for the fidelity.
   if (unchanged_ && !failed_in_recording) {
     const uint64_t size =
@@ -503,7 +514,8 @@ void TraceReplay::request(Device& d, const format::BlockRecord& r, bool failed_i
       v.recorded_bytes = r.size;
       d.match.diverge(v);
     } else {
-      if (d.result.recorded_failures_served++ == 0) {
+      ++d.result.recorded_failures_served;
+      if (!d.result.first_served_failure_request && outside_model_code(role)) {
         d.result.first_served_failure_request = requests_before;
         d.result.first_served_failure_size = r.size;
       }

@@ -136,9 +136,11 @@ struct DeviceReplayResult {
   std::optional<uint64_t> first_failed_request;  // and how many requests came before it
   // A what-if: requests the recording failed that the model served (then freed at once).
   uint64_t recorded_failures_served = 0;
-  // Requests after the first of those: the program caught its failure and went on, and what it
-  // asked for then answered the failure (a loop that fills the device until a request fails asks
-  // for more where more fits), so the replay past the failure is not a prediction.
+  // Requests after the first of those made outside any forward, backward and optimizer step
+  // (no role, or an input): the program caught its failure and went on, and what it asked for
+  // then answered the failure (a loop that fills the device until a request fails asks for more
+  // where more fits), so the replay past the failure is not a prediction. Inside one, a
+  // library may have caught it (cuDNN's benchmark tries another algorithm): not counted.
   uint64_t requests_after_served_failure = 0;
   std::optional<uint64_t> first_served_failure_request;  // how many requests came before it
   uint64_t first_served_failure_size = 0;

@@ -206,6 +206,15 @@ TEST_F(DecodeAhead, AFailureOutsideTheDecodeLoopIsNoDecodeStepRunningOut) {
   const json at_exit = report_json()["devices"][0]["inference"];
   EXPECT_NE(at_exit["tokens_that_fit_by"], "failure") << at_exit;
   EXPECT_EQ(at_exit["ran_out_tokens"], nullptr);
+
+  // The forward went on after its failure, inside the model, as a library that tries another
+  // way does: on a device where the request fits, whatif still gives its verdict.
+  const ProcessResult larger = cli({"whatif", only_trace(), "--device-memory", "80GiB", "--json"});
+  ASSERT_EQ(larger.exit_code, 0) << larger.err;
+  const json predicted = json::parse(larger.out)["devices"][0]["predicted"];
+  EXPECT_EQ(predicted["recorded_failures_served"], 1) << predicted;
+  EXPECT_EQ(predicted["requests_after_served_failure"], 0);
+  EXPECT_EQ(predicted["fits"], true);
 }
 
 }  // namespace
