@@ -58,14 +58,13 @@ void model_decode_ahead(std::span<const uint8_t> bytes, const std::string& path,
   }
 }
 
-// The last decode step that ran out, by device: what the run itself says of the tokens that fit
-// before it (inference_report.h).
+// The decode steps that ran out, by device: what the run itself says of the tokens that fit
+// before each (inference_report.h).
 void note_decode_ran_out(TraceSummary& summary) {
   for (const FailedAllocation& f : summary.failures) {
     const auto d = summary.devices.find(f.device);
     if (d != summary.devices.end() && f.in_decode_step())
-      d->second.decode_ran_out =
-          DeviceSummary::DecodeRanOut{*f.roles->kv_cache, f.program_requested_bytes()};
+      d->second.decode_ran_out.push_back({*f.roles->kv_cache, f.program_requested_bytes()});
   }
 }
 

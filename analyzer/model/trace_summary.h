@@ -118,13 +118,13 @@ struct DeviceSummary {
   // through the allocator's model (allocator/decode_ahead.h), or why it was not.
   std::optional<allocator::DecodeAhead> decode_ahead;
   std::string decode_ahead_why_not;
-  // The last decode step that ran out of memory (FailedAllocation::in_decode_step()): the cache
-  // then, and the request that failed.
+  // The decode steps that ran out of memory (FailedAllocation::in_decode_step()), in order: the
+  // cache then, and the request that failed.
   struct DecodeRanOut {
     KvCacheLength cache;
     uint64_t request_bytes = 0;
   };
-  std::optional<DecodeRanOut> decode_ran_out;
+  std::vector<DecodeRanOut> decode_ran_out;
 };
 
 // An allocation freed this soon after it was made, by a free call, is a temporary: scratch

@@ -43,8 +43,7 @@ bool same_loop_later(const KvCacheLength& now, const KvCacheLength& later) {
 
 std::optional<InferenceFigures> inference_figures(
     const RoleBreakdown& roles, std::optional<uint64_t> device_free_bytes,
-    const allocator::DecodeAhead* ahead,
-    const std::optional<DeviceSummary::DecodeRanOut>& ran_out) {
+    const allocator::DecodeAhead* ahead, const std::vector<DeviceSummary::DecodeRanOut>& ran_out) {
   if (!roles.kv_cache) return std::nullopt;
   InferenceFigures f;
   f.kv_cache_bytes = roles[Role::kKvCache].bytes;
@@ -58,10 +57,13 @@ std::optional<InferenceFigures> inference_figures(
       f.tokens_that_fit = f.length.capacity - std::min(f.length.capacity, f.length.tokens);
     return f;
   }
-  if (ran_out && same_loop_later(f.length, ran_out->cache)) {
-    f.ran_out_tokens = ran_out->cache.tokens;
-    f.ran_out_bytes = ran_out->request_bytes;
-    f.tokens_that_fit = ran_out->cache.tokens - f.length.tokens;
+  const auto loop_ran_out = std::find_if(
+      ran_out.begin(), ran_out.end(),
+      [&](const DeviceSummary::DecodeRanOut& r) { return same_loop_later(f.length, r.cache); });
+  if (loop_ran_out != ran_out.end()) {
+    f.ran_out_tokens = loop_ran_out->cache.tokens;
+    f.ran_out_bytes = loop_ran_out->request_bytes;
+    f.tokens_that_fit = loop_ran_out->cache.tokens - f.length.tokens;
     if (*f.tokens_that_fit == 0) f.sequences_that_fit = 0;
     f.step_bytes = roles.step_bytes;
     return f;
@@ -113,10 +115,9 @@ std::optional<InferenceFigures> peak_inference(const DeviceSummary& device) {
 
 std::optional<InferenceFigures> failure_inference(const FailedAllocation& failure) {
   if (!failure.roles || !failure.roles->kv_cache) return std::nullopt;
-  std::optional<DeviceSummary::DecodeRanOut> ran_out;
+  std::vector<DeviceSummary::DecodeRanOut> ran_out;
   if (failure.in_decode_step())
-    ran_out =
-        DeviceSummary::DecodeRanOut{*failure.roles->kv_cache, failure.program_requested_bytes()};
+    ran_out.push_back({*failure.roles->kv_cache, failure.program_requested_bytes()});
   return inference_figures(*failure.roles, failure.driver_free_bytes(), nullptr, ran_out);
 }
 

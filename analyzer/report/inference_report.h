@@ -54,7 +54,7 @@ struct InferenceFigures {
 std::optional<InferenceFigures> inference_figures(
     const RoleBreakdown& roles, std::optional<uint64_t> device_free_bytes,
     const allocator::DecodeAhead* ahead = nullptr,
-    const std::optional<DeviceSummary::DecodeRanOut>& ran_out = std::nullopt);
+    const std::vector<DeviceSummary::DecodeRanOut>& ran_out = {});
 
 // A device's: at exit (the program's end, with the device's free memory sampled at the end),
 // else at the peak.
