@@ -43,7 +43,8 @@ bool same_loop_later(const KvCacheLength& now, const KvCacheLength& later) {
 
 std::optional<InferenceFigures> inference_figures(
     const RoleBreakdown& roles, std::optional<uint64_t> device_free_bytes,
-    const allocator::DecodeAhead* ahead, const std::vector<DeviceSummary::DecodeRanOut>& ran_out) {
+    const allocator::DecodeAhead* ahead, const KvCacheLength* ahead_from,
+    const std::vector<DeviceSummary::DecodeRanOut>& ran_out) {
   if (!roles.kv_cache) return std::nullopt;
   InferenceFigures f;
   f.kv_cache_bytes = roles[Role::kKvCache].bytes;
@@ -73,9 +74,11 @@ std::optional<InferenceFigures> inference_figures(
   f.step_bytes = roles.step_bytes;
   f.tokens_that_fit = more_tokens(f.length, available, roles.step_bytes);
   f.estimated_tokens_that_fit = f.tokens_that_fit;
-  if (ahead != nullptr) {
+  if (ahead != nullptr && ahead_from != nullptr && same_loop_later(f.length, *ahead_from)) {
     f.modelled = *ahead;
-    f.tokens_that_fit = ahead->tokens_that_fit;
+    const uint64_t made = ahead_from->tokens - f.length.tokens;
+    f.tokens_that_fit = made + ahead->tokens_that_fit;
+    if (made > 0) f.modelled_from_tokens = ahead_from->tokens;
   }
   const uint64_t per_sequence = f.length.tokens * f.length.bytes_per_token;
   if (per_sequence > 0) f.sequences_that_fit = available / per_sequence;
@@ -92,25 +95,34 @@ std::optional<uint64_t> free_of(const std::optional<ViewValues>& views) {
 
 }  // namespace
 
+namespace {
+
+// The cache at the end, where the allocator's model ran the decode loop on from it.
+const KvCacheLength* modelled_from(const DeviceSummary& device) {
+  if (!device.decode_ahead || !device.roles_at_exit || !device.roles_at_exit->kv_cache)
+    return nullptr;
+  return &*device.roles_at_exit->kv_cache;
+}
+
+}  // namespace
+
 std::optional<InferenceFigures> device_inference(const DeviceSummary& device) {
   if (device.roles_at_exit && device.roles_at_exit->kv_cache) {
     auto f = inference_figures(*device.roles_at_exit, free_of(device.views_at_exit),
                                device.decode_ahead ? &*device.decode_ahead : nullptr,
-                               device.decode_ran_out);
+                               modelled_from(device), device.decode_ran_out);
     if (f && !f->capacity_tokens && !f->modelled && !f->ran_out_bytes)
       f->not_modelled = device.decode_ahead_why_not;
     return f;
   }
-  if (device.roles_at_peak && device.roles_at_peak->kv_cache)
-    return inference_figures(*device.roles_at_peak, free_of(device.views_at_peak), nullptr,
-                             device.decode_ran_out);
-  return std::nullopt;
+  return peak_inference(device);
 }
 
 std::optional<InferenceFigures> peak_inference(const DeviceSummary& device) {
   if (!device.roles_at_peak || !device.roles_at_peak->kv_cache) return std::nullopt;
-  return inference_figures(*device.roles_at_peak, free_of(device.views_at_peak), nullptr,
-                           device.decode_ran_out);
+  return inference_figures(*device.roles_at_peak, free_of(device.views_at_peak),
+                           device.decode_ahead ? &*device.decode_ahead : nullptr,
+                           modelled_from(device), device.decode_ran_out);
 }
 
 std::optional<InferenceFigures> failure_inference(const FailedAllocation& failure) {
@@ -118,7 +130,7 @@ std::optional<InferenceFigures> failure_inference(const FailedAllocation& failur
   std::vector<DeviceSummary::DecodeRanOut> ran_out;
   if (failure.in_decode_step())
     ran_out.push_back({*failure.roles->kv_cache, failure.program_requested_bytes()});
-  return inference_figures(*failure.roles, failure.driver_free_bytes(), nullptr, ran_out);
+  return inference_figures(*failure.roles, failure.driver_free_bytes(), nullptr, nullptr, ran_out);
 }
 
 namespace {
@@ -174,7 +186,11 @@ void write_modelled(const InferenceFigures& f, const std::string& indent, std::o
       << " more tokens per sequence fit";
   if (f.sequences_that_fit)
     out << " (or about " << *f.sequences_that_fit << " more sequences of this length)";
-  out << ": the last decode step run forward through the allocator's model, each request "
+  out << ": ";
+  if (f.modelled_from_tokens)
+    out << "the decode loop went on to " << *f.modelled_from_tokens
+        << " tokens per sequence, then ";
+  out << "the last decode step run forward through the allocator's model, each request "
          "grown as it grew the step before, ";
   if (a.failed_size) {
     out << "until a request of " << human_bytes(*a.failed_size) << " failed";

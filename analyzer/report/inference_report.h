@@ -37,6 +37,9 @@ struct InferenceFigures {
   // At exit, a growing cache: tokens_that_fit is the allocator's model's, its decode loop run
   // forward (allocator/decode_ahead.h), not the estimate from the free bytes; else why not.
   std::optional<allocator::DecodeAhead> modelled;
+  // The model ran from a later moment of the same loop (its end), at this many tokens per
+  // sequence: tokens_that_fit adds what the loop made up to there.
+  std::optional<uint64_t> modelled_from_tokens;
   std::string not_modelled;
   // The estimate from the free bytes (a growing cache), beside the model's figure: what it
   // says where the model stopped at its bound.
@@ -50,10 +53,11 @@ struct InferenceFigures {
 };
 
 // None where the hooks reported no cache before the moment. `ahead`: the decode loop run
-// forward from that moment, where it was.
+// forward from its end, where it was, the cache then `ahead_from` (used for a moment of the same
+// loop). `ran_out`: the decode steps that ran out (used for a moment of their loop).
 std::optional<InferenceFigures> inference_figures(
     const RoleBreakdown& roles, std::optional<uint64_t> device_free_bytes,
-    const allocator::DecodeAhead* ahead = nullptr,
+    const allocator::DecodeAhead* ahead = nullptr, const KvCacheLength* ahead_from = nullptr,
     const std::vector<DeviceSummary::DecodeRanOut>& ran_out = {});
 
 // A device's: at exit (the program's end, with the device's free memory sampled at the end),

@@ -217,5 +217,32 @@ TEST_F(DecodeAhead, AFailureOutsideTheDecodeLoopIsNoDecodeStepRunningOut) {
   EXPECT_EQ(predicted["fits"], true);
 }
 
+// A peak late in the loop, before its end: what the loop went on to make up to its end, and the
+// model's figure from there (the free-bytes estimate at the peak said 4,869).
+TEST_F(DecodeAhead, APeakInTheLoopCountsWhatTheLoopWentOnToMake) {
+  const ProcessResult run =
+      run_traced("workload_decode_loop", {"64", "2000"},
+                 {{"FAKECUDA_DEVICE_MEMORY", std::to_string(160 * kDecodeMiB)},
+                  {"FAKECUDA_CONTEXT_OVERHEAD", "33554432"}});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const json at_exit = report_json()["devices"][0]["inference"];
+  ASSERT_EQ(at_exit["tokens_that_fit_by"], "allocator_model") << at_exit;
+  const ProcessResult peak = cli({"peak", "--json", only_trace()});
+  ASSERT_EQ(peak.exit_code, 0) << peak.err;
+  const json at_peak = json::parse(peak.out)["devices"][0]["inference"];
+  const uint64_t peak_tokens = at_peak["tokens"].get<uint64_t>();
+  const uint64_t end_tokens = at_exit["tokens"].get<uint64_t>();
+  ASSERT_LT(peak_tokens, end_tokens) << at_peak;
+  EXPECT_EQ(at_peak["tokens_that_fit_by"], "allocator_model");
+  EXPECT_EQ(at_peak["tokens_that_fit"],
+            end_tokens - peak_tokens + at_exit["tokens_that_fit"].get<uint64_t>());
+  EXPECT_EQ(at_peak["modelled"], at_exit["modelled"]);
+  const ProcessResult text = cli({"peak", only_trace()});
+  EXPECT_NE(text.out.find("the decode loop went on to " + std::to_string(end_tokens) +
+                          " tokens per sequence, then the last decode step run forward"),
+            std::string::npos)
+      << text.out;
+}
+
 }  // namespace
 }  // namespace gmt::test
