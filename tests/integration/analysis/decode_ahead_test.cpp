@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "tests/integration/traced_run_fixture.h"
 
@@ -52,10 +53,16 @@ class DecodeAhead : public TracedRun {
     return found;
   }
 
+  // The loop traced with `args`, on a device of `memory` bytes with 32 MiB held by the context.
+  ProcessResult traced_loop(std::vector<std::string> args,
+                            uint64_t memory = 160 * kDecodeMiB) const {
+    return run_traced("workload_decode_loop", std::move(args),
+                      {{"FAKECUDA_DEVICE_MEMORY", std::to_string(memory)},
+                       {"FAKECUDA_CONTEXT_OVERHEAD", "33554432"}});
+  }
+
   json inference_after_64(uint64_t memory) {
-    const ProcessResult run = run_traced("workload_decode_loop", {"600", "64"},
-                                         {{"FAKECUDA_DEVICE_MEMORY", std::to_string(memory)},
-                                          {"FAKECUDA_CONTEXT_OVERHEAD", "33554432"}});
+    const ProcessResult run = traced_loop({"600", "64"}, memory);
     EXPECT_EQ(run.exit_code, 0) << run.err;
     EXPECT_EQ(run.out, "generated 64\n");
     return report_json()["devices"][0]["inference"];
@@ -117,10 +124,7 @@ TEST_F(DecodeAhead, FragmentationIsCounted) {
 // Fewer than three decode steps: nothing to take the growth from; the estimate stands, and
 // says why.
 TEST_F(DecodeAhead, TooFewStepsKeepTheEstimate) {
-  const ProcessResult run =
-      run_traced("workload_decode_loop", {"600", "3"},
-                 {{"FAKECUDA_DEVICE_MEMORY", std::to_string(160 * kDecodeMiB)},
-                  {"FAKECUDA_CONTEXT_OVERHEAD", "33554432"}});
+  const ProcessResult run = traced_loop({"600", "3"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const json report = report_json();
   const json& inference = report["devices"][0]["inference"];
@@ -140,10 +144,7 @@ TEST_F(DecodeAhead, TooFewStepsKeepTheEstimate) {
 // pieces a step's 10 MiB keys did not fit in; the estimate from the free bytes said 2,037 more);
 // earlier in the loop, as many as it went on to make.
 TEST_F(DecodeAhead, AtALoopThatRanOutNoMoreFit) {
-  const ProcessResult run =
-      run_traced("workload_decode_loop", {"64", "max"},
-                 {{"FAKECUDA_DEVICE_MEMORY", std::to_string(160 * kDecodeMiB)},
-                  {"FAKECUDA_CONTEXT_OVERHEAD", "33554432"}});
+  const ProcessResult run = traced_loop({"64", "max"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.out, "generated 5057\n");
   const json failure = allocator_failure();
@@ -192,10 +193,7 @@ TEST_F(DecodeAhead, AtALoopThatRanOutNoMoreFit) {
 // the loop: no decode step ran out there, and the figures at the failure and at exit are the
 // estimate and the allocator's model as without it.
 TEST_F(DecodeAhead, AFailureOutsideTheDecodeLoopIsNoDecodeStepRunningOut) {
-  const ProcessResult run =
-      run_traced("workload_decode_loop", {"600", "64", "train"},
-                 {{"FAKECUDA_DEVICE_MEMORY", std::to_string(160 * kDecodeMiB)},
-                  {"FAKECUDA_CONTEXT_OVERHEAD", "33554432"}});
+  const ProcessResult run = traced_loop({"600", "64", "train"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.out, "train failed\ngenerated 64\n");
   const json failure = allocator_failure();
@@ -220,10 +218,7 @@ TEST_F(DecodeAhead, AFailureOutsideTheDecodeLoopIsNoDecodeStepRunningOut) {
 // A peak late in the loop, before its end: what the loop went on to make up to its end, and the
 // model's figure from there (the free-bytes estimate at the peak said 4,869).
 TEST_F(DecodeAhead, APeakInTheLoopCountsWhatTheLoopWentOnToMake) {
-  const ProcessResult run =
-      run_traced("workload_decode_loop", {"64", "2000"},
-                 {{"FAKECUDA_DEVICE_MEMORY", std::to_string(160 * kDecodeMiB)},
-                  {"FAKECUDA_CONTEXT_OVERHEAD", "33554432"}});
+  const ProcessResult run = traced_loop({"64", "2000"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const json at_exit = report_json()["devices"][0]["inference"];
   ASSERT_EQ(at_exit["tokens_that_fit_by"], "allocator_model") << at_exit;
