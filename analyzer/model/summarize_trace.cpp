@@ -63,8 +63,8 @@ void model_decode_ahead(std::span<const uint8_t> bytes, const std::string& path,
 void note_decode_ran_out(TraceSummary& summary) {
   for (const FailedAllocation& f : summary.failures) {
     const auto d = summary.devices.find(f.device);
-    if (d != summary.devices.end() && f.in_decode_step())
-      d->second.decode_ran_out.push_back({*f.roles->kv_cache, f.program_requested_bytes()});
+    if (d == summary.devices.end()) continue;
+    if (auto ran_out = f.decode_ran_out()) d->second.decode_ran_out.push_back(*ran_out);
   }
 }
 

@@ -118,7 +118,7 @@ struct DeviceSummary {
   // through the allocator's model (allocator/decode_ahead.h), or why it was not.
   std::optional<allocator::DecodeAhead> decode_ahead;
   std::string decode_ahead_why_not;
-  // The decode steps that ran out of memory (FailedAllocation::in_decode_step()), in order: the
+  // The decode steps that ran out of memory (FailedAllocation::decode_ran_out()), in order: the
   // cache then, and the request that failed.
   struct DecodeRanOut {
     KvCacheLength cache;
@@ -277,17 +277,16 @@ struct FailedAllocation {
   // (RoleTracker, as at the peak).
   std::optional<RoleBreakdown> roles;
 
-  // A decode step ran out: the failure came from a caching allocator inside the decode loop's
-  // next step (RoleBreakdown::in_decode_step) while a cache that grows was live.
-  bool in_decode_step() const {
-    return allocator >= 0 && roles && roles->in_decode_step && roles->kv_cache &&
-           roles->kv_cache->capacity == 0 && (*roles)[Role::kKvCache].bytes > 0;
-  }
-  // What its program asked for: the allocator's request where one reported the failure (the
-  // cudaMalloc is its segment), else the call's.
-  uint64_t program_requested_bytes() const {
-    return allocator >= 0 && allocator_requested_bytes > 0 ? allocator_requested_bytes
-                                                           : requested_bytes;
+  // A decode step that ran out: the failure came from a caching allocator inside the decode
+  // loop's next step (RoleBreakdown::in_decode_step) while a cache that grows was live; the
+  // cache then and the allocator's request (the cudaMalloc is its segment). None otherwise.
+  std::optional<DeviceSummary::DecodeRanOut> decode_ran_out() const {
+    if (allocator < 0 || !roles || !roles->in_decode_step || !roles->kv_cache ||
+        roles->kv_cache->capacity != 0 || (*roles)[Role::kKvCache].bytes == 0)
+      return std::nullopt;
+    return DeviceSummary::DecodeRanOut{*roles->kv_cache, allocator_requested_bytes > 0
+                                                             ? allocator_requested_bytes
+                                                             : requested_bytes};
   }
   // The driver's free memory (cuMemGetInfo) right after the failure, when it was sampled.
   std::optional<uint64_t> driver_free_bytes() const {

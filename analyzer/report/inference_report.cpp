@@ -128,8 +128,7 @@ std::optional<InferenceFigures> peak_inference(const DeviceSummary& device) {
 std::optional<InferenceFigures> failure_inference(const FailedAllocation& failure) {
   if (!failure.roles || !failure.roles->kv_cache) return std::nullopt;
   std::vector<DeviceSummary::DecodeRanOut> ran_out;
-  if (failure.in_decode_step())
-    ran_out.push_back({*failure.roles->kv_cache, failure.program_requested_bytes()});
+  if (auto own = failure.decode_ran_out()) ran_out.push_back(*own);
   return inference_figures(*failure.roles, failure.driver_free_bytes(), nullptr, nullptr, ran_out);
 }
 

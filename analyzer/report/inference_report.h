@@ -44,7 +44,7 @@ struct InferenceFigures {
   // The estimate from the free bytes (a growing cache), beside the model's figure: what it
   // says where the model stopped at its bound.
   std::optional<uint64_t> estimated_tokens_that_fit;
-  // The same decode loop ran out of memory (FailedAllocation::in_decode_step()) at this length or
+  // The same decode loop ran out of memory (FailedAllocation::decode_ran_out()) at this length or
   // later: the tokens per sequence then and the request that failed. tokens_that_fit is what
   // the run itself then generated past this moment (none at the failure), whatever the free
   // bytes say (too few, or in pieces too small, for the step).

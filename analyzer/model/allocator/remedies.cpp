@@ -23,6 +23,13 @@ std::string number(double v) {
   return s.str();
 }
 
+// Whether a replay got past a failure the program caught on any device
+// (DeviceReplayResult::verdict_past_caught_failure()).
+bool past_caught_failure(const TraceReplayResult& result) {
+  return std::any_of(result.devices.begin(), result.devices.end(),
+                     [](const DeviceReplayResult& d) { return d.verdict_past_caught_failure(); });
+}
+
 constexpr const char* kPastCaughtFailure =
     "the program caught its failure and went on, and what it asked for after the failure "
     "answered it: nothing is predicted past it";
@@ -45,9 +52,7 @@ Remedy remedy_of(const TraceReplayResult& result, const std::map<int, uint64_t>&
       remedy.close = true;
     }
   }
-  remedy.past_caught_failure =
-      std::any_of(result.devices.begin(), result.devices.end(),
-                  [](const DeviceReplayResult& d) { return d.verdict_past_caught_failure(); });
+  remedy.past_caught_failure = past_caught_failure(result);
   uint64_t served = 0;
   for (const DeviceReplayResult& d : result.devices) {
     if (d.device != device) continue;
@@ -259,10 +264,7 @@ Remedies find_remedies(std::span<const uint8_t> bytes, const std::string& name,
     }
   }
   if (out.device < 0) {
-    const bool past_failure =
-        std::any_of(as_is.devices.begin(), as_is.devices.end(),
-                    [](const DeviceReplayResult& d) { return d.verdict_past_caught_failure(); });
-    out.none_because = past_failure
+    out.none_because = past_caught_failure(as_is)
                            ? kPastCaughtFailure +
                                  std::string(" (on this device the request that failed is served)")
                            : "the run fits: nothing to remedy";
