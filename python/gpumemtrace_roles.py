@@ -243,27 +243,45 @@ def _install():
         written = None if growing else fill(cache, tokens_written, root.ref())
         if root.layer_modules is None:
             root.layer_modules = attention_modules(root.ref())
-        pairs = []
+        # Tagged after every forward of a decode loop (a growing cache's tensors are new blocks
+        # each token): the names are looked up once, by layer.
+        names = root.cache_names
+
+        def name_of(index, kind):
+            name = names.get((index, kind))
+            if name is None:
+                module = root.layer_modules.get(index, "layers.%d" % index)
+                name = names[(index, kind)] = name_id(module + "." + kind)
+            return name
+
+        addresses = []
+        ids = []
         per_token = 0
         first = None
         for index, (keys, values) in enumerate(cache_layers(cache)):
-            module = root.layer_modules.get(index, "layers.%d" % index)
             for kind, t in (("keys", keys), ("values", values)):
-                if Tensor is None or not isinstance(t, Tensor) or not t.is_cuda or t.dim() < 2:
+                if Tensor is None or not isinstance(t, Tensor) or not t.is_cuda:
+                    continue
+                shape = t.shape
+                if len(shape) < 2:
                     continue
                 if first is None:
                     first = t
+                size = t.element_size()
                 # (batch, heads, tokens, head dim): one token of one sequence is all but two
                 # of the dimensions.
-                per_token += t.element_size() * (t.numel() // max(1, t.shape[0] * t.shape[-2]))
-                pairs.append((block_of(t), name_id(module + "." + kind)))
-        if not pairs:
+                per_token += size * (t.numel() // max(1, shape[0] * shape[-2]))
+                # The block's address as block_of() gives it, without a storage object made.
+                addresses.append(t.data_ptr() - t.storage_offset() * size)
+                ids.append(names.get((index, kind)) or name_of(index, kind))
+        if not addresses:
             return
-        layers = len(pairs) // 2
+        layers = len(addresses) // 2
         for index, name, t in cache_layer_state(cache):
-            module = root.layer_modules.get(index, "layers.%d" % index)
-            pairs.append((block_of(t), name_id(module + "." + name)))
-        emit(KV_CACHE, pairs)
+            addresses.append(block_of(t))
+            ids.append(name_of(index, name))
+        tags_fn(KV_CACHE, len(ids), array.array("Q", addresses).buffer_info()[0],
+                array.array("I", ids).buffer_info()[0])
         # A cache that grows holds as many tokens as its tensors are long. A preallocated one
         # (StaticCache) is as long as its capacity; how much of it is filled the device knows
         # (get_seq_length() reads it back, a synchronisation per forward), so the tokens its
@@ -275,7 +293,7 @@ def _install():
         scope(ENTER, KV_CACHE_LENGTH, name_id(text))
 
     class _Root:
-        __slots__ = ("ref", "tensors", "last", "forwards", "layer_modules")
+        __slots__ = ("ref", "tensors", "last", "forwards", "layer_modules", "cache_names")
 
         def __init__(self, root):
             self.ref = weakref.ref(root)
@@ -289,6 +307,7 @@ def _install():
             self.last = None
             self.forwards = 0
             self.layer_modules = None  # layer index -> attention module, once a cache is seen
+            self.cache_names = {}  # (layer index, what) -> name id of the cache's tensors
 
         def live(self, role):
             for ref, r, _ in self.tensors:
@@ -359,10 +378,13 @@ def _install():
     def call(self, *args, **kwargs):
         if compiling():  # first: dynamo traces through here, and nothing else must be seen
             return original_call(self, *args, **kwargs)
-        state = local.__dict__
-        if state.get("depth", 0) == 0:
-            return root_call(self, state, args, kwargs)
-        opened = state["whole"] and entered(self)
+        # The forward this thread runs: absent outside any (this call is a root), False in an
+        # outline one, True in a whole one. An outline forward's module calls, nearly all of a
+        # decode loop's, cost this function's call and one dictionary read.
+        whole = local.__dict__.get("whole")
+        if whole is None:
+            return root_call(self, local.__dict__, args, kwargs)
+        opened = whole and entered(self)
         # One line calls the module in whole and outline forwards alike: the analyzer tells an
         # outline forward's blocks by their stacks, which hold this frame's line.
         try:
@@ -389,12 +411,11 @@ def _install():
         no_grad = not grad_enabled()
         if no_grad:
             scope(ENTER, NO_GRAD, 0)
-        state["depth"] = 1
         state["whole"] = whole
         try:
             result = original_call(m, *args, **kwargs)
         finally:
-            state["depth"] = 0
+            del state["whole"]
             if no_grad:
                 scope(EXIT, NO_GRAD, 0)
             scope(EXIT, MODULE, 0)

@@ -19,7 +19,10 @@
 # gmt_STACKS_libunwind (e.g. gmt_all_libunwind) takes native stacks by libunwind alone
 # (GPUMEMTRACE_UNWIND=libunwind), for our walker's gain next to it; a mode gmt_STACKS_nosampler
 # turns the sampler off (GPUMEMTRACE_SAMPLE_MS=0), for what it costs; gmt_STACKS_noblocks turns
-# PyTorch's block events off (GPUMEMTRACE_TORCH_BLOCKS=0), for what the rest of the recorder costs.
+# PyTorch's block events off (GPUMEMTRACE_TORCH_BLOCKS=0), for what the rest of the recorder costs;
+# gmt_STACKS_noroles turns the roles and modules hooks off (GPUMEMTRACE_ROLES=0), for their share.
+# GMT_BENCH_MODEL=decode times generate() of a 32-layer Llama-shaped model instead, per token
+# (tests/gpu/decode_step_time.py): where module calls are densest.
 # After the rounds, each traced configuration runs once more with GPUMEMTRACE_SELF_TIME=1: the
 # recorder's own time, measured inside that process, per event and as a share of its step. On a
 # shared host, wall time moves by tens of percent from one process to the next; that share does
@@ -32,6 +35,7 @@ mkdir -p "$out"
 
 workload=tests/gpu/mlp_step_time.py
 [ "${GMT_BENCH_MODEL:-}" = tensors ] && workload=tests/gpu/tensor_cost.py
+[ "${GMT_BENCH_MODEL:-}" = decode ] && workload=tests/gpu/decode_step_time.py
 
 measure() {  # measure ALLOCATOR MODE ROUND
   local allocator=$1 mode=$2 name="$1.$2.$3" env=()
@@ -63,6 +67,7 @@ measure() {  # measure ALLOCATOR MODE ROUND
       # (GMT_BENCH_MAX_SIZE, default 2MiB), which the run fills many times over, its checkpoints
       # and reuse of chunks in the figures; _nosampler: the sampler off; _noblocks: PyTorch's block
       # events off (what being preloaded costs a step whose allocations all come from the cache);
+      # _noroles: the roles and modules hooks off;
       # _libunwind: native stacks by libunwind alone, not our walker.
       local stacks=${mode#gmt_}
       while [[ $stacks == *_* ]]; do
@@ -70,6 +75,7 @@ measure() {  # measure ALLOCATOR MODE ROUND
           bounded) env+=(GPUMEMTRACE_MAX_SIZE="${GMT_BENCH_MAX_SIZE:-2MiB}") ;;
           nosampler) env+=(GPUMEMTRACE_SAMPLE_MS=0) ;;
           noblocks) env+=(GPUMEMTRACE_TORCH_BLOCKS=0) ;;
+          noroles) env+=(GPUMEMTRACE_ROLES=0) ;;
           libunwind) env+=(GPUMEMTRACE_UNWIND=libunwind) ;;
           *) break ;;
         esac

@@ -107,6 +107,9 @@ class Tensor:
     def data_ptr(self):
         return self.address
 
+    def storage_offset(self):
+        return 0
+
     def backward(self):
         sys.modules["torch.autograd"].backward(self)  # looked up at the call, as torch does
 
