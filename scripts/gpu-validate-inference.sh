@@ -14,8 +14,6 @@
 #   - a decode step captured in a CUDA graph (torch.cuda.graph) and replayed: its pool's blocks
 #     live at the end are cuda_graph, to the byte.
 # Usage: scripts/gpu-validate-inference.sh [OUTPUT_DIR]; exits non-zero when a check failed.
-# GMT_INFERENCE_COST_ROUNDS (default 3; 0 skips the cost) sets the traced and untraced runs timed
-# (and traced without the roles hooks, GPUMEMTRACE_ROLES=0: the recorder's part of the cost).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-${OUT:-gpu-validate-output}}"
@@ -150,6 +148,25 @@ if wanted fit; then
       echo "INFO tokens that fit after 64: generate() ran out after $most tokens, $((most - 64)) more than 64"
       check "tokens that fit: within a tenth (and 64 tokens) of those generated before running out" True \
         "$(python3 -c "print($most >= 64 + $fit and 64 + $fit * 11 // 10 + 64 >= $most)")"
+      # The same loop traced as it runs out: at its failure no more tokens fit, by the failure
+      # itself, at the length the cache had (the prompt and the tokens generated, less the one
+      # the failing step was to write).
+      rm -f "$out/${name}_max".*.gmt
+      "$gmt" run -o "$out/${name}_max.%p.gmt" -- python3 tests/gpu/inference_models.py llama dynamic 64 512 max \
+        "$filler" "$out/$name.max_traced.json" >"$out/$name.max_traced.log" 2>&1
+      max_trace=$(ls "$out/${name}_max".*.gmt 2>/dev/null | sed -n 1p)
+      if [ -n "$max_trace" ]; then
+        "$gmt" oom --json "$max_trace" >"$out/$name.max_oom.json"
+        "$gmt" oom "$max_trace" | grep -B1 -A2 "tokens" | head -12
+        generated=$(json_field "$out/$name.max_traced.json" "d.get('generated_before_oom', -1)")
+        at_failure="[o['inference'] for o in d['ooms'] if (o.get('inference') or {}).get('tokens_that_fit_by') == 'failure']"
+        check "tokens that fit at the decode step that ran out: none, by the failure" "['failure', 0]" \
+          "$(json_field "$out/$name.max_oom.json" "[($at_failure or [{}])[-1].get(k) for k in ('tokens_that_fit_by', 'tokens_that_fit')]")"
+        check "the decode step ran out at the cache's length (512 + $generated generated - 1)" $((512 + generated - 1)) \
+          "$(json_field "$out/$name.max_oom.json" "($at_failure or [{}])[-1].get('ran_out_tokens')")"
+      else
+        check "tokens that fit: the loop that ran out traced" True False
+      fi
     else
       check "tokens that fit: a figure above 0" True False
     fi
@@ -157,23 +174,36 @@ if wanted fit; then
 fi
 
 if wanted cost; then
-  echo "--- inference: the hooks' cost where module calls are densest (generate(), 32 layers, batch 1)"
-  for round in $(seq 1 "${GMT_INFERENCE_COST_ROUNDS:-3}"); do
-    python3 tests/gpu/inference_models.py time 32 128 "$out/inference_time.plain.$round.json" >/dev/null 2>&1
-    "$gmt" run -o "$out/inference_time.%p.gmt" -- python3 tests/gpu/inference_models.py time 32 128 \
-      "$out/inference_time.traced.$round.json" >/dev/null 2>&1
-    # The recorder alone (the roles hooks off): what of the cost is the hooks'.
-    GPUMEMTRACE_ROLES=0 "$gmt" run -o "$out/inference_time.%p.gmt" -- python3 tests/gpu/inference_models.py time 32 128 \
-      "$out/inference_time.noroles.$round.json" >/dev/null 2>&1
-  done
-  [ "${GMT_INFERENCE_COST_ROUNDS:-3}" -gt 0 ] && python3 - "$out" "${GMT_INFERENCE_COST_ROUNDS:-3}" <<'PY'
-import json, statistics, sys
-out = sys.argv[1]
-def median(kind):
-    return statistics.median(json.load(open(f"{out}/inference_time.{kind}.{r}.json"))["seconds"] for r in range(1, int(sys.argv[2]) + 1))
-plain, traced, noroles = median("plain"), median("traced"), median("noroles")
-print(f"INFO generate() of 128 tokens: untraced {plain:.3f} s, traced {traced:.3f} s, ratio {traced / plain:.3f}; "
-      f"traced without the roles hooks {noroles:.3f} s, ratio {noroles / plain:.3f}")
+  # Between processes a CPU-bound loop's time moves by more than the target, so each part is
+  # measured inside one process: the hooks by generate() calls alternating with them on and off
+  # (decode_step_time.py --roles-ab), the recorder by its own time (GPUMEMTRACE_SELF_TIME, less
+  # the measurement's clock reads: scripts/lib/recorder_cost.py). Untraced against traced, one
+  # process each, beside them.
+  echo "--- inference: the cost where module calls are densest (generate(), 32 layers, batch 1)"
+  rm -f "$out"/inference_time.*
+  python3 tests/gpu/decode_step_time.py "$out/inference_time.plain.json" >"$out/inference_time.plain.log" 2>&1
+  "$gmt" run -o "$out/inference_time.traced.%p.gmt" -- python3 tests/gpu/decode_step_time.py \
+    "$out/inference_time.traced.json" >"$out/inference_time.traced.log" 2>&1
+  GPUMEMTRACE_SELF_TIME=1 "$gmt" run -o "$out/inference_time.ab.%p.gmt" -- python3 tests/gpu/decode_step_time.py \
+    --roles-ab "$out/inference_time.ab.json" >"$out/inference_time.ab.log" 2>&1
+  python3 - "$out" "$gmt" <<'PY'
+import glob, json, sys
+sys.path.insert(0, "scripts/lib")
+from recorder_cost import corrected, note_of
+out, gmt = sys.argv[1], sys.argv[2]
+try:
+    plain, traced, ab = (json.load(open(f"{out}/inference_time.{k}.json")) for k in ("plain", "traced", "ab"))
+    note = note_of(gmt, glob.glob(f"{out}/inference_time.ab.*.gmt")[0])
+except (OSError, IndexError, ValueError) as e:
+    print(f"FAIL the cost runs: {e.__class__.__name__}: {e} (see inference_time.*.log)")
+    sys.exit(0)
+cost = corrected(note, ab["steps_run"], ab["ms_per_step"])
+print(f"INFO generate(), ms per token: untraced {plain['ms_per_step']:.2f}, traced {traced['ms_per_step']:.2f}"
+      f" ({traced['ms_per_step'] / plain['ms_per_step']:.3f}x, two processes)")
+print(f"INFO in one process: the roles hooks {ab['roles_ratio']:.3f}x (on {ab['ms_per_step']:.2f} ms, off "
+      f"{ab['off_ms_per_step']:.2f} ms a token); the recorder {cost['share']:.1%} of a token "
+      f"({note['events'] / ab['steps_run']:.0f} events a token, {cost['total_ns'] / note['events']:.0f} ns each, "
+      f"{cost['stack_ns'] / max(note['stacks'], 1):.0f} ns a stack)")
 PY
   rm -f "$out"/inference_time.*.gmt
 fi

@@ -16,6 +16,7 @@
 # the changes by a pattern of their labels (unchanged, expandable, max_split, batch_x2, batch_from_x2
 # (needs batch_x2), checkpoint,
 # batch_largest_x1...; default all: "batch_largest*" reruns only the verdict's edge).
+# GMT_WHATIF_TRACE_EDGE=1 also traces the largest batch said to fit (whatif_CASE_edge.*).
 set -uo pipefail
 shopt -s extglob  # GMT_WHATIF_LABELS may be "@(batch_largest*|set_to_none)"
 cd "$(dirname "$0")/.."
@@ -145,6 +146,30 @@ for case in ${GMT_WHATIF_CASES-mlp resnet transformer fragmented}; do
       b=$(python3 -c "import math; print(max(1, math.floor($batch * $largest * $edge)))")
       predict_and_rerun "$case" "batch_largest_x$edge" "" "$b" "--batch-scale $(python3 -c "print($b / $batch)")"
     done
+    # GMT_WHATIF_TRACE_EDGE=1: the largest batch said to fit also run traced, and its own trace
+    # replayed unchanged beside the scaled prediction, by role: where a wrong verdict's
+    # difference lies (whatif_CASE_edge.*; the trace is kept).
+    if [ -n "${GMT_WHATIF_TRACE_EDGE:-}" ]; then
+      b=$(python3 -c "import math; print(max(1, math.floor($batch * $largest)))")
+      rm -f "$out/whatif_${case}_edge".*.gmt
+      "$gmt" run -o "$out/whatif_${case}_edge.%p.gmt" -- python3 tests/gpu/whatif_rerun.py "$case" \
+        "$out/whatif_${case}_edge_traced.json" --batch "$b" >"$out/whatif_${case}_edge_traced.log" 2>&1
+      edge_trace=$(ls "$out/whatif_${case}_edge".*.gmt 2>/dev/null | sed -n 1p)
+      if [ -n "$edge_trace" ]; then
+        "$gmt" whatif "$edge_trace" --json >"$out/whatif_${case}_edge.unchanged.json" 2>&1
+        {
+          echo "== the edge batch $b traced, replayed unchanged"
+          "$gmt" whatif "$edge_trace" 2>&1
+          echo "== scaled from batch $batch"
+          "$gmt" whatif "$trace" --batch-scale "$(python3 -c "print($b / $batch)")" 2>&1
+          echo "== the edge run's failure"
+          "$gmt" oom "$edge_trace" 2>&1 | head -80
+        } >"$out/whatif_${case}_edge.compare.txt"
+        echo "$case: the edge batch $b traced: $(json_field "$out/whatif_${case}_edge_traced.json" '{k: d.get(k) for k in ("max_memory_allocated", "max_memory_reserved", "oom")}')"
+      else
+        echo "INFO $case: the edge batch $b traced left no trace (see whatif_${case}_edge_traced.log)"
+      fi
+    fi
   fi
 done
 

@@ -63,6 +63,15 @@ class StackTable {
   ordered_json table_ = ordered_json::array();
 };
 
+ordered_json kv_cache_length_json(const KvCacheLength& l) {
+  return {{"batch", l.batch},
+          {"tokens", l.tokens},
+          {"capacity", l.capacity},
+          {"bytes_per_token", l.bytes_per_token},
+          {"layers", l.layers},
+          {"growing_since_ns", l.growing_since_ns}};
+}
+
 // A device's bytes by role and module at a moment, as a summary keeps it: the roles that hold
 // bytes, and the first `modules` modules (the rest counted).
 ordered_json role_breakdown_json(const std::optional<RoleBreakdown>& roles, std::size_t modules) {
@@ -87,15 +96,59 @@ ordered_json role_breakdown_json(const std::optional<RoleBreakdown>& roles, std:
       {"roles", rows},
       {"modules", listed},
       {"modules_not_listed", roles->modules.size() - std::min(roles->modules.size(), modules)}};
-  if (roles->kv_cache) {
-    const KvCacheLength& l = *roles->kv_cache;
-    out["kv_cache_length"] = {{"batch", l.batch},
-                              {"tokens", l.tokens},
-                              {"capacity", l.capacity},
-                              {"bytes_per_token", l.bytes_per_token},
-                              {"layers", l.layers}};
-  }
+  if (roles->kv_cache) out["kv_cache_length"] = kv_cache_length_json(*roles->kv_cache);
+  // Summary 1.3: what tokens that fit are worked out from (inference_report.h).
+  out["step_bytes"] = roles->step_bytes ? ordered_json(*roles->step_bytes) : nullptr;
+  out["in_decode_step"] = roles->in_decode_step;
   return out;
+}
+
+// A moment's views, as the sampler read them (null fields: not read).
+ordered_json views_json(const std::optional<ViewValues>& views) {
+  if (!views) return nullptr;
+  const auto value = [](const std::optional<uint64_t>& v) {
+    return v ? ordered_json(*v) : ordered_json(nullptr);
+  };
+  const ViewValues& v = *views;
+  return {{"time_ns", v.time_ns},
+          {"exact", v.exact},
+          {"tracked_bytes", v.tracked_bytes},
+          {"nvml_process_bytes", value(v.nvml_process_bytes)},
+          {"nvml_device_used_bytes", value(v.nvml_device_used_bytes)},
+          {"nvml_device_total_bytes", value(v.nvml_device_total_bytes)},
+          {"nvml_other_processes_bytes", value(v.nvml_other_processes_bytes)},
+          {"driver_used_bytes", value(v.driver_used_bytes)},
+          {"driver_total_bytes", value(v.driver_total_bytes)},
+          {"pool_reserved_bytes", value(v.pool_reserved_bytes)},
+          {"pool_used_bytes", value(v.pool_used_bytes)},
+          {"graph_reserved_bytes", value(v.graph_reserved_bytes)},
+          {"graph_used_bytes", value(v.graph_used_bytes)},
+          {"framework_allocated_bytes", value(v.framework_allocated_bytes)},
+          {"framework_reserved_bytes", value(v.framework_reserved_bytes)},
+          {"framework_time_ns", value(v.framework_time_ns)},
+          {"framework_tracked_bytes", value(v.framework_tracked_bytes)}};
+}
+
+// The allocator's model of a decode loop run on (allocator/decode_ahead.h), or null.
+ordered_json decode_ahead_json(const std::optional<allocator::DecodeAhead>& ahead) {
+  if (!ahead) return nullptr;
+  const allocator::DecodeAhead& a = *ahead;
+  return {{"steps", a.steps},
+          {"tokens_per_step", a.tokens_per_step},
+          {"requests_per_step", a.requests_per_step},
+          {"capacity", a.capacity},
+          {"reserved", a.reserved},
+          {"kept_free", a.kept_free},
+          {"steps_that_fit", a.steps_that_fit},
+          {"tokens_that_fit", a.tokens_that_fit},
+          {"failed_size", a.failed_size ? ordered_json(*a.failed_size) : nullptr}};
+}
+
+ordered_json decode_ran_out_json(const std::vector<DeviceSummary::DecodeRanOut>& ran_out) {
+  ordered_json rows = ordered_json::array();
+  for (const DeviceSummary::DecodeRanOut& r : ran_out)
+    rows.push_back({{"cache", kv_cache_length_json(r.cache)}, {"request_bytes", r.request_bytes}});
+  return rows;
 }
 
 // The roles of a listed leak group's blocks at exit (what `leaks` names the group's role by).
@@ -143,7 +196,12 @@ ordered_json devices_json(const TraceSummary& t, StackTable& stacks) {
                        {"peak_sites", sites},
                        {"roles_at_peak", role_breakdown_json(d.roles_at_peak, kSummaryModules)},
                        {"roles_at_exit", role_breakdown_json(d.roles_at_exit, kSummaryModules)},
-                       {"hidden_pool", hidden_pool_of(t, d)}});
+                       {"hidden_pool", hidden_pool_of(t, d)},
+                       {"views_at_peak", views_json(d.views_at_peak)},
+                       {"views_at_exit", views_json(d.views_at_exit)},
+                       {"decode_ahead", decode_ahead_json(d.decode_ahead)},
+                       {"decode_ahead_why_not", d.decode_ahead_why_not},
+                       {"decode_ran_out", decode_ran_out_json(d.decode_ran_out)}});
   }
   return devices;
 }
@@ -202,6 +260,11 @@ ordered_json failures_json(const TraceSummary& t, const ResolvedStacks& frames,
                         {"error", f.error},
                         {"live_bytes", f.live_bytes},
                         {"allocator", f.allocator},
+                        {"allocator_requested_bytes", f.allocator_requested_bytes},
+                        {"cache_free_bytes", f.cache_free_bytes},
+                        {"largest_free_block_bytes", f.largest_free_block_bytes},
+                        {"fragmented", f.fragmented},
+                        {"views", views_json(f.views)},
                         {"retries", retries_json(f.retries)},
                         {"stack", stacks.stack(frames, f.stack)},
                         {"roles", role_breakdown_json(f.roles, kSummaryFailureModules)}});
@@ -341,15 +404,12 @@ class Reader {
       }
     }
     // Summaries written before inference's figures have none.
-    if (const auto length = it->find("kv_cache_length"); length != it->end()) {
-      KvCacheLength l;
-      l.batch = get<uint64_t>(*length, "batch");
-      l.tokens = get<uint64_t>(*length, "tokens");
-      l.capacity = get<uint64_t>(*length, "capacity");
-      l.bytes_per_token = get<uint64_t>(*length, "bytes_per_token");
-      l.layers = get<uint64_t>(*length, "layers");
-      out.kv_cache = l;
-    }
+    if (const auto length = it->find("kv_cache_length"); length != it->end())
+      out.kv_cache = kv_cache_length(*length);
+    // Summaries before 1.3 have no step or decode step.
+    if (const auto step = it->find("step_bytes"); step != it->end() && !step->is_null())
+      out.step_bytes = get<uint64_t>(*it, "step_bytes");
+    if (it->contains("in_decode_step")) out.in_decode_step = get<bool>(*it, "in_decode_step");
     for (const json& row : at(*it, "modules")) {
       ModuleRoles m;
       m.module = get<std::string>(row, "module");
@@ -358,6 +418,78 @@ class Reader {
       out.modules.push_back(std::move(m));
     }
     return out;
+  }
+
+  KvCacheLength kv_cache_length(const json& length) const {
+    KvCacheLength l;
+    l.batch = get<uint64_t>(length, "batch");
+    l.tokens = get<uint64_t>(length, "tokens");
+    l.capacity = get<uint64_t>(length, "capacity");
+    l.bytes_per_token = get<uint64_t>(length, "bytes_per_token");
+    l.layers = get<uint64_t>(length, "layers");
+    // Summaries before 1.3 tell no loop from another.
+    if (length.contains("growing_since_ns"))
+      l.growing_since_ns = get<uint64_t>(length, "growing_since_ns");
+    return l;
+  }
+
+  std::optional<uint64_t> optional_bytes(const json& object, const char* key) const {
+    return at(object, key).is_null() ? std::nullopt
+                                     : std::optional<uint64_t>(get<uint64_t>(object, key));
+  }
+
+  // A moment's views (summary 1.3): none where absent or null.
+  std::optional<ViewValues> views(const json& object, const char* key) const {
+    const auto it = object.find(key);
+    if (it == object.end() || it->is_null()) return std::nullopt;
+    const json& v = *it;
+    ViewValues out;
+    out.time_ns = get<uint64_t>(v, "time_ns");
+    out.exact = get<bool>(v, "exact");
+    out.tracked_bytes = get<uint64_t>(v, "tracked_bytes");
+    out.nvml_process_bytes = optional_bytes(v, "nvml_process_bytes");
+    out.nvml_device_used_bytes = optional_bytes(v, "nvml_device_used_bytes");
+    out.nvml_device_total_bytes = optional_bytes(v, "nvml_device_total_bytes");
+    out.nvml_other_processes_bytes = optional_bytes(v, "nvml_other_processes_bytes");
+    out.driver_used_bytes = optional_bytes(v, "driver_used_bytes");
+    out.driver_total_bytes = optional_bytes(v, "driver_total_bytes");
+    out.pool_reserved_bytes = optional_bytes(v, "pool_reserved_bytes");
+    out.pool_used_bytes = optional_bytes(v, "pool_used_bytes");
+    out.graph_reserved_bytes = optional_bytes(v, "graph_reserved_bytes");
+    out.graph_used_bytes = optional_bytes(v, "graph_used_bytes");
+    out.framework_allocated_bytes = optional_bytes(v, "framework_allocated_bytes");
+    out.framework_reserved_bytes = optional_bytes(v, "framework_reserved_bytes");
+    out.framework_time_ns = optional_bytes(v, "framework_time_ns");
+    out.framework_tracked_bytes = optional_bytes(v, "framework_tracked_bytes");
+    if (out.driver_total_bytes && out.driver_used_bytes &&
+        *out.driver_used_bytes > *out.driver_total_bytes)
+      fail(std::string("\"") + key + "\": the driver's used bytes exceed its total");
+    return out;
+  }
+
+  // The device's decode loop figures (summary 1.3); none in an older summary.
+  void read_decode(const json& d, DeviceSummary& device) const {
+    if (const auto ahead = d.find("decode_ahead"); ahead != d.end() && !ahead->is_null()) {
+      allocator::DecodeAhead& a = device.decode_ahead.emplace();
+      a.device = device.device;
+      a.steps = get<uint64_t>(*ahead, "steps");
+      a.tokens_per_step = get<uint64_t>(*ahead, "tokens_per_step");
+      a.requests_per_step = get<uint64_t>(*ahead, "requests_per_step");
+      a.capacity = get<uint64_t>(*ahead, "capacity");
+      a.reserved = get<uint64_t>(*ahead, "reserved");
+      a.kept_free = get<uint64_t>(*ahead, "kept_free");
+      a.steps_that_fit = get<uint64_t>(*ahead, "steps_that_fit");
+      a.tokens_that_fit = get<uint64_t>(*ahead, "tokens_that_fit");
+      a.failed_size = optional_bytes(*ahead, "failed_size");
+    }
+    if (d.contains("decode_ahead_why_not"))
+      device.decode_ahead_why_not = get<std::string>(d, "decode_ahead_why_not");
+    if (const auto ran_out = d.find("decode_ran_out"); ran_out != d.end()) {
+      if (!ran_out->is_array()) fail("\"decode_ran_out\" is not an array");
+      for (const json& r : *ran_out)
+        device.decode_ran_out.push_back({kv_cache_length(at(r, "cache")),
+                                         get<uint64_t>(r, "request_bytes")});
+    }
   }
 
   // A stack reference: null (stack 0), or index i of the table, renumbered i + 1.
@@ -611,6 +743,9 @@ SummaryInput read_trace_summary(const std::string& path) {
     }
     device.roles_at_peak = r.roles(d, "roles_at_peak");
     device.roles_at_exit = r.roles(d, "roles_at_exit");
+    device.views_at_peak = r.views(d, "views_at_peak");
+    device.views_at_exit = r.views(d, "views_at_exit");
+    r.read_decode(d, device);
     if (const auto pool = d.find("hidden_pool"); pool != d.end() && !pool->is_null()) {
       HiddenPool& kept = device.kept_hidden_pool.emplace();
       kept.framework = r.get<std::string>(*pool, "framework");
@@ -664,6 +799,16 @@ SummaryInput read_trace_summary(const std::string& path) {
     failure.error = r.get<uint32_t>(f, "error");
     failure.live_bytes = r.get<uint64_t>(f, "live_bytes");
     failure.allocator = r.get<int>(f, "allocator");
+    // Summary 1.3: the allocator's own request and its cache then, and the views after.
+    if (f.contains("allocator_requested_bytes")) {
+      failure.allocator_requested_bytes = r.get<uint64_t>(f, "allocator_requested_bytes");
+      failure.cache_free_bytes = r.get<uint64_t>(f, "cache_free_bytes");
+      failure.largest_free_block_bytes = r.get<uint64_t>(f, "largest_free_block_bytes");
+      failure.fragmented = r.get<bool>(f, "fragmented");
+      if (failure.largest_free_block_bytes > failure.cache_free_bytes)
+        r.fail("a failure's largest free block exceeds its cache's free bytes");
+    }
+    failure.views = r.views(f, "views");
     // Summaries written before retries were folded have none.
     if (f.contains("retries")) {
       for (const json& retry : r.at(f, "retries")) {

@@ -16,7 +16,7 @@ namespace gmt::analyzer {
 
 inline constexpr const char* kSummaryFormat = "gpumemtrace-summary";
 inline constexpr int kSummaryMajor = 1;
-inline constexpr int kSummaryMinor = 2;
+inline constexpr int kSummaryMinor = 3;
 
 // The summary of `trace`, whose listed leak groups (the first kReportLeakGroups), failed
 // allocations and top peak sites have their frames in `frames` or in the sites themselves.

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -237,6 +238,38 @@ TEST_F(DecodeAhead, APeakInTheLoopCountsWhatTheLoopWentOnToMake) {
                           " tokens per sequence, then the last decode step run forward"),
             std::string::npos)
       << text.out;
+}
+
+// A summary (`summarize`) keeps what tokens that fit are worked out from: `report` of it gives the
+// trace's figures to the token, at exit and at each failure, for a loop the allocator's model ran
+// on and for one that ran out.
+TEST_F(DecodeAhead, ASummaryGivesTheTracesFigures) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"600", "64"}, std::vector<std::string>{"64", "max"}}) {
+    SCOPED_TRACE(args[1]);
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    const ProcessResult run = traced_loop(args);
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const std::string summary = dir_ + "/summary.json";
+    ASSERT_EQ(cli({"summarize", only_trace(), "-o", summary}).exit_code, 0);
+    const ProcessResult from_summary = cli({"report", "--json", summary});
+    ASSERT_EQ(from_summary.exit_code, 0) << from_summary.err;
+    const json s = json::parse(from_summary.out);
+    const json t = report_json();
+    const json& inference = t["devices"][0]["inference"];
+    ASSERT_TRUE(inference["tokens_that_fit"].is_number()) << inference;
+    EXPECT_EQ(inference["tokens_that_fit_by"], args[1] == "max" ? "failure" : "allocator_model");
+    EXPECT_EQ(s["devices"][0]["inference"], inference);
+    // The failures as the trace gives them: the driver's free bytes, the allocator's request
+    // and its cache then.
+    EXPECT_EQ(s["ooms"], t["ooms"]);
+    if (args[1] == "max") {
+      ASSERT_EQ(t["ooms"].size(), 2u);
+      EXPECT_EQ(t["ooms"][1]["fragmentation"], true);
+      EXPECT_TRUE(t["ooms"][1]["driver_free_bytes"].is_number()) << t["ooms"][1];
+    }
+  }
 }
 
 }  // namespace

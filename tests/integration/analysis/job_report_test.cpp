@@ -235,11 +235,11 @@ TEST_F(JobReport, SummariesGiveTheSameJobView) {
       summaries + "/" + std::filesystem::path(traces()[0]).stem().string() + ".summary"};
   const std::string text = read_file(files[0]);
   // "format" first, then "version": how a directory's summaries are told from other files.
-  EXPECT_EQ(text.rfind("{\"format\":\"gpumemtrace-summary\",\"version\":\"1.2\",", 0), 0u)
+  EXPECT_EQ(text.rfind("{\"format\":\"gpumemtrace-summary\",\"version\":\"1.3\",", 0), 0u)
       << text.substr(0, 100);
   const json first = json::parse(text);
   EXPECT_EQ(first["format"], "gpumemtrace-summary");
-  EXPECT_EQ(first["version"], "1.2");
+  EXPECT_EQ(first["version"], "1.3");
   EXPECT_EQ(first["trace"]["rank"], 0);
   EXPECT_EQ(first["trace"]["path"], traces()[0]);
 
