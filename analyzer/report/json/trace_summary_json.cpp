@@ -64,12 +64,9 @@ class StackTable {
 };
 
 ordered_json kv_cache_length_json(const KvCacheLength& l) {
-  return {{"batch", l.batch},
-          {"tokens", l.tokens},
-          {"capacity", l.capacity},
-          {"bytes_per_token", l.bytes_per_token},
-          {"layers", l.layers},
-          {"growing_since_ns", l.growing_since_ns}};
+  return {{"batch", l.batch},       {"tokens", l.tokens},
+          {"capacity", l.capacity}, {"bytes_per_token", l.bytes_per_token},
+          {"layers", l.layers},     {"growing_since_ns", l.growing_since_ns}};
 }
 
 // A device's bytes by role and module at a moment, as a summary keeps it: the roles that hold
@@ -487,8 +484,8 @@ class Reader {
     if (const auto ran_out = d.find("decode_ran_out"); ran_out != d.end()) {
       if (!ran_out->is_array()) fail("\"decode_ran_out\" is not an array");
       for (const json& r : *ran_out)
-        device.decode_ran_out.push_back({kv_cache_length(at(r, "cache")),
-                                         get<uint64_t>(r, "request_bytes")});
+        device.decode_ran_out.push_back(
+            {kv_cache_length(at(r, "cache")), get<uint64_t>(r, "request_bytes")});
     }
   }
 
