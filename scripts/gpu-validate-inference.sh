@@ -157,7 +157,8 @@ if wanted fit; then
       max_trace=$(ls "$out/${name}_max".*.gmt 2>/dev/null | sed -n 1p)
       if [ -n "$max_trace" ]; then
         "$gmt" oom --json "$max_trace" >"$out/$name.max_oom.json"
-        "$gmt" oom "$max_trace" | grep -B1 -A2 "tokens" | head -12
+        "$gmt" oom "$max_trace" >"$out/$name.max_oom.txt"
+        grep -m4 -B1 -A2 "tokens" "$out/$name.max_oom.txt"
         generated=$(json_field "$out/$name.max_traced.json" "d.get('generated_before_oom', -1)")
         at_failure="[o['inference'] for o in d['ooms'] if (o.get('inference') or {}).get('tokens_that_fit_by') == 'failure']"
         check "tokens that fit at the decode step that ran out: none, by the failure" "['failure', 0]" \

@@ -163,7 +163,7 @@ for case in ${GMT_WHATIF_CASES-mlp resnet transformer fragmented}; do
           echo "== scaled from batch $batch"
           "$gmt" whatif "$trace" --batch-scale "$(python3 -c "print($b / $batch)")" 2>&1
           echo "== the edge run's failure"
-          "$gmt" oom "$edge_trace" 2>&1 | head -80
+          "$gmt" oom "$edge_trace" 2>&1
         } >"$out/whatif_${case}_edge.compare.txt"
         echo "$case: the edge batch $b traced: $(json_field "$out/whatif_${case}_edge_traced.json" '{k: d.get(k) for k in ("max_memory_allocated", "max_memory_reserved", "oom")}')"
       else
