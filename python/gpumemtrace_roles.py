@@ -78,13 +78,16 @@ def _install():
     # a failure made is then activations, else temporaries. One C call per root forward.
     grad_enabled = getattr(torch, "is_grad_enabled", None) or (lambda: True)
 
+    def emit_arrays(role, addresses, names):
+        """Tags each address with its name id (arrays of "Q" and "I"), one role, in one call: the
+        arrays, named here, live until the call returns."""
+        tags_fn(role, len(names), addresses.buffer_info()[0], names.buffer_info()[0])
+
     def emit(role, pairs):
         """Tags (address, name id) pairs with one role, in one call."""
-        if not pairs:
-            return
-        addresses = array.array("Q", [a for a, _ in pairs])
-        names = array.array("I", [n for _, n in pairs])
-        tags_fn(role, len(pairs), addresses.buffer_info()[0], names.buffer_info()[0])
+        if pairs:
+            emit_arrays(role, array.array("Q", [a for a, _ in pairs]),
+                        array.array("I", [n for _, n in pairs]))
 
     # What the hooks know of the program's objects is keyed by id(), a weak reference beside it:
     # they keep nothing alive, and an object that takes a freed one's id inherits nothing of it.
@@ -280,8 +283,7 @@ def _install():
         for index, name, t in cache_layer_state(cache):
             addresses.append(block_of(t))
             ids.append(name_of(index, name))
-        tags_fn(KV_CACHE, len(ids), array.array("Q", addresses).buffer_info()[0],
-                array.array("I", ids).buffer_info()[0])
+        emit_arrays(KV_CACHE, array.array("Q", addresses), array.array("I", ids))
         # A cache that grows holds as many tokens as its tensors are long. A preallocated one
         # (StaticCache) is as long as its capacity; how much of it is filled the device knows
         # (get_seq_length() reads it back, a synchronisation per forward), so the tokens its

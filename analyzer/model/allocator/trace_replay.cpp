@@ -19,8 +19,14 @@ namespace {
 using format::BlockAction;
 using gmt::analyzer::BlockExtents;
 
-// Where the segments the model places itself start: above any address CUDA gives a process.
-constexpr uint64_t kFirstSyntheticAddress = 1ull << 60;
+// Where the segments the model places itself start, each below the one before: above any address
+// CUDA gives a process, and in the order the driver gave large segments in the H100 runs
+// recorded (each lower than the one before, bar small ones placed in gaps). PyTorch orders
+// equal-size free blocks by address, so which one best fit takes follows it: with segments
+// placed upwards, the Transformer at batch x5 (tests/data) fitted after releasing three wholly
+// free 960 MiB segments, where the run, its blocks in the newest segments, had one to release
+// and ran out; placed downwards, the model's cache was the run's, block for block.
+constexpr uint64_t kFirstSyntheticAddress = 1ull << 62;
 constexpr uint64_t kSyntheticAlignment = 2ull << 20;
 // A recorded block whose free was requested and has not completed.
 constexpr uint64_t kFreeRequestedBit = 1ull << 63;
@@ -142,10 +148,9 @@ TraceReplay::Device& TraceReplay::device(int ordinal) {
         if (const auto a = raw->match.claim_address(expandable, size)) return *a;
       }
       ++raw->result.synthetic_addresses;
-      const uint64_t address = raw->next_synthetic;
-      raw->next_synthetic +=
+      raw->next_synthetic -=
           (size + kSyntheticAlignment - 1) / kSyntheticAlignment * kSyntheticAlignment;
-      return address;
+      return raw->next_synthetic;
     };
     raw->model = CachingAllocatorModel(std::move(mo));
     raw->ordinal = ordinal;
