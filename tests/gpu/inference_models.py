@@ -14,10 +14,6 @@ downloaded). Each writes the figures the checks compare against to a JSON file.
       the tokens held, the filler's bytes, and whether generate() ran out of memory. NEW "max":
       until it runs out of memory; OUT gets the tokens generated before (a stopping criterion
       counts them as they come).
-  time LAYERS NEW OUT.json
-      The cost of the hooks where module calls are densest: a Llama-shaped model of LAYERS layers
-      (small: hidden 512), batch 1, generate() of NEW tokens, timed three times after a warm-up;
-      OUT gets the median seconds. Run traced and untraced, alternately, by the script.
   kept BATCH PROMPT NEW OUT.json
       A hand-written decoder (8 layers) whose attention modules keep their keys and values as
       attributes, grown by torch.cat: OUT gets the bytes each module keeps at the end.
@@ -286,40 +282,11 @@ def graphed(batch, capacity, new, out_path):
     return model, graph, logits, ids, position
 
 
-def timed(layers, new, out_path):
-    import statistics
-    import time
-
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    config = LlamaConfig(
-        vocab_size=32000, hidden_size=512, intermediate_size=1408, num_hidden_layers=layers,
-        num_attention_heads=8, num_key_value_heads=2, head_dim=64)
-    torch.manual_seed(0)
-    model = LlamaForCausalLM(config).to(device="cuda", dtype=torch.bfloat16).eval()
-    ids = torch.randint(0, config.vocab_size, (1, 32), device="cuda")
-    kwargs = dict(max_new_tokens=new, min_new_tokens=new, do_sample=False, pad_token_id=0)
-    times = []
-    with torch.no_grad():
-        for i in range(4):
-            torch.cuda.synchronize()
-            start = time.perf_counter()
-            model.generate(ids, **kwargs)
-            torch.cuda.synchronize()
-            if i > 0:
-                times.append(time.perf_counter() - start)
-    json.dump({"seconds": statistics.median(times)}, open(out_path, "w"))
-    print(times)
-
-
 if __name__ == "__main__":
     kind = sys.argv[1]
     if kind == "llama":
         cache, batch, prompt, new, filler, out = sys.argv[2:8]
         kept_objects = llama(cache, int(batch), int(prompt), new, filler, out)
-    elif kind == "time":
-        layers, new, out = sys.argv[2:5]
-        timed(int(layers), int(new), out)
     elif kind == "kept":
         batch, prompt, new, out = sys.argv[2:6]
         kept_objects = kept(int(batch), int(prompt), int(new), out)
@@ -327,4 +294,4 @@ if __name__ == "__main__":
         batch, capacity, new, out = sys.argv[2:6]
         kept_objects = graphed(int(batch), int(capacity), int(new), out)
     else:
-        sys.exit("usage: inference_models.py llama|time|kept|graphed ...")
+        sys.exit("usage: inference_models.py llama|kept|graphed ...")
