@@ -276,7 +276,7 @@ def _install():
                 per_token += size * (t.numel() // max(1, shape[0] * shape[-2]))
                 # The block's address as block_of() gives it, without a storage object made.
                 addresses.append(t.data_ptr() - t.storage_offset() * size)
-                ids.append(names.get((index, kind)) or name_of(index, kind))
+                ids.append(name_of(index, kind))
         if not addresses:
             return
         layers = len(addresses) // 2
