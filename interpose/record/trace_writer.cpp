@@ -195,7 +195,7 @@ bool TraceWriter::descriptor_ours_locked() {
   // Closed by the program, or a file of its own at that number now: leave it alone, and open
   // ours again if its name still leads to it.
   fd_ = -1;
-  if (absolute_path_.empty()) return false;
+  if (absolute_path_.empty() || thread_chunk().opens_nothing) return false;
   const int fd = open(absolute_path_.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return false;
   if (fstat(fd, &st) != 0 || !same_file(st, device_, inode_)) {
@@ -375,7 +375,8 @@ bool TraceWriter::create_file_locked(const std::string& base) {
 
 bool TraceWriter::ensure_open_locked() {
   if (disabled_) return false;
-  if (started()) return true;  // fd_ is checked where it is used, at growth
+  if (started()) return true;                      // fd_ is checked where it is used, at growth
+  if (thread_chunk().opens_nothing) return false;  // a program's thread creates the file
   // Not even the header fits under the file-size limit: no file (writing it would raise
   // SIGXFSZ).
   rlimit size_limit{};
@@ -412,27 +413,17 @@ bool TraceWriter::ensure_open_locked() {
   return true;
 }
 
-// Disk space is allocated for real (not a sparse hole) before a chunk is handed out: writing
-// through a mapping into a full disk would raise SIGBUS in the program.
-//
-// The descriptor is checked here, the only place it is used on the way: a program may have
-// closed it, or put a file of its own at its number, since the last chunk.
-bool TraceWriter::new_chunk_locked(ThreadChunk& chunk, ChunkRole role) {
-  if (!descriptor_ours_locked()) {
-    stop_locked(chunk,
-                "the program closed the trace file's descriptor (or replaced it) and the file "
-                "cannot be opened again by its name");
-    return false;
-  }
-  const uint32_t generation = generation_.load(std::memory_order_relaxed);
-  const bool holds = chunk.base != nullptr && chunk.generation == generation;
+// Where the next chunk goes (a reused one, or new space, the file grown for it), mapped. False
+// when the thread writes into the shared chunk instead, or recording stopped.
+bool TraceWriter::place_chunk_locked(ThreadChunk& chunk, ChunkRole role, bool holds, void*& map,
+                                     uint64_t& offset, bool& reused) {
   if (bounded_ && role == ChunkRole::kThread && !holds &&
       own_chunks_.load(std::memory_order_relaxed) >= own_chunk_budget_) {
     share_locked(chunk);
     return false;
   }
-  uint64_t offset = next_offset_;
-  bool reused = reuse_locked(offset, role);
+  offset = next_offset_;
+  reused = reuse_locked(offset, role);
   if (!reused && bounded_ && holds_events(role) && next_offset_ + kChunkSize > limit_locked(role)) {
     if (role == ChunkRole::kThread && !holds) {
       share_locked(chunk);  // no chunk of its own to wait for
@@ -460,8 +451,8 @@ bool TraceWriter::new_chunk_locked(ThreadChunk& chunk, ChunkRole role) {
       return false;
     }
   }
-  void* map = mmap(nullptr, kChunkSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd_,
-                   static_cast<off_t>(offset));
+  map = mmap(nullptr, kChunkSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd_,
+             static_cast<off_t>(offset));
   if (map == MAP_FAILED) {
     stop_locked(chunk, std::string("mapping the next chunk failed (") + std::strerror(errno) +
                            ") at byte " + std::to_string(offset));
@@ -472,6 +463,84 @@ bool TraceWriter::new_chunk_locked(ThreadChunk& chunk, ChunkRole role) {
     next_offset_ += kChunkSize;
     // Before the chunk's magic: a reader that finds the file shorter knows chunks are missing.
     store_header_word(format::kChunksEndOffset, next_offset_);
+  }
+  return true;
+}
+
+namespace {
+
+std::string unwritten_text(uint64_t count) {
+  return std::string(format::kDroppedNote) + std::to_string(count) +
+         " made by the recorder's own threads (samples, checkpoints) while the program had "
+         "closed the trace file's descriptor and made no CUDA call (those threads open no file)";
+}
+
+}  // namespace
+
+// New space, mapped, with no magic (a reader skips it until a thread takes it). Nothing is
+// stopped when it cannot be had: only a recorder's thread would miss it.
+void TraceWriter::map_spare_locked() {
+  if (spare_ != nullptr || disabled_ || !started() || getpid() != pid_) return;
+  if (bounded_ && next_offset_ + kChunkSize > limit_locked(ChunkRole::kThread)) return;
+  if (!descriptor_ours_locked()) return;
+  std::string why;
+  if (next_offset_ + kChunkSize > file_size_ && !grow_locked(why)) return;
+  void* map = mmap(nullptr, kChunkSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd_,
+                   static_cast<off_t>(next_offset_));
+  if (map == MAP_FAILED) return;
+  mapped_.push_back(map);
+  spare_ = map;
+  spare_offset_ = next_offset_;
+  next_offset_ += kChunkSize;
+  store_header_word(format::kChunksEndOffset, next_offset_);
+}
+
+void TraceWriter::note_unwritten_locked(ThreadChunk& chunk) {
+  if (note_locked(chunk, unwritten_text(unwritten_))) unwritten_ = 0;
+}
+
+void TraceWriter::keep_spare_chunk() {
+  ThreadChunk& chunk = thread_chunk();
+  if (chunk.busy || chunk.opens_nothing) return;
+  Busy busy(chunk);  // a signal handler's hook must not wait on the lock this thread holds
+  std::lock_guard<std::mutex> lock(mutex_);
+  want_spare_ = true;
+  map_spare_locked();
+}
+
+void TraceWriter::this_thread_opens_nothing() {
+  thread_chunk().opens_nothing = true;
+}
+
+// Disk space is allocated for real (not a sparse hole) before a chunk is handed out: writing
+// through a mapping into a full disk would raise SIGBUS in the program.
+//
+// The descriptor is checked here, the only place it is used on the way: a program may have
+// closed it, or put a file of its own at its number, since the last chunk. The recorder's own
+// threads do not open it again (this_thread_opens_nothing): they take the spare chunk.
+bool TraceWriter::new_chunk_locked(ThreadChunk& chunk, ChunkRole role) {
+  const bool opens_nothing = thread_chunk().opens_nothing;
+  const uint32_t generation = generation_.load(std::memory_order_relaxed);
+  const bool holds = chunk.base != nullptr && chunk.generation == generation;
+  void* map = nullptr;
+  uint64_t offset = 0;
+  bool reused = false;
+  if (!descriptor_ours_locked()) {
+    if (!opens_nothing) {
+      stop_locked(chunk,
+                  "the program closed the trace file's descriptor (or replaced it) and the file "
+                  "cannot be opened again by its name");
+      return false;
+    }
+    if (spare_ == nullptr) {
+      ++unwritten_;  // told by the next program's thread that opens the file again
+      return false;
+    }
+    map = spare_;
+    offset = spare_offset_;
+    spare_ = nullptr;
+  } else if (!place_chunk_locked(chunk, role, holds, map, offset, reused)) {
+    return false;
   }
   if (bounded_ && holds_events(role) &&
       ++chunks_since_checkpoint_ >= std::max<uint64_t>(1, config_.max_size / 4 / kChunkSize)) {
@@ -532,6 +601,7 @@ bool TraceWriter::new_chunk_locked(ThreadChunk& chunk, ChunkRole role) {
       fold_inline_locked();
     }
   }
+  if (want_spare_ && !opens_nothing) map_spare_locked();
   return true;
 }
 
@@ -580,6 +650,7 @@ bool TraceWriter::attach(ThreadChunk& chunk, std::size_t bytes) {
     chunk.named = generation;
   }
   if (!attached) return false;  // the caller writes into the shared chunk
+  if (unwritten_ != 0 && !chunk.opens_nothing) note_unwritten_locked(chunk);
   return usable(chunk, bytes) || (new_chunk_locked(chunk) && usable(chunk, bytes));
 }
 
@@ -623,9 +694,16 @@ void TraceWriter::finish() {
   ThreadChunk& chunk = thread_chunk();  // the one that holds the end
   if (chunk.busy) return;  // exit from a signal handler that interrupted this thread's record
   Busy busy(chunk);
+  uint64_t unwritten = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!started() || disabled_) return;
+    std::swap(unwritten, unwritten_);
+  }
+  if (unwritten != 0) {
+    format::NoteRecord note;
+    note.text = unwritten_text(unwritten);
+    write(chunk, note);
   }
   format::EndRecord end;
   write(chunk, end);
@@ -686,6 +764,8 @@ void TraceWriter::after_fork_in_child() {
   // parent's chunks are shared mappings: unmap them so that nothing here can write into them.
   for (void* map : mapped_) munmap(map, kChunkSize);
   mapped_.clear();
+  spare_ = nullptr;  // the parent's file
+  unwritten_ = 0;
   if (header_map_ != nullptr) munmap(header_map_, format::kFirstChunkOffset);
   header_map_ = nullptr;
   definitions_ = ThreadChunk{};
@@ -900,6 +980,7 @@ void TraceWriter::start_fold_thread_locked() {
 void* TraceWriter::fold_thread_main(void* writer) {
   pthread_setname_np(pthread_self(), "gmt-checkpoint");
   DepthGuard forever;  // nothing this thread does is the program's
+  this_thread_opens_nothing();
   static_cast<TraceWriter*>(writer)->fold_loop();
   return nullptr;
 }

@@ -56,6 +56,8 @@ struct TraceChunkCursor {
   // checkpoint thread waits for it to be 0 before it reads the records older than its cut.
   // Written with plain atomic stores by this thread only (read through TraceWriter::writing_).
   uint32_t in_flight = 0;
+  // A recorder's own thread (the sampler, the checkpoint thread), which opens no descriptor.
+  bool opens_nothing = false;
   // Bounded traces: the generation in which this thread writes into the writer's shared chunk,
   // having none of its own (TraceWriter::write_shared), and the one in which its Thread record
   // was written (the definitions hold it once, whichever chunks the thread writes).
@@ -137,6 +139,15 @@ class TraceWriter {
 
   // The file being written, empty before the first record.
   std::string path() const;
+
+  // The calling thread is one of the recorder's own: it never opens a descriptor, not even the
+  // trace file again after the program closed it. Another thread's open would take the lowest
+  // free number, which the program's next open of its own then does not get. Where the program
+  // closed the trace's descriptor, such a thread takes the spare chunk instead.
+  static void this_thread_opens_nothing();
+  // From a program's thread, inside the recorder (which may open the file again): maps a spare
+  // chunk for the recorder's threads if there is none, and keeps one from now on.
+  void keep_spare_chunk();
 
   // Room kept at the end of every chunk for the note that says why recording stopped.
   static constexpr uint32_t kStopNoteRoom = 256;
@@ -368,6 +379,11 @@ class TraceWriter {
   // and into the header page; no thread writes again.
   void stop_locked(ThreadChunk& chunk, const std::string& why);
   bool new_chunk_locked(ThreadChunk& chunk, ChunkRole role = ChunkRole::kThread);
+  bool place_chunk_locked(ThreadChunk& chunk, ChunkRole role, bool holds, void*& map,
+                          uint64_t& offset, bool& reused);
+  void map_spare_locked();
+  // The note that says how many of the recorder's threads' records could not be written.
+  void note_unwritten_locked(ThreadChunk& chunk);
   // The chunk `chunk` leaves for good (sealed), for reuse when the trace is bounded.
   void left_locked(const ThreadChunk& chunk, ChunkRole role);
   void store_header_word(std::size_t offset, uint64_t value);
@@ -422,6 +438,12 @@ class TraceWriter {
   uint64_t next_offset_ = 0;  // where the next chunk goes
   uint32_t next_writer_ = 0;
   std::vector<void*> mapped_;  // the chunks mapped now: one per live writing thread
+  // A chunk mapped ahead by a program's thread, for a recorder's thread that finds the trace's
+  // descriptor closed (its space is counted in next_offset_; its magic is 0 until taken).
+  void* spare_ = nullptr;
+  uint64_t spare_offset_ = 0;
+  bool want_spare_ = false;  // the recorder has threads of its own that write
+  uint64_t unwritten_ = 0;   // their records lost for want of a spare, not yet told
   pthread_key_t thread_exit_key_{};
   bool have_thread_exit_key_ = false;
 

@@ -28,11 +28,23 @@ void stop_at_exit(int, void* sampler) {
 
 }  // namespace
 
+// NVML is opened and the device looked up here, on the program's thread inside its CUDA call,
+// not on the sampler's: loading a library and opening device files take descriptors, and one
+// taken by another thread while the program closes and opens its own files would move the
+// number the program's next open gets.
 void Sampler::device_in_use(int device) {
   if (config_.sample_ms == 0 || device < 0 || device >= kMaxDevices) return;
   const uint64_t mask = 1ull << device;
-  if (devices_.fetch_or(mask, std::memory_order_relaxed) & mask) return;
+  if (devices_.load(std::memory_order_acquire) & mask) return;
   std::lock_guard<std::mutex> lock(mutex_);
+  if (devices_.load(std::memory_order_relaxed) & mask) return;
+  if (!nvml_opened_) {
+    nvml_opened_ = true;
+    if (std::string why = nvml_.open(); !why.empty()) note("nvml view missing: " + why);
+  }
+  pci_bus_ids_[device] = driver_.pci_bus_id(device);
+  if (nvml_.available()) nvml_devices_[device] = nvml_.find(pci_bus_ids_[device]);
+  devices_.fetch_or(mask, std::memory_order_release);  // the sampler reads the lookup after this
   if (!started_) start_locked();
   pending_ |= bit(SampleReason::kFirst);
   wake_.notify_one();
@@ -48,6 +60,7 @@ void Sampler::uses_graphs(int device) {
 
 void Sampler::request(SampleReason reason) {
   if (config_.sample_ms == 0) return;
+  writer_.keep_spare_chunk();
   std::lock_guard<std::mutex> lock(mutex_);
   if (!started_ || stopping_) return;
   pending_ |= bit(reason);
@@ -59,6 +72,7 @@ void Sampler::request(SampleReason reason) {
 // program has reached its working set, and the wait is bounded (NVML's start-up can be slow).
 void Sampler::sample_now(SampleReason reason) {
   if (config_.sample_ms == 0) return;
+  writer_.keep_spare_chunk();
   std::unique_lock<std::mutex> lock(mutex_);
   if (!started_ || stopping_ || stopped_) return;
   // A sample already under way may have read before this moment: wait for the one after it.
@@ -84,6 +98,7 @@ void Sampler::framework_view(int device, uint64_t allocated, uint64_t reserved) 
 // meant for the program is never taken by it.
 void Sampler::start_locked() {
   started_ = true;
+  writer_.keep_spare_chunk();  // the sampler's first chunk, should the program close our file
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -102,12 +117,12 @@ void* Sampler::thread_main(void* self) {
   pthread_setname_np(pthread_self(), "gpumemtrace");
   // Everything this thread calls in the driver is ours: never an event.
   DepthGuard forever;
+  TraceWriter::this_thread_opens_nothing();
   static_cast<Sampler*>(self)->run();
   return nullptr;
 }
 
 void Sampler::run() {
-  if (std::string why = nvml_.open(); !why.empty()) note("nvml view missing: " + why);
   const auto period = std::chrono::milliseconds(config_.sample_ms);
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
@@ -140,6 +155,7 @@ void Sampler::run() {
 }
 
 void Sampler::stop() {
+  writer_.keep_spare_chunk();  // for the last sample
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!started_ || stopping_ || stopped_) return;
@@ -155,7 +171,7 @@ void Sampler::stop() {
 }
 
 void Sampler::sample_all(SampleReason reason) {
-  const uint64_t devices = devices_.load(std::memory_order_relaxed);
+  const uint64_t devices = devices_.load(std::memory_order_acquire);
   for (int d = 0; d < kMaxDevices; ++d) {
     if (devices & (1ull << d)) sample_device(d, reason);
   }
@@ -164,10 +180,9 @@ void Sampler::sample_all(SampleReason reason) {
 void Sampler::describe_device(int device) {
   format::DeviceRecord rec;
   rec.device = device;
-  rec.pci_bus_id = driver_.pci_bus_id(device);
+  rec.pci_bus_id = pci_bus_ids_[device];
   rec.total_bytes = driver_.total_bytes(device);
   if (nvml_.available()) {
-    nvml_devices_[device] = nvml_.find(rec.pci_bus_id);
     rec.nvml_index = nvml_devices_[device].index;
     rec.name = nvml_devices_[device].name;
     if (nvml_devices_[device].handle == nullptr) {
@@ -236,6 +251,8 @@ void Sampler::after_fork_in_child() {
   described_ = 0;
   nvml_unlisted_ = 0;
   for (auto& d : nvml_devices_) d = NvmlView::Device{};
+  for (auto& id : pci_bus_ids_) id.clear();
+  nvml_opened_ = false;  // the child's NVML starts again (nvmlInit counts its callers)
   mutex_.unlock();
 }
 

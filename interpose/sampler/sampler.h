@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <string>
 
 #include "format/records.h"
 #include "interpose/config.h"
@@ -60,8 +61,12 @@ class Sampler {
   TraceWriter& writer_;
   const Config& config_;
   DriverViews& driver_;
+  // Written under mutex_ by the thread that first uses a device, before its bit in devices_;
+  // read by the sampler thread after it.
   NvmlView nvml_;
+  bool nvml_opened_ = false;
   NvmlView::Device nvml_devices_[kMaxDevices];
+  std::string pci_bus_ids_[kMaxDevices];
 
   std::mutex mutex_;
   std::condition_variable wake_;

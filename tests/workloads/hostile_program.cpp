@@ -9,6 +9,12 @@
 //     close-fds OUTFILE BYTES PAIRS   one allocation, close(3..1023), open OUTFILE, write BYTES
 //                                     of 'A', then PAIRS cudaMalloc/cudaFree, then 'B' x 16
 //     close-range OUTFILE BYTES PAIRS the same, closing with close_range(3, ~0U, 0)
+//     close-often OUTFILE ROUNDS      one allocation, then ROUNDS times: close_range(3, ~0U), open
+//                                     OUTFILE, which must get descriptor 3, and close it; prints
+//                                     "other_descriptor=N", the rounds it got another
+//     close-wait OUTFILE MS PAIRS     one allocation, open-file limit 4, close_range(3, ~0U),
+//                                     open OUTFILE (descriptor 3, the last one allowed), sleep
+//                                     MS, the limit back, PAIRS pairs, write 'B' x 16
 //     dup2 OUTFILE BYTES PAIRS        one allocation, open OUTFILE, write BYTES of 'A', dup2 it
 //                                     onto every descriptor open on a *.gmt file, then PAIRS
 //                                     pairs, then write 'B' x 16
@@ -136,6 +142,49 @@ int close_then_write(int argc, char** argv, bool use_close_range) {
   if (fd < 0) return fail("open");
   std::printf("fd=%d\n", fd);
   if (!write_bytes(fd, 'A', bytes)) return fail("write");
+  if (!pairs(count, 1 << 20)) return fail("pairs");
+  if (!write_bytes(fd, 'B', 16)) return fail("write after");
+  close(fd);
+  std::printf("pairs=%lu\nstatus=ok\n", count);
+  return 0;
+}
+
+// The recorder's own threads (the sampler) keep recording meanwhile: whatever they do must never
+// take the number the program's next open gets.
+int close_often(int argc, char** argv) {
+  if (argc < 4) return fail("usage");
+  const unsigned long rounds = std::strtoul(argv[3], nullptr, 10);
+  if (!one_allocation()) return fail("first allocation");
+  unsigned long other = 0;
+  for (unsigned long i = 0; i < rounds; ++i) {
+    if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0) return fail("close_range");
+    const int fd = open_output(argv[2]);
+    if (fd < 0) return fail("open");
+    if (fd != 3) ++other;
+    close(fd);
+  }
+  std::printf("other_descriptor=%lu\nstatus=ok\n", other);
+  return 0;
+}
+
+// While the program sleeps, no descriptor is free: a recorder's thread that opened one (the
+// trace again, after the program closed it) would fail, and stop the recording.
+int close_then_wait(int argc, char** argv) {
+  if (argc < 5) return fail("usage");
+  const long ms = std::strtol(argv[3], nullptr, 10);
+  const unsigned long count = std::strtoul(argv[4], nullptr, 10);
+  if (!one_allocation()) return fail("first allocation");
+  rlimit before{};
+  if (getrlimit(RLIMIT_NOFILE, &before) != 0) return fail("getrlimit");
+  rlimit four = before;
+  four.rlim_cur = 4;
+  if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0) return fail("close_range");
+  if (setrlimit(RLIMIT_NOFILE, &four) != 0) return fail("setrlimit");
+  const int fd = open_output(argv[2]);
+  if (fd < 0) return fail("open");
+  std::printf("fd=%d\n", fd);
+  usleep(static_cast<useconds_t>(ms) * 1000);
+  if (setrlimit(RLIMIT_NOFILE, &before) != 0) return fail("setrlimit back");
   if (!pairs(count, 1 << 20)) return fail("pairs");
   if (!write_bytes(fd, 'B', 16)) return fail("write after");
   close(fd);
@@ -275,6 +324,8 @@ int main(int argc, char** argv) {
   const std::string mode = argv[1];
   if (mode == "close-fds") return close_then_write(argc, argv, false);
   if (mode == "close-range") return close_then_write(argc, argv, true);
+  if (mode == "close-often") return close_often(argc, argv);
+  if (mode == "close-wait") return close_then_wait(argc, argv);
   if (mode == "dup2") return dup2_onto_trace(argc, argv);
   if (mode == "fsize") return file_size_limit(argc, argv);
   if (mode == "loop") return loop(argc, argv);

@@ -66,6 +66,31 @@ TEST_F(ProgramUnharmed, ClosingEveryDescriptorThenWritingItsOwnFile) {
   EXPECT_EQ(number(d, "live_at_exit_bytes"), static_cast<int64_t>(kMiB));
 }
 
+// The recorder's own threads open no descriptor: while the program sleeps with none free, the
+// sampler (every millisecond) fills its chunk and needs another, which it takes from the spare a
+// program's thread mapped ahead instead of opening the trace again (that open failed, and
+// recording stopped).
+TEST_F(ProgramUnharmed, TheSamplerOpensNothingWhileTheProgramHoldsEveryDescriptor) {
+  const std::map<std::string, std::string> env = {{"GPUMEMTRACE_SAMPLE_MS", "1"}};
+  const ProcessResult traced = run_both("close-wait", {"2500", "1000"}, env);
+  EXPECT_NE(traced.out.find("fd=3\n"), std::string::npos) << traced.out;
+  const json rep = report({only_trace()});
+  EXPECT_EQ(rep["traces"][0]["end"], "exited") << rep.dump();
+  const json& d = device(rep, 0);
+  EXPECT_EQ(number(d, "alloc_count"), 1001);
+  EXPECT_EQ(number(d, "free_count"), 1000);
+}
+
+// The same race as a stress loop: a program that closes everything and opens its file, over
+// and over, while the sampler records every millisecond, always gets descriptor 3.
+TEST_F(ProgramUnharmed, ClosingAndOpeningOverAndOverAlwaysGetsTheLowestNumber) {
+  const std::map<std::string, std::string> env = {{"GPUMEMTRACE_SAMPLE_MS", "1"}};
+  const ProcessResult traced = run_both("close-often", {"100000"}, env);
+  EXPECT_EQ(traced.out, "other_descriptor=0\nstatus=ok\n");
+  const json rep = report({only_trace()});
+  EXPECT_EQ(rep["traces"][0]["end"], "exited") << rep.dump();
+}
+
 TEST_F(ProgramUnharmed, CloseRangeThenWritingItsOwnFile) {
   run_both("close-range", {std::to_string(kOwnFileBytes), std::to_string(kPairs)});
   const json rep = report({only_trace()});
