@@ -28,6 +28,8 @@
 #  17. reports that once misled: the framework's figures at the peak of `y = x * 2; del x` equal
 #      torch's max allocated and reserved; a fragmentation OOM listed once with the allocator's
 #      figures; an evaluation loop without no_grad whose leak groups lead with the user's lines.
+#  18. the recorder's own threads open no descriptor: a PyTorch program's descriptors stay put
+#      while it sleeps and the sampler reads NVML every millisecond (and untraced, the control).
 # Exits non-zero when any check failed.
 # Usage: scripts/gpu-validate.sh [OUTPUT_DIR]   (default: $OUT, else gpu-validate-output)
 # GMT_SECTIONS="1 2 14" runs those sections only (13 reads the traces of those that ran; 10
@@ -504,6 +506,27 @@ check "evaluation: every PyTorch block group of the leak leads with the program'
 hidden_line=$(grep -n "# site: hidden" tests/gpu/report_cases.py | cut -d: -f1)
 check "evaluation: the kept activations at report_cases.py:$hidden_line, 40 of 16 MiB" "[(671088640, 40)]" \
   "$(json_field "$out/case_evaluation.leaks.json" '[(g["bytes"], g["count"]) for g in d["leaks"] if g.get("level") == "block" and g["bytes"] == 671088640 and next((f for f in g["frames"] if f.get("user")), {}).get("line") == int(sys.argv[3])]' "$hidden_line")"
+fi
+
+if want 18; then
+echo "--- 18. the recorder's threads open no descriptor: the process's descriptors stay put while it sleeps"
+# Sampling every millisecond; untraced first, the same program, as the control.
+python3 tests/gpu/descriptors_stay_put.py "$out/descriptors_untraced.json" >"$out/descriptors_untraced.log" 2>&1 ||
+  { echo "FAIL descriptors_stay_put.py untraced (see descriptors_untraced.log)"; failures=$((failures + 1)); }
+rm -f "$out"/descriptors.*.gmt
+GPUMEMTRACE_SAMPLE_MS=1 "$gmt" run -o "$out/descriptors.%p.gmt" -- python3 tests/gpu/descriptors_stay_put.py \
+  "$out/descriptors_traced.json" >"$out/descriptors_traced.log" 2>&1 ||
+  { echo "FAIL descriptors_stay_put.py traced (see descriptors_traced.log)"; failures=$((failures + 1)); }
+for run in untraced traced; do
+  check "descriptors: none opened or closed while the program slept ($run)" "{} {}" \
+    "$(json_field "$out/descriptors_$run.json" 'f"{d[\"opened\"]} {d[\"closed\"]}"')"
+done
+"$gmt" report --json "$out"/descriptors.*.gmt >"$out/descriptors.report.json"
+check "descriptors: the trace's NVML view named the device" True \
+  "$(json_field "$out/descriptors.report.json" 'bool(d["devices"][0].get("name"))')"
+check "descriptors: NVML read per process at the peak" True \
+  "$(json_field "$out/descriptors.report.json" 'd["devices"][0]["views"]["at_peak"]["nvml_process_bytes"] is not None')"
+echo "INFO descriptors the trace added: $(json_field "$out/descriptors_traced.json" 'len(d["before"])') traced against $(json_field "$out/descriptors_untraced.json" 'len(d["before"])') untraced"
 fi
 
 echo "gpu-validate: $failures failure(s)"

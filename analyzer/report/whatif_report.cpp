@@ -305,6 +305,7 @@ json whatif_json(const WhatIfRequest& request, const WhatIfResult& result) {
                          {"fits", p.past_caught_failure ? json(nullptr) : json(p.fits && !p.close)},
                          {"not_predicted_after_failure", p.past_caught_failure},
                          {"too_close", p.close},
+                         {"fits_with_margin", p.fits_with_margin},
                          {"margin_bytes", allocator::verdict_margin(p.capacity)},
                          {"exact", exact},
                          {"first_failed_request_bytes", or_null(p.first_failed_size)},
@@ -355,6 +356,7 @@ json whatif_json(const WhatIfRequest& request, const WhatIfResult& result) {
           {"roles_recorded", result.roles_recorded},
           {"block_events", result.block_events},
           {"steps_skipped", result.steps_skipped},
+          {"margin_replays", result.margin_replays},
           {"devices", devices},
           {"largest_batch_scale", batch_json(result.batch)},
           {"fidelity", {{"exact", all_exact}, {"devices", fidelity_devices}}},
@@ -442,6 +444,13 @@ void write_whatif_text(const WhatIfRequest& request, const WhatIfResult& result,
         out << " (the device's memory is not in the trace: give --device-memory)";
       else
         out << " in " << human_bytes(p.total_bytes != 0 ? p.total_bytes : p.capacity);
+      if (p.fits_with_margin)
+        out << ", with the model's margin (" << allocator::kVerdictMarginPercent << " %, "
+            << human_bytes(allocator::verdict_margin(p.capacity))
+            << ") to spare: it reserves up to " << human_bytes(p.predicted_max_reserved)
+            << " of the " << human_bytes(p.capacity)
+            << " the allocator may hold, and fits in that less the margin too (reserving "
+            << human_bytes(p.margin_max_reserved) << ", its cache released on the way)";
     } else {
       out << "does not fit: a request of " << human_bytes(p.first_failed_size.value_or(0))
           << " fails";

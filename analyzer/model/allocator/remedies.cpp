@@ -34,11 +34,28 @@ constexpr const char* kPastCaughtFailure =
     "the program caught its failure and went on, and what it asked for after the failure "
     "answered it: nothing is predicted past it";
 
+bool no_request_failed(const TraceReplayResult& result) {
+  return std::all_of(result.devices.begin(), result.devices.end(),
+                     [](const DeviceReplayResult& d) { return d.failed_requests == 0; });
+}
+
+// No request failed, but some device kept less than the verdict's margin free.
+bool within_margin(const TraceReplayResult& result, const std::map<int, uint64_t>& capacity) {
+  if (!no_request_failed(result)) return false;
+  return std::any_of(result.devices.begin(), result.devices.end(),
+                     [&](const DeviceReplayResult& d) {
+                       const auto c = capacity.find(d.device);
+                       return c != capacity.end() && too_close(d.stats.max_reserved_bytes, c->second);
+                     });
+}
+
 // A candidate's figures from its replay (under `capacity`, each device's): it fits where no
-// request failed and it kept the verdict's margin free (too_close()).
+// request failed and it kept the verdict's margin free (too_close()), or, within the margin, it
+// fits as well with the margin taken off the capacity (`fits_with_margin`: the largest batch's
+// search judges so).
 Remedy remedy_of(const TraceReplayResult& result, const std::map<int, uint64_t>& capacity,
                  int device, uint64_t recorded_max_reserved, std::string text, std::string whatif,
-                 std::string note) {
+                 std::string note, bool fits_with_margin = false) {
   Remedy remedy;
   remedy.change = std::move(text);
   remedy.whatif = std::move(whatif);
@@ -47,7 +64,8 @@ Remedy remedy_of(const TraceReplayResult& result, const std::map<int, uint64_t>&
                             [](const DeviceReplayResult& d) { return d.failed_requests == 0; });
   for (const DeviceReplayResult& d : result.devices) {
     const auto c = capacity.find(d.device);
-    if (remedy.fits && c != capacity.end() && too_close(d.stats.max_reserved_bytes, c->second)) {
+    if (remedy.fits && !fits_with_margin && c != capacity.end() &&
+        too_close(d.stats.max_reserved_bytes, c->second)) {
       remedy.fits = false;
       remedy.close = true;
     }
@@ -65,6 +83,11 @@ Remedy remedy_of(const TraceReplayResult& result, const std::map<int, uint64_t>&
   if (remedy.close)
     remedy.note = "too close to call: less than " + std::to_string(kVerdictMarginPercent) +
                   " % of what the allocator may hold to spare" +
+                  (remedy.note.empty() ? "" : "; " + remedy.note);
+  if (remedy.fits && fits_with_margin)
+    remedy.note = "within " + std::to_string(kVerdictMarginPercent) +
+                  " % of what the allocator may hold, and it fits with that taken off too (its "
+                  "cache released on the way)" +
                   (remedy.note.empty() ? "" : "; " + remedy.note);
   if (remedy.fits && served > 0 && remedy.note.empty())
     remedy.note =
@@ -87,9 +110,21 @@ class Candidates {
     ReplayOptions r = base_;
     r.alloc_conf = change.alloc_conf;
     r.scale = role_scales(change);
+    return judged(events_, r, std::move(text), std::move(whatif), std::move(note), replays);
+  }
+  // `events` replayed under `r`; within the margin, once more with the margin taken off.
+  Remedy judged(const ReplayEvents& events, ReplayOptions r, std::string text, std::string whatif,
+                std::string note, uint32_t& replays) const {
     r.stop_at_failure = true;
     ++replays;
-    return of(events_.replay(r), std::move(text), std::move(whatif), std::move(note));
+    const TraceReplayResult result = events.replay(r);
+    bool spare = false;
+    if (within_margin(result, r.capacity)) {
+      ++replays;
+      spare = no_request_failed(events.replay(with_margin(r)));
+    }
+    return remedy_of(result, base_.capacity, out_.device, out_.recorded_max_reserved_bytes,
+                     std::move(text), std::move(whatif), std::move(note), spare);
   }
   Remedy of(const TraceReplayResult& result, std::string text, std::string whatif,
             std::string note) const {
@@ -179,11 +214,9 @@ CandidateWork checkpoint_remedy(const Candidates& c, const BlockRoles& roles,
       listed += (listed.empty() ? "" : ", ") + m;
       whatif += (whatif.empty() ? "" : " ") + ("--checkpoint " + m);
     }
-    ReplayOptions r = c.base();
-    r.stop_at_failure = true;
-    ++out.replays;
-    out.remedy = c.of(events.replay(r), "checkpoint " + listed, whatif,
-                      "torch.utils.checkpoint around each; recomputed in backward");
+    out.remedy = c.judged(events, c.base(), "checkpoint " + listed, whatif,
+                          "torch.utils.checkpoint around each; recomputed in backward",
+                          out.replays);
   };
 }
 
@@ -302,11 +335,10 @@ Remedies find_remedies(std::span<const uint8_t> bytes, const std::string& name,
       } catch (const WhatIfError&) {
         return;  // they are set to None already, or the trace has no optimizer step
       }
-      ReplayOptions o = c.base();
-      o.stop_at_failure = true;
-      ++r.replays;
-      r.remedy = c.of(events->replay(o), "optimizer.zero_grad(set_to_none=True)", "--set-to-none",
-                      "the gradients freed at each step's end, made anew in the next backward");
+      r.remedy = c.judged(*events, c.base(), "optimizer.zero_grad(set_to_none=True)",
+                          "--set-to-none",
+                          "the gradients freed at each step's end, made anew in the next backward",
+                          r.replays);
     });
   }
   if (roles.recorded) {  // the rest change blocks by role

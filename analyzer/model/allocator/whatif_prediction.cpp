@@ -165,6 +165,34 @@ Capacity whatif_capacity(const DeviceReplayResult& d, std::optional<uint64_t> de
   return c;
 }
 
+// A prediction within the margin at the full capacity is replayed once more with the margin
+// taken off: where no request fails there, the run fits with the margin to spare (the verdict
+// the largest batch's search gives its candidates). Only then: one replay more, for the runs
+// that fill the device.
+void recheck_with_margin(WhatIfResult& out, const ReplayOptions& changed,
+                         const ReplayEvents* events, std::span<const uint8_t> bytes,
+                         const std::string& name, format::PageAccess pages) {
+  if (std::none_of(out.devices.begin(), out.devices.end(),
+                   [](const DevicePrediction& p) { return p.close; }))
+    return;
+  ReplayOptions spared = with_margin(changed);
+  spared.stop_at_failure = true;
+  const TraceReplayResult again =
+      events ? events->replay(spared) : replay_trace(bytes, name, spared, pages);
+  ++out.margin_replays;
+  for (DevicePrediction& p : out.devices) {
+    if (!p.close) continue;
+    const auto it = std::find_if(again.devices.begin(), again.devices.end(),
+                                 [&](const DeviceReplayResult& d) { return d.device == p.device; });
+    if (it == again.devices.end() || it->failed_requests != 0 ||
+        it->verdict_past_caught_failure())
+      continue;
+    p.close = false;
+    p.fits_with_margin = true;
+    p.margin_max_reserved = it->stats.max_reserved_bytes;
+  }
+}
+
 BatchSearch search_largest_batch(const ReplayEvents& events, const ReplayOptions& changed,
                                  const WhatIfOptions& options, std::optional<double> guess) {
   BatchSearch search;
@@ -384,6 +412,7 @@ WhatIfResult predict_whatif(std::span<const uint8_t> bytes, const std::string& n
     p.gaps = it->gaps;
     p.predicted_roles = it->roles_at_peak;
   }
+  recheck_with_margin(out, changed, events ? &*events : nullptr, bytes, name, pages);
   return out;
 }
 

@@ -103,8 +103,14 @@ struct DevicePrediction {
   uint64_t predicted_max_allocated = 0;
   uint64_t predicted_max_reserved = 0;
   bool fits = true;  // no request failed in the prediction
-  // It fits, but with less than the verdict's margin to spare (too_close()): no verdict.
+  // It fits, but with less than the verdict's margin to spare (too_close()), and replayed with
+  // the margin taken off the capacity (with_margin()) a request fails: no verdict.
   bool close = false;
+  // Within the margin at the full capacity, it fits with the margin taken off (the allocator
+  // releases its cache and retries, as it would if the run needed the margin more): it fits,
+  // as the largest batch's search judges. The reserved at most there.
+  bool fits_with_margin = false;
+  uint64_t margin_max_reserved = 0;
   std::optional<uint64_t> first_failed_size;
   uint64_t recorded_failures_served = 0;  // requests the recording failed, served
   // The program caught that failure and went on (DeviceReplayResult::
@@ -156,6 +162,8 @@ struct WhatIfResult {
   uint64_t cuda_graph_captures = 0;
   // The what-if's replay: optimizer steps not run again, each a repeat of the one before.
   uint64_t steps_skipped = 0;
+  // Replays with the margin taken off, for a prediction within it (DevicePrediction::close).
+  uint64_t margin_replays = 0;
   bool history_dropped = false;
   std::vector<std::string> problems;
 };

@@ -328,6 +328,38 @@ TEST(WhatIf, ASmallerDeviceReleasesTheCacheOrDoesNotFit) {
   EXPECT_EQ(w.devices[0].predicted_max_reserved, 100 * kMiB);
 }
 
+// Within the verdict's margin (2 %) at the full capacity, the run is replayed once more with
+// the margin taken off, as the largest batch's search judges a batch: at 350 MiB it reserves
+// all 350 MiB, and at 343 MiB the 150 MiB request fails, the free segments go back and the
+// retry fits (it fits with the margin to spare); at 200 MiB it reserves 200 MiB, and at 196 MiB
+// the second tensor fails (too close to call).
+TEST(WhatIf, WithinTheMarginItFitsOnlyIfItFitsWithTheMarginTakenOff) {
+  const std::vector<uint8_t> trace = fragmenting_run().file();
+  WhatIfOptions options;
+  options.device_memory = 350 * kMiB;
+  WhatIfResult w = predict_whatif(trace, "frag.gmt", options);
+  EXPECT_EQ(w.margin_replays, 1u);
+  EXPECT_TRUE(w.devices[0].fits);
+  EXPECT_FALSE(w.devices[0].close);
+  EXPECT_TRUE(w.devices[0].fits_with_margin);
+  EXPECT_EQ(w.devices[0].predicted_max_reserved, 350 * kMiB);
+  EXPECT_EQ(w.devices[0].margin_max_reserved, 200 * kMiB);
+
+  options.device_memory = 200 * kMiB;
+  w = predict_whatif(trace, "frag.gmt", options);
+  EXPECT_EQ(w.margin_replays, 1u);
+  EXPECT_TRUE(w.devices[0].fits);  // no request failed at 200 MiB
+  EXPECT_TRUE(w.devices[0].close);
+  EXPECT_FALSE(w.devices[0].fits_with_margin);
+  EXPECT_EQ(w.devices[0].predicted_max_reserved, 200 * kMiB);
+
+  // Far from the margin: no replay more.
+  options.device_memory = 300 * kMiB;
+  w = predict_whatif(trace, "frag.gmt", options);
+  EXPECT_EQ(w.margin_replays, 0u);
+  EXPECT_FALSE(w.devices[0].fits_with_margin);
+}
+
 TEST(WhatIf, WithoutAChangeThePredictionIsTheUnchangedReplay) {
   const WhatIfResult w = predict_whatif(fragmenting_run().file(), "frag.gmt", {});
   EXPECT_FALSE(w.changed);
