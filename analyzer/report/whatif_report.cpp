@@ -138,6 +138,7 @@ json batch_json(const allocator::BatchSearch& b) {
           {"searched_up_to", allocator::kLargestBatchSearched},
           {"margin_percent", allocator::kVerdictMarginPercent},
           {"capped", b.capped},
+          {"smallest_failing", or_null(b.smallest_failing)},
           {"replays", b.replays},
           {"not_run", b.not_run.empty() ? json(nullptr) : json(b.not_run)}};
 }
@@ -488,6 +489,8 @@ void write_whatif_text(const WhatIfRequest& request, const WhatIfResult& result,
       out << "x" << factor_text(*b.largest) << " of the recorded batch fits, the most searched";
     } else {
       out << "x" << factor_text(*b.largest) << " of the recorded batch";
+      if (b.smallest_failing && *b.smallest_failing - *b.largest > allocator::kBatchStep)
+        out << " (x" << factor_text(*b.smallest_failing) << " does not; between them unsearched)";
     }
     out << " (with " << allocator::kVerdictMarginPercent
         << " % of what the allocator may hold to spare; searched in steps of x"

@@ -65,6 +65,9 @@ struct WhatIfOptions {
 };
 inline constexpr double kBatchStep = 1.0 / 32;
 inline constexpr double kLargestBatchSearched = 1024;
+// Past twice the recorded batch the largest batch is searched to within 1/64 of itself
+// (batch_tolerance()), on the grid of kBatchStep.
+inline constexpr uint64_t kBatchRelativePrecision = 64;
 
 // A prediction this close to what the allocator may hold is no verdict either way: the model's
 // highest reserved was within 1 % of PyTorch's in reruns on an H100, and what is held outside
@@ -127,15 +130,18 @@ struct DevicePrediction {
   std::vector<std::pair<Gap, uint64_t>> gaps;  // the prediction's replay's
 };
 
-// The largest batch scale that fits every device (with_margin()): multiples of kBatchStep.
-// From a first guess
-// (the recorded batch, or an estimate), steps growing twofold up or down to a scale that fits
-// and one that does not, then bisection between them (fits is taken to grow no worse as the
-// batch shrinks).
+// The largest batch scale that fits every device (with_margin()): multiples of kBatchStep, to
+// within one step up to twice the recorded batch and 1/64 of the scale past it. From a first
+// guess (the recorded batch, or an estimate), steps growing twofold up or down to a scale that
+// fits and one that does not, then bisection between them (fits is taken to grow no worse as
+// the batch shrinks).
 struct BatchSearch {
   bool ran = false;
   std::optional<double> largest;  // none: not even kBatchStep fits
   bool capped = false;            // it fits at kLargestBatchSearched, the most searched
+  // The smallest scale searched that does not fit (none: capped, or not even kBatchStep fits):
+  // the largest that fits is at least `largest` and less than this.
+  std::optional<double> smallest_failing;
   uint32_t replays = 0;
   std::string not_run;  // why it did not run, when asked
   // The replay at the largest scale that fits, whole (no request failed).

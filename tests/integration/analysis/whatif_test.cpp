@@ -363,6 +363,22 @@ TEST_F(WhatIf, TheBatchScalesActivationsTemporariesAndInputsOnly) {
   // The simulated device is 16 GiB: 8 + 16 + 4 + 18K MiB within it, K < 909.
   EXPECT_EQ(w["largest_batch_scale"]["capped"], false) << w["largest_batch_scale"].dump(1);
   EXPECT_LT(w["largest_batch_scale"]["largest_fitting"].get<double>(), 909.0);
+  // Past twice the recorded batch the search stops within 1/64 of the scale: the largest it
+  // gives fits, the smallest it saw fail does not, in a few replays.
+  const json& wide = w["largest_batch_scale"];
+  const double big = wide["largest_fitting"];
+  const double failing = wide["smallest_failing"];
+  EXPECT_GT(big, 700.0);
+  EXPECT_GT(failing, big);
+  EXPECT_LE(failing - big, big / 64) << wide.dump(1);
+  EXPECT_LE(wide["replays"].get<int>(), 8) << wide.dump(1);
+  const auto fits_on_recorded = [&](double k) {
+    return whatif_json({trace, "--batch-scale", std::to_string(k)})["devices"][0]["predicted"]
+                      ["fits"]
+                          .get<bool>();
+  };
+  EXPECT_TRUE(fits_on_recorded(big));
+  EXPECT_FALSE(fits_on_recorded(failing));
 
   // The simulated CUDA context, as the driver's samples show it outside the allocator, is on any
   // device: the allocator's 100 MiB are on a device that much larger.
