@@ -508,6 +508,14 @@ void TraceWriter::keep_spare_chunk() {
   map_spare_locked();
 }
 
+void TraceWriter::refill_spare(ThreadChunk& chunk) {
+  if (chunk.opens_nothing) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  // One try per request: where the file cannot be opened again, the next drop asks again.
+  spare_taken_.store(false, std::memory_order_relaxed);
+  map_spare_locked();
+}
+
 void TraceWriter::this_thread_opens_nothing() {
   thread_chunk().opens_nothing = true;
 }
@@ -532,6 +540,7 @@ bool TraceWriter::new_chunk_locked(ThreadChunk& chunk, ChunkRole role) {
                   "cannot be opened again by its name");
       return false;
     }
+    spare_taken_.store(true, std::memory_order_relaxed);
     if (spare_ == nullptr) {
       ++unwritten_;  // told by the next program's thread that opens the file again
       return false;

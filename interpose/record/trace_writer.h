@@ -104,6 +104,8 @@ class TraceWriter {
     }
     if (chunk.dropped != 0) [[unlikely]]
       note_dropped(chunk);
+    if (spare_taken_.load(std::memory_order_relaxed)) [[unlikely]]
+      refill_spare(chunk);
   }
 
   // From a signal handler that ends the process (a SignalRecord): the record goes into the
@@ -382,6 +384,9 @@ class TraceWriter {
   bool place_chunk_locked(ThreadChunk& chunk, ChunkRole role, bool holds, void*& map,
                           uint64_t& offset, bool& reused);
   void map_spare_locked();
+  // A recorder's thread took the spare chunk, or found none: the program's thread that records
+  // next maps another (it may open the file again; the recorder's threads may not).
+  void refill_spare(ThreadChunk& chunk);
   // The note that says how many of the recorder's threads' records could not be written.
   void note_unwritten_locked(ThreadChunk& chunk);
   // The chunk `chunk` leaves for good (sealed), for reuse when the trace is bounded.
@@ -417,6 +422,7 @@ class TraceWriter {
   // What every record reads, in one cache line: a hook finds it cold, behind the program's work.
   alignas(64) std::atomic<uint32_t> generation_;
   std::atomic<bool> started_{false};
+  std::atomic<bool> spare_taken_{false};  // see refill_spare()
   // No membarrier: each record's in-flight mark is a sequentially consistent exchange instead.
   std::atomic<bool> fence_in_hooks_{false};
   uint64_t mono_start_ns_ = 0;
