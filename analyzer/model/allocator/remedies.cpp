@@ -42,11 +42,11 @@ bool no_request_failed(const TraceReplayResult& result) {
 // No request failed, but some device kept less than the verdict's margin free.
 bool within_margin(const TraceReplayResult& result, const std::map<int, uint64_t>& capacity) {
   if (!no_request_failed(result)) return false;
-  return std::any_of(result.devices.begin(), result.devices.end(),
-                     [&](const DeviceReplayResult& d) {
-                       const auto c = capacity.find(d.device);
-                       return c != capacity.end() && too_close(d.stats.max_reserved_bytes, c->second);
-                     });
+  return std::any_of(
+      result.devices.begin(), result.devices.end(), [&](const DeviceReplayResult& d) {
+        const auto c = capacity.find(d.device);
+        return c != capacity.end() && too_close(d.stats.max_reserved_bytes, c->second);
+      });
 }
 
 // A candidate's figures from its replay (under `capacity`, each device's): it fits where no
@@ -214,9 +214,9 @@ CandidateWork checkpoint_remedy(const Candidates& c, const BlockRoles& roles,
       listed += (listed.empty() ? "" : ", ") + m;
       whatif += (whatif.empty() ? "" : " ") + ("--checkpoint " + m);
     }
-    out.remedy = c.judged(events, c.base(), "checkpoint " + listed, whatif,
-                          "torch.utils.checkpoint around each; recomputed in backward",
-                          out.replays);
+    out.remedy =
+        c.judged(events, c.base(), "checkpoint " + listed, whatif,
+                 "torch.utils.checkpoint around each; recomputed in backward", out.replays);
   };
 }
 
@@ -335,10 +335,9 @@ Remedies find_remedies(std::span<const uint8_t> bytes, const std::string& name,
       } catch (const WhatIfError&) {
         return;  // they are set to None already, or the trace has no optimizer step
       }
-      r.remedy = c.judged(*events, c.base(), "optimizer.zero_grad(set_to_none=True)",
-                          "--set-to-none",
-                          "the gradients freed at each step's end, made anew in the next backward",
-                          r.replays);
+      r.remedy = c.judged(
+          *events, c.base(), "optimizer.zero_grad(set_to_none=True)", "--set-to-none",
+          "the gradients freed at each step's end, made anew in the next backward", r.replays);
     });
   }
   if (roles.recorded) {  // the rest change blocks by role

@@ -193,8 +193,7 @@ void recheck_with_margin(WhatIfResult& out, const ReplayOptions& changed,
     if (!p.close) continue;
     const auto it = std::find_if(again.devices.begin(), again.devices.end(),
                                  [&](const DeviceReplayResult& d) { return d.device == p.device; });
-    if (it == again.devices.end() || it->failed_requests != 0 ||
-        it->verdict_past_caught_failure())
+    if (it == again.devices.end() || it->failed_requests != 0 || it->verdict_past_caught_failure())
       continue;
     p.close = false;
     p.fits_with_margin = true;

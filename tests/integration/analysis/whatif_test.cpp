@@ -373,9 +373,9 @@ TEST_F(WhatIf, TheBatchScalesActivationsTemporariesAndInputsOnly) {
   EXPECT_LE(failing - big, big / 64) << wide.dump(1);
   EXPECT_LE(wide["replays"].get<int>(), 8) << wide.dump(1);
   const auto fits_on_recorded = [&](double k) {
-    return whatif_json({trace, "--batch-scale", std::to_string(k)})["devices"][0]["predicted"]
-                      ["fits"]
-                          .get<bool>();
+    return whatif_json(
+               {trace, "--batch-scale", std::to_string(k)})["devices"][0]["predicted"]["fits"]
+        .get<bool>();
   };
   EXPECT_TRUE(fits_on_recorded(big));
   EXPECT_FALSE(fits_on_recorded(failing));
