@@ -147,20 +147,28 @@ struct Candidate {
 using CandidateWork = std::function<void(Candidate&)>;
 
 // The fewest ranks (of 2, 4, 8) over which sharding at `stage` fits; 8 when none does, to show
-// how far it gets.
+// how far it gets. 8 first: more ranks never hold more, so where 8 does not fit, neither do
+// fewer (one replay, not three).
 CandidateWork shard_remedy(const Candidates& c, ShardStage stage, const char* stage_name) {
   return [&c, stage, stage_name](Candidate& out) {
-    for (const uint32_t ranks : {2u, 4u, 8u}) {
+    const auto over = [&](uint32_t ranks) {
       WhatIfOptions o;
       o.shard = Shard{ranks, stage};
-      Remedy r = c.predict(o, "shard over " + std::to_string(ranks) + " ranks (" + stage_name + ")",
-                           "--shard " + std::to_string(ranks) + ":" + stage_name,
-                           "by formula: communication buffers not modelled", out.replays);
-      if (r.fits || ranks == 8) {
-        out.remedy = std::move(r);
-        return;
+      return c.predict(o, "shard over " + std::to_string(ranks) + " ranks (" + stage_name + ")",
+                       "--shard " + std::to_string(ranks) + ":" + stage_name,
+                       "by formula: communication buffers not modelled", out.replays);
+    };
+    Remedy most = over(8);
+    if (most.fits) {
+      for (const uint32_t ranks : {2u, 4u}) {
+        Remedy r = over(ranks);
+        if (r.fits) {
+          out.remedy = std::move(r);
+          return;
+        }
       }
     }
+    out.remedy = std::move(most);
   };
 }
 
