@@ -294,7 +294,7 @@ Remedies find_remedies(std::span<const uint8_t> bytes, const std::string& name,
     return out;
   }
   // From here on each replay reads the events decoded once.
-  const ReplayEvents events = ReplayEvents::read(bytes, name, pages);
+  const ReplayEvents events = ReplayEvents::read(bytes, name, pages, unchanged.block_events);
   // Does the run fit as it is (on this device)?
   const TraceReplayResult as_is = events.replay(base);
   ++out.replays;

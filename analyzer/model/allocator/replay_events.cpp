@@ -102,11 +102,12 @@ class RequestIds {
 }  // namespace
 
 ReplayEvents ReplayEvents::read(std::span<const uint8_t> bytes, const std::string& name,
-                                format::PageAccess pages) {
+                                format::PageAccess pages, uint64_t expected_blocks) {
   const format::HeaderCheck header = format::check_header(bytes);
   if (!header.ok) throw TraceError(name + ": " + header.error);
   format::TraceReader reader(bytes, header.header, std::move(pages));
   ReplayEvents out;
+  out.blocks_.reserve(expected_blocks);
   // A device's size is read from its first sample that has one (TraceReplay::apply): later
   // samples change nothing.
   std::set<int32_t> sampled;

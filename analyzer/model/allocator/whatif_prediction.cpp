@@ -342,7 +342,7 @@ WhatIfResult predict_whatif(std::span<const uint8_t> bytes, const std::string& n
   // The events read once: where the search replays many times, or checkpointing changes them.
   std::optional<ReplayEvents> events;
   const auto decoded = [&]() -> const ReplayEvents& {
-    if (!events) events = ReplayEvents::read(bytes, name, pages);
+    if (!events) events = ReplayEvents::read(bytes, name, pages, unchanged.block_events);
     return *events;
   };
   std::optional<BatchFit> fit;
