@@ -101,65 +101,89 @@ class RequestIds {
 
 }  // namespace
 
-ReplayEvents ReplayEvents::read(std::span<const uint8_t> bytes, const std::string& name,
-                                format::PageAccess pages, uint64_t expected_blocks) {
-  const format::HeaderCheck header = format::check_header(bytes);
-  if (!header.ok) throw TraceError(name + ": " + header.error);
-  format::TraceReader reader(bytes, header.header, std::move(pages));
+struct ReplayEventsCollector::State {
   ReplayEvents out;
-  out.blocks_.reserve(expected_blocks);
   // A device's size is read from its first sample that has one (TraceReplay::apply): later
   // samples change nothing.
   std::set<int32_t> sampled;
   uint64_t requests = 0;
   int backwards = 0;  // open, on any thread
   RequestIds ids;
-  while (const format::Record* record = reader.next_record()) {
-    if (const auto* b = std::get_if<format::BlockRecord>(record)) {
-      if (!is_pytorch(b->allocator)) continue;
-      const auto action = static_cast<BlockAction>(b->action);
-      const bool request = action == BlockAction::kAlloc || action == BlockAction::kOom;
-      uint64_t id = b->address;
-      if (action == BlockAction::kAlloc) {
-        id = ids.requested(b->address);
-      } else if (action == BlockAction::kFreeRequested || action == BlockAction::kFreeCompleted) {
-        id = ids.freed(b->address, action == BlockAction::kFreeCompleted);
-      }
-      out.blocks_.push_back(
-          {id, b->size, b->stream, request ? static_cast<uint32_t>(requests++) : kNoRequest,
-           static_cast<int16_t>(b->device), static_cast<uint8_t>(b->action), backwards > 0});
-      continue;
+};
+
+ReplayEventsCollector::ReplayEventsCollector(uint64_t expected_blocks)
+    : state_(std::make_unique<State>()) {
+  state_->out.blocks_.reserve(expected_blocks);
+}
+
+ReplayEventsCollector::~ReplayEventsCollector() = default;
+
+void ReplayEventsCollector::add(const format::Record& record) {
+  State& st = *state_;
+  ReplayEvents& out = st.out;
+  if (const auto* b = std::get_if<format::BlockRecord>(&record)) {
+    if (!is_pytorch(b->allocator)) return;
+    const auto action = static_cast<BlockAction>(b->action);
+    const bool request = action == BlockAction::kAlloc || action == BlockAction::kOom;
+    uint64_t id = b->address;
+    if (action == BlockAction::kAlloc) {
+      id = st.ids.requested(b->address);
+    } else if (action == BlockAction::kFreeRequested || action == BlockAction::kFreeCompleted) {
+      id = st.ids.freed(b->address, action == BlockAction::kFreeCompleted);
     }
-    if (const auto* sc = std::get_if<format::ScopeRecord>(record);
-        sc != nullptr && sc->kind == static_cast<uint32_t>(format::ScopeKind::kBackward))
-      backwards += sc->action == static_cast<uint32_t>(format::ScopeAction::kExit) ? -1 : 1;
-    bool keep = false;
-    if (const auto* s = std::get_if<format::AllocatorSettingsRecord>(record)) {
-      keep = is_pytorch(s->allocator);
-    } else if (std::holds_alternative<format::AllocFailedRecord>(*record) ||
-               std::holds_alternative<format::DeviceRecord>(*record)) {
-      keep = true;
-    } else if (const auto* s = std::get_if<format::SampleRecord>(record)) {
-      keep = sample_has_total(*s) && sampled.insert(s->device).second;
-    } else if (const auto* sc = std::get_if<format::ScopeRecord>(record)) {
-      // CUDA graph captures counted; the ends of steps and backwards, where a what-if may
-      // empty the cache.
-      keep = (sc->kind == static_cast<uint32_t>(format::ScopeKind::kCudaGraph) &&
-              sc->action == static_cast<uint32_t>(format::ScopeAction::kEnter)) ||
-             ((sc->kind == static_cast<uint32_t>(format::ScopeKind::kOptimizer) ||
-               sc->kind == static_cast<uint32_t>(format::ScopeKind::kBackward)) &&
-              sc->action == static_cast<uint32_t>(format::ScopeAction::kExit));
-    } else if (std::holds_alternative<format::NameRecord>(*record) ||
-               std::holds_alternative<format::PhaseRecord>(*record)) {
-      keep = true;  // the phases a what-if may empty the cache at
-    }
-    if (keep) out.others_.emplace_back(out.blocks_.size(), *record);
+    out.blocks_.push_back(
+        {id, b->size, b->stream,
+         request ? static_cast<uint32_t>(st.requests++) : ReplayEvents::kNoRequest,
+         static_cast<int16_t>(b->device), static_cast<uint8_t>(b->action), st.backwards > 0});
+    return;
   }
-  out.history_dropped_ = reader.window().dropped;
-  for (const format::ReadProblem& p : reader.problems())
-    out.problems_.push_back("byte " + std::to_string(p.offset) + ": " + p.reason);
+  if (const auto* sc = std::get_if<format::ScopeRecord>(&record);
+      sc != nullptr && sc->kind == static_cast<uint32_t>(format::ScopeKind::kBackward))
+    st.backwards += sc->action == static_cast<uint32_t>(format::ScopeAction::kExit) ? -1 : 1;
+  bool keep = false;
+  if (const auto* s = std::get_if<format::AllocatorSettingsRecord>(&record)) {
+    keep = is_pytorch(s->allocator);
+  } else if (std::holds_alternative<format::AllocFailedRecord>(record) ||
+             std::holds_alternative<format::DeviceRecord>(record)) {
+    keep = true;
+  } else if (const auto* s = std::get_if<format::SampleRecord>(&record)) {
+    keep = sample_has_total(*s) && st.sampled.insert(s->device).second;
+  } else if (const auto* sc = std::get_if<format::ScopeRecord>(&record)) {
+    // CUDA graph captures counted; the ends of steps and backwards, where a what-if may
+    // empty the cache.
+    keep = (sc->kind == static_cast<uint32_t>(format::ScopeKind::kCudaGraph) &&
+            sc->action == static_cast<uint32_t>(format::ScopeAction::kEnter)) ||
+           ((sc->kind == static_cast<uint32_t>(format::ScopeKind::kOptimizer) ||
+             sc->kind == static_cast<uint32_t>(format::ScopeKind::kBackward)) &&
+            sc->action == static_cast<uint32_t>(format::ScopeAction::kExit));
+  } else if (std::holds_alternative<format::NameRecord>(record) ||
+             std::holds_alternative<format::PhaseRecord>(record)) {
+    keep = true;  // the phases a what-if may empty the cache at
+  }
+  if (keep) out.others_.emplace_back(out.blocks_.size(), record);
+}
+
+ReplayEvents ReplayEventsCollector::finish(bool history_dropped,
+                                           std::vector<std::string> problems) {
+  ReplayEvents out = std::move(state_->out);
+  out.history_dropped_ = history_dropped;
+  out.problems_ = std::move(problems);
   out.find_repeats();
   return out;
+}
+
+ReplayEvents ReplayEvents::read(std::span<const uint8_t> bytes, const std::string& name,
+                                format::PageAccess pages, uint64_t expected_blocks) {
+  const format::HeaderCheck header = format::check_header(bytes);
+  if (!header.ok) throw TraceError(name + ": " + header.error);
+  format::TraceReader reader(bytes, header.header, std::move(pages));
+  ReplayEventsCollector collector(expected_blocks != 0 ? expected_blocks
+                                                       : reader.expected_records());
+  while (const format::Record* record = reader.next_record()) collector.add(*record);
+  std::vector<std::string> problems;
+  for (const format::ReadProblem& p : reader.problems())
+    problems.push_back("byte " + std::to_string(p.offset) + ": " + p.reason);
+  return collector.finish(reader.window().dropped, std::move(problems));
 }
 
 bool ReplayEvents::is_step_end(const format::Record& r) {

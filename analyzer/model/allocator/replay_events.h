@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <utility>
@@ -23,6 +24,29 @@
 #include "format/trace_reader.h"
 
 namespace gmt::analyzer::allocator {
+
+class ReplayEvents;
+
+// Gathers a trace's events for ReplayEvents from its records given one by one, in trace order:
+// ReplayEvents::read()'s own pass, or the pass of a replay of the same trace that reads them
+// anyway (replay_trace's `also`): a search then reads the trace once, not twice.
+class ReplayEventsCollector {
+ public:
+  // `expected_blocks`: room kept for that many block events at once (one allocation, not grown
+  // into: on 10 M events growing cost a seventh of a search, in copies and page faults).
+  explicit ReplayEventsCollector(uint64_t expected_blocks);
+  ~ReplayEventsCollector();
+  ReplayEventsCollector(const ReplayEventsCollector&) = delete;
+  ReplayEventsCollector& operator=(const ReplayEventsCollector&) = delete;
+
+  void add(const format::Record& record);
+  // The events, with what the reader dropped and the problems it met (its own or a replay's).
+  ReplayEvents finish(bool history_dropped, std::vector<std::string> problems);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 // What checkpointing the modules changed (ReplayEvents::checkpointed), per module asked for.
 struct CheckpointedModule {
@@ -43,9 +67,7 @@ class ReplayEvents {
  public:
   // Throws TraceError when the trace is not readable at all.
   // `expected_blocks`: how many block events the trace holds, where a replay counted them
-  // already (TraceReplayResult::block_events): the events are kept in one allocation of that
-  // size, not grown into (on 10 M events growing cost a seventh of a search, copies and page
-  // faults, and a third more memory).
+  // already (TraceReplayResult::block_events); else room for as many as the trace has records.
   static ReplayEvents read(std::span<const uint8_t> bytes, const std::string& name,
                            format::PageAccess pages = {}, uint64_t expected_blocks = 0);
 
@@ -85,6 +107,7 @@ class ReplayEvents {
   std::vector<uint64_t> request_sizes() const;
 
  private:
+  friend class ReplayEventsCollector;
   struct Block {
     uint64_t address;
     uint64_t size;

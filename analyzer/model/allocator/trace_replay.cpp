@@ -695,14 +695,22 @@ void TraceReplay::visit_counters(const std::function<void(uint64_t&)>& visit) {
 }
 
 TraceReplayResult replay_trace(std::span<const uint8_t> bytes, const std::string& name,
-                               const ReplayOptions& options, format::PageAccess pages) {
+                               const ReplayOptions& options, format::PageAccess pages,
+                               const std::function<RecordTap(uint64_t)>& also) {
   const format::HeaderCheck header = format::check_header(bytes);
   if (!header.ok) throw TraceError(name + ": " + header.error);
   format::TraceReader reader(bytes, header.header, std::move(pages));
   TraceReplay replay(options);
+  const RecordTap tap = also ? also(reader.expected_records()) : RecordTap{};
+  bool replaying = true;
   while (const format::Record* record = reader.next_record()) {
+    if (tap) tap(*record);
+    if (!replaying) continue;  // the tap reads on to the end
     replay.apply(*record);
-    if (options.stop_at_failure && replay.failed()) break;
+    if (options.stop_at_failure && replay.failed()) {
+      replaying = false;
+      if (!tap) break;
+    }
   }
   TraceReplayResult result = replay.finish();
   result.history_dropped = reader.window().dropped;

@@ -276,9 +276,14 @@ class TraceReplay {
 };
 
 // Reads a whole trace (`bytes`, its file's contents; `name` in errors) through a TraceReplay.
-// Throws TraceError when it is not a readable trace at all.
+// Throws TraceError when it is not a readable trace at all. `also`, where given, is handed
+// every record read, in order, before the replay applies it, and the number the reader expects
+// before the first (ReplayEventsCollector: the events a search replays, gathered in the same
+// pass).
+using RecordTap = std::function<void(const format::Record&)>;
 TraceReplayResult replay_trace(std::span<const uint8_t> bytes, const std::string& name,
-                               const ReplayOptions& options = {}, format::PageAccess pages = {});
+                               const ReplayOptions& options = {}, format::PageAccess pages = {},
+                               const std::function<RecordTap(uint64_t)>& also = {});
 TraceReplayResult replay_trace_file(const std::string& path, const ReplayOptions& options = {});
 
 }  // namespace gmt::analyzer::allocator

@@ -302,7 +302,16 @@ WhatIfResult predict_whatif(std::span<const uint8_t> bytes, const std::string& n
         "roles hooks did not run: GPUMEMTRACE_ROLES=0, or not a Python program)");
   ReplayOptions base;
   base.roles = &roles;
-  TraceReplayResult unchanged = replay_trace(bytes, name, base, pages);
+  // The events a search or a rewrite replays, gathered in the unchanged replay's own pass.
+  const bool decode = options.largest_batch || options.batch_from || options.set_to_none ||
+                      !options.checkpoint.empty();
+  std::optional<ReplayEventsCollector> collector;
+  const auto collect = [&](uint64_t expected_records) -> RecordTap {
+    collector.emplace(expected_records);
+    return [&](const format::Record& r) { collector->add(r); };
+  };
+  TraceReplayResult unchanged = replay_trace(
+      bytes, name, base, pages, decode ? collect : std::function<RecordTap(uint64_t)>{});
   out.block_events = unchanged.block_events;
   out.cuda_graph_captures = unchanged.cuda_graph_captures;
   out.history_dropped = unchanged.history_dropped;
@@ -341,6 +350,7 @@ WhatIfResult predict_whatif(std::span<const uint8_t> bytes, const std::string& n
   }
   // The events read once: where the search replays many times, or checkpointing changes them.
   std::optional<ReplayEvents> events;
+  if (collector) events = collector->finish(unchanged.history_dropped, unchanged.problems);
   const auto decoded = [&]() -> const ReplayEvents& {
     if (!events) events = ReplayEvents::read(bytes, name, pages, unchanged.block_events);
     return *events;

@@ -5,6 +5,7 @@
 // and where; a what-if with expandable segments predicts less reserved.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <vector>
 
 #include "analyzer/model/allocator/replay_events.h"
@@ -358,6 +359,44 @@ TEST(WhatIf, WithinTheMarginItFitsOnlyIfItFitsWithTheMarginTakenOff) {
   w = predict_whatif(trace, "frag.gmt", options);
   EXPECT_EQ(w.margin_replays, 0u);
   EXPECT_FALSE(w.devices[0].fits_with_margin);
+}
+
+// The events gathered in a replay's own pass (replay_trace's `also`) are those read on their
+// own: a what-if replays them to the same figures, and the replay that gathered them stopped at
+// its failure all the same, while the gathering read on to the trace's end.
+TEST(WhatIf, EventsGatheredInAReplaysPassAreTheEventsReadAlone) {
+  const std::vector<uint8_t> trace = fragmenting_run().file();
+  std::optional<ReplayEventsCollector> collector;
+  uint64_t expected = 0;
+  ReplayOptions stopping;
+  stopping.what_if = true;
+  stopping.capacity[0] = 120 * kMiB;
+  stopping.stop_at_failure = true;
+  const TraceReplayResult stopped =
+      replay_trace(trace, "frag.gmt", stopping, {}, [&](uint64_t expected_records) -> RecordTap {
+        expected = expected_records;
+        collector.emplace(expected_records);
+        return [&](const format::Record& r) { collector->add(r); };
+      });
+  EXPECT_EQ(stopped.devices[0].failed_requests, 1u);
+  EXPECT_EQ(stopped.devices[0].stats.max_reserved_bytes, 100 * kMiB);
+  EXPECT_GE(expected, 10u);
+  ASSERT_TRUE(collector.has_value());
+  const ReplayEvents gathered = collector->finish(stopped.history_dropped, stopped.problems);
+  const ReplayEvents alone = ReplayEvents::read(trace, "frag.gmt");
+  EXPECT_EQ(gathered.block_events(), 10u);
+  ReplayOptions expandable;
+  expandable.what_if = true;
+  expandable.alloc_conf = "expandable_segments:True";
+  for (const ReplayOptions& o : {stopping, expandable}) {
+    const DeviceReplayResult a = gathered.replay(o).devices.at(0);
+    const DeviceReplayResult b = alone.replay(o).devices.at(0);
+    EXPECT_EQ(a.stats.max_reserved_bytes, b.stats.max_reserved_bytes);
+    EXPECT_EQ(a.stats.max_allocated_bytes, b.stats.max_allocated_bytes);
+    EXPECT_EQ(a.requests, b.requests);
+    EXPECT_EQ(a.failed_requests, b.failed_requests);
+  }
+  EXPECT_EQ(gathered.replay(expandable).devices.at(0).stats.max_reserved_bytes, 200 * kMiB);
 }
 
 TEST(WhatIf, WithoutAChangeThePredictionIsTheUnchangedReplay) {
