@@ -68,7 +68,7 @@ ReplayEvents ReplayEvents::gradients_set_to_none(const BlockRoles& roles,
   }
   if (!gradients) throw WhatIfError("--set-to-none: no block of the trace is a gradient");
 
-  std::vector<std::vector<Block>> before(blocks_.size() + 1);
+  Insertions before;
   std::vector<bool> dropped(blocks_.size(), false);   // free events no longer replayed
   std::unordered_map<std::size_t, uint64_t> renamed;  // a temporary kept: its new id
   std::vector<std::size_t> live_gradients;            // allocations, as gradients now
@@ -81,7 +81,7 @@ ReplayEvents ReplayEvents::gradients_set_to_none(const BlockRoles& roles,
       b.address = id;
       b.ordinal = kNoRequest;
       b.action = static_cast<uint8_t>(action);
-      before[at].push_back(b);
+      before.emplace_back(at, b);
     }
   };
   for (std::size_t i = 0; i <= blocks_.size(); ++i) {
@@ -127,7 +127,7 @@ ReplayEvents ReplayEvents::gradients_set_to_none(const BlockRoles& roles,
     }
   }
 
-  return spliced(before, {}, [&](std::size_t i, Block& b) {
+  return spliced(std::move(before), {}, [&](std::size_t i, Block& b) {
     if (dropped[i]) return false;
     if (const auto r = renamed.find(i); r != renamed.end()) b.address = r->second;
     return true;

@@ -426,7 +426,7 @@ ReplayEvents ReplayEvents::checkpointed(const BlockRoles& roles,
     }
   }
 
-  std::vector<std::vector<Block>> before(blocks_.size() + 1), after(blocks_.size());
+  Insertions before, after;
   for (const auto& [key, group] : groups) {
     // Each recomputation frees all its own blocks before the next begins: their ids are taken
     // again, so that steps alike stay alike (replay() skips steps that repeat).
@@ -466,11 +466,11 @@ ReplayEvents ReplayEvents::checkpointed(const BlockRoles& roles,
         Block b = blocks_[a];
         b.ordinal = kNoRequest;
         b.action = static_cast<uint8_t>(action);
-        after[exit].push_back(b);
+        after.emplace_back(exit, b);
       }
     }
     // The forward again, before the backward needs its activations.
-    std::vector<Block>& again = before[first_use];
+    const auto again = [&](const Block& b) { before.emplace_back(first_use, b); };
     std::unordered_map<uint64_t, uint64_t> renamed;  // the original's address -> the recomputed
     std::vector<uint64_t> open;                      // recomputed blocks not yet freed
     std::size_t member = 0;
@@ -485,16 +485,16 @@ ReplayEvents ReplayEvents::checkpointed(const BlockRoles& roles,
           renamed[blocks_[j].address] = b.address;
           open.push_back(b.address);
         }
-        again.push_back(b);
+        again(b);
       } else if (action == BlockAction::kFreeRequested) {
         // Freed as it was, and at once: the recomputation's streams are not the recording's.
         const auto it = renamed.find(b.address);
         if (it == renamed.end()) continue;
         b.address = it->second;
         b.ordinal = kNoRequest;
-        again.push_back(b);
+        again(b);
         b.action = static_cast<uint8_t>(BlockAction::kFreeCompleted);
-        again.push_back(b);
+        again(b);
         std::erase(open, b.address);
         renamed.erase(it);
       }
@@ -505,32 +505,38 @@ ReplayEvents ReplayEvents::checkpointed(const BlockRoles& roles,
         b.address = address;
         b.ordinal = kNoRequest;
         b.action = static_cast<uint8_t>(action);
-        again.push_back(b);
+        again(b);
       }
     }
   }
 
-  return spliced(before, after, nullptr);
+  return spliced(std::move(before), std::move(after), nullptr);
 }
 
-ReplayEvents ReplayEvents::spliced(const std::vector<std::vector<Block>>& before,
-                                   const std::vector<std::vector<Block>>& after,
+ReplayEvents ReplayEvents::spliced(Insertions before, Insertions after,
                                    const std::function<bool(std::size_t, Block&)>& edit) const {
+  const auto by_index = [](const auto& a, const auto& b) { return a.first < b.first; };
+  std::stable_sort(before.begin(), before.end(), by_index);
+  std::stable_sort(after.begin(), after.end(), by_index);
   ReplayEvents out;
   out.history_dropped_ = history_dropped_;
   out.problems_ = problems_;
-  out.blocks_.reserve(blocks_.size());
+  out.blocks_.reserve(blocks_.size() + before.size() + after.size());
   auto other = others_.begin();
+  std::size_t next_before = 0;
+  std::size_t next_after = 0;
   for (std::size_t i = 0; i <= blocks_.size(); ++i) {
     for (; other != others_.end() && other->first == i; ++other)
       out.others_.emplace_back(out.blocks_.size(), other->second);
-    if (i < before.size())
-      out.blocks_.insert(out.blocks_.end(), before[i].begin(), before[i].end());
+    for (; next_before < before.size() && before[next_before].first == i; ++next_before)
+      out.blocks_.push_back(before[next_before].second);
     if (i == blocks_.size()) break;
     Block b = blocks_[i];
-    if (edit && !edit(i, b)) continue;
-    out.blocks_.push_back(b);
-    if (i < after.size()) out.blocks_.insert(out.blocks_.end(), after[i].begin(), after[i].end());
+    const bool kept = !edit || edit(i, b);
+    if (kept) out.blocks_.push_back(b);
+    for (; next_after < after.size() && after[next_after].first == i; ++next_after) {
+      if (kept) out.blocks_.push_back(after[next_after].second);
+    }
   }
   out.find_repeats();
   return out;
