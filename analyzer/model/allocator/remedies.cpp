@@ -60,8 +60,7 @@ Remedy remedy_of(const TraceReplayResult& result, const std::map<int, uint64_t>&
   remedy.change = std::move(text);
   remedy.whatif = std::move(whatif);
   remedy.note = std::move(note);
-  remedy.fits = std::all_of(result.devices.begin(), result.devices.end(),
-                            [](const DeviceReplayResult& d) { return d.failed_requests == 0; });
+  remedy.fits = no_request_failed(result);
   for (const DeviceReplayResult& d : result.devices) {
     const auto c = capacity.find(d.device);
     if (remedy.fits && !fits_with_margin && c != capacity.end() &&
