@@ -320,6 +320,40 @@ TEST_F(WhatIf, RepeatedStepsAreSkippedWithTheSameFigures) {
 // A prediction with less than 2 % of the capacity to spare is no verdict: at batch x2 the run
 // reserves at most 68 MiB; the allocator may hold 69 MiB (1.38 MiB kept: too close) or 70 MiB
 // (1.4 MiB kept, 68.6 left: it fits).
+// Within the margin at the full capacity, but fitting with the margin taken off: it fits, and
+// says so. The fragmented run (two 20 MiB segments, one freed in pieces) on 42 MiB reserves all
+// 42 MiB; on 42 MiB less 2 % the allocator releases its free segment and retries, and reserves
+// 40 MiB. On 40 MiB a request fails with the margin off: too close to call.
+TEST_F(WhatIf, WithinTheMarginItFitsWhereItFitsWithTheMarginTakenOff) {
+  const ProcessResult run = run_traced("workload_cached_training", {"fragment"},
+                                       {{"SIM_ALLOCATOR", "pytorch"},
+                                        {"FAKECUDA_DEVICE_MEMORY", "33554432"},
+                                        {"FAKECUDA_CONTEXT_OVERHEAD", "0"}});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string trace = only_trace();
+  const json fits = whatif_json({trace, "--device-memory", "42MiB"});
+  const json& p = fits["devices"][0]["predicted"];
+  EXPECT_EQ(fits["margin_replays"], 1);
+  EXPECT_EQ(p["fits"], true);
+  EXPECT_EQ(p["too_close"], false);
+  EXPECT_EQ(p["fits_with_margin"], true);
+  EXPECT_EQ(p["max_reserved_bytes"], 42 * kMiB);
+  const json close = whatif_json({trace, "--device-memory", "40MiB"});
+  EXPECT_EQ(close["margin_replays"], 1);
+  EXPECT_EQ(close["devices"][0]["predicted"]["fits"], false);
+  EXPECT_EQ(close["devices"][0]["predicted"]["too_close"], true);
+  EXPECT_EQ(close["devices"][0]["predicted"]["fits_with_margin"], false);
+
+  const ProcessResult text = cli({"whatif", trace, "--device-memory", "42MiB"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("verdict: fits in 42.0 MiB, with the model's margin (2 %, 860 KiB) to "
+                          "spare: it reserves up to 42.0 MiB of the 42.0 MiB the allocator may "
+                          "hold, and fits in that less the margin too (reserving 40.0 MiB, its "
+                          "cache released on the way)"),
+            std::string::npos)
+      << text.out;
+}
+
 TEST_F(WhatIf, APredictionWithinTheMarginIsTooCloseToCall) {
   ASSERT_EQ(run_traced("workload_roles_training", {}).exit_code, 0);
   const std::string trace = only_trace();
