@@ -57,12 +57,15 @@ bool sample_has_total(const format::SampleRecord& s) {
          ((s.present & format::SampleField::kNvmlDeviceTotal) != 0 && s.nvml_device_total != 0);
 }
 
+}  // namespace
+
 // Each block's id in a what-if replay: not its recorded address but the lowest number free,
 // taken at its request and free again once its free completed. The model serves requests by
 // size, stream and order alone, so the ids change no figure; but where the recording gave a
 // step's blocks other addresses than the step before's (cudaMalloc placed its segments
 // elsewhere), the ids of a step that asks for the same sizes in the same order are still the
-// same: steps alike are seen to be alike (find_repeats).
+// same: steps alike are seen to be alike (find_repeats). Outside the anonymous namespace: a
+// field of ReplayEventsCollector::State, whose linkage is external.
 class RequestIds {
  public:
   // Above any CUDA address, and below the recomputation's and renewed gradients' own ids.
@@ -98,8 +101,6 @@ class RequestIds {
   std::priority_queue<uint64_t, std::vector<uint64_t>, std::greater<>> free_;
   uint64_t next_ = kFirst;
 };
-
-}  // namespace
 
 struct ReplayEventsCollector::State {
   ReplayEvents out;
