@@ -30,6 +30,14 @@ class WhatIf : public TracedRun {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return r.exit_code == 0 ? json::parse(r.out) : json::object();
   }
+  // The fragmented OOM: five 4 MiB blocks in a 20 MiB segment, two freed apart, then 6 MiB on a
+  // 32 MiB device with no context overhead.
+  ProcessResult run_fragmented() {
+    return run_traced("workload_cached_training", {"fragment"},
+                      {{"SIM_ALLOCATOR", "pytorch"},
+                       {"FAKECUDA_DEVICE_MEMORY", "33554432"},
+                       {"FAKECUDA_CONTEXT_OVERHEAD", "0"}});
+  }
 };
 
 TEST_F(WhatIf, TheUnchangedReplayReproducesTheTrainingLoop) {
@@ -66,10 +74,7 @@ TEST_F(WhatIf, TheUnchangedReplayReproducesTheTrainingLoop) {
 // allocator gives back its free small segment, and the retry fails too. The replay fails it
 // the same way; on a 64 MiB device it would take its segment and fit.
 TEST_F(WhatIf, TheFragmentedOomIsReproducedAndALargerDeviceFits) {
-  const ProcessResult run = run_traced("workload_cached_training", {"fragment"},
-                                       {{"SIM_ALLOCATOR", "pytorch"},
-                                        {"FAKECUDA_DEVICE_MEMORY", "33554432"},
-                                        {"FAKECUDA_CONTEXT_OVERHEAD", "0"}});
+  const ProcessResult run = run_fragmented();
   ASSERT_EQ(run.exit_code, 0) << run.err;
   ASSERT_EQ(printed(run.out, "oom"), 1) << run.out;
   const std::string trace = only_trace();
@@ -325,10 +330,7 @@ TEST_F(WhatIf, RepeatedStepsAreSkippedWithTheSameFigures) {
 // 42 MiB; on 42 MiB less 2 % the allocator releases its free segment and retries, and reserves
 // 40 MiB. On 40 MiB a request fails with the margin off: too close to call.
 TEST_F(WhatIf, WithinTheMarginItFitsWhereItFitsWithTheMarginTakenOff) {
-  const ProcessResult run = run_traced("workload_cached_training", {"fragment"},
-                                       {{"SIM_ALLOCATOR", "pytorch"},
-                                        {"FAKECUDA_DEVICE_MEMORY", "33554432"},
-                                        {"FAKECUDA_CONTEXT_OVERHEAD", "0"}});
+  const ProcessResult run = run_fragmented();
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const std::string trace = only_trace();
   const json fits = whatif_json({trace, "--device-memory", "42MiB"});
