@@ -348,7 +348,7 @@ TEST_F(PromisesUnderStress, CheckNamesATruncatedTrace) {
 // the end is there). Four threads and the sampler write chunks of their own, so the boundaries
 // fall between every kind of chunk, the one holding the end record among them.
 TEST_F(PromisesUnderStress, EveryChunkBoundaryPrefixReadsAsTruncated) {
-  const ProcessResult run = run_traced("workload_bounded_history", {"400000", "threads"});
+  const ProcessResult run = run_traced("workload_bounded_history", {"150000", "threads"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const std::string t = only_trace();
   const std::string bytes = read_file(t);
