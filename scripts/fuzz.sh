@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Fuzzes the trace reader and the analyzer's replay with libFuzzer for a bounded time.
-# Usage: scripts/fuzz.sh [SECONDS | --build-only]   (default 60; GMT_FUZZ_WORKERS fuzzers at once,
-# default one per core; --build-only builds the fuzzer and stops)
+# Usage: scripts/fuzz.sh [SECONDS]   (default 60; GMT_FUZZ_WORKERS fuzzers at once, default one per
+# core)
 #
 # Builds tests/fuzz/trace_fuzzer with clang (AddressSanitizer, UndefinedBehaviorSanitizer and
 # libFuzzer's coverage) in build-fuzz/, then runs it for SECONDS over the seed corpus in
@@ -14,10 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds="${1:-60}"
-build_only=0
-if [ "$seconds" = "--build-only" ]; then
-  build_only=1
-elif ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]]; then
+if ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]]; then
   # libFuzzer takes -max_total_time=0 as "no limit".
   echo "fuzz: SECONDS must be a whole number above 0, not '$seconds'" >&2
   exit 2
@@ -38,7 +35,6 @@ cmake -S . -B "$dir" "${generator_args[@]}" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGMT_LINE_TABLES_ONLY=ON -DGMT_BUILD_TESTS=OFF -DGMT_BUILD_FUZZERS=ON \
   "${cuda_args[@]}" >/dev/null
 cmake --build "$dir" -j "$(nproc)" --target trace_fuzzer >/dev/null
-[ "$build_only" -eq 1 ] && exit 0
 
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT

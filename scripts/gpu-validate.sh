@@ -519,7 +519,7 @@ GPUMEMTRACE_SAMPLE_MS=1 "$gmt" run -o "$out/descriptors.%p.gmt" -- python3 tests
   { echo "FAIL descriptors_stay_put.py traced (see descriptors_traced.log)"; failures=$((failures + 1)); }
 for run in untraced traced; do
   check "descriptors: none opened or closed while the program slept ($run)" "{} {}" \
-    "$(json_field "$out/descriptors_$run.json" 'f"{d[\"opened\"]} {d[\"closed\"]}"')"
+    "$(json_field "$out/descriptors_$run.json" '" ".join(str(d[k]) for k in ("opened", "closed"))')"
 done
 "$gmt" report --json "$out"/descriptors.*.gmt >"$out/descriptors.report.json"
 check "descriptors: the trace's NVML view named the device" True \

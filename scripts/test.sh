@@ -31,73 +31,39 @@ fi
 # (2 cores: the normal tests 71 -> 64 s, the sanitizers' 181 -> 167 s).
 jobs=$(($(nproc) * 2))
 
-# The next builds run beside each test suite at the lowest priority: the tests wait on the
-# programs they trace and leave cores idle (over a whole CI run on 2 cores, 1.5 cores busy on
-# average, 1.93 in the builds), which the build fills without taking CPU from the tests.
-background=()
-log_dir=$(mktemp -d)
-cleanup() {
-  for pid in "${background[@]}"; do
-    kill -- "-$pid" 2>/dev/null || true
-  done
-  rm -rf "$log_dir"
-}
-trap cleanup EXIT
-# beside NAME COMMAND...: COMMAND in the background, niced, in a process group of its own (so that
-# a failing step can stop it and what it started), its output kept for finish_beside.
-beside() {
-  local name=$1
-  shift
-  setsid nice -n 19 "$@" >"$log_dir/$name.log" 2>&1 &
-  background+=($!)
-  eval "pid_$name=$!"
-}
-# finish_beside NAME: waits for it; on failure prints its output and fails.
-finish_beside() {
-  local pid_var="pid_$1"
-  if ! wait "${!pid_var}"; then
-    echo "test: the background step '$1' failed:" >&2
-    tail -n 100 "$log_dir/$1.log" >&2
-    exit 1
+for mode in normal sanitize; do
+  step "$mode build"
+  if [ "$mode" = sanitize ]; then
+    scripts/build.sh --sanitize
+    dir=build-sanitize
+  else
+    # Line tables only (-g1): the same code as -g, in a third less compile time (CMakeLists.txt).
+    scripts/build.sh build -DGMT_LINE_TABLES_ONLY=ON
+    dir=build
   fi
-  echo "test: the background step '$1' done (at ${SECONDS}s)"
-}
-
-step "normal build"
-# Line tables only (-g1): the same code as -g, in a third less compile time (CMakeLists.txt).
-scripts/build.sh build -DGMT_LINE_TABLES_ONLY=ON
-
-step "normal tests, the sanitizers' build beside them"
-beside sanitize_build scripts/build.sh --sanitize
-ctest --test-dir build --output-on-failure -j "$jobs" --timeout 300
-finish_beside sanitize_build
-
-fuzz_seconds="${GMT_FUZZ_SECONDS:-60}"
-
-step "sanitize tests, ThreadSanitizer's and the fuzzer's builds beside them"
-beside tsan_build scripts/build.sh --tsan
-if [ "$fuzz_seconds" -gt 0 ]; then
-  beside fuzz_build scripts/fuzz.sh --build-only
-fi
-# GCC 12's sanitizers mistake a dynamic TLS block (libunwind's, which our stacks dlopen)
-# whose heap address lies 16 bytes past a page boundary for glibc 2.19's layout, and read a
-# bogus range from before it: LeakSanitizer then crashes at exit, after the test passed,
-# whenever the heap happens to lay out so. Without the interception, leak checking still
-# reaches those blocks through each thread's DTV, which is in the heap it scans.
-LSAN_OPTIONS="intercept_tls_get_addr=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}" \
-  ctest --test-dir build-sanitize --output-on-failure -j "$jobs" --timeout 300
-finish_beside tsan_build
-if [ "$fuzz_seconds" -gt 0 ]; then
-  finish_beside fuzz_build
-fi
+  step "$mode tests"
+  if [ "$mode" = sanitize ]; then
+    # GCC 12's sanitizers mistake a dynamic TLS block (libunwind's, which our stacks dlopen)
+    # whose heap address lies 16 bytes past a page boundary for glibc 2.19's layout, and read a
+    # bogus range from before it: LeakSanitizer then crashes at exit, after the test passed,
+    # whenever the heap happens to lay out so. Without the interception, leak checking still
+    # reaches those blocks through each thread's DTV, which is in the heap it scans.
+    LSAN_OPTIONS="intercept_tls_get_addr=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}" \
+      ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 300
+  else
+    ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 300
+  fi
+done
 
 # The recorder's unit tests (threads, the sampler, phases, signals) and the analyzer's threads
 # (read-ahead, worker pool) under ThreadSanitizer. Only unit tests: the preload cannot carry
 # TSan's runtime into uninstrumented programs.
 step "thread sanitizer: recorder and pipeline"
+scripts/build.sh --tsan
 TSAN_OPTIONS="halt_on_error=1" build-tsan/bin/recorder_tests
 TSAN_OPTIONS="halt_on_error=1" build-tsan/bin/pipeline_tests
 
+fuzz_seconds="${GMT_FUZZ_SECONDS:-60}"
 if [ "$fuzz_seconds" -gt 0 ]; then
   step "fuzzing (${fuzz_seconds}s)"
   scripts/fuzz.sh "$fuzz_seconds"
