@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "analyzer/model/allocator/batch_fit.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <string>
-#include <algorithm>
 #include <utility>
 
 #include "analyzer/model/allocator/whatif_prediction.h"
