@@ -4,10 +4,11 @@
 // role, in order; where one run made a request the other did not, such as a workspace another
 // algorithm needed at the other batch, the order is picked up again at the nearest pair whose
 // sizes can be the same request's: the second's between the first's and the first's times the
-// batches' ratio), and its size taken to be affine in the batch through the two sizes: a request that does not grow with the batch (a workspace of fixed
-// size, a constant mask) stays, one that grows less than in proportion grows as it did. What is
-// not matched scales by its role, as --batch-scale has it. The second run's batch over the first's
-// is told by their inputs (role `input`: made outside the model, live while its forward ran).
+// batches' ratio), and its size taken to be affine in the batch through the two sizes: a request
+// that does not grow with the batch (a workspace of fixed size, a constant mask) stays, one that
+// grows less than in proportion grows as it did. What is not matched scales by its role, as
+// --batch-scale has it. The second run's batch over the first's is told by their inputs (role
+// `input`: made outside the model, live while its forward ran).
 #pragma once
 
 #include <cstdint>
