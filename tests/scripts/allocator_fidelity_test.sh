@@ -7,12 +7,7 @@
 # reserved and allocated bytes, to the byte; where the model does not follow the run (CUDA graphs'
 # private pools, under torch.compile's reduce-overhead) it must say it is not exact.
 # Usage: allocator_fidelity_test.sh GPUMEMTRACE ARCHIVE
-set -euo pipefail
-gmt=$1 archive=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-tar -xzf "$archive" -C "$work"
-status=0
+. "$(dirname "$0")/real_runs_archive.bash" "$@"
 for trace in "$work"/*.gmt; do
   case=$(basename "$trace" .gmt)
   "$gmt" whatif --json "$trace" >"$work/$case.whatif.json" || { echo "FAIL $case: whatif exited $?"; status=1; continue; }

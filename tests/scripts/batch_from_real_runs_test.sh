@@ -8,12 +8,7 @@
 # the two runs must predict the reruns' highest reserved to the byte (the allocator's model is
 # exact on these runs), their highest allocated within 0.5 %, and that both fit.
 # Usage: batch_from_real_runs_test.sh GPUMEMTRACE ARCHIVE
-set -euo pipefail
-gmt=$1 archive=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-tar -xzf "$archive" -C "$work"
-status=0
+. "$(dirname "$0")/real_runs_archive.bash" "$@"
 for k in 2 3; do
   "$gmt" whatif --json "$work/mlp.gmt" --batch-from "$work/mlp_half.gmt" --batch-scale "$k" \
     >"$work/x$k.whatif.json" || { echo "FAIL x$k: whatif exited $?"; status=1; continue; }

@@ -6,12 +6,7 @@
 # main thread, 32 MiB for the autograd thread) and cuBLASLt's (1 MiB), now `library` beside
 # cuBLAS's own driver allocations (each trace's figure below: those plus the 65 MiB).
 # Usage: real_runs_roles_test.sh GPUMEMTRACE ARCHIVE
-set -euo pipefail
-gmt=$1 archive=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-tar -xzf "$archive" -C "$work"
-status=0
+. "$(dirname "$0")/real_runs_archive.bash" "$@"
 for case in mlp:134481920 transformer:134481920 resnet:134532616; do
   name=${case%%:*} driver=${case#*:}
   "$gmt" report --json "$work/$name.gmt" >"$work/$name.json"

@@ -6,12 +6,7 @@
 # modules that made at least 5 % of the activations each, and its figures are `whatif`'s with
 # those --checkpoint options, to the byte.
 # Usage: remedies_real_runs_test.sh GPUMEMTRACE ARCHIVE
-set -euo pipefail
-gmt=$1 archive=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-tar -xzf "$archive" -C "$work"
-status=0
+. "$(dirname "$0")/real_runs_archive.bash" "$@"
 for entry in "resnet:layer1 layer2 layer3 layer4" "transformer:layers.0 layers.1 layers.2 layers.3"; do
   case=${entry%%:*} modules=${entry#*:}
   trace="$work/$case.gmt"
