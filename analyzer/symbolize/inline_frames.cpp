@@ -28,23 +28,30 @@ std::optional<int> positive_line(Dwarf_Word line) {
 
 // Where the instruction at `address` comes from, per the line table: for inlined code, the
 // line inside the inlined callee.
-SourceLocation line_table_location(Dwfl_Module* module, Dwarf_Addr address) {
+SourceLocation line_table_location(Dwfl_Module* module, UnitIndex& units, Dwarf_Addr address) {
   SourceLocation location;
-  Dwfl_Line* line = dwfl_module_getsrc(module, address);
-  if (line == nullptr) return location;
+  std::optional<UnitIndex::Found> unit = units.unit_at(module, address);
   // The line table's closest row below an address past the unit's code (between two of its
   // ranges: main and main.cold with _start between them) is the end of the code before it,
   // whose file and line belong to no instruction there (_start read "stl_vector.h:733"). The
   // address must be in the unit's ranges, where it has any.
-  Dwarf_Addr bias = 0;
-  Dwarf_Die* unit = dwfl_module_addrdie(module, address, &bias);
-  if (unit != nullptr &&
-      (dwarf_hasattr(unit, DW_AT_ranges) != 0 || dwarf_hasattr(unit, DW_AT_low_pc) != 0) &&
-      dwarf_haspc(unit, address - bias) == 0) {
+  if (unit &&
+      (dwarf_hasattr(&unit->unit, DW_AT_ranges) != 0 ||
+       dwarf_hasattr(&unit->unit, DW_AT_low_pc) != 0) &&
+      dwarf_haspc(&unit->unit, address - unit->bias) == 0) {
     return location;
   }
+  const char* file = nullptr;
   int number = 0;
-  const char* file = dwfl_lineinfo(line, nullptr, &number, nullptr, nullptr, nullptr);
+  if (Dwfl_Line* line = dwfl_module_getsrc(module, address); line != nullptr) {
+    file = dwfl_lineinfo(line, nullptr, &number, nullptr, nullptr, nullptr);
+  } else if (unit) {
+    // A unit libdwfl does not find (unit_index.h): its own line table.
+    if (Dwarf_Line* row = dwarf_getsrc_die(&unit->unit, address - unit->bias); row != nullptr) {
+      file = dwarf_linesrc(row, nullptr, nullptr);
+      if (dwarf_lineno(row, &number) != 0) number = 0;
+    }
+  }
   if (file != nullptr && file[0] != '\0') location.file = file;
   if (number > 0) location.line = number;
   return location;
@@ -172,13 +179,14 @@ bool may_contain_code(int tag) {
 
 // The function containing `address` and the inlined instances nested in it down to the
 // innermost one holding the address: [function, outer inlined..., innermost inlined].
-std::vector<Dwarf_Die> physical_chain(Dwfl_Module* module, FunctionIndex& index, Dwarf_Addr address,
-                                      Dwarf_Addr& bias) {
+std::vector<Dwarf_Die> physical_chain(Dwfl_Module* module, ModuleIndexes& indexes,
+                                      Dwarf_Addr address, Dwarf_Addr& bias) {
   std::vector<Dwarf_Die> chain;
-  Dwarf_Die* unit = dwfl_module_addrdie(module, address, &bias);
-  if (unit == nullptr) return chain;
+  std::optional<UnitIndex::Found> unit = indexes.units.unit_at(module, address);
+  if (!unit) return chain;
+  bias = unit->bias;
   const Dwarf_Addr unit_address = address - bias;
-  std::optional<Dwarf_Die> function = index.function_at(unit, unit_address);
+  std::optional<Dwarf_Die> function = indexes.functions.function_at(&unit->unit, unit_address);
   if (!function) return chain;
   chain.push_back(*function);
   Dwarf_Die scope = *function;
@@ -209,10 +217,10 @@ std::vector<Dwarf_Die> physical_chain(Dwfl_Module* module, FunctionIndex& index,
 std::vector<SymbolizedFrame> inline_frames(Dwfl_Module* module, ModuleIndexes& indexes,
                                            Dwarf_Addr address) {
   std::vector<SymbolizedFrame> frames;
-  SourceLocation location = line_table_location(module, address);
+  SourceLocation location = line_table_location(module, indexes.units, address);
 
   Dwarf_Addr bias = 0;  // module address - unit address
-  std::vector<Dwarf_Die> chain = physical_chain(module, indexes.functions, address, bias);
+  std::vector<Dwarf_Die> chain = physical_chain(module, indexes, address, bias);
   for (size_t i = chain.size(); i-- > 0;) {
     Dwarf_Die* scope = &chain[i];
     const bool inlined = i > 0;

@@ -10,6 +10,7 @@
 #include "analyzer/symbolize/function_index.h"
 #include "analyzer/symbolize/symbol_table.h"
 #include "analyzer/symbolize/symbolizer.h"
+#include "analyzer/symbolize/unit_index.h"
 
 namespace gmt::analyzer::symbolize {
 
@@ -17,6 +18,7 @@ namespace gmt::analyzer::symbolize {
 struct ModuleIndexes {
   FunctionIndex functions;
   SymbolTable symbols;
+  UnitIndex units;
 };
 
 // Innermost first: [inlined callee at the address's line..., function containing the call

@@ -102,7 +102,7 @@ ModuleDebugInfo::ModuleDebugInfo(const std::string& path, const std::string& exp
     return;
   }
   module_ = module;
-  indexes_.reset(new ModuleIndexes{FunctionIndex(), SymbolTable(module)});
+  indexes_.reset(new ModuleIndexes{FunctionIndex(), SymbolTable(module), UnitIndex()});
 }
 
 ModuleDebugInfo::~ModuleDebugInfo() {

@@ -160,6 +160,24 @@ TEST_F(SymbolizerTest, InlinedHelperGivesInlineChain) {
                library_.path);
 }
 
+// A library without .debug_aranges (clang writes none unless asked): libdwfl finds no unit for
+// its addresses, which must still get their file, line and inline chain.
+TEST_F(SymbolizerTest, UnitsWithoutAddressRangesAreStillFound) {
+  const std::string path = std::string(kVariantsDir) + "/libfixture_no_aranges.so";
+  Symbolizer symbolizer;
+  symbolizer.add_module(library_at(path));
+  const auto& plain = symbolizer.symbolize(address("plain"));
+  ASSERT_EQ(plain.size(), 1u);
+  expect_frame(plain[0], {"gmt_fixture_plain", kLibrarySource, line("plain")}, path);
+  const auto& inlined = symbolizer.symbolize(address("inlined"));
+  ASSERT_EQ(inlined.size(), 2u);
+  expect_frame(inlined[0], {"inlined_helper", kLibrarySource, line("inlined"), true}, path);
+  expect_frame(inlined[1],
+               {"function_with_inline(int)", kLibrarySource, line("inline_call_site"), false},
+               path);
+  EXPECT_TRUE(symbolizer.warnings().empty());
+}
+
 // One name per function: the inlined instance is named as its out-of-line copy's symbol.
 TEST_F(SymbolizerTest, InlinedAndOutOfLineCopiesHaveOneName) {
   Symbolizer symbolizer;
