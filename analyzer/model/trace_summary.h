@@ -54,6 +54,8 @@ struct SiteFrame {
   // "native" | "python" | "attribution": the mark before Python frames taken from the thread
   // that called backward() (BackwardAttribution)
   std::string kind = "native";
+
+  bool operator==(const SiteFrame&) const = default;
 };
 
 // A peak site with its stack symbolized.
