@@ -5,6 +5,14 @@
 // __LINE__ of the call, so the expected line is exact whatever the compiler does.
 #pragma once
 
+// A tested function kept as written: not inlined, and for GCC not cloned (scale.constprop.0) nor
+// folded into its callers (noipa). Clang, which has no noipa, clones no function here.
+#if defined(__clang__)
+#define GMT_FIXTURE_KEPT __attribute__((noinline))
+#else
+#define GMT_FIXTURE_KEPT __attribute__((noinline, noipa))
+#endif
+
 namespace gmt_fixture {
 
 // `address` is a return address to symbolize with is_return_address = true, or an exact PC

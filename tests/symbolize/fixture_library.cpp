@@ -10,13 +10,12 @@ gmt_fixture::CallSiteSink g_sink = nullptr;
 }
 
 // Passes on the address the caller will return to: an address inside the tested function.
-extern "C" __attribute__((noinline, noipa)) void gmt_fixture_report_call_site(const char* name,
-                                                                              int line) {
+extern "C" GMT_FIXTURE_KEPT void gmt_fixture_report_call_site(const char* name, int line) {
   g_sink(name, __builtin_return_address(0), line);
 }
 
 // A plain C function.
-extern "C" __attribute__((noinline, noipa)) int gmt_fixture_plain(int value) {
+extern "C" GMT_FIXTURE_KEPT int gmt_fixture_plain(int value) {
   gmt_fixture_report_call_site("plain", __LINE__);
   return value + 1;
 }
@@ -24,7 +23,7 @@ extern "C" __attribute__((noinline, noipa)) int gmt_fixture_plain(int value) {
 namespace gmt_fixture {
 
 // A C++ function in a namespace, with arguments: its name must come back demangled.
-__attribute__((noinline, noipa)) double scale(int value, double factor, const char* label) {
+GMT_FIXTURE_KEPT double scale(int value, double factor, const char* label) {
   gmt_fixture_report_call_site("namespaced", __LINE__);
   return value * factor + (label != nullptr ? 1 : 0);
 }
@@ -32,7 +31,7 @@ __attribute__((noinline, noipa)) double scale(int value, double factor, const ch
 }  // namespace gmt_fixture
 
 // A function with internal linkage: only the .symtab (not .dynsym) and DWARF name it.
-static __attribute__((noinline, noipa)) int static_function(int value) {
+static GMT_FIXTURE_KEPT int static_function(int value) {
   gmt_fixture_report_call_site("static", __LINE__);
   return value * 3;
 }
@@ -44,7 +43,7 @@ static inline __attribute__((always_inline)) int inlined_helper(int value) {
   return value * 5;
 }
 
-__attribute__((noinline, noipa)) int function_with_inline(int value) {
+GMT_FIXTURE_KEPT int function_with_inline(int value) {
   g_sink("inline_call_site", nullptr, __LINE__ + 1);
   const int result = inlined_helper(value) + 1;
   return result;
@@ -57,7 +56,7 @@ static inline __attribute__((always_inline)) int inlined_and_not(int value, cons
   return value * 7;
 }
 
-__attribute__((noinline, noipa)) int calls_both_copies(int value) {
+GMT_FIXTURE_KEPT int calls_both_copies(int value) {
   int (*volatile out_of_line)(int, const char*) = &inlined_and_not;
   return inlined_and_not(value, "inlined_copy") + out_of_line(value, "out_of_line_copy");
 }

@@ -17,14 +17,14 @@ void print_site(const char* name, const void* address, int line) {
   std::printf("site %s %" PRIxPTR " %d\n", name, reinterpret_cast<uintptr_t>(address), line);
 }
 
-__attribute__((noinline, noipa)) void report_call_site(const char* name, int line) {
+GMT_FIXTURE_KEPT void report_call_site(const char* name, int line) {
   print_site(name, __builtin_return_address(0), line);
 }
 
 }  // namespace
 
 // A function of the main executable (not of a shared library).
-__attribute__((noinline, noipa)) int main_program_function(int value) {
+GMT_FIXTURE_KEPT int main_program_function(int value) {
   report_call_site("main_program", __LINE__);
   return value - 1;
 }

@@ -72,7 +72,7 @@ constexpr const char* kPath = "linked";
 constexpr int kVersion = 13000;  // what cuda.h's names map to
 #elif defined(KIND_OPS_DLSYM)
 constexpr const char* kPath = "dlsym";
-constexpr int kVersion = 0;  // versioned names, no cudaVersion
+[[maybe_unused]] constexpr int kVersion = 0;  // versioned names, no cudaVersion
 #elif defined(KIND_OPS_PROCADDRESS_11030)
 constexpr const char* kPath = "procaddress_11030";
 constexpr int kVersion = 11030;
