@@ -140,15 +140,37 @@ gmt_unity_groups(fakecuda_selftest
   fakecuda/selftest/stream_ordered_test.cpp fakecuda/selftest/vmm_test.cpp)
 gmt_unity_groups(symbolize_tests symbolize/symbolizer_test.cpp symbolize/fixture_run.cpp)
 
-# The product's libraries in the builds that look for errors, not in the one users run: under
-# the sanitizers (and in ThreadSanitizer's build, which compiles the recorder's part, and the
-# fuzzer's, clang's with AddressSanitizer: 68 s against about 90 s for its target) a group
-# compiles in about half the time of its files one by one (the reports' 22 files: 77 s
-# against 172 s), the same templates being instrumented once. The normal build keeps one file to
-# a translation unit (batched at -O2, GCC 12 gives false -Wrestrict and -Warray-bounds warnings
-# in the reports). Groups as the tests' above: a file not listed compiles alone, and no group
-# holds two files defining one name in an anonymous namespace (replay_events.cpp's kNone and
-# is_pytorch, nvtx_injection.cpp's phases and id_of); whatif_report.cpp, whose json is
+# The analyzer's libraries in every build: a group compiles in about half the time of its files
+# one by one (the templates they share, nlohmann/json's above all, compiled once), and nothing
+# in them runs in the traced process. Groups as the tests' above: a file not listed compiles
+# alone, and no group holds two files defining one name in an anonymous namespace
+# (replay_events.cpp's kNone and is_pytorch).
+gmt_unity_groups_in(analyzer/model gmt_model
+  live/live_trace.cpp live/live_device.cpp live/live_watch.cpp replay.cpp
+  replay_view_records.cpp replay_block_records.cpp summarize_trace.cpp hidden_pool.cpp
+  leak_classes.cpp owner_library.cpp |
+  allocator/replay_events.cpp allocator/remedies.cpp allocator/whatif_prediction.cpp
+  allocator/caching_allocator_model.cpp allocator/block_roles.cpp allocator/batch_fit.cpp
+  allocator/allocator_settings.cpp allocator/segment_match.cpp allocator/request_size.cpp
+  allocator/model_gaps.cpp |
+  allocator/trace_replay.cpp allocator/gradients_set_to_none.cpp timeline/library_timeline.cpp
+  timeline/timeline_builder.cpp roles/role_tracker.cpp roles/role_series.cpp
+  roles/outside_roles.cpp roles/role.cpp backward_attribution.cpp views/views_replay.cpp |
+  input/record_pipeline.cpp input/progress_bar.cpp input/process_liveness.cpp worker_pool.cpp
+  blocks/block_replay.cpp blocks/block_extents.cpp blocks/extents_by_device.cpp)
+gmt_unity_groups_in(analyzer/export gmt_export
+  perfetto_export.cpp speedscope_export.cpp pprof_export.cpp folded_export.cpp gzip.cpp |
+  jsonl_export.cpp memviz_export.cpp export_record_pass.cpp export_stacks.cpp pickle_writer.cpp)
+gmt_unity_groups_in(analyzer/html gmt_html
+  page_data.cpp html_page.cpp | allocation_pass.cpp run_comparison_data.cpp)
+
+# The reports' and the recorder's libraries only in the builds that look for errors (the
+# sanitizers', ThreadSanitizer's, the fuzzer's), where a group compiles in about half the time of
+# its files one by one (the reports' 22 files: 77 s against 172 s under the sanitizers). The
+# normal build keeps them one file to a translation unit: batched at -O2, GCC 12 gives false
+# -Wrestrict and -Warray-bounds warnings in the reports, and the recorder's code, which runs in
+# the traced process, stays as users build it. No group holds two files defining one name in an
+# anonymous namespace (nvtx_injection.cpp's phases and id_of); whatif_report.cpp, whose json is
 # ordered_json, compiles alone.
 if(GMT_SANITIZE OR GMT_TSAN OR GMT_BUILD_FUZZERS)
   gmt_unity_groups_in(analyzer/report gmt_report
@@ -158,24 +180,6 @@ if(GMT_SANITIZE OR GMT_TSAN OR GMT_BUILD_FUZZERS)
     remedies_report.cpp roles_report.cpp inference_report.cpp history_text.cpp report_text.cpp
     frames/frame_text.cpp frames/frame_policy.cpp frames/stack_frames.cpp peak_sites.cpp
     cuda_error_name.cpp terminal_colour.cpp byte_size.cpp)
-  gmt_unity_groups_in(analyzer/model gmt_model
-    live/live_trace.cpp live/live_device.cpp live/live_watch.cpp replay.cpp
-    replay_view_records.cpp replay_block_records.cpp summarize_trace.cpp hidden_pool.cpp
-    leak_classes.cpp owner_library.cpp |
-    allocator/replay_events.cpp allocator/remedies.cpp allocator/whatif_prediction.cpp
-    allocator/caching_allocator_model.cpp allocator/block_roles.cpp allocator/batch_fit.cpp
-    allocator/allocator_settings.cpp allocator/segment_match.cpp allocator/request_size.cpp
-    allocator/model_gaps.cpp |
-    allocator/trace_replay.cpp allocator/gradients_set_to_none.cpp timeline/library_timeline.cpp
-    timeline/timeline_builder.cpp roles/role_tracker.cpp roles/role_series.cpp
-    roles/outside_roles.cpp roles/role.cpp backward_attribution.cpp views/views_replay.cpp |
-    input/record_pipeline.cpp input/progress_bar.cpp input/process_liveness.cpp worker_pool.cpp
-    blocks/block_replay.cpp blocks/block_extents.cpp blocks/extents_by_device.cpp)
-  gmt_unity_groups_in(analyzer/export gmt_export
-    perfetto_export.cpp speedscope_export.cpp pprof_export.cpp folded_export.cpp gzip.cpp |
-    jsonl_export.cpp memviz_export.cpp export_record_pass.cpp export_stacks.cpp pickle_writer.cpp)
-  gmt_unity_groups_in(analyzer/html gmt_html
-    page_data.cpp html_page.cpp | allocation_pass.cpp run_comparison_data.cpp)
   gmt_unity_groups_in(interpose gmt_interpose_core
     config.cpp output_path.cpp common/diagnostic.cpp common/instance_id.cpp common/real_dlsym.cpp
     frameworks/torch_settings_text.cpp record/event_recorder.cpp record/recorder_cost.cpp
