@@ -104,6 +104,17 @@ class SymbolizerTest : public ::testing::Test {
   }
 
   static const FixtureSite& site(const std::string& name) { return run_->sites.at(name); }
+  // The helper inlined into function_with_inline, as symbolized from the library at `module`:
+  // the helper at its call's line, then the function at the line that calls the helper.
+  static void expect_inline_chain(const std::vector<SymbolizedFrame>& frames,
+                                  const std::string& module) {
+    ASSERT_EQ(frames.size(), 2u);
+    expect_frame(frames[0], {kInlinedHelper, kLibrarySource, line("inlined"), true}, module);
+    expect_frame(frames[1],
+                 {"function_with_inline(int)", kLibrarySource, line("inline_call_site"), false},
+                 module);
+  }
+
   static uint64_t address(const std::string& name) { return site(name).address; }
   static int line(const std::string& name) { return site(name).line; }
 
@@ -158,13 +169,7 @@ TEST_F(SymbolizerTest, InlinedHelperGivesInlineChain) {
   Symbolizer symbolizer;
   add_all_modules(symbolizer);
   const auto& frames = symbolizer.symbolize(address("inlined"));
-  ASSERT_EQ(frames.size(), 2u);
-  // Innermost: the helper, at the line of the call made inside it.
-  expect_frame(frames[0], {kInlinedHelper, kLibrarySource, line("inlined"), true}, library_.path);
-  // Then the function it was inlined into, at the line where it calls the helper.
-  expect_frame(frames[1],
-               {"function_with_inline(int)", kLibrarySource, line("inline_call_site"), false},
-               library_.path);
+  expect_inline_chain(frames, library_.path);
 }
 
 // A library without .debug_aranges (clang writes none unless asked): libdwfl finds no unit for
@@ -177,11 +182,7 @@ TEST_F(SymbolizerTest, UnitsWithoutAddressRangesAreStillFound) {
   ASSERT_EQ(plain.size(), 1u);
   expect_frame(plain[0], {"gmt_fixture_plain", kLibrarySource, line("plain")}, path);
   const auto& inlined = symbolizer.symbolize(address("inlined"));
-  ASSERT_EQ(inlined.size(), 2u);
-  expect_frame(inlined[0], {kInlinedHelper, kLibrarySource, line("inlined"), true}, path);
-  expect_frame(inlined[1],
-               {"function_with_inline(int)", kLibrarySource, line("inline_call_site"), false},
-               path);
+  expect_inline_chain(inlined, path);
   EXPECT_TRUE(symbolizer.warnings().empty());
 }
 
@@ -366,11 +367,7 @@ TEST_F(SymbolizerTest, SeparateDebugFileIsFoundThroughDebuglink) {
   const std::string path = std::string(kVariantsDir) + "/libfixture_debuglink.so";
   symbolizer.add_module(library_at(path));
   const auto& frames = symbolizer.symbolize(address("inlined"));
-  ASSERT_EQ(frames.size(), 2u);
-  expect_frame(frames[0], {kInlinedHelper, kLibrarySource, line("inlined"), true}, path);
-  expect_frame(frames[1],
-               {"function_with_inline(int)", kLibrarySource, line("inline_call_site"), false},
-               path);
+  expect_inline_chain(frames, path);
 }
 
 TEST_F(SymbolizerTest, DebuginfodIsNeverAsked) {
